@@ -1,0 +1,67 @@
+package envelope_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/nova-node/nova-node/envelope"
+)
+
+// benchEnvelope is a typical envelope with a 256-byte JSON payload.
+func benchEnvelope(b *testing.B) *envelope.Envelope {
+	e := valid()
+	e.Payload = json.RawMessage(`{"data":"` + strings.Repeat("x", 256-len(`{"data":""}`)) + `"}`)
+	if len(e.Payload) != 256 {
+		b.Fatalf("payload is %d bytes", len(e.Payload))
+	}
+	return e
+}
+
+func BenchmarkEncodeCBOR(b *testing.B) {
+	e := benchEnvelope(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := envelope.EncodeCBOR(e); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkDecodeCBOR(b *testing.B) {
+	data, err := envelope.EncodeCBOR(benchEnvelope(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := envelope.DecodeCBOR(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkEncodeJSON(b *testing.B) {
+	e := benchEnvelope(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := envelope.EncodeJSON(e); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkDecodeJSON(b *testing.B) {
+	data, err := envelope.EncodeJSON(benchEnvelope(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := envelope.DecodeJSON(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,210 @@
+package envelope
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/fxamacker/cbor/v2"
+)
+
+// Decoder limits. The envelope itself nests two levels (envelope, metadata);
+// the rest is room for unknown fields from later minor revisions.
+const (
+	cborMaxNestedLevels  = 16
+	cborMaxArrayElements = 4096
+	cborMaxMapPairs      = 4096
+)
+
+var encMode, decMode = mustModes()
+
+func mustModes() (cbor.EncMode, cbor.DecMode) {
+	em, err := cbor.CoreDetEncOptions().EncMode()
+	if err != nil {
+		panic("envelope: cbor encoding options: " + err.Error()) // a bug, caught by any test
+	}
+	dm, err := decOptions().DecMode()
+	if err != nil {
+		panic("envelope: cbor decoding options: " + err.Error()) // a bug, caught by any test
+	}
+	return em, dm
+}
+
+// decOptions are the decoding options for untrusted input.
+func decOptions() cbor.DecOptions {
+	return cbor.DecOptions{
+		// Structure limits: the input size is already capped by the caller.
+		MaxNestedLevels:  cborMaxNestedLevels,
+		MaxArrayElements: cborMaxArrayElements,
+		MaxMapPairs:      cborMaxMapPairs,
+		// One meaning per input: no duplicate keys, no indefinite lengths,
+		// field names matched exactly ("ID" is an unknown field, not "id").
+		DupMapKey:         cbor.DupMapKeyEnforcedAPF,
+		IndefLength:       cbor.IndefLengthForbidden,
+		FieldNameMatching: cbor.FieldNameMatchingCaseSensitive,
+		// Nothing in an envelope is tagged; refusing tags keeps bignums,
+		// times and unknown tag numbers out of every decoding path.
+		TagsMd:    cbor.TagsForbidden,
+		BignumTag: cbor.BignumTagForbidden,
+		// Decoded text must be UTF-8; a byte string is never a Go string.
+		UTF8:               cbor.UTF8RejectInvalid,
+		ByteStringToString: cbor.ByteStringToStringForbidden,
+		// Map keys must be text strings to name a struct field.
+		FieldNameByteString: cbor.FieldNameByteStringForbidden,
+		// Unknown fields are ignored: forward compatibility within a
+		// schema version (ExtraReturnErrors stays ExtraDecErrorNone).
+		ExtraReturnErrors: cbor.ExtraDecErrorNone,
+	}
+}
+
+// EncMode returns the CBOR encoding mode of envelopes: RFC 8949 core
+// deterministic encoding (cbor.CoreDetEncOptions), so equal envelopes encode
+// to equal bytes. Protocol framing shares it.
+func EncMode() cbor.EncMode { return encMode }
+
+// DecMode returns the CBOR decoding mode for untrusted input: at most 16
+// nested levels, 4096 array elements and 4096 map pairs; duplicate map keys,
+// indefinite lengths and tags (anywhere in the input) are errors, as is
+// invalid UTF-8 in a text string decoded into a Go string; struct field
+// names match exactly; unknown fields are ignored. It does not limit the
+// input size: callers must, before decoding ([DecodeCBOR] does).
+func DecMode() cbor.DecMode { return decMode }
+
+// wireEnvelope is what DecodeCBOR reads: pointers tell a missing
+// schemaVersion or tier from a zero one. The keys are Envelope's.
+type wireEnvelope struct {
+	ID            string        `cbor:"id"`
+	SchemaVersion *int          `cbor:"schemaVersion"`
+	Sender        string        `cbor:"sender"`
+	Recipient     string        `cbor:"recipient"`
+	CorrelationID string        `cbor:"correlationId"`
+	Type          string        `cbor:"type"`
+	Timestamp     int64         `cbor:"timestamp"`
+	Payload       []byte        `cbor:"payload"`
+	Metadata      *wireMetadata `cbor:"metadata"`
+}
+
+type wireMetadata struct {
+	Tier                    *uint8 `cbor:"tier"`
+	SandboxID               string `cbor:"sandboxId"`
+	RoutingHint             string `cbor:"routingHint"`
+	EscalationJustification string `cbor:"escalationJustification"`
+}
+
+// EncodeCBOR validates e and returns its CBOR encoding: a map keyed by the
+// JSON field names, in core deterministic order, with the payload as a byte
+// string holding compact JSON (null for an empty payload).
+func EncodeCBOR(e *Envelope) ([]byte, error) {
+	c, err := e.check()
+	if err != nil {
+		return nil, err
+	}
+	w := *e
+	w.Payload = wirePayload(e.Payload, c.compact)
+	b, err := encMode.Marshal(&w)
+	if err != nil { // not reached: every field type encodes
+		return nil, &InvalidError{Reason: "cbor encoding: " + err.Error(), cause: err}
+	}
+	if len(b) > MaxEncodedSize { // not reached: check bounds the JSON size, which is larger
+		return nil, tooLarge(len(b))
+	}
+	return b, nil
+}
+
+// DecodeCBOR decodes one CBOR envelope. In order, it rejects input larger
+// than MaxEncodedSize, decodes with [DecMode] (the whole input must be one
+// data item), returns a *SchemaVersionError if schemaVersion is not
+// [SchemaVersion], compacts the payload and validates the result. The
+// returned Payload is never nil.
+func DecodeCBOR(b []byte) (*Envelope, error) {
+	if len(b) > MaxEncodedSize {
+		return nil, tooLarge(len(b))
+	}
+	var w wireEnvelope
+	err := decMode.Unmarshal(b, &w)
+	if err != nil || w.SchemaVersion == nil || *w.SchemaVersion != SchemaVersion {
+		// The version decides first: a newer envelope may fail to decode
+		// here only because its layout changed.
+		v, ok := probeCBORVersion(b)
+		if ok && v != SchemaVersion {
+			return nil, &SchemaVersionError{Expected: SchemaVersion, Actual: v}
+		}
+		if err != nil {
+			return nil, cborError(err)
+		}
+		return nil, invalid("schemaVersion", "missing")
+	}
+	e := &Envelope{
+		ID:            w.ID,
+		SchemaVersion: *w.SchemaVersion,
+		Sender:        w.Sender,
+		Recipient:     w.Recipient,
+		CorrelationID: w.CorrelationID,
+		Type:          Type(w.Type),
+		Timestamp:     w.Timestamp,
+		Payload:       w.Payload,
+	}
+	if m := w.Metadata; m != nil {
+		if m.Tier == nil {
+			return nil, invalid("metadata.tier", "missing")
+		}
+		e.Metadata = &Metadata{
+			Tier:                    *m.Tier,
+			SandboxID:               m.SandboxID,
+			RoutingHint:             m.RoutingHint,
+			EscalationJustification: m.EscalationJustification,
+		}
+	}
+	p, err := normalizePayload(e.Payload)
+	if err != nil {
+		return nil, err
+	}
+	e.Payload = p
+	return finishDecode(e)
+}
+
+// cborError turns a decoding error into an *InvalidError, naming the field
+// when the error is a type mismatch in one.
+func cborError(err error) *InvalidError {
+	te, ok := errors.AsType[*cbor.UnmarshalTypeError](err)
+	if !ok {
+		return malformed("", "malformed cbor", err)
+	}
+	field, found := strings.CutPrefix(te.StructFieldName, "envelope.wireEnvelope.")
+	if !found {
+		if name, ok := strings.CutPrefix(te.StructFieldName, "envelope.wireMetadata."); ok {
+			field = "metadata." + name
+		} else {
+			field = ""
+		}
+	}
+	reason := "cbor " + te.CBORType + " where " + te.GoType + " is expected"
+	if strings.Contains(te.Error(), "overflows") {
+		reason = "cbor " + te.CBORType + " overflows " + te.GoType
+	}
+	return &InvalidError{Field: field, Reason: reason, cause: err}
+}
+
+// probeCBORVersion reads only schemaVersion from b, ignoring every other
+// field whatever its type.
+func probeCBORVersion(b []byte) (int, bool) {
+	var p struct {
+		SchemaVersion *int `cbor:"schemaVersion"`
+	}
+	if err := decMode.Unmarshal(b, &p); err != nil || p.SchemaVersion == nil {
+		return 0, false
+	}
+	return *p.SchemaVersion, true
+}
+
+// finishDecode validates a decoded envelope whose payload has been
+// normalized.
+func finishDecode(e *Envelope) (*Envelope, error) {
+	if _, err := e.checkAll(true); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+func tooLarge(n int) *InvalidError {
+	return invalid("", "encoded envelope of %d bytes is over the %d-byte limit", n, MaxEncodedSize)
+}

@@ -1,0 +1,141 @@
+package envelope
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"pgregory.net/rapid"
+)
+
+// The hand-written JSON encoder agrees with encoding/json and with jsonLen.
+func TestAppendJSONMatchesEncodingJSON(t *testing.T) {
+	strs := rapid.OneOf(rapid.String(), rapid.StringOf(rapid.RuneFrom([]rune{'"', '\\', '\b', '\f', '\n', '\r', '\t', 0, 0x1f, 0x7f, '<', '>', '&', '\u2028', '\u2029', 'é', '😀'})))
+	rapid.Check(t, func(t *rapid.T) {
+		e := &Envelope{
+			ID:            strs.Draw(t, "id"),
+			SchemaVersion: rapid.Int().Draw(t, "v"),
+			Sender:        strs.Draw(t, "sender"),
+			Recipient:     strs.Draw(t, "recipient"),
+			CorrelationID: strs.Draw(t, "corr"),
+			Type:          Type(strs.Draw(t, "type")),
+			Timestamp:     rapid.Int64().Draw(t, "ts"),
+			Payload:       json.RawMessage(rapid.SampledFrom([]string{`null`, `{"a":[1,"\u2028<"]}`, `"` + "\u2028" + `"`}).Draw(t, "payload")),
+		}
+		if rapid.Bool().Draw(t, "metadata") {
+			e.Metadata = &Metadata{
+				Tier:                    rapid.Uint8().Draw(t, "tier"),
+				SandboxID:               strs.Draw(t, "sandbox"),
+				RoutingHint:             strs.Draw(t, "hint"),
+				EscalationJustification: strs.Draw(t, "just"),
+			}
+		}
+		got := appendJSON(nil, e, e.Payload)
+		if n := jsonLen(e, len(e.Payload)); n != len(got) {
+			t.Fatalf("jsonLen = %d, len = %d (%s)", n, len(got), got)
+		}
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(e); err != nil {
+			t.Fatal(err)
+		}
+		if want := bytes.TrimSuffix(buf.Bytes(), []byte("\n")); !bytes.Equal(got, want) {
+			t.Fatalf("appendJSON:\n got %s\nwant %s", got, want)
+		}
+	})
+}
+
+func TestJSONStringLenInvalidUTF8(t *testing.T) {
+	for _, s := range []string{"\xff", "a\xc3", "\xe2\x80", "\xed\xa0\x80"} {
+		if got, want := jsonStringLen(s), len(appendJSONString(nil, s)); got != want {
+			t.Errorf("%q: jsonStringLen %d, len %d", s, got, want)
+		}
+	}
+}
+
+func TestScanJSON(t *testing.T) {
+	tests := []struct {
+		in      string
+		depth   int
+		compact bool
+	}{
+		{``, 0, true},
+		{`1`, 0, true},
+		{`[1,{"a":[]}]`, 3, true},
+		{`"[[[{{{"`, 0, true},
+		{`["\"[[[", "x"]`, 1, false},
+		{`["\\", [2]]`, 2, false},
+		{"[\n]", 1, false},
+		{`"a b"`, 0, true},
+	}
+	for _, tt := range tests {
+		d, c := scanJSON([]byte(tt.in), 100)
+		if d != tt.depth || c != tt.compact {
+			t.Errorf("scanJSON(%q) = %d, %v; want %d, %v", tt.in, d, c, tt.depth, tt.compact)
+		}
+	}
+	if d, _ := scanJSON([]byte(strings.Repeat("[", 1000)), 10); d != 11 {
+		t.Errorf("early stop: depth %d", d)
+	}
+}
+
+func TestNormalizePayload(t *testing.T) {
+	// Over the size limit as written, within it once compacted.
+	inner := strings.Repeat("1,", MaxPayloadSize/3)
+	spaced := "[ " + strings.ReplaceAll(inner, ",", ", ") + "1 ]"
+	if len(spaced) <= MaxPayloadSize {
+		t.Fatal("test payload too small")
+	}
+	p, err := normalizePayload([]byte(spaced))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(p) != "["+inner+"1]" {
+		t.Error("not compacted")
+	}
+	if _, err := normalizePayload([]byte("[" + strings.Repeat("1,", MaxPayloadSize) + "1]")); err == nil {
+		t.Error("oversized compact payload accepted")
+	}
+	// Compact input is returned as is; null is a fresh slice.
+	in := []byte(`{"a":1}`)
+	if p, _ := normalizePayload(in); &p[0] != &in[0] {
+		t.Error("compact payload copied")
+	}
+	n1, _ := normalizePayload(nil)
+	n1[0] = 'X'
+	if n2, _ := normalizePayload(nil); string(n2) != "null" || string(jsonNull) != "null" {
+		t.Error("null shared")
+	}
+}
+
+func TestQuoteTruncates(t *testing.T) {
+	long := strings.Repeat("é", 100)
+	q := quote(long)
+	if len(q) > maxQuoteLen+8 || !strings.HasSuffix(q, "...") {
+		t.Errorf("quote = %s", q)
+	}
+	if s := truncate(long, 5); !utf8.ValidString(s) || len(s) != 4 {
+		t.Errorf("truncate split a rune: %q", s)
+	}
+}
+
+func TestInvalidErrorUnwrap(t *testing.T) {
+	_, err := DecodeCBOR([]byte{0xa1}) // truncated map
+	var ie *InvalidError
+	if !errors.As(err, &ie) || ie.cause == nil || errors.Unwrap(err) == nil {
+		t.Fatalf("got %v", err)
+	}
+	if !errors.Is(err, ErrInvalid) {
+		t.Error("not ErrInvalid")
+	}
+}
+
+func TestDecOptionsAreValid(t *testing.T) {
+	if _, err := decOptions().DecMode(); err != nil {
+		t.Fatal(err)
+	}
+}

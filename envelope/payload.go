@@ -1,0 +1,139 @@
+package envelope
+
+import (
+	"bytes"
+	"encoding/json"
+	"unicode/utf8"
+)
+
+var jsonNull = []byte("null")
+
+// scanJSON walks possibly invalid JSON text once and reports the deepest
+// nesting of arrays and objects and whether any whitespace lies outside
+// strings (that is, whether the text is not compact). It stops early, with
+// depth > limit, as soon as the nesting passes limit. It does not validate.
+func scanJSON(b []byte, limit int) (depth int, compact bool) {
+	compact = true
+	cur, inStr, esc := 0, false, false
+	for _, c := range b {
+		if inStr {
+			switch {
+			case esc:
+				esc = false
+			case c == '\\':
+				esc = true
+			case c == '"':
+				inStr = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inStr = true
+		case '[', '{':
+			cur++
+			if cur > depth {
+				depth = cur
+				if depth > limit {
+					return depth, false
+				}
+			}
+		case ']', '}':
+			cur--
+		case ' ', '\t', '\n', '\r':
+			compact = false
+		}
+	}
+	return depth, compact
+}
+
+// checkPayload applies the payload rules to p as it is: at most
+// MaxPayloadSize bytes, UTF-8, nesting at most MaxPayloadDepth, valid JSON.
+// An empty p is null and passes. It reports whether p is compact.
+func checkPayload(p []byte) (compact bool, err error) {
+	if len(p) == 0 {
+		return true, nil
+	}
+	if len(p) > MaxPayloadSize {
+		return false, invalid("payload", "%d bytes, over the %d-byte limit", len(p), MaxPayloadSize)
+	}
+	depth, compact := scanJSON(p, MaxPayloadDepth)
+	if depth > MaxPayloadDepth {
+		return false, invalid("payload", "nested deeper than %d levels", MaxPayloadDepth)
+	}
+	if !utf8.Valid(p) {
+		return false, invalid("payload", "not valid utf-8")
+	}
+	if !json.Valid(p) {
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, p); err != nil {
+			return false, malformed("payload", "not valid json", err)
+		}
+		return false, invalid("payload", "not valid json")
+	}
+	return compact, nil
+}
+
+// normalizePayload checks p and returns its compact form: "null" for an
+// empty p, p itself if already compact, a new compact copy otherwise. The
+// size limit applies to the compact form.
+func normalizePayload(p []byte) (json.RawMessage, error) {
+	if len(p) == 0 {
+		return json.RawMessage(bytes.Clone(jsonNull)), nil
+	}
+	if len(p) > MaxPayloadSize {
+		// The limit is on the compact form: compact first if that can help.
+		depth, compact := scanJSON(p, MaxPayloadDepth)
+		if !compact && depth <= MaxPayloadDepth && utf8.Valid(p) && json.Valid(p) {
+			p = compactJSON(p)
+		}
+	}
+	compact, err := checkPayload(p)
+	if err != nil {
+		return nil, err
+	}
+	if compact {
+		return p, nil
+	}
+	return compactJSON(p), nil
+}
+
+// normalizeValidPayload is normalizePayload for text already known to be
+// valid JSON, UTF-8 and nested at most MaxPayloadDepth deep (a member of an
+// envelope that DecodeJSON has checked as a whole): only compaction and the
+// size limit remain.
+func normalizeValidPayload(p []byte) (json.RawMessage, error) {
+	if len(p) == 0 {
+		return json.RawMessage(bytes.Clone(jsonNull)), nil
+	}
+	if _, compact := scanJSON(p, MaxPayloadDepth); !compact {
+		p = compactJSON(p)
+	}
+	if len(p) > MaxPayloadSize {
+		return nil, invalid("payload", "%d bytes, over the %d-byte limit", len(p), MaxPayloadSize)
+	}
+	return p, nil
+}
+
+// compactJSON returns the compact form of valid JSON text.
+func compactJSON(p []byte) []byte {
+	var buf bytes.Buffer
+	buf.Grow(len(p))
+	if err := json.Compact(&buf, p); err != nil {
+		return p // not reached for valid input
+	}
+	return buf.Bytes()
+}
+
+// wirePayload returns the payload as it goes on the wire, for a payload
+// that passed checkPayload with the given compactness.
+func wirePayload(p []byte, compact bool) []byte {
+	switch {
+	case len(p) == 0:
+		return jsonNull
+	case compact:
+		return p
+	default:
+		return compactJSON(p)
+	}
+}

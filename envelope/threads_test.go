@@ -1,0 +1,139 @@
+package envelope_test
+
+import (
+	"fmt"
+	"reflect"
+	"sync"
+	"testing"
+
+	"github.com/nova-node/nova-node/envelope"
+)
+
+func env(id, corr string, ts int64) *envelope.Envelope {
+	return &envelope.Envelope{ID: id, SchemaVersion: 1, Sender: "a", Recipient: "b",
+		CorrelationID: corr, Type: envelope.TypeNotification, Timestamp: ts}
+}
+
+func TestThreadsOrder(t *testing.T) {
+	th := envelope.NewThreads(100)
+	root := env("t1", "", 50)
+	a := env("a", "t1", 30)
+	b := env("b", "t1", 10)
+	c := env("c", "t1", 30) // ties with a: insertion order
+	other := env("x", "t2", 20)
+	for _, e := range []*envelope.Envelope{a, root, b, other, c} {
+		th.Add(e)
+	}
+	if got, want := th.Thread("t1"), []*envelope.Envelope{b, a, c, root}; !reflect.DeepEqual(got, want) {
+		t.Errorf("Thread(t1) = %v, want %v", ids(got), ids(want))
+	}
+	if got := th.Thread("t2"); len(got) != 1 || got[0] != other {
+		t.Errorf("Thread(t2) = %v", ids(got))
+	}
+	// A thread whose root is not held is still found; a root alone is a thread.
+	if got := th.Thread("x"); len(got) != 1 || got[0] != other {
+		t.Errorf("Thread(x) = %v", ids(got))
+	}
+	if th.Thread("nope") != nil || th.Thread("") != nil {
+		t.Error("unknown thread not empty")
+	}
+	if th.Len() != 5 {
+		t.Errorf("Len = %d", th.Len())
+	}
+}
+
+func TestThreadsSelfCorrelated(t *testing.T) {
+	// An envelope whose CorrelationID is its own ID appears once.
+	th := envelope.NewThreads(10)
+	e := env("t", "t", 1)
+	th.Add(e)
+	if got := th.Thread("t"); len(got) != 1 {
+		t.Errorf("Thread = %v", ids(got))
+	}
+}
+
+func TestThreadsIgnoresDuplicatesAndNil(t *testing.T) {
+	th := envelope.NewThreads(10)
+	a := env("a", "t", 1)
+	th.Add(a)
+	th.Add(env("a", "t", 2)) // retransmission
+	th.Add(nil)
+	th.Add(env("", "t", 3))
+	if th.Len() != 1 || th.Thread("t")[0] != a {
+		t.Errorf("Len = %d, Thread = %v", th.Len(), ids(th.Thread("t")))
+	}
+}
+
+func TestThreadsEviction(t *testing.T) {
+	th := envelope.NewThreads(3)
+	var all []*envelope.Envelope
+	for i := range 10 {
+		e := env(fmt.Sprintf("m%d", i), fmt.Sprintf("t%d", i%2), int64(i+1))
+		all = append(all, e)
+		th.Add(e)
+	}
+	if th.Len() != 3 {
+		t.Fatalf("Len = %d", th.Len())
+	}
+	if got, want := th.Thread("t1"), []*envelope.Envelope{all[7], all[9]}; !reflect.DeepEqual(got, want) {
+		t.Errorf("Thread(t1) = %v, want %v", ids(got), ids(want))
+	}
+	if got, want := th.Thread("t0"), []*envelope.Envelope{all[8]}; !reflect.DeepEqual(got, want) {
+		t.Errorf("Thread(t0) = %v, want %v", ids(got), ids(want))
+	}
+	// An evicted ID may be added again.
+	th.Add(all[0])
+	if th.Len() != 3 || len(th.Thread("t0")) != 2 {
+		t.Errorf("re-add: Len %d, t0 %v", th.Len(), ids(th.Thread("t0")))
+	}
+	if envelope.NewThreads(0).Len() != 0 {
+		t.Error("empty")
+	}
+	one := envelope.NewThreads(-5) // taken as 1
+	one.Add(env("a", "", 1))
+	one.Add(env("b", "", 1))
+	if one.Len() != 1 || one.Thread("b") == nil {
+		t.Errorf("NewThreads(-5): Len %d", one.Len())
+	}
+}
+
+func TestThreadsLongRun(t *testing.T) {
+	// Many evictions: the internal queue is compacted and stays consistent.
+	th := envelope.NewThreads(50)
+	for i := range 10000 {
+		th.Add(env(fmt.Sprintf("m%d", i), fmt.Sprintf("t%d", i%7), int64(i+1)))
+	}
+	total := 0
+	for k := range 7 {
+		total += len(th.Thread(fmt.Sprintf("t%d", k)))
+	}
+	if th.Len() != 50 || total != 50 {
+		t.Errorf("Len %d, total in threads %d", th.Len(), total)
+	}
+}
+
+func TestThreadsConcurrent(t *testing.T) {
+	th := envelope.NewThreads(64)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 500 {
+				th.Add(env(fmt.Sprintf("g%d-%d", g, i), fmt.Sprintf("t%d", i%5), int64(i+1)))
+				_ = th.Thread(fmt.Sprintf("t%d", i%5))
+				_ = th.Len()
+			}
+		})
+	}
+	wg.Wait()
+	if th.Len() != 64 {
+		t.Errorf("Len = %d", th.Len())
+	}
+}
+
+func ids(es []*envelope.Envelope) []string {
+	out := make([]string, len(es))
+	for i, e := range es {
+		out[i] = e.ID
+	}
+	return out
+}

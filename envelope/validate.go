@@ -1,0 +1,144 @@
+package envelope
+
+import (
+	"unicode"
+	"unicode/utf8"
+)
+
+// Validate reports whether e follows the envelope rules, returning nil or
+// the first broken rule:
+//
+//   - schemaVersion is [SchemaVersion] (else a *SchemaVersionError; this is
+//     checked first);
+//   - id is 1 to [MaxIDLen] bytes of printable ASCII without spaces
+//     (0x21 to 0x7E); so is correlationId when set;
+//   - sender and recipient are 1 to [MaxAgentLen] bytes of UTF-8 without
+//     control characters; recipient may be [Broadcast];
+//   - type is one of the ten message types;
+//   - timestamp is positive;
+//   - payload is nil, empty (both meaning null) or valid UTF-8 JSON of at
+//     most [MaxPayloadSize] bytes, nested at most [MaxPayloadDepth] deep;
+//   - metadata, when present, has a tier from 0 to 3, a routingHint that is
+//     empty or [RoutingHintCapability], a sandboxId of at most
+//     [MaxSandboxLen] bytes without control characters, and an
+//     escalationJustification of at most [MaxJustificationLen] bytes of UTF-8
+//     without control characters other than tab, newline and carriage return;
+//   - the encoded envelope fits [MaxEncodedSize] bytes in both codecs.
+//
+// Every other error is an *InvalidError naming the field by its JSON name.
+func (e *Envelope) Validate() error {
+	_, err := e.check()
+	return err
+}
+
+func (e *Envelope) check() (checked, error) { return e.checkAll(false) }
+
+// checked is what check learns about a valid envelope.
+type checked struct {
+	compact bool // the payload is compact (or empty)
+	jsonLen int  // length of the JSON encoding (an upper bound if !compact)
+}
+
+// checkAll is check; payloadDone says the payload has already passed
+// normalizePayload (decoders), so its rules are not checked again.
+func (e *Envelope) checkAll(payloadDone bool) (checked, error) {
+	if e == nil {
+		return checked{}, invalid("", "nil envelope")
+	}
+	if e.SchemaVersion != SchemaVersion {
+		return checked{}, &SchemaVersionError{Expected: SchemaVersion, Actual: e.SchemaVersion}
+	}
+	if err := checkID("id", e.ID); err != nil {
+		return checked{}, err
+	}
+	if err := checkText("sender", e.Sender, MaxAgentLen, false, false); err != nil {
+		return checked{}, err
+	}
+	if err := checkText("recipient", e.Recipient, MaxAgentLen, false, false); err != nil {
+		return checked{}, err
+	}
+	if e.CorrelationID != "" {
+		if err := checkID("correlationId", e.CorrelationID); err != nil {
+			return checked{}, err
+		}
+	}
+	if !e.Type.Valid() {
+		return checked{}, invalid("type", "unknown message type %s", quote(string(e.Type)))
+	}
+	if e.Timestamp <= 0 {
+		return checked{}, invalid("timestamp", "must be positive, got %d", e.Timestamp)
+	}
+	compact := true
+	if !payloadDone {
+		var err error
+		if compact, err = checkPayload(e.Payload); err != nil {
+			return checked{}, err
+		}
+	}
+	if m := e.Metadata; m != nil {
+		if m.Tier > 3 {
+			return checked{}, invalid("metadata.tier", "%d is out of range 0..3", m.Tier)
+		}
+		if err := checkText("metadata.sandboxId", m.SandboxID, MaxSandboxLen, true, false); err != nil {
+			return checked{}, err
+		}
+		if m.RoutingHint != "" && m.RoutingHint != RoutingHintCapability {
+			return checked{}, invalid("metadata.routingHint", "must be empty or %q, got %s",
+				RoutingHintCapability, quote(m.RoutingHint))
+		}
+		if err := checkText("metadata.escalationJustification", m.EscalationJustification,
+			MaxJustificationLen, true, true); err != nil {
+			return checked{}, err
+		}
+	}
+	// The JSON encoding is the larger of the two (see doc.go), so this bound
+	// covers CBOR too.
+	payloadLen := len(e.Payload)
+	if payloadLen == 0 {
+		payloadLen = len(jsonNull)
+	}
+	n := jsonLen(e, payloadLen)
+	if n > MaxEncodedSize {
+		return checked{}, invalid("", "encoded size of %d bytes is over the %d-byte limit", n, MaxEncodedSize)
+	}
+	return checked{compact: compact, jsonLen: n}, nil
+}
+
+// checkID checks an identifier: 1 to MaxIDLen bytes of 0x21..0x7E.
+func checkID(field, s string) error {
+	if s == "" {
+		return invalid(field, "must not be empty")
+	}
+	if len(s) > MaxIDLen {
+		return invalid(field, "%d bytes, over the %d-byte limit", len(s), MaxIDLen)
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x21 || c > 0x7e {
+			return invalid(field, "byte 0x%02x at offset %d is not printable ascii", c, i)
+		}
+	}
+	return nil
+}
+
+// checkText checks a UTF-8 string of at most limit bytes without control
+// characters (newlines allows tab, newline and carriage return).
+func checkText(field, s string, limit int, allowEmpty, newlines bool) error {
+	if s == "" {
+		if allowEmpty {
+			return nil
+		}
+		return invalid(field, "must not be empty")
+	}
+	if len(s) > limit {
+		return invalid(field, "%d bytes, over the %d-byte limit", len(s), limit)
+	}
+	if !utf8.ValidString(s) {
+		return invalid(field, "not valid utf-8")
+	}
+	for i, r := range s {
+		if unicode.IsControl(r) && !(newlines && (r == '\t' || r == '\n' || r == '\r')) {
+			return invalid(field, "control character U+%04X at offset %d", r, i)
+		}
+	}
+	return nil
+}
