@@ -1,0 +1,82 @@
+// Package agentcard owns nova-node's agent cards: the [Card] type and its
+// validation, its JSON form, its signed form (a libp2p record envelope
+// sealed by the hosting node's key), and the [Registry] of local and remote
+// cards with its queries by address, capability and tier.
+//
+// # What it may import
+//
+// The standard library, nova-node's tiers package, and go-libp2p's
+// core/crypto, core/peer and core/record. Never host, network or any p2p/
+// package: the package does no I/O and starts no goroutines. The registry
+// is a passive, mutex-guarded index whose remote entries expire against an
+// injected clock ([WithClock]), so it needs no timer. Discovery and the
+// router call it; it calls nothing.
+//
+// # Cards and addresses
+//
+// A card's JSON fields are the seed's (id, name, version, description,
+// tier, protocols, endpoints, capabilities, revision, sandboxId, origin,
+// lastSeenAt) plus host, the peer ID of the node hosting the agent.
+// [Card.Validate] reports every problem at once, each named by its JSON path
+// ("capabilities[2].id"). Capabilities are required but may be empty: a nil
+// slice (JSON null, or the key absent) is a missing field, [] is a card with
+// no capabilities.
+//
+// An agent's canonical address is "id@<peerID>" ([Card.Address],
+// [SplitAddress]). Agent ids cannot contain '@', so the split is never
+// ambiguous.
+//
+// JSON decoding is strict, for signed cards come from other nodes: keys
+// match exactly, unknown and duplicate keys are errors, and failures are
+// [*InvalidCardError]s naming the field. Every valid card survives
+// json.Marshal then json.Unmarshal as an equal card ([Card.Equal]).
+//
+// # Signing
+//
+// A signed card is a libp2p record envelope ([record.Seal]) whose signature
+// domain is [PayloadDomain] ("nova-agentcard"), payload type [PayloadType]
+// ("/nova/agentcard/1") and payload the card as compact JSON. [Seal] signs
+// with the hosting node's key and sets the card's host to that key's peer
+// ID. [Open] accepts a signed card only if it is at most
+// [MaxSignedCardSize] bytes (checked before parsing), the signature
+// verifies, the payload type is ours, the card is valid, and the signer is
+// the card's host. That last rule is what stops a node from publishing a
+// card for an agent it does not host: no node can take over another node's
+// agent address. [Validator] applies the same checks to DHT records under
+// [Key] ("/nova/card/<peerID>/<id>"), also requiring the key's peer to be
+// the signer, and selects the highest revision.
+//
+// # The registry
+//
+// Local cards are those this node hosts: [Registry.Register] stamps them
+// with this node as host, origin "local" and the current time, and bumps
+// the revision when the data changes (not when an identical card is
+// registered again). Remote cards come from other nodes through
+// [Registry.MergeRemote], after the caller has verified them with [Open];
+// a higher revision replaces, an equal one refreshes, a lower one is
+// ignored.
+//
+// TTL: a remote card is visible for the remote TTL ([WithRemoteTTL],
+// default 10 minutes) after it was last merged. Once that has elapsed it is
+// invisible to every query (Get, Resolve, Find*, List, Remote, Serialize)
+// and is treated as absent by MergeRemote, so any revision is accepted
+// again; [Registry.Expire] frees the memory of such cards and may be called
+// whenever convenient. Local cards never expire. Refreshing is the
+// publisher's job: discovery re-merges cards it sees again.
+//
+// Resolution: [Registry.Get] is exact ("id" means the local card).
+// [Registry.Resolve] takes "id@peer", which is exact, or a bare "id", which
+// resolves only when exactly one visible card in the swarm (local or
+// remote) has that id; several give an [*AmbiguousError] listing every
+// candidate's full address, none a [*NotFoundError] saying what was
+// searched.
+//
+// # Errors
+//
+// Every error returned by this package carries a seed error code through a
+// Code method ([CodeInvalidCard], [CodeAgentNotFound],
+// [CodeCapabilityNotFound], [CodeAmbiguousAgent]) and matches the sentinel
+// of its code with errors.Is; the typed errors carry the details for
+// errors.As. The only exceptions are failures of the signing key itself in
+// [Seal] and of encoding in [Registry.Serialize], which are internal errors.
+package agentcard

@@ -1,0 +1,631 @@
+package agentcard
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/nova-node/nova-node/tiers"
+)
+
+// Registry holds the cards of the agents this node hosts (local) and the
+// cards merged from other nodes (remote), indexed by id, capability and
+// tier. It is passive: it starts no goroutine and keeps no timer; remote
+// cards expire by comparing their last merge time with the injected clock
+// on every call. All methods are safe for concurrent use (one RWMutex).
+//
+// Every card it returns is a deep copy: callers may modify it freely.
+type Registry struct {
+	self    peer.ID
+	selfStr string
+	now     func() time.Time
+	ttl     time.Duration
+
+	mu     sync.RWMutex
+	cards  map[key]*entry
+	byAddr map[string]*entry // "id@<peerID>" -> entry: exact lookups without decoding the peer ID
+	byID   map[string]map[key]*entry
+	byCap  map[string]map[key]*entry
+	byTier [tiers.L3 + 1]map[key]*entry
+	nLocal int
+}
+
+// key identifies a card: local cards are keyed by this node's peer ID, so
+// one map holds both kinds (a remote card never has host == self).
+type key struct {
+	host peer.ID
+	id   string
+}
+
+type entry struct {
+	card  Card
+	addr  string
+	seen  time.Time // last Register/MergeRemote, for the TTL of remote cards
+	local bool
+}
+
+// NewRegistry returns an empty registry for the node self. Options:
+// [WithClock] (default time.Now) and [WithRemoteTTL] (default
+// [DefaultRemoteTTL]). self may be empty in tests; local cards then have no
+// host.
+func NewRegistry(self peer.ID, opts ...Option) *Registry {
+	o := defaults()
+	for _, opt := range opts {
+		opt(&o)
+	}
+	r := &Registry{
+		self:   self,
+		now:    o.now,
+		ttl:    o.ttl,
+		cards:  make(map[key]*entry),
+		byAddr: make(map[string]*entry),
+		byID:   make(map[string]map[key]*entry),
+		byCap:  make(map[string]map[key]*entry),
+	}
+	if self != "" {
+		r.selfStr = self.String()
+	}
+	for i := range r.byTier {
+		r.byTier[i] = make(map[key]*entry)
+	}
+	return r
+}
+
+// Self returns the peer ID of the node whose registry this is.
+func (r *Registry) Self() peer.ID { return r.self }
+
+// Register stores a card for an agent this node hosts and returns the
+// stored copy. The card is stamped Host = this node, Origin = local and
+// LastSeenAt = now, then validated; a Host naming another peer is refused.
+// If a local card with the same ID exists: when the data differs (ignoring
+// Revision, LastSeenAt, Origin and Host) the revision becomes the old
+// revision + 1, whatever c.Revision says (property 3); when it is the same
+// the old revision is kept, so re-registering at restart is idempotent. A
+// new card keeps c.Revision. Errors are [*InvalidCardError].
+func (r *Registry) Register(c Card) (Card, error) {
+	now := r.now()
+	s := c.Clone()
+	if s.Host == "" {
+		s.Host = r.selfStr
+	}
+	s.Origin = OriginLocal
+	s.LastSeenAt = now.UnixMilli()
+	if err := r.checkLocal(&s); err != nil {
+		return Card{}, err
+	}
+
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	k := key{r.self, s.ID}
+	if old, ok := r.cards[k]; ok {
+		switch {
+		case sameData(old.card, s):
+			s.Revision = old.card.Revision
+		case old.card.Revision == math.MaxUint64:
+			return Card{}, invalid("revision", "cannot be incremented past %d", uint64(math.MaxUint64))
+		default:
+			s.Revision = old.card.Revision + 1
+		}
+	}
+	r.put(k, &entry{card: s, addr: s.Address(), seen: now, local: true})
+	return s.Clone(), nil
+}
+
+// Restore puts a local card exactly as it was persisted (revision and
+// LastSeenAt kept), replacing any local card with the same ID. It is for
+// loading the node's own cards at startup. An empty Host is set to this
+// node; a Host naming another peer, or an Origin of "remote", is refused.
+func (r *Registry) Restore(c Card) error {
+	s := c.Clone()
+	if s.Host == "" {
+		s.Host = r.selfStr
+	}
+	if s.Origin == OriginRemote {
+		return invalid("origin", "a restored local card cannot be remote")
+	}
+	s.Origin = OriginLocal
+	if err := r.checkLocal(&s); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.put(key{r.self, s.ID}, &entry{card: s, addr: s.Address(), seen: r.now(), local: true})
+	return nil
+}
+
+// checkLocal validates a card about to be stored as local.
+func (r *Registry) checkLocal(s *Card) error {
+	ps := s.problems()
+	if s.Host != r.selfStr {
+		ps = append(ps, FieldProblem{Field: "host", Reason: fmt.Sprintf("names %s, not this node (%s)", quote(s.Host), quote(r.selfStr))})
+	}
+	if len(ps) > 0 {
+		return &InvalidCardError{Problems: ps}
+	}
+	return nil
+}
+
+// Unregister removes the local card with this ID and reports whether there
+// was one.
+func (r *Registry) Unregister(id string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	k := key{r.self, id}
+	if _, ok := r.cards[k]; !ok {
+		return false
+	}
+	r.remove(k)
+	return true
+}
+
+// MergeRemote stores a card received from another node, which the caller
+// has verified (see [Open]: the signer must be the card's host). The card
+// must validate and its Host must be set and must not be this node. It is
+// stored with Origin = remote and LastSeenAt = now, every other field as
+// received (property 5). Against a visible card of the same address, a
+// higher revision replaces it (changed = true), an equal revision only
+// refreshes its LastSeenAt and TTL (changed = false, data kept), and a lower
+// revision is ignored (changed = false). An expired card counts as absent.
+func (r *Registry) MergeRemote(c Card) (changed bool, err error) {
+	now := r.now()
+	s := c.Clone()
+	s.Origin = OriginRemote
+	s.LastSeenAt = now.UnixMilli()
+	ps := s.problems()
+	switch {
+	case s.Host == "":
+		ps = append(ps, FieldProblem{Field: "host", Reason: "required for a remote card"})
+	case s.Host == r.selfStr:
+		ps = append(ps, FieldProblem{Field: "host", Reason: "names this node; a remote card must come from another peer"})
+	}
+	if len(ps) > 0 {
+		return false, &InvalidCardError{Problems: ps}
+	}
+	host, err := peer.Decode(s.Host) // cannot fail: validated
+	if err != nil {
+		return false, invalid("host", "%v", err)
+	}
+
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	k := key{host, s.ID}
+	if old, ok := r.cards[k]; ok && r.visible(old, now) {
+		switch {
+		case s.Revision < old.card.Revision:
+			return false, nil
+		case s.Revision == old.card.Revision:
+			old.seen = now
+			old.card.LastSeenAt = s.LastSeenAt
+			return false, nil
+		}
+	}
+	r.put(k, &entry{card: s, addr: s.Address(), seen: now})
+	return true, nil
+}
+
+// RemoveRemote removes the remote card at address "id@peer" and reports
+// whether a visible card was removed.
+func (r *Registry) RemoveRemote(addr string) bool {
+	id, host, err := SplitAddress(addr)
+	if err != nil || host == "" || host == r.self {
+		return false
+	}
+	now := r.now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	k := key{host, id}
+	e, ok := r.cards[k]
+	if !ok {
+		return false
+	}
+	r.remove(k)
+	return r.visible(e, now)
+}
+
+// RemovePeer removes every remote card hosted by p and returns how many
+// visible cards it removed. It never removes local cards.
+func (r *Registry) RemovePeer(p peer.ID) int {
+	if p == r.self {
+		return 0
+	}
+	now := r.now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for k, e := range r.cards {
+		if k.host == p {
+			if r.visible(e, now) {
+				n++
+			}
+			r.remove(k)
+		}
+	}
+	return n
+}
+
+// Expire drops the remote cards whose TTL has elapsed and returns how many
+// it dropped. They are already invisible; Expire only frees their memory,
+// so the caller may run it whenever convenient.
+func (r *Registry) Expire() int {
+	now := r.now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for k, e := range r.cards {
+		if !r.visible(e, now) {
+			r.remove(k)
+			n++
+		}
+	}
+	return n
+}
+
+// Get returns the card at an exact address: "id" and "id@self" name a
+// local card, "id@other" a visible remote card. Unlike [Registry.Resolve],
+// a bare id never matches a remote card.
+func (r *Registry) Get(addr string) (Card, bool) {
+	if strings.Contains(addr, "@") {
+		// Fast path: exact address of a known card, no base58 decoding.
+		now := r.now()
+		r.mu.RLock()
+		e, ok := r.byAddr[addr]
+		if ok && r.visible(e, now) {
+			defer r.mu.RUnlock()
+			return e.card.Clone(), true
+		}
+		r.mu.RUnlock()
+	}
+	id, host, err := SplitAddress(addr)
+	if err != nil {
+		return Card{}, false
+	}
+	if host == "" {
+		host = r.self
+	}
+	now := r.now()
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	e, ok := r.cards[key{host, id}]
+	if !ok || !r.visible(e, now) {
+		return Card{}, false
+	}
+	return e.card.Clone(), true
+}
+
+// Resolve finds the card an address names. "id@peer" is exact (a
+// [*NotFoundError] if absent). A bare "id" is the one visible card with
+// that ID among local and remote cards; when several nodes host an agent
+// with that ID it is an [*AmbiguousError] listing their addresses, even if
+// one of them is local. A malformed address is an [*AddressError]. A
+// [*NotFoundError]'s Where says what was searched.
+func (r *Registry) Resolve(addr string) (Card, error) {
+	if strings.Contains(addr, "@") {
+		now := r.now()
+		r.mu.RLock()
+		e, ok := r.byAddr[addr]
+		if ok && r.visible(e, now) {
+			defer r.mu.RUnlock()
+			return e.card.Clone(), nil
+		}
+		r.mu.RUnlock()
+	}
+	id, host, err := SplitAddress(addr)
+	if err != nil {
+		return Card{}, err
+	}
+	now := r.now()
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if host != "" {
+		if e, ok := r.cards[key{host, id}]; ok && r.visible(e, now) {
+			return e.card.Clone(), nil
+		}
+		return Card{}, &NotFoundError{Query: addr, Where: r.whereHost(host, now)}
+	}
+	var found []*entry
+	for _, e := range r.byID[id] {
+		if r.visible(e, now) {
+			found = append(found, e)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return Card{}, &NotFoundError{Query: addr, Where: r.where(now)}
+	case 1:
+		return found[0].card.Clone(), nil
+	}
+	cands := make([]string, len(found))
+	for i, e := range found {
+		cands[i] = e.addr
+	}
+	slices.Sort(cands)
+	return Card{}, &AmbiguousError{Name: id, Candidates: cands}
+}
+
+// FindByCapability returns the visible cards offering capability capID:
+// local cards first, then remote ones, each sorted by address.
+func (r *Registry) FindByCapability(capID string) []Card {
+	now := r.now()
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.collect(r.byCap[capID], now)
+}
+
+// ResolveCapability is [Registry.FindByCapability] for callers that need at
+// least one card: none is a [*CapabilityNotFoundError] saying what was
+// searched.
+func (r *Registry) ResolveCapability(capID string) ([]Card, error) {
+	now := r.now()
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	cards := r.collect(r.byCap[capID], now)
+	if len(cards) == 0 {
+		return nil, &CapabilityNotFoundError{Capability: capID, Where: r.where(now)}
+	}
+	return cards, nil
+}
+
+// FindByTier returns the visible cards of tier t, local first, then remote,
+// each sorted by address. An invalid tier matches nothing.
+func (r *Registry) FindByTier(t tiers.Tier) []Card {
+	if !t.Valid() {
+		return []Card{}
+	}
+	now := r.now()
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.collect(r.byTier[t], now)
+}
+
+// List returns every visible card, local first, then remote, each sorted by
+// address.
+func (r *Registry) List() []Card {
+	now := r.now()
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.collect(r.cards, now)
+}
+
+// Local returns the local cards, sorted by address.
+func (r *Registry) Local() []Card {
+	return r.filter(true)
+}
+
+// Remote returns the visible remote cards, sorted by address.
+func (r *Registry) Remote() []Card {
+	return r.filter(false)
+}
+
+func (r *Registry) filter(local bool) []Card {
+	now := r.now()
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	var es []*entry
+	for _, e := range r.cards {
+		if e.local == local && r.visible(e, now) {
+			es = append(es, e)
+		}
+	}
+	return cards(es)
+}
+
+// serialized is the document of Serialize and Deserialize.
+type serialized struct {
+	Cards []Card `json:"cards"`
+}
+
+// Serialize returns the visible cards as JSON, {"cards": [...]}, in the
+// order of [Registry.List]. Each card keeps its origin, revision and
+// LastSeenAt, so [Deserialize] restores the same registry.
+func (r *Registry) Serialize() ([]byte, error) {
+	b, err := json.Marshal(serialized{Cards: r.List()})
+	if err != nil {
+		return nil, fmt.Errorf("agentcard: serialize: %w", err)
+	}
+	return b, nil
+}
+
+// Deserialize rebuilds a registry for self from [Registry.Serialize]'s
+// output. Local cards (origin "local" or empty) are restored as with
+// [Registry.Restore]; remote cards keep their LastSeenAt, which starts
+// their TTL, so a card that was already stale is dropped. Every card must
+// validate, no address may appear twice, and decoding is strict. Errors
+// name the card: "agentcard: deserialize: cards[3]: ...".
+func Deserialize(data []byte, self peer.ID, opts ...Option) (*Registry, error) {
+	var doc serialized
+	null, err := decodeObject(data, "", func(k string, v []byte, field string) error {
+		if k != "cards" {
+			return errUnknownField
+		}
+		cs, err := decodeArray(v, field, func(raw []byte, p string) (c Card, err error) {
+			return c, c.decode(raw, p)
+		})
+		doc.Cards = cs
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("agentcard: deserialize: %w", err)
+	}
+	if null {
+		return nil, fmt.Errorf("agentcard: deserialize: %w", invalid("card", "want a JSON object, got null"))
+	}
+	r := NewRegistry(self, opts...)
+	now := r.now()
+	seen := make(map[string]bool, len(doc.Cards))
+	for i, c := range doc.Cards {
+		addr := c.Address()
+		if c.Host == "" {
+			addr = c.ID + "@" + r.selfStr
+		}
+		if seen[addr] {
+			return nil, fmt.Errorf("agentcard: deserialize: cards[%d]: %w", i, invalid("id", "duplicate card %s", quote(addr)))
+		}
+		seen[addr] = true
+		if c.Origin == OriginRemote {
+			err = r.restoreRemote(c, now)
+		} else {
+			err = r.Restore(c)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("agentcard: deserialize: cards[%d]: %w", i, err)
+		}
+	}
+	return r, nil
+}
+
+// restoreRemote puts a persisted remote card back with its own LastSeenAt,
+// unless its TTL has elapsed.
+func (r *Registry) restoreRemote(c Card, now time.Time) error {
+	s := c.Clone()
+	ps := s.problems()
+	switch {
+	case s.Host == "":
+		ps = append(ps, FieldProblem{Field: "host", Reason: "required for a remote card"})
+	case s.Host == r.selfStr:
+		ps = append(ps, FieldProblem{Field: "host", Reason: "names this node; a remote card must come from another peer"})
+	}
+	if len(ps) > 0 {
+		return &InvalidCardError{Problems: ps}
+	}
+	host, err := peer.Decode(s.Host)
+	if err != nil {
+		return invalid("host", "%v", err)
+	}
+	e := &entry{card: s, addr: s.Address(), seen: time.UnixMilli(s.LastSeenAt)}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.visible(e, now) {
+		r.put(key{host, s.ID}, e)
+	}
+	return nil
+}
+
+// visible reports whether e can be seen at now: local cards always, remote
+// cards until the TTL has elapsed since their last merge.
+func (r *Registry) visible(e *entry, now time.Time) bool {
+	return e.local || r.ttl <= 0 || now.Sub(e.seen) < r.ttl
+}
+
+// put stores e under k, replacing and unindexing any previous entry.
+// r.mu must be held for writing.
+func (r *Registry) put(k key, e *entry) {
+	r.remove(k)
+	r.cards[k] = e
+	r.byAddr[e.addr] = e
+	if e.local {
+		r.nLocal++
+	}
+	index(r.byID, e.card.ID, k, e)
+	for i := range e.card.Capabilities {
+		index(r.byCap, e.card.Capabilities[i].ID, k, e)
+	}
+	r.byTier[e.card.Tier][k] = e
+}
+
+// remove deletes the entry under k and its index entries, if any. r.mu must
+// be held for writing.
+func (r *Registry) remove(k key) {
+	e, ok := r.cards[k]
+	if !ok {
+		return
+	}
+	delete(r.cards, k)
+	delete(r.byAddr, e.addr)
+	if e.local {
+		r.nLocal--
+	}
+	unindex(r.byID, e.card.ID, k)
+	for i := range e.card.Capabilities {
+		unindex(r.byCap, e.card.Capabilities[i].ID, k)
+	}
+	delete(r.byTier[e.card.Tier], k)
+}
+
+func index(m map[string]map[key]*entry, name string, k key, e *entry) {
+	s := m[name]
+	if s == nil {
+		s = make(map[key]*entry)
+		m[name] = s
+	}
+	s[k] = e
+}
+
+func unindex(m map[string]map[key]*entry, name string, k key) {
+	if s := m[name]; s != nil {
+		delete(s, k)
+		if len(s) == 0 {
+			delete(m, name)
+		}
+	}
+}
+
+// collect returns copies of the visible entries of m in query order.
+func (r *Registry) collect(m map[key]*entry, now time.Time) []Card {
+	es := make([]*entry, 0, len(m))
+	for _, e := range m {
+		if r.visible(e, now) {
+			es = append(es, e)
+		}
+	}
+	return cards(es)
+}
+
+// cards sorts es (local first, then by address) and copies their cards.
+func cards(es []*entry) []Card {
+	sortEntries(es)
+	out := make([]Card, len(es))
+	for i, e := range es {
+		out[i] = e.card.Clone()
+	}
+	return out
+}
+
+func sortEntries(es []*entry) {
+	slices.SortFunc(es, func(a, b *entry) int {
+		if a.local != b.local {
+			if a.local {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Compare(a.addr, b.addr)
+	})
+}
+
+// where describes a whole-registry search for error messages.
+func (r *Registry) where(now time.Time) string {
+	n := 0
+	for _, e := range r.cards {
+		if !e.local && r.visible(e, now) {
+			n++
+		}
+	}
+	return fmt.Sprintf("local registry (%s) and %s", count(r.nLocal, "agent"), count(n, "remote card"))
+}
+
+// whereHost describes a search for a card of one host.
+func (r *Registry) whereHost(host peer.ID, now time.Time) string {
+	if host == r.self {
+		return fmt.Sprintf("local registry (%s)", count(r.nLocal, "agent"))
+	}
+	n := 0
+	for k, e := range r.cards {
+		if k.host == host && r.visible(e, now) {
+			n++
+		}
+	}
+	return fmt.Sprintf("%s from %s", count(n, "remote card"), host)
+}
+
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
