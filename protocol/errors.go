@@ -1,0 +1,166 @@
+package protocol
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/nova-node/nova-node/agentcard"
+	"github.com/nova-node/nova-node/envelope"
+	"github.com/nova-node/nova-node/sandbox"
+	"github.com/nova-node/nova-node/tiers"
+)
+
+// Codes owned by this package. The seed's codes CHANNEL_CLOSED and
+// DELIVERY_FAILED, plus nova's own UNAUTHORIZED_SENDER, PROTOCOL_ERROR and
+// INTERNAL.
+const (
+	CodeChannelClosed      = "CHANNEL_CLOSED"
+	CodeDeliveryFailed     = "DELIVERY_FAILED"
+	CodeUnauthorizedSender = "UNAUTHORIZED_SENDER"
+	CodeProtocolError      = "PROTOCOL_ERROR"
+	CodeInternal           = "INTERNAL"
+)
+
+// ErrChannelClosed is returned when sending on a closed channel or router.
+var ErrChannelClosed = errors.New("protocol: channel closed")
+
+// ErrDeliveryFailed is returned when an envelope could not be delivered
+// after all retries, or when the recipient cannot take it (no handler).
+var ErrDeliveryFailed = errors.New("protocol: delivery failed")
+
+// ErrUnauthorizedSender is returned when an envelope names a sender that the
+// peer at the other end of the stream does not host.
+var ErrUnauthorizedSender = errors.New("protocol: sender not hosted by the sending peer")
+
+// ErrProtocol is returned for a peer that breaks the wire protocol.
+var ErrProtocol = errors.New("protocol: protocol error")
+
+// ErrInternal stands for an error without a code.
+var ErrInternal = errors.New("protocol: internal error")
+
+// codeToError is the one table between wire codes and local sentinels, in
+// the style of syncthing's codeToError/errorToCode. Every seed code that can
+// cross /nova/a2a/1.0.0 is here.
+var codeToError = map[string]error{
+	agentcard.CodeAgentNotFound:        agentcard.ErrAgentNotFound,
+	agentcard.CodeCapabilityNotFound:   agentcard.ErrCapabilityNotFound,
+	agentcard.CodeInvalidCard:          agentcard.ErrInvalidCard,
+	agentcard.CodeAmbiguousAgent:       agentcard.ErrAmbiguousAgent,
+	tiers.CodeTierViolation:            tiers.ErrTierViolation,
+	tiers.CodeEscalationRequired:       tiers.ErrEscalationRequired,
+	sandbox.CodeSandboxViolation:       sandbox.ErrSandboxViolation,
+	envelope.CodeSchemaVersionMismatch: envelope.ErrSchemaVersionMismatch,
+	envelope.CodeInvalidEnvelope:       envelope.ErrInvalid,
+	CodeChannelClosed:                  ErrChannelClosed,
+	CodeDeliveryFailed:                 ErrDeliveryFailed,
+	CodeUnauthorizedSender:             ErrUnauthorizedSender,
+	CodeProtocolError:                  ErrProtocol,
+	CodeInternal:                       ErrInternal,
+}
+
+var errorToCode = func() map[error]string {
+	m := make(map[error]string, len(codeToError))
+	for c, e := range codeToError {
+		m[e] = c
+	}
+	return m
+}()
+
+// Codes lists every code this package maps, for tests and docs.
+func Codes() []string {
+	out := make([]string, 0, len(codeToError))
+	for c := range codeToError {
+		out = append(out, c)
+	}
+	return out
+}
+
+// SentinelFor returns the local sentinel error of a wire code, or nil.
+func SentinelFor(code string) error { return codeToError[code] }
+
+type coder interface{ Code() string }
+
+// CodeOf returns the seed code of err: the Code() of the first error in its
+// chain that has one, else the code of a known sentinel, else INTERNAL.
+func CodeOf(err error) string {
+	if err == nil {
+		return ""
+	}
+	var c coder
+	if errors.As(err, &c) {
+		return c.Code()
+	}
+	for e, code := range errorToCode {
+		if errors.Is(err, e) {
+			return code
+		}
+	}
+	return CodeInternal
+}
+
+// RemoteError is an error that a peer reported, with its seed code.
+// errors.Is matches the local sentinel of the same code, so
+// errors.Is(err, tiers.ErrTierViolation) holds whichever node refused.
+type RemoteError struct {
+	ErrCode string // the seed code, e.g. TIER_VIOLATION
+	Message string
+	Peer    peer.ID // who reported it; empty when unknown
+}
+
+// Code returns the seed code.
+func (e *RemoteError) Code() string { return e.ErrCode }
+
+func (e *RemoteError) Error() string {
+	if e.Peer != "" {
+		return fmt.Sprintf("peer %s refused: %s (%s)", shortID(e.Peer), e.Message, e.ErrCode)
+	}
+	return fmt.Sprintf("%s (%s)", e.Message, e.ErrCode)
+}
+
+// Is matches the sentinel that codeToError maps e.ErrCode to.
+func (e *RemoteError) Is(target error) bool {
+	s, ok := codeToError[e.ErrCode]
+	return ok && s == target
+}
+
+// Unwrap exposes the sentinel so generic checks see it too.
+func (e *RemoteError) Unwrap() error { return codeToError[e.ErrCode] }
+
+// deliveryError is DELIVERY_FAILED with the reason and the target.
+type deliveryError struct {
+	Target string
+	Reason string
+	Err    error
+}
+
+func (e *deliveryError) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("protocol: delivery to %s failed: %s: %v", e.Target, e.Reason, e.Err)
+	}
+	return fmt.Sprintf("protocol: delivery to %s failed: %s", e.Target, e.Reason)
+}
+func (e *deliveryError) Code() string         { return CodeDeliveryFailed }
+func (e *deliveryError) Is(target error) bool { return target == ErrDeliveryFailed }
+func (e *deliveryError) Unwrap() error        { return e.Err }
+
+// senderError is UNAUTHORIZED_SENDER.
+type senderError struct {
+	Sender string
+	Peer   peer.ID
+	Reason string
+}
+
+func (e *senderError) Error() string {
+	return fmt.Sprintf("protocol: sender %q refused from peer %s: %s", e.Sender, shortID(e.Peer), e.Reason)
+}
+func (e *senderError) Code() string         { return CodeUnauthorizedSender }
+func (e *senderError) Is(target error) bool { return target == ErrUnauthorizedSender }
+
+func shortID(p peer.ID) string {
+	s := p.String()
+	if len(s) > 12 {
+		return s[:2] + "…" + s[len(s)-6:]
+	}
+	return s
+}

@@ -1,0 +1,131 @@
+package protocol
+
+import (
+	"errors"
+	"time"
+
+	"github.com/nova-node/nova-node/envelope"
+	"github.com/nova-node/nova-node/protocol/frame"
+	"github.com/nova-node/nova-node/sandbox"
+	"github.com/nova-node/nova-node/tiers"
+)
+
+// Option configures a Router.
+type Option func(*options) error
+
+type options struct {
+	rules          tiers.Rules
+	policy         sandbox.Policy
+	maxFrame       int
+	sink           EventSink
+	factory        *envelope.Factory
+	requestTimeout time.Duration
+	concurrency    int
+	helloInterval  time.Duration
+	idleTimeout    time.Duration
+	retries        int
+	retryBase      time.Duration
+}
+
+// defaults: the seed's tier rules, sandbox not enforced, 1 MiB frames, 30 s
+// handler and request timeout, 256 concurrent handler calls, hello refresh
+// every 3 minutes (well inside the registry's 10-minute remote TTL), inbound
+// streams closed after 10 idle minutes, 3 retries from 100 ms doubling.
+func defaults() options {
+	return options{
+		rules:          tiers.DefaultRules(),
+		maxFrame:       frame.DefaultMaxSize,
+		sink:           nopSink{},
+		factory:        envelope.NewFactory(),
+		requestTimeout: 30 * time.Second,
+		concurrency:    256,
+		helloInterval:  3 * time.Minute,
+		idleTimeout:    10 * time.Minute,
+		retries:        3,
+		retryBase:      100 * time.Millisecond,
+	}
+}
+
+// WithTierRules sets the tier routing rules (default tiers.DefaultRules()).
+func WithTierRules(r tiers.Rules) Option {
+	return func(o *options) error {
+		if err := r.Validate(); err != nil {
+			return err
+		}
+		o.rules = r
+		return nil
+	}
+}
+
+// WithSandboxPolicy sets the sandbox policy (default: not enforced).
+func WithSandboxPolicy(p sandbox.Policy) Option {
+	return func(o *options) error { o.policy = p; return nil }
+}
+
+// WithMaxFrameSize caps frame bodies in bytes (default 1 MiB, at least 4 KiB).
+func WithMaxFrameSize(n int) Option {
+	return func(o *options) error {
+		if n < 4<<10 {
+			return errors.New("protocol: max frame size must be at least 4096 bytes")
+		}
+		o.maxFrame = n
+		return nil
+	}
+}
+
+// WithEventSink receives the router's events. Emit must not block.
+func WithEventSink(s EventSink) Option {
+	return func(o *options) error {
+		if s == nil {
+			return errors.New("protocol: nil event sink")
+		}
+		o.sink = s
+		return nil
+	}
+}
+
+// WithFactory sets the envelope factory used for replies (clock and ids).
+func WithFactory(f *envelope.Factory) Option {
+	return func(o *options) error {
+		if f == nil || f.Now == nil || f.NewID == nil {
+			return errors.New("protocol: incomplete envelope factory")
+		}
+		o.factory = f
+		return nil
+	}
+}
+
+// WithRequestTimeout bounds each handler call (default 30 s).
+func WithRequestTimeout(d time.Duration) Option {
+	return func(o *options) error {
+		if d <= 0 {
+			return errors.New("protocol: request timeout must be positive")
+		}
+		o.requestTimeout = d
+		return nil
+	}
+}
+
+// WithHelloInterval sets how often cards are re-announced to connected
+// peers (default 3 minutes).
+func WithHelloInterval(d time.Duration) Option {
+	return func(o *options) error {
+		if d <= 0 {
+			return errors.New("protocol: hello interval must be positive")
+		}
+		o.helloInterval = d
+		return nil
+	}
+}
+
+// WithRetry sets the retries after a failed delivery attempt and the first
+// backoff delay; each next delay doubles (default 3, 100 ms).
+func WithRetry(retries int, base time.Duration) Option {
+	return func(o *options) error {
+		if retries < 0 || base <= 0 {
+			return errors.New("protocol: retries must be >= 0 and base delay positive")
+		}
+		o.retries, o.retryBase = retries, base
+		return nil
+	}
+}

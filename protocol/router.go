@@ -1,0 +1,595 @@
+package protocol
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	golog "github.com/ipfs/go-log/v2"
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/event"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"go.uber.org/zap"
+
+	"github.com/nova-node/nova-node/agentcard"
+	"github.com/nova-node/nova-node/envelope"
+	"github.com/nova-node/nova-node/sandbox"
+	"github.com/nova-node/nova-node/tiers"
+)
+
+var log = golog.Logger("nova/protocol")
+
+// Handler answers envelopes addressed to one local agent. For a request, a
+// non-nil reply becomes the payload of the response envelope (a
+// *envelope.Envelope is sent as is), and an error becomes an "error"
+// envelope carrying {"code", "message"}. For other types the results are
+// only logged. Handlers run on goroutines owned by the Router, bounded in
+// number, each under a context that ends with the request timeout or Close.
+type Handler func(ctx context.Context, env *envelope.Envelope) (reply any, err error)
+
+// ErrorPayload is the payload of an "error" envelope.
+type ErrorPayload struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// Router sends and receives envelopes for the agents of one node: in memory
+// between local agents, over one long-lived /nova/a2a/1.0.0 stream per peer
+// otherwise. Every delivery, sent or received, passes the tier and sandbox
+// rules on this node.
+//
+// Lock order: Router.mu may be taken while holding nothing; outStream.mu is
+// never held while taking Router.mu.
+type Router struct {
+	h       host.Host
+	self    peer.ID
+	selfStr string // self.String(), computed once: base58 is not free
+	reg     *agentcard.Registry
+	key     crypto.PrivKey
+	o       options
+	log     *zap.SugaredLogger
+
+	mu         sync.Mutex
+	started    bool
+	closed     bool
+	handlers   map[string]Handler
+	out        map[peer.ID]*outStream
+	opening    map[peer.ID]chan struct{}
+	inbound    map[network.Stream]struct{}
+	pending    map[string]*pendingReq
+	answerable *bounded[agentPair]
+	peerIDs    *bounded[peer.ID] // card host string -> decoded peer ID
+	seen       *bounded[struct{}]
+	sealed     map[string]sealedCard
+	threads    *envelope.Threads
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	sem    chan struct{}
+	sub    event.Subscription
+}
+
+type agentPair struct{ from, to string }
+
+type pendingReq struct {
+	agentPair
+	ch chan *envelope.Envelope
+}
+
+type sealedCard struct {
+	revision uint64
+	data     []byte
+}
+
+// New returns a Router for host h whose local agents are the local cards of
+// reg. It starts nothing: call Start.
+func New(h host.Host, reg *agentcard.Registry, opts ...Option) (*Router, error) {
+	if h == nil || reg == nil {
+		return nil, errors.New("protocol: New needs a host and a registry")
+	}
+	if reg.Self() != h.ID() {
+		return nil, fmt.Errorf("protocol: registry belongs to %s, host is %s", reg.Self(), h.ID())
+	}
+	o := defaults()
+	for i, opt := range opts {
+		if err := opt(&o); err != nil {
+			return nil, fmt.Errorf("protocol: option %d: %w", i, err)
+		}
+	}
+	key := h.Peerstore().PrivKey(h.ID())
+	if key == nil {
+		return nil, errors.New("protocol: host has no private key in its peerstore")
+	}
+	return &Router{
+		h:          h,
+		self:       h.ID(),
+		selfStr:    h.ID().String(),
+		peerIDs:    newBounded[peer.ID](4096),
+		reg:        reg,
+		key:        key,
+		o:          o,
+		log:        log.With("self", shortID(h.ID())),
+		handlers:   make(map[string]Handler),
+		out:        make(map[peer.ID]*outStream),
+		opening:    make(map[peer.ID]chan struct{}),
+		inbound:    make(map[network.Stream]struct{}),
+		pending:    make(map[string]*pendingReq),
+		answerable: newBounded[agentPair](16384),
+		seen:       newBounded[struct{}](65536),
+		sealed:     make(map[string]sealedCard),
+		threads:    envelope.NewThreads(10000),
+		sem:        make(chan struct{}, o.concurrency),
+	}, nil
+}
+
+// Start registers the stream handler, follows identify to greet new peers
+// with this node's cards, and re-announces them periodically. ctx bounds
+// nothing after Start returns; Close stops everything.
+func (r *Router) Start(ctx context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return ErrChannelClosed
+	}
+	if r.started {
+		return nil
+	}
+	sub, err := r.h.EventBus().Subscribe(new(event.EvtPeerIdentificationCompleted))
+	if err != nil {
+		return fmt.Errorf("protocol: subscribe to identify events: %w", err)
+	}
+	r.sub = sub
+	r.ctx, r.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	r.h.SetStreamHandler(IDA2A, r.handleStream)
+	r.started = true
+	r.wg.Go(r.identifyLoop)
+	r.wg.Go(r.helloLoop)
+	// Peers connected before Start get greeted too.
+	for _, p := range r.h.Network().Peers() {
+		r.greetLocked(p)
+	}
+	return nil
+}
+
+// Close removes the stream handler, resets every stream, fails pending
+// requests and waits for every goroutine the Router started. It is
+// idempotent and safe before Start.
+func (r *Router) Close() error {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil
+	}
+	r.closed = true
+	started := r.started
+	outs := make([]*outStream, 0, len(r.out))
+	for _, s := range r.out {
+		outs = append(outs, s)
+	}
+	ins := make([]network.Stream, 0, len(r.inbound))
+	for s := range r.inbound {
+		ins = append(ins, s)
+	}
+	r.mu.Unlock()
+	if !started {
+		return nil
+	}
+	r.h.RemoveStreamHandler(IDA2A)
+	r.cancel()
+	_ = r.sub.Close()
+	for _, s := range outs {
+		s.fail(ErrChannelClosed)
+	}
+	for _, s := range ins {
+		_ = s.Reset()
+	}
+	r.wg.Wait()
+	return nil
+}
+
+// spawn runs f on a goroutine the Router owns, unless it is closing.
+func (r *Router) spawn(f func()) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed || !r.started {
+		return false
+	}
+	r.wg.Go(f)
+	return true
+}
+
+// Handle sets the handler of local agent id (replacing any previous one).
+func (r *Router) Handle(id string, h Handler) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if h == nil {
+		delete(r.handlers, id)
+		return
+	}
+	r.handlers[id] = h
+}
+
+// Thread returns the envelopes of the correlation thread id seen by this
+// router, in timestamp order.
+func (r *Router) Thread(id string) []*envelope.Envelope { return r.threads.Thread(id) }
+
+// Announce sends this node's current cards to every connected peer. Call it
+// after registering or changing a local card.
+func (r *Router) Announce() {
+	r.mu.Lock()
+	outs := make([]*outStream, 0, len(r.out))
+	for _, s := range r.out {
+		outs = append(outs, s)
+	}
+	r.mu.Unlock()
+	frames, err := r.helloFrames()
+	if err != nil {
+		r.log.Warnw("cannot seal local cards", "err", err)
+		return
+	}
+	for _, s := range outs {
+		s.enqueueControl(frames)
+	}
+}
+
+// Send routes one envelope from a local agent and reports the outcome as the
+// seed's RoutingResult. The envelope is copied; the sender must be a local
+// agent. A remote delivery is done when the receiving node acknowledged it,
+// after its own policy checks.
+func (r *Router) Send(ctx context.Context, env *envelope.Envelope) (RoutingResult, error) {
+	start := time.Now()
+	res := RoutingResult{Path: PathLocal}
+	if env == nil {
+		return res, &envelope.InvalidError{Field: "envelope", Reason: "nil"}
+	}
+	res.TargetAgentID = env.Recipient
+	env = env.Clone()
+	from, to, err := r.prepare(env)
+	if err == nil {
+		// Recorded before it leaves: its answer may arrive before the ack.
+		r.threads.Add(env)
+		if to.Host == r.selfStr {
+			err = r.deliverLocal(env, from, to, r.self)
+		} else {
+			res.Path = PathRemote
+			err = r.sendRemote(ctx, to, env)
+		}
+	}
+	res.LatencyMs = float64(time.Since(start).Microseconds()) / 1000
+	ev := Event{
+		Type: EventRoutingDecision, Time: time.Now(), EnvelopeID: env.ID, Sender: env.Sender,
+		Recipient: env.Recipient, MessageType: env.Type, Path: res.Path, Latency: time.Since(start),
+		Success: err == nil, SourceTier: -1, TargetTier: -1,
+	}
+	if from.ID != "" {
+		ev.SourceTier = int(from.Tier)
+	}
+	if to.ID != "" {
+		ev.TargetTier = int(to.Tier)
+		res.TargetAgentID = to.Address()
+	}
+	if err != nil {
+		res.Error = fmt.Sprintf("%s: %v", CodeOf(err), err)
+		ev.Code, ev.Detail = CodeOf(err), err.Error()
+		r.o.sink.Emit(ev)
+		ev.Type = EventError
+		r.o.sink.Emit(ev)
+		return res, err
+	}
+	res.Delivered = true
+	r.o.sink.Emit(ev)
+	ev.Type = EventMessageSent
+	r.o.sink.Emit(ev)
+	return res, nil
+}
+
+// Request sends a request-like envelope and waits for the envelope that
+// answers it (same correlation thread, from the target back to the sender).
+// An "error" answer is returned as a *RemoteError carrying its code.
+func (r *Router) Request(ctx context.Context, env *envelope.Envelope) (*envelope.Envelope, RoutingResult, error) {
+	if env == nil {
+		return nil, RoutingResult{}, &envelope.InvalidError{Field: "envelope", Reason: "nil"}
+	}
+	env = env.Clone()
+	// Resolve first so the waiter knows whom to expect the answer from.
+	from, to, err := r.resolve(env)
+	if err != nil {
+		return r.sendErr(ctx, env, err)
+	}
+	env.Sender, env.Recipient = from.Address(), to.Address()
+	if env.Metadata != nil {
+		env.Metadata.RoutingHint = ""
+	}
+	pr := &pendingReq{agentPair{from: from.Address(), to: to.Address()}, make(chan *envelope.Envelope, 1)}
+	r.mu.Lock()
+	r.pending[env.ID] = pr
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		delete(r.pending, env.ID)
+		r.mu.Unlock()
+	}()
+	res, err := r.Send(ctx, env)
+	if err != nil {
+		return nil, res, err
+	}
+	select {
+	case resp := <-pr.ch:
+		if resp.Type == envelope.TypeError {
+			return resp, res, errorFromPayload(resp, to)
+		}
+		return resp, res, nil
+	case <-ctx.Done():
+		return nil, res, fmt.Errorf("protocol: waiting for the answer of %s: %w", to.Address(), ctx.Err())
+	}
+}
+
+// sendErr routes env through Send so the failure is reported like any other.
+func (r *Router) sendErr(ctx context.Context, env *envelope.Envelope, _ error) (*envelope.Envelope, RoutingResult, error) {
+	res, err := r.Send(ctx, env)
+	return nil, res, err
+}
+
+func errorFromPayload(resp *envelope.Envelope, from agentcard.Card) error {
+	var p ErrorPayload
+	if err := json.Unmarshal(resp.Payload, &p); err != nil || p.Code == "" {
+		return &RemoteError{ErrCode: CodeInternal, Message: fmt.Sprintf("agent %s answered with an error: %s", from.Address(), resp.Payload)}
+	}
+	pid, _ := peer.Decode(from.Host)
+	return &RemoteError{ErrCode: p.Code, Message: p.Message, Peer: pid}
+}
+
+// resolve finds the local sender card and the target card of env.
+func (r *Router) resolve(env *envelope.Envelope) (from, to agentcard.Card, err error) {
+	if err := env.Validate(); err != nil {
+		return from, to, err
+	}
+	from, err = r.localSender(env.Sender)
+	if err != nil {
+		return from, to, err
+	}
+	if env.Recipient == envelope.Broadcast {
+		return from, to, &deliveryError{Target: envelope.Broadcast, Reason: "broadcast over GossipSub is not available in this version of nova-node"}
+	}
+	if env.Metadata != nil && env.Metadata.RoutingHint == envelope.RoutingHintCapability {
+		to, err = r.byCapability(env, from)
+		return from, to, err
+	}
+	to, err = r.reg.Resolve(env.Recipient)
+	return from, to, err
+}
+
+func (r *Router) localSender(addr string) (agentcard.Card, error) {
+	id, host, _ := strings.Cut(addr, "@")
+	if host == "" || host == r.selfStr {
+		if c, ok := r.reg.Get(id); ok && c.Origin == agentcard.OriginLocal {
+			return c, nil
+		}
+	}
+	return agentcard.Card{}, &agentcard.NotFoundError{Query: addr, Where: fmt.Sprintf("agents hosted on this node (%d); a sender must be a local agent", len(r.reg.Local()))}
+}
+
+// byCapability picks the first agent with the capability that the sender may
+// reach: local first, then remote (the registry's order).
+func (r *Router) byCapability(env *envelope.Envelope, from agentcard.Card) (agentcard.Card, error) {
+	cards := r.reg.FindByCapability(env.Recipient)
+	for _, c := range cards {
+		if c.Address() == from.Address() {
+			continue
+		}
+		if r.policyErr(env, from, c, false) == nil {
+			return c, nil
+		}
+	}
+	where := fmt.Sprintf("%d local and %d remote cards", len(r.reg.Local()), len(r.reg.Remote()))
+	if len(cards) > 0 {
+		where += fmt.Sprintf("; %d agents have it but tier or sandbox rules forbid reaching them", len(cards))
+	}
+	return agentcard.Card{}, &agentcard.CapabilityNotFoundError{Capability: env.Recipient, Where: where}
+}
+
+// prepare resolves, canonicalises and checks an outgoing envelope.
+func (r *Router) prepare(env *envelope.Envelope) (from, to agentcard.Card, err error) {
+	if r.isClosed() {
+		return from, to, ErrChannelClosed
+	}
+	from, to, err = r.resolve(env)
+	if err != nil {
+		return from, to, err
+	}
+	env.Sender, env.Recipient = from.Address(), to.Address()
+	md := env.Metadata
+	if md == nil {
+		md = &envelope.Metadata{}
+		env.Metadata = md
+	}
+	md.Tier, md.SandboxID, md.RoutingHint = uint8(from.Tier), from.SandboxID, ""
+	reply := false
+	if isAnswerType(env.Type) && env.CorrelationID != "" {
+		p, ok := r.answerable.get(env.CorrelationID)
+		reply = ok && p.from == to.Address() && p.to == from.Address()
+	}
+	if err := r.checkPolicy(env, from, to, reply, r.self); err != nil {
+		return from, to, err
+	}
+	return from, to, nil
+}
+
+func isAnswerType(t envelope.Type) bool {
+	return t == envelope.TypeResponse || t == envelope.TypeError
+}
+
+func (r *Router) policyErr(env *envelope.Envelope, from, to agentcard.Card, reply bool) error {
+	just := ""
+	if env.Metadata != nil {
+		just = env.Metadata.EscalationJustification
+	}
+	if err := r.o.rules.Check(tiers.Message{
+		Source: from.Tier, Target: to.Tier, Type: string(env.Type), Justification: just, Reply: reply,
+	}); err != nil {
+		return err
+	}
+	d := r.o.policy.CheckReach(sandbox.Agent{ID: from.Address(), Sandbox: from.SandboxID}, sandbox.Agent{ID: to.Address(), Sandbox: to.SandboxID})
+	if !d.Allowed {
+		return d.Err
+	}
+	return nil
+}
+
+// checkPolicy applies tier and sandbox rules and emits a security event for
+// a violation (escalation-required is a plain refusal, not an attack).
+func (r *Router) checkPolicy(env *envelope.Envelope, from, to agentcard.Card, reply bool, via peer.ID) error {
+	err := r.policyErr(env, from, to, reply)
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, tiers.ErrTierViolation) || errors.Is(err, sandbox.ErrSandboxViolation) {
+		r.security(Event{
+			EnvelopeID: env.ID, Sender: from.Address(), Recipient: to.Address(), MessageType: env.Type,
+			Code: CodeOf(err), Detail: err.Error(), Peer: via, SourceTier: int(from.Tier), TargetTier: int(to.Tier),
+		})
+	}
+	return err
+}
+
+func (r *Router) security(ev Event) {
+	ev.Type, ev.Time, ev.Success = EventSecurity, time.Now(), false
+	if ev.SourceTier == 0 && ev.TargetTier == 0 && ev.Sender == "" {
+		ev.SourceTier, ev.TargetTier = -1, -1
+	}
+	r.log.Debugw("security event", "code", ev.Code, "peer", ev.Peer, "detail", ev.Detail)
+	r.o.sink.Emit(ev)
+}
+
+// deliverLocal hands env to local agent `to`. via is the peer it came from
+// (self for local traffic).
+func (r *Router) deliverLocal(env *envelope.Envelope, from, to agentcard.Card, via peer.ID) error {
+	if _, dup := r.seen.get(from.Address() + "\x00" + env.ID); dup {
+		return nil // a retry of something already delivered: acknowledge, do not redeliver
+	}
+	r.threads.Add(env)
+	if isAnswerType(env.Type) && env.CorrelationID != "" {
+		r.mu.Lock()
+		pr := r.pending[env.CorrelationID]
+		if pr != nil && pr.from == to.Address() && pr.to == from.Address() {
+			delete(r.pending, env.CorrelationID)
+			r.mu.Unlock()
+			r.seen.put(from.Address()+"\x00"+env.ID, struct{}{})
+			pr.ch <- env
+			r.emitReceived(env, from, to, via)
+			return nil
+		}
+		r.mu.Unlock()
+	}
+	r.mu.Lock()
+	h := r.handlers[to.ID]
+	r.mu.Unlock()
+	if h == nil {
+		return &deliveryError{Target: to.Address(), Reason: "the agent has no handler on its node"}
+	}
+	if env.Type == envelope.TypeRequest || env.Type == envelope.TypeTaskProposal {
+		r.answerable.put(env.ID, agentPair{from: from.Address(), to: to.Address()})
+	}
+	select {
+	case r.sem <- struct{}{}:
+	case <-r.ctx.Done():
+		return ErrChannelClosed
+	}
+	if !r.spawn(func() {
+		defer func() { <-r.sem }()
+		r.runHandler(h, env, from, to)
+	}) {
+		<-r.sem
+		return ErrChannelClosed
+	}
+	r.seen.put(from.Address()+"\x00"+env.ID, struct{}{})
+	r.emitReceived(env, from, to, via)
+	return nil
+}
+
+func (r *Router) emitReceived(env *envelope.Envelope, from, to agentcard.Card, via peer.ID) {
+	path := PathLocal
+	if via != r.self {
+		path = PathRemote
+	}
+	r.o.sink.Emit(Event{
+		Type: EventMessageReceived, Time: time.Now(), EnvelopeID: env.ID, Sender: from.Address(),
+		Recipient: to.Address(), MessageType: env.Type, Path: path, Success: true, Peer: via,
+		SourceTier: int(from.Tier), TargetTier: int(to.Tier),
+	})
+}
+
+func (r *Router) runHandler(h Handler, env *envelope.Envelope, from, to agentcard.Card) {
+	ctx, cancel := context.WithTimeout(r.ctx, r.o.requestTimeout)
+	defer cancel()
+	reply, herr := safeCall(ctx, h, env)
+	if env.Type != envelope.TypeRequest {
+		if herr != nil {
+			r.log.Debugw("handler failed", "agent", to.ID, "type", env.Type, "err", herr)
+		}
+		return
+	}
+	var resp *envelope.Envelope
+	var err error
+	switch {
+	case herr != nil:
+		resp, err = r.o.factory.ReplyAs(to.Address(), env, envelope.TypeError, ErrorPayload{Code: CodeOf(herr), Message: herr.Error()})
+	default:
+		if e, ok := reply.(*envelope.Envelope); ok && e != nil {
+			resp = e
+		} else {
+			resp, err = r.o.factory.ReplyAs(to.Address(), env, envelope.TypeResponse, reply)
+		}
+	}
+	if err != nil {
+		resp, err = r.o.factory.ReplyAs(to.Address(), env, envelope.TypeError, ErrorPayload{Code: CodeInternal, Message: "agent reply is not encodable: " + err.Error()})
+		if err != nil {
+			return
+		}
+	}
+	resp.Sender, resp.Recipient = to.Address(), from.Address()
+	if resp.CorrelationID == "" {
+		resp.CorrelationID = env.ThreadID()
+	}
+	if _, err := r.Send(ctx, resp); err != nil {
+		r.log.Debugw("reply not delivered", "agent", to.ID, "to", from.Address(), "err", err)
+	}
+}
+
+// safeCall runs a handler, turning a panic into an error so one bad agent
+// cannot take the node down.
+func safeCall(ctx context.Context, h Handler, env *envelope.Envelope) (reply any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("protocol: agent handler panicked: %v", p)
+		}
+	}()
+	return h(ctx, env.Clone())
+}
+
+func (r *Router) isClosed() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.closed || !r.started
+}
+
+// peerOf decodes a card's host, memoised: the same few hosts recur on every
+// message, and base58 decoding costs microseconds.
+func (r *Router) peerOf(host string) (peer.ID, error) {
+	if p, ok := r.peerIDs.get(host); ok {
+		return p, nil
+	}
+	p, err := peer.Decode(host)
+	if err != nil {
+		return "", err
+	}
+	r.peerIDs.put(host, p)
+	return p, nil
+}
