@@ -1,0 +1,341 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"time"
+
+	"github.com/nova-node/nova-node/agentcard"
+	"github.com/nova-node/nova-node/envelope"
+	"github.com/nova-node/nova-node/protocol"
+)
+
+// The local control API: HTTP/1.1 over a Unix socket in the data dir (mode
+// 0600 in a 0700 directory), so only the user who owns the node can reach
+// it. The CLI is its client; see Client.
+
+// APIError is an error as the API reports it.
+type APIError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+func (e *APIError) Error() string { return fmt.Sprintf("%s (%s)", e.Message, e.Code) }
+
+// Is matches the sentinel of the same seed code.
+func (e *APIError) Is(target error) bool {
+	s := protocol.SentinelFor(e.Code)
+	return s != nil && s == target
+}
+
+// IDInfo describes the running node.
+type IDInfo struct {
+	PeerID  string   `json:"peerId"`
+	Addrs   []string `json:"addrs"`
+	Version string   `json:"version"`
+	Swarm   string   `json:"swarm"`
+	DataDir string   `json:"dataDir"`
+	Agents  []string `json:"agents"`
+	Peers   int      `json:"connectedPeers"`
+}
+
+// SendRequest asks the node to send an envelope from one of its agents.
+type SendRequest struct {
+	From          string          `json:"from,omitempty"` // default: the node's first agent
+	To            string          `json:"to"`
+	Type          envelope.Type   `json:"type"`
+	Payload       json.RawMessage `json:"payload,omitempty"`
+	CorrelationID string          `json:"correlationId,omitempty"`
+	Capability    bool            `json:"capability,omitempty"` // To is a capability id
+	Justification string          `json:"escalationJustification,omitempty"`
+	NoWait        bool            `json:"noWait,omitempty"` // do not wait for the answer of a request
+}
+
+// SendResult is what happened to a SendRequest.
+type SendResult struct {
+	Sent     *envelope.Envelope     `json:"sent,omitempty"`
+	Result   protocol.RoutingResult `json:"result"`
+	Response *envelope.Envelope     `json:"response,omitempty"`
+	Error    *APIError              `json:"error,omitempty"`
+}
+
+type apiServer struct {
+	srv  *http.Server
+	ln   net.Listener
+	path string
+	done chan struct{}
+}
+
+func startAPI(n *Node, path string) (*apiServer, error) {
+	if len(path) > 100 {
+		return nil, fmt.Errorf("node: API socket path %q is too long for a Unix socket; set apiSocket in config.yaml to a shorter path", path)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, err
+	}
+	// A socket file left by a killed node: remove it if nobody answers.
+	if c, err := net.DialTimeout("unix", path, 200*time.Millisecond); err == nil {
+		c.Close()
+		return nil, fmt.Errorf("node: another nova-node is serving %s; stop it or use another --data-dir", path)
+	}
+	_ = os.Remove(path)
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("node: local API: %w", err)
+	}
+	if runtime.GOOS != "windows" {
+		if err := os.Chmod(path, 0o600); err != nil {
+			ln.Close()
+			return nil, fmt.Errorf("node: local API: %w", err)
+		}
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/id", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, n.Info()) })
+	mux.HandleFunc("GET /v1/agents", func(w http.ResponseWriter, r *http.Request) {
+		var cards []agentcard.Card
+		switch r.URL.Query().Get("origin") {
+		case "local":
+			cards = n.reg.Local()
+		case "remote":
+			cards = n.reg.Remote()
+		default:
+			cards = n.reg.List()
+		}
+		if cards == nil {
+			cards = []agentcard.Card{}
+		}
+		writeJSON(w, 200, cards)
+	})
+	mux.HandleFunc("POST /v1/send", func(w http.ResponseWriter, r *http.Request) {
+		var req SendRequest
+		if err := json.NewDecoder(io.LimitReader(r.Body, 2<<20)).Decode(&req); err != nil {
+			writeJSON(w, 400, SendResult{Error: &APIError{Code: envelope.CodeInvalidEnvelope, Message: "request body: " + err.Error()}})
+			return
+		}
+		writeJSON(w, 200, n.SendFromAPI(r.Context(), req))
+	})
+	mux.HandleFunc("POST /v1/connect", func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Addr string `json:"addr"`
+		}
+		if err := json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(&req); err != nil {
+			writeJSON(w, 400, &APIError{Code: "INVALID_REQUEST", Message: err.Error()})
+			return
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), 15*time.Second)
+		defer cancel()
+		p, err := n.Connect(ctx, req.Addr)
+		if err != nil {
+			writeJSON(w, 502, &APIError{Code: protocol.CodeDeliveryFailed, Message: err.Error()})
+			return
+		}
+		writeJSON(w, 200, map[string]string{"peerId": p.String()})
+	})
+	mux.HandleFunc("GET /v1/events", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, 200, n.obs.Recent(100))
+	})
+	mux.HandleFunc("GET /v1/metrics", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, 200, n.obs.Metrics())
+	})
+	s := &apiServer{
+		srv:  &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second},
+		ln:   ln,
+		path: path,
+		done: make(chan struct{}),
+	}
+	go func() { // owned by apiServer: close() waits on done
+		defer close(s.done)
+		_ = s.srv.Serve(ln)
+	}()
+	return s, nil
+}
+
+func (s *apiServer) close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := s.srv.Shutdown(ctx)
+	<-s.done
+	_ = os.Remove(s.path)
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// Info describes the node.
+func (n *Node) Info() IDInfo {
+	info := IDInfo{PeerID: n.id.String(), Version: Version, Swarm: n.cfg.Swarm, DataDir: n.cfg.DataDir, Addrs: []string{}, Agents: []string{}}
+	for _, a := range n.Addrs() {
+		info.Addrs = append(info.Addrs, a.String())
+	}
+	for _, c := range n.reg.Local() {
+		info.Agents = append(info.Agents, c.Address())
+	}
+	if h := n.Host(); h != nil {
+		info.Peers = len(h.Network().Peers())
+	}
+	return info
+}
+
+// SendFromAPI carries out a SendRequest: requests wait for their answer
+// unless NoWait; other types report the routing result.
+func (n *Node) SendFromAPI(ctx context.Context, req SendRequest) SendResult {
+	from := req.From
+	if from == "" {
+		local := n.reg.Local()
+		sort.Slice(local, func(i, j int) bool { return local[i].ID < local[j].ID })
+		if len(local) == 0 {
+			return SendResult{Error: &APIError{Code: agentcard.CodeAgentNotFound, Message: "this node hosts no agent to send from; declare one in config.yaml"}}
+		}
+		from = local[0].ID
+	}
+	if req.Type == "" {
+		req.Type = envelope.TypeRequest
+	}
+	payload := req.Payload
+	if len(payload) == 0 {
+		payload = json.RawMessage("null")
+	}
+	env, err := n.NewEnvelope(from, req.To, req.Type, payload)
+	if err != nil {
+		return SendResult{Error: apiErr(err)}
+	}
+	env.CorrelationID = req.CorrelationID
+	if req.Capability || req.Justification != "" {
+		env.Metadata = &envelope.Metadata{EscalationJustification: req.Justification}
+		if req.Capability {
+			env.Metadata.RoutingHint = envelope.RoutingHintCapability
+		}
+	}
+	out := SendResult{Sent: env}
+	if env.Type == envelope.TypeRequest && !req.NoWait {
+		resp, res, err := n.Request(ctx, env)
+		out.Result, out.Response = res, resp
+		if err != nil {
+			out.Error = apiErr(err)
+		}
+		return out
+	}
+	res, err := n.Send(ctx, env)
+	out.Result = res
+	if err != nil {
+		out.Error = apiErr(err)
+	}
+	return out
+}
+
+func apiErr(err error) *APIError {
+	var re *protocol.RemoteError
+	if errors.As(err, &re) {
+		return &APIError{Code: re.Code(), Message: err.Error()}
+	}
+	return &APIError{Code: protocol.CodeOf(err), Message: err.Error()}
+}
+
+// Client talks to a running node's local API.
+type Client struct {
+	hc   *http.Client
+	path string
+}
+
+// ErrNoNode means no node answers on the data dir's socket.
+var ErrNoNode = errors.New("node: no running nova-node on this data dir")
+
+// NewClient returns a client of the node whose API socket is path
+// (Config.APISocketPath()).
+func NewClient(path string) *Client {
+	return &Client{path: path, hc: &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", path)
+		},
+	}}}
+}
+
+// APISocketPath is where the node's local API listens.
+func (c Config) APISocketPath() string { return c.apiSocket() }
+
+func (c *Client) do(ctx context.Context, method, url string, body, out any) error {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://nova"+url, rd)
+	if err != nil {
+		return err
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		var ne *net.OpError
+		if errors.As(err, &ne) && ne.Op == "dial" {
+			return fmt.Errorf("%w (socket %s): start one with `nova-node run`", ErrNoNode, c.path)
+		}
+		return err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode >= 300 {
+		var ae APIError
+		if json.Unmarshal(b, &ae) == nil && ae.Code != "" {
+			return &ae
+		}
+		var sr SendResult
+		if json.Unmarshal(b, &sr) == nil && sr.Error != nil {
+			return sr.Error
+		}
+		return fmt.Errorf("node API %s: HTTP %d: %s", url, resp.StatusCode, bytes.TrimSpace(b))
+	}
+	return json.Unmarshal(b, out)
+}
+
+// ID returns the node's identity and addresses.
+func (c *Client) ID(ctx context.Context) (IDInfo, error) {
+	var v IDInfo
+	return v, c.do(ctx, "GET", "/v1/id", nil, &v)
+}
+
+// Agents lists cards; origin is "", "local" or "remote".
+func (c *Client) Agents(ctx context.Context, origin string) ([]agentcard.Card, error) {
+	var v []agentcard.Card
+	u := "/v1/agents"
+	if origin != "" {
+		u += "?origin=" + origin
+	}
+	return v, c.do(ctx, "GET", u, nil, &v)
+}
+
+// Send asks the node to send an envelope.
+func (c *Client) Send(ctx context.Context, req SendRequest) (SendResult, error) {
+	var v SendResult
+	return v, c.do(ctx, "POST", "/v1/send", req, &v)
+}
+
+// Connect asks the node to dial a peer.
+func (c *Client) Connect(ctx context.Context, addr string) (string, error) {
+	var v map[string]string
+	err := c.do(ctx, "POST", "/v1/connect", map[string]string{"addr": addr}, &v)
+	return v["peerId"], err
+}

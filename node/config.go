@@ -1,0 +1,346 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/multiformats/go-multiaddr"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/nova-node/nova-node/sandbox"
+	"github.com/nova-node/nova-node/tiers"
+)
+
+// Config is everything a node needs, read from <dataDir>/config.yaml, then
+// NOVA_* environment variables, then command-line flags (each later source
+// overrides the earlier). DefaultConfig gives the embedded defaults; Validate
+// names the field that is wrong.
+type Config struct {
+	// DataDir holds the identity key, config.yaml, the store (nova.db), the
+	// local API socket and the audit log. Default: ~/.nova. Env NOVA_DATA_DIR.
+	DataDir string `yaml:"-"`
+
+	// Swarm is the name of the swarm this node belongs to. Default "default".
+	// Env NOVA_SWARM.
+	Swarm string `yaml:"swarm"`
+
+	// Listen are the multiaddrs to listen on: TCP, QUIC and WebSocket by
+	// default, on all interfaces, ports 4710 (TCP and UDP) and 4711 (WS).
+	// Use port 0 for a random port. Env NOVA_LISTEN (comma separated), or
+	// NOVA_PORT / --port to move the default ports (WS takes port+1).
+	Listen []string `yaml:"listen"`
+
+	// Peers are multiaddrs (ending in /p2p/<peerID>) to connect to at start
+	// and to reconnect to while the node runs. Env NOVA_PEERS (comma separated).
+	Peers []string `yaml:"peers"`
+
+	// Agents hosted by this node. An agent with the capability "echo" is
+	// answered by the built-in echo handler.
+	Agents []AgentConfig `yaml:"agents"`
+
+	// TierRules replaces the seed's default tier rules when set.
+	TierRules tiers.Rules `yaml:"tierRules,omitempty"`
+
+	// Sandbox is the sandbox policy: whether sandbox boundaries are enforced
+	// and which agents may be reached across them. Default: enforced, no
+	// cross-sandbox agents.
+	Sandbox sandbox.Policy `yaml:"sandbox"`
+
+	// MaxFrameSize caps one frame on nova's stream protocols, in bytes.
+	// Default 1 MiB. Env NOVA_MAX_FRAME_SIZE.
+	MaxFrameSize int `yaml:"maxFrameSize"`
+
+	// RequestTimeout bounds a request/response exchange and each agent
+	// handler call. Default 30s. Env NOVA_REQUEST_TIMEOUT.
+	RequestTimeout time.Duration `yaml:"requestTimeout"`
+
+	// APISocket is the Unix socket of the local control API, reachable only
+	// by the user owning the data dir. Default <dataDir>/nova.sock.
+	APISocket string `yaml:"apiSocket,omitempty"`
+
+	// LogLevel is debug, info, warn or error. Default info. Env NOVA_LOG_LEVEL.
+	LogLevel string `yaml:"logLevel"`
+}
+
+// AgentConfig declares one agent hosted by the node.
+type AgentConfig struct {
+	// Name is the agent id, unique on this node: letters, digits, '_', '.',
+	// '-', at most 64. Its address in the swarm is name@<peerID>.
+	Name string `yaml:"name"`
+	// Description is free text shown in listings.
+	Description string `yaml:"description,omitempty"`
+	// Version of the agent, semver. Default "1.0.0".
+	Version string `yaml:"version,omitempty"`
+	// Tier L0..L3. Default: the seed's tier for the 21 planetary agents, L3
+	// ("remaining agents") for any other name.
+	Tier *tiers.Tier `yaml:"tier,omitempty"`
+	// Capabilities the agent declares: ids ("echo", "codegen.react") or
+	// objects {id, name, description}.
+	Capabilities []CapabilityConfig `yaml:"capabilities"`
+	// Sandbox the agent runs in; empty for none.
+	Sandbox string `yaml:"sandbox,omitempty"`
+}
+
+// CapabilityConfig is a capability id, or an object with more detail.
+type CapabilityConfig struct {
+	ID          string `yaml:"id"`
+	Name        string `yaml:"name,omitempty"`
+	Description string `yaml:"description,omitempty"`
+}
+
+// UnmarshalYAML accepts a plain string as the id.
+func (c *CapabilityConfig) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		c.ID = n.Value
+		return nil
+	}
+	type plain CapabilityConfig
+	return n.Decode((*plain)(c))
+}
+
+// DefaultPort is the default TCP/QUIC port; WebSocket listens on the next.
+const DefaultPort = 4710
+
+// DefaultListen returns the default listen addresses for a base port.
+func DefaultListen(port int) []string {
+	return []string{
+		fmt.Sprintf("/ip4/0.0.0.0/tcp/%d", port),
+		fmt.Sprintf("/ip4/0.0.0.0/udp/%d/quic-v1", port),
+		fmt.Sprintf("/ip4/0.0.0.0/tcp/%d/ws", port+1),
+		fmt.Sprintf("/ip6/::/tcp/%d", port),
+		fmt.Sprintf("/ip6/::/udp/%d/quic-v1", port),
+	}
+}
+
+// DefaultDataDir is ~/.nova (or ./.nova when there is no home directory).
+func DefaultDataDir() string {
+	if h, err := os.UserHomeDir(); err == nil && h != "" {
+		return filepath.Join(h, ".nova")
+	}
+	return ".nova"
+}
+
+// DefaultAgentName is the agent a fresh data dir declares.
+const DefaultAgentName = "echo"
+
+// DefaultConfig returns the embedded defaults.
+func DefaultConfig() Config {
+	return Config{
+		DataDir:        DefaultDataDir(),
+		Swarm:          "default",
+		Listen:         DefaultListen(DefaultPort),
+		Agents:         []AgentConfig{DefaultAgent(DefaultAgentName)},
+		Sandbox:        sandbox.Policy{Enforced: true},
+		MaxFrameSize:   1 << 20,
+		RequestTimeout: 30 * time.Second,
+		LogLevel:       "info",
+	}
+}
+
+// DefaultAgent declares an agent answering with the built-in echo.
+func DefaultAgent(name string) AgentConfig {
+	return AgentConfig{
+		Name:         name,
+		Description:  "answers every request with its own payload",
+		Version:      "1.0.0",
+		Capabilities: []CapabilityConfig{{ID: "echo", Name: "Echo", Description: "replies with the request payload"}},
+	}
+}
+
+var (
+	swarmRe = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
+	agentRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+)
+
+// Validate checks every field and names the first bad one.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(field, format string, a ...any) {
+		errs = append(errs, fmt.Errorf("config: %s: %s", field, fmt.Sprintf(format, a...)))
+	}
+	if c.DataDir == "" {
+		bad("dataDir", "required")
+	}
+	if !swarmRe.MatchString(c.Swarm) {
+		bad("swarm", "%q must be lower-case letters, digits and '-', at most 63", c.Swarm)
+	}
+	if len(c.Listen) == 0 {
+		bad("listen", "at least one address is required")
+	}
+	for i, a := range c.Listen {
+		if _, err := multiaddr.NewMultiaddr(a); err != nil {
+			bad(fmt.Sprintf("listen[%d]", i), "%q is not a multiaddr: %v", a, err)
+		}
+	}
+	for i, a := range c.Peers {
+		if _, err := parsePeerAddr(a); err != nil {
+			bad(fmt.Sprintf("peers[%d]", i), "%v", err)
+		}
+	}
+	seen := map[string]bool{}
+	for i, a := range c.Agents {
+		f := fmt.Sprintf("agents[%d]", i)
+		if !agentRe.MatchString(a.Name) {
+			bad(f+".name", "%q must be letters, digits, '_', '.', '-' (at most 64), no '@'", a.Name)
+		}
+		if seen[a.Name] {
+			bad(f+".name", "%q is declared twice", a.Name)
+		}
+		seen[a.Name] = true
+		if a.Tier != nil && !a.Tier.Valid() {
+			bad(f+".tier", "must be L0..L3")
+		}
+		for j, cp := range a.Capabilities {
+			if strings.TrimSpace(cp.ID) == "" {
+				bad(fmt.Sprintf("%s.capabilities[%d].id", f, j), "required")
+			}
+		}
+	}
+	if c.TierRules != nil {
+		if err := c.TierRules.Validate(); err != nil {
+			bad("tierRules", "%v", err)
+		}
+	}
+	if c.MaxFrameSize < 4096 || c.MaxFrameSize > 64<<20 {
+		bad("maxFrameSize", "%d must be between 4096 and 67108864 bytes", c.MaxFrameSize)
+	}
+	if c.RequestTimeout <= 0 {
+		bad("requestTimeout", "must be positive, like 30s")
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		bad("logLevel", "%q must be debug, info, warn or error", c.LogLevel)
+	}
+	return errors.Join(errs...)
+}
+
+// ConfigPath is the config file of a data dir.
+func ConfigPath(dataDir string) string { return filepath.Join(dataDir, "config.yaml") }
+
+// LoadConfig returns the defaults overlaid with dataDir/config.yaml (when
+// present) and then the NOVA_* variables of environ (os.Environ() form).
+func LoadConfig(dataDir string, environ []string) (Config, error) {
+	cfg := DefaultConfig()
+	env := envMap(environ)
+	if dataDir == "" {
+		dataDir = env["NOVA_DATA_DIR"]
+	}
+	if dataDir != "" {
+		cfg.DataDir = dataDir
+	}
+	b, err := os.ReadFile(ConfigPath(cfg.DataDir))
+	switch {
+	case err == nil:
+		if err := ParseConfig(b, &cfg); err != nil {
+			return cfg, fmt.Errorf("%s: %w", ConfigPath(cfg.DataDir), err)
+		}
+	case !errors.Is(err, os.ErrNotExist):
+		return cfg, fmt.Errorf("config: read %s: %w", ConfigPath(cfg.DataDir), err)
+	}
+	if err := cfg.ApplyEnv(env); err != nil {
+		return cfg, err
+	}
+	return cfg, nil
+}
+
+// ParseConfig overlays YAML (or JSON, which is YAML) onto cfg. Unknown
+// fields are errors, so a typo does not silently keep a default.
+func ParseConfig(b []byte, cfg *Config) error {
+	dec := yaml.NewDecoder(strings.NewReader(string(b)))
+	dec.KnownFields(true)
+	if err := dec.Decode(cfg); err != nil && err.Error() != "EOF" {
+		return fmt.Errorf("config: %w", err)
+	}
+	return nil
+}
+
+func envMap(environ []string) map[string]string {
+	m := map[string]string{}
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok && strings.HasPrefix(k, "NOVA_") {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+// ApplyEnv applies NOVA_* variables (already filtered into a map).
+func (c *Config) ApplyEnv(env map[string]string) error {
+	if v, ok := env["NOVA_SWARM"]; ok {
+		c.Swarm = v
+	}
+	if v, ok := env["NOVA_PORT"]; ok {
+		p, err := strconv.Atoi(v)
+		if err != nil || p < 0 || p > 65534 {
+			return fmt.Errorf("config: NOVA_PORT: %q is not a port", v)
+		}
+		c.Listen = DefaultListen(p)
+	}
+	if v, ok := env["NOVA_LISTEN"]; ok {
+		c.Listen = splitList(v)
+	}
+	if v, ok := env["NOVA_PEERS"]; ok {
+		c.Peers = splitList(v)
+	}
+	if v, ok := env["NOVA_LOG_LEVEL"]; ok {
+		c.LogLevel = v
+	}
+	if v, ok := env["NOVA_MAX_FRAME_SIZE"]; ok {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return fmt.Errorf("config: NOVA_MAX_FRAME_SIZE: %q is not a number of bytes", v)
+		}
+		c.MaxFrameSize = n
+	}
+	if v, ok := env["NOVA_REQUEST_TIMEOUT"]; ok {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return fmt.Errorf("config: NOVA_REQUEST_TIMEOUT: %q is not a duration like 30s", v)
+		}
+		c.RequestTimeout = d
+	}
+	return nil
+}
+
+func splitList(v string) []string {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// ParseAgentSpec parses the --agent flag form name[:tier[:cap,cap...]],
+// e.g. "alice", "venus:L2", "bob:L3:echo,summarize".
+func ParseAgentSpec(s string) (AgentConfig, error) {
+	parts := strings.SplitN(s, ":", 3)
+	a := AgentConfig{Name: parts[0], Version: "1.0.0"}
+	if len(parts) > 1 && parts[1] != "" {
+		t, err := tiers.ParseTier(parts[1])
+		if err != nil {
+			return a, fmt.Errorf("agent %q: %w", s, err)
+		}
+		a.Tier = &t
+	}
+	if len(parts) > 2 {
+		for _, c := range splitList(parts[2]) {
+			a.Capabilities = append(a.Capabilities, CapabilityConfig{ID: c})
+		}
+	} else {
+		a.Capabilities = DefaultAgent(a.Name).Capabilities
+		a.Description = DefaultAgent(a.Name).Description
+	}
+	if !agentRe.MatchString(a.Name) {
+		return a, fmt.Errorf("agent %q: name must be letters, digits, '_', '.', '-' (at most 64)", s)
+	}
+	return a, nil
+}

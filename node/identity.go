@@ -1,0 +1,104 @@
+package node
+
+import (
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+
+	"github.com/libp2p/go-libp2p/core/crypto"
+)
+
+// IdentityFile is the node's private key inside the data dir.
+const IdentityFile = "identity.key"
+
+// ErrNoIdentity is returned by LoadIdentity when the data dir has no key.
+var ErrNoIdentity = errors.New("node: no identity in data dir (run `nova-node init`)")
+
+// LoadIdentity reads the Ed25519 key of a data dir. A key file readable by
+// other users is refused on Unix: the key is the node's identity.
+func LoadIdentity(dataDir string) (crypto.PrivKey, error) {
+	path := filepath.Join(dataDir, IdentityFile)
+	st, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, ErrNoIdentity
+	}
+	if err != nil {
+		return nil, fmt.Errorf("node: identity: %w", err)
+	}
+	if runtime.GOOS != "windows" && st.Mode().Perm()&0o077 != 0 {
+		return nil, fmt.Errorf("node: identity %s has mode %v; other users can read it: run `chmod 600 %s`", path, st.Mode().Perm(), path)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("node: identity: %w", err)
+	}
+	k, err := crypto.UnmarshalPrivateKey(b)
+	if err != nil {
+		return nil, fmt.Errorf("node: identity %s is corrupt: %w", path, err)
+	}
+	return k, nil
+}
+
+// EnsureIdentity loads the data dir's key, creating it (mode 0600) if it does
+// not exist. It never overwrites an existing key: creation is exclusive, so
+// two concurrent inits end with one key. created reports a new key.
+func EnsureIdentity(dataDir string) (k crypto.PrivKey, created bool, err error) {
+	k, err = LoadIdentity(dataDir)
+	if !errors.Is(err, ErrNoIdentity) {
+		return k, false, err
+	}
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return nil, false, fmt.Errorf("node: create data dir: %w", err)
+	}
+	k, _, err = crypto.GenerateEd25519Key(rand.Reader)
+	if err != nil {
+		return nil, false, err
+	}
+	b, err := crypto.MarshalPrivateKey(k)
+	if err != nil {
+		return nil, false, err
+	}
+	// Write to a temp file and link it into place: link fails if the key
+	// appeared meanwhile, and a crash never leaves a half-written key.
+	path := filepath.Join(dataDir, IdentityFile)
+	tmp, err := os.CreateTemp(dataDir, ".identity-*")
+	if err != nil {
+		return nil, false, fmt.Errorf("node: write identity: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(0o600); err != nil && runtime.GOOS != "windows" {
+		tmp.Close()
+		return nil, false, fmt.Errorf("node: write identity: %w", err)
+	}
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		return nil, false, fmt.Errorf("node: write identity: %w", err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return nil, false, fmt.Errorf("node: write identity: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return nil, false, fmt.Errorf("node: write identity: %w", err)
+	}
+	if err := os.Link(tmp.Name(), path); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			k, err := LoadIdentity(dataDir)
+			return k, false, err
+		}
+		return nil, false, fmt.Errorf("node: write identity: %w", err)
+	}
+	syncDir(dataDir)
+	return k, true, nil
+}
+
+func syncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		_ = d.Close()
+	}
+}

@@ -1,0 +1,439 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	golog "github.com/ipfs/go-log/v2"
+	"github.com/libp2p/go-libp2p"
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/p2p/net/connmgr"
+	"github.com/multiformats/go-multiaddr"
+	"go.uber.org/zap"
+
+	"github.com/nova-node/nova-node/agentcard"
+	"github.com/nova-node/nova-node/envelope"
+	"github.com/nova-node/nova-node/protocol"
+	"github.com/nova-node/nova-node/tiers"
+)
+
+var log = golog.Logger("nova/node")
+
+// Version is the nova-node version, set at build time with
+// -ldflags "-X github.com/nova-node/nova-node/node.Version=v1.2.3".
+var Version = "0.1.0-dev"
+
+// Node is one nova-node: identity, store, libp2p host, agent registry and
+// router, plus the local control API. New builds it and starts nothing;
+// Start brings it up; Close takes it down and is idempotent.
+type Node struct {
+	cfg     Config
+	key     crypto.PrivKey
+	id      peer.ID
+	reg     *agentcard.Registry
+	db      *store
+	obs     *Observer
+	factory *envelope.Factory
+	log     *zap.SugaredLogger
+
+	mu       sync.Mutex
+	handlers map[string]protocol.Handler
+	host     host.Host
+	router   *protocol.Router
+	api      *apiServer
+	started  bool
+	closed   bool
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+}
+
+// New validates cfg, creates the data dir and identity if needed, opens the
+// store and registers the configured agents. It opens no socket and starts
+// no goroutine.
+func New(cfg Config) (*Node, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	key, _, err := EnsureIdentity(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	id, err := peer.IDFromPrivateKey(key)
+	if err != nil {
+		return nil, err
+	}
+	db, err := openStore(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	obs, err := newObserver(filepath.Join(cfg.DataDir, AuditFile), 1000)
+	if err != nil {
+		db.close()
+		return nil, fmt.Errorf("node: open audit log: %w", err)
+	}
+	n := &Node{
+		cfg:      cfg,
+		key:      key,
+		id:       id,
+		reg:      agentcard.NewRegistry(id),
+		db:       db,
+		obs:      obs,
+		factory:  envelope.NewFactory(),
+		log:      log.With("self", id.String()[len(id.String())-6:]),
+		handlers: map[string]protocol.Handler{},
+	}
+	for _, a := range cfg.Agents {
+		var h protocol.Handler
+		if hasCap(a, "echo") {
+			h = Echo
+		}
+		if _, err := n.RegisterAgent(a.Card(), h); err != nil {
+			n.Close()
+			return nil, fmt.Errorf("node: agent %q: %w", a.Name, err)
+		}
+	}
+	return n, nil
+}
+
+func hasCap(a AgentConfig, id string) bool {
+	for _, c := range a.Capabilities {
+		if c.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// Card turns the declaration into an agent card (host and revision are set
+// on registration).
+func (a AgentConfig) Card() agentcard.Card {
+	t := tiers.L3
+	if dt, ok := tiers.DefaultTier(a.Name); ok {
+		t = dt
+	}
+	if a.Tier != nil {
+		t = *a.Tier
+	}
+	v := a.Version
+	if v == "" {
+		v = "1.0.0"
+	}
+	c := agentcard.Card{
+		ID: a.Name, Name: a.Name, Version: v, Description: a.Description, Tier: t,
+		Protocols:    []string{"a2a/1.0", "nova-a2a/1.0.0"},
+		Endpoints:    []agentcard.Endpoint{{Transport: "libp2p", Address: string(protocol.IDA2A)}},
+		Capabilities: []agentcard.Capability{},
+		SandboxID:    a.Sandbox,
+	}
+	for _, cp := range a.Capabilities {
+		name := cp.Name
+		if name == "" {
+			name = cp.ID
+		}
+		c.Capabilities = append(c.Capabilities, agentcard.Capability{ID: cp.ID, Name: name, Description: cp.Description})
+	}
+	return c
+}
+
+// Echo is the built-in handler of the "echo" capability: it answers a
+// request with the request's own payload.
+func Echo(_ context.Context, env *envelope.Envelope) (any, error) {
+	return env.Payload, nil
+}
+
+// RegisterAgent hosts an agent on this node: its card is validated, signed
+// and announced to peers, its revision persisted (a changed card gets
+// revision+1, also across restarts), and h answers what it receives (nil: the
+// agent can send but not receive). Safe before and after Start.
+func (n *Node) RegisterAgent(c agentcard.Card, h protocol.Handler) (agentcard.Card, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		return agentcard.Card{}, protocol.ErrChannelClosed
+	}
+	if _, ok := n.reg.Get(c.ID); !ok {
+		stored, found, err := n.db.card(c.ID)
+		if err != nil {
+			return agentcard.Card{}, err
+		}
+		if found {
+			if err := n.reg.Restore(stored); err != nil {
+				n.log.Warnw("stored card unusable, starting a new revision", "agent", c.ID, "err", err)
+			}
+		}
+	}
+	reg, err := n.reg.Register(c)
+	if err != nil {
+		return agentcard.Card{}, err
+	}
+	if err := n.db.putCard(reg); err != nil {
+		return agentcard.Card{}, fmt.Errorf("node: persist card %s: %w", c.ID, err)
+	}
+	n.handlers[c.ID] = h
+	if n.router != nil {
+		n.router.Handle(c.ID, h)
+		n.router.Announce()
+	}
+	return reg, nil
+}
+
+// Start opens the libp2p host on the configured addresses, starts the
+// router and the local API, and dials the configured peers. ctx bounds
+// start-up only.
+func (n *Node) Start(ctx context.Context) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		return protocol.ErrChannelClosed
+	}
+	if n.started {
+		return nil
+	}
+	h, err := n.newHost()
+	if err != nil {
+		return err
+	}
+	ropts := []protocol.Option{
+		protocol.WithSandboxPolicy(n.cfg.Sandbox),
+		protocol.WithMaxFrameSize(n.cfg.MaxFrameSize),
+		protocol.WithEventSink(n.obs),
+		protocol.WithFactory(n.factory),
+		protocol.WithRequestTimeout(n.cfg.RequestTimeout),
+	}
+	if n.cfg.TierRules != nil {
+		ropts = append(ropts, protocol.WithTierRules(n.cfg.TierRules))
+	}
+	r, err := protocol.New(h, n.reg, ropts...)
+	if err != nil {
+		h.Close()
+		return err
+	}
+	for id, hd := range n.handlers {
+		r.Handle(id, hd)
+	}
+	if err := r.Start(ctx); err != nil {
+		h.Close()
+		return err
+	}
+	api, err := startAPI(n, n.cfg.apiSocket())
+	if err != nil {
+		r.Close()
+		h.Close()
+		return err
+	}
+	n.host, n.router, n.api, n.started = h, r, api, true
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	n.cancel = cancel
+	if len(n.cfg.Peers) > 0 {
+		n.wg.Go(func() { n.keepPeers(runCtx) })
+	}
+	n.log.Infow("node started", "peer", n.id, "addrs", h.Addrs(), "agents", len(n.reg.Local()))
+	return nil
+}
+
+func (c Config) apiSocket() string {
+	if c.APISocket != "" {
+		return c.APISocket
+	}
+	return filepath.Join(c.DataDir, "nova.sock")
+}
+
+// keepPeers dials the configured peers and redials any that drop, every 10
+// seconds, until ctx ends.
+func (n *Node) keepPeers(ctx context.Context) {
+	t := time.NewTicker(10 * time.Second)
+	defer t.Stop()
+	for {
+		for _, a := range n.cfg.Peers {
+			ai, err := parsePeerAddr(a)
+			if err != nil || n.host.Network().Connectedness(ai.ID) == network.Connected {
+				continue
+			}
+			dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			if err := n.host.Connect(dctx, *ai); err != nil {
+				n.log.Infow("peer not reachable yet", "addr", a, "err", err)
+			} else {
+				n.log.Infow("connected to peer", "peer", ai.ID)
+			}
+			cancel()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Close stops the API, the router and the host, then closes the store. It is
+// idempotent and safe before Start.
+func (n *Node) Close() error {
+	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		return nil
+	}
+	n.closed = true
+	cancel, api, r, h := n.cancel, n.api, n.router, n.host
+	n.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	var errs []error
+	if api != nil {
+		errs = append(errs, api.close())
+	}
+	n.wg.Wait()
+	if r != nil {
+		errs = append(errs, r.Close())
+	}
+	if h != nil {
+		errs = append(errs, h.Close())
+	}
+	errs = append(errs, n.obs.close(), n.db.close())
+	return errors.Join(errs...)
+}
+
+// ID is the node's peer ID.
+func (n *Node) ID() peer.ID { return n.id }
+
+// Config returns the node's configuration.
+func (n *Node) Config() Config { return n.cfg }
+
+// Registry is the node's agent registry (local and remote cards).
+func (n *Node) Registry() *agentcard.Registry { return n.reg }
+
+// Observer gives the node's events and metrics.
+func (n *Node) Observer() *Observer { return n.obs }
+
+// Host is the libp2p host; nil before Start.
+func (n *Node) Host() host.Host {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.host
+}
+
+// Router is the envelope router; nil before Start.
+func (n *Node) Router() *protocol.Router {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.router
+}
+
+// Addrs returns the node's dialable addresses, each ending in /p2p/<id>.
+func (n *Node) Addrs() []multiaddr.Multiaddr {
+	h := n.Host()
+	if h == nil {
+		return nil
+	}
+	addrs, _ := peer.AddrInfoToP2pAddrs(&peer.AddrInfo{ID: n.id, Addrs: h.Addrs()})
+	return addrs
+}
+
+// NewEnvelope builds an envelope with the node's factory.
+func (n *Node) NewEnvelope(from, to string, t envelope.Type, payload any) (*envelope.Envelope, error) {
+	return n.factory.New(from, to, t, payload)
+}
+
+// Send routes env (from a local agent) and reports where it went.
+func (n *Node) Send(ctx context.Context, env *envelope.Envelope) (protocol.RoutingResult, error) {
+	r := n.Router()
+	if r == nil {
+		return protocol.RoutingResult{}, errNotStarted
+	}
+	return r.Send(ctx, env)
+}
+
+// Request sends env and waits for its answer, bounded by ctx and the
+// configured request timeout.
+func (n *Node) Request(ctx context.Context, env *envelope.Envelope) (*envelope.Envelope, protocol.RoutingResult, error) {
+	r := n.Router()
+	if r == nil {
+		return nil, protocol.RoutingResult{}, errNotStarted
+	}
+	ctx, cancel := context.WithTimeout(ctx, n.cfg.RequestTimeout)
+	defer cancel()
+	return r.Request(ctx, env)
+}
+
+var errNotStarted = fmt.Errorf("node: not started: %w", protocol.ErrChannelClosed)
+
+// Connect dials a peer multiaddr ending in /p2p/<peerID>.
+func (n *Node) Connect(ctx context.Context, addr string) (peer.ID, error) {
+	h := n.Host()
+	if h == nil {
+		return "", errNotStarted
+	}
+	ai, err := parsePeerAddr(addr)
+	if err != nil {
+		return "", err
+	}
+	if err := h.Connect(ctx, *ai); err != nil {
+		return "", fmt.Errorf("node: connect to %s: %w", ai.ID, err)
+	}
+	return ai.ID, nil
+}
+
+func parsePeerAddr(a string) (*peer.AddrInfo, error) {
+	ma, err := multiaddr.NewMultiaddr(a)
+	if err != nil {
+		return nil, fmt.Errorf("%q is not a multiaddr: %w", a, err)
+	}
+	ai, err := peer.AddrInfoFromP2pAddr(ma)
+	if err != nil {
+		return nil, fmt.Errorf("%q must end in /p2p/<peerID>: %w", a, err)
+	}
+	return ai, nil
+}
+
+// newHost builds the libp2p host: the node's key, the configured listen
+// addresses (TCP, QUIC, WebSocket), Noise/TLS, yamux, the resource manager
+// with nova's service limits, a connection manager, identify and ping on,
+// no DHT and no bootstrap peers.
+func (n *Node) newHost() (host.Host, error) {
+	rm, err := newResourceManager()
+	if err != nil {
+		return nil, err
+	}
+	cm, err := connmgr.NewConnManager(100, 400, connmgr.WithGracePeriod(time.Minute))
+	if err != nil {
+		return nil, err
+	}
+	h, err := libp2p.New(
+		libp2p.Identity(n.key),
+		libp2p.ListenAddrStrings(n.cfg.Listen...),
+		libp2p.UserAgent("nova-node/"+Version),
+		libp2p.ResourceManager(rm),
+		libp2p.ConnectionManager(cm),
+		libp2p.Ping(true),
+	)
+	if err != nil {
+		rm.Close()
+		return nil, fmt.Errorf("node: start libp2p host on %v: %w", n.cfg.Listen, err)
+	}
+	return h, nil
+}
+
+// EnsureDataDir creates the data dir (0700) with its identity, a commented
+// config file (unless one exists) and the store. It never overwrites.
+func EnsureDataDir(cfg Config) (created bool, err error) {
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return false, fmt.Errorf("node: create data dir: %w", err)
+	}
+	_, created, err = EnsureIdentity(cfg.DataDir)
+	if err != nil {
+		return false, err
+	}
+	if err := writeConfigTemplate(cfg); err != nil {
+		return created, err
+	}
+	return created, InitStore(cfg.DataDir)
+}

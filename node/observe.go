@@ -1,0 +1,142 @@
+package node
+
+import (
+	"encoding/json"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/nova-node/nova-node/envelope"
+	"github.com/nova-node/nova-node/protocol"
+)
+
+// AuditFile is the append-only JSON-lines audit log inside the data dir.
+const AuditFile = "audit.jsonl"
+
+// Metrics are the seed's A2AMetrics for messaging.
+type Metrics struct {
+	TotalMessagesSent       uint64                   `json:"totalMessagesSent"`
+	TotalMessagesReceived   uint64                   `json:"totalMessagesReceived"`
+	MessagesByType          map[envelope.Type]uint64 `json:"messagesByType"`
+	AverageRoutingLatencyMs float64                  `json:"averageRoutingLatencyMs"`
+	ErrorCount              uint64                   `json:"errorCount"`
+	SecurityEvents          uint64                   `json:"securityEvents"`
+	AuditWriteErrors        uint64                   `json:"auditWriteErrors"`
+}
+
+// Observer collects the router's events: recent events in a ring, the
+// seed's metrics, and an audit line for every security event and every
+// cross-tier message. Emit never blocks on anything but a short mutex and an
+// append to the audit file.
+type Observer struct {
+	mu        sync.Mutex
+	ring      []protocol.Event
+	next      int
+	full      bool
+	m         Metrics
+	latencyNs float64
+	decisions uint64
+	audit     *os.File
+}
+
+func newObserver(auditPath string, size int) (*Observer, error) {
+	o := &Observer{ring: make([]protocol.Event, size)}
+	o.m.MessagesByType = map[envelope.Type]uint64{}
+	if auditPath != "" {
+		f, err := os.OpenFile(auditPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+		if err != nil {
+			return nil, err
+		}
+		o.audit = f
+	}
+	return o, nil
+}
+
+// Emit implements protocol.EventSink.
+func (o *Observer) Emit(ev protocol.Event) {
+	if ev.Time.IsZero() {
+		ev.Time = time.Now()
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.ring[o.next] = ev
+	o.next = (o.next + 1) % len(o.ring)
+	if o.next == 0 {
+		o.full = true
+	}
+	switch ev.Type {
+	case protocol.EventMessageSent:
+		o.m.TotalMessagesSent++
+		o.m.MessagesByType[ev.MessageType]++
+	case protocol.EventMessageReceived:
+		o.m.TotalMessagesReceived++
+	case protocol.EventRoutingDecision:
+		o.decisions++
+		o.latencyNs += float64(ev.Latency)
+		o.m.AverageRoutingLatencyMs = o.latencyNs / float64(o.decisions) / 1e6
+	case protocol.EventError:
+		o.m.ErrorCount++
+	case protocol.EventSecurity:
+		o.m.SecurityEvents++
+	}
+	crossTier := (ev.Type == protocol.EventMessageSent || ev.Type == protocol.EventMessageReceived) &&
+		ev.SourceTier >= 0 && ev.TargetTier >= 0 && ev.SourceTier != ev.TargetTier
+	if o.audit != nil && (ev.Type == protocol.EventSecurity || crossTier) {
+		b, err := json.Marshal(ev)
+		if err == nil {
+			_, err = o.audit.Write(append(b, '\n'))
+		}
+		if err != nil {
+			o.m.AuditWriteErrors++
+		}
+	}
+}
+
+// Recent returns up to limit most recent events, oldest first.
+func (o *Observer) Recent(limit int) []protocol.Event {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	n := o.next
+	if o.full {
+		n = len(o.ring)
+	}
+	if limit <= 0 || limit > n {
+		limit = n
+	}
+	out := make([]protocol.Event, 0, limit)
+	for i := limit; i > 0; i-- {
+		out = append(out, o.ring[(o.next-i+len(o.ring))%len(o.ring)])
+	}
+	return out
+}
+
+// Metrics returns a copy of the current metrics.
+func (o *Observer) Metrics() Metrics {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	m := o.m
+	m.MessagesByType = make(map[envelope.Type]uint64, len(o.m.MessagesByType))
+	for k, v := range o.m.MessagesByType {
+		m.MessagesByType[k] = v
+	}
+	return m
+}
+
+// Reset zeroes the metrics (the seed's resetMetrics); events stay.
+func (o *Observer) Reset() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.m = Metrics{MessagesByType: map[envelope.Type]uint64{}}
+	o.latencyNs, o.decisions = 0, 0
+}
+
+func (o *Observer) close() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.audit == nil {
+		return nil
+	}
+	err := o.audit.Close()
+	o.audit = nil
+	return err
+}
