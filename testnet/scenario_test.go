@@ -1,0 +1,329 @@
+package testnet_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nova-node/nova-node/agentcard"
+	"github.com/nova-node/nova-node/envelope"
+	"github.com/nova-node/nova-node/node"
+	"github.com/nova-node/nova-node/protocol"
+	"github.com/nova-node/nova-node/testnet"
+)
+
+func request(t *testing.T, n *node.Node, from, to string, payload any) (*envelope.Envelope, protocol.RoutingResult, error) {
+	t.Helper()
+	env, err := n.NewEnvelope(from, to, envelope.TypeRequest, payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	return n.Request(ctx, env)
+}
+
+func TestTwoNodeRequestResponse(t *testing.T) {
+	for _, tr := range []testnet.Transport{testnet.TCP, testnet.QUIC} {
+		t.Run(string(tr), func(t *testing.T) {
+			net := testnet.New(t, 2, testnet.WithTransport(tr))
+			net.Connect(0, 1)
+			net.WaitForCards()
+			resp, res, err := request(t, net.Nodes[0], "a0", "a1", map[string]string{"text": "hi"})
+			if err != nil {
+				t.Fatalf("request: %v", err)
+			}
+			if !res.Delivered || res.Path != protocol.PathRemote {
+				t.Fatalf("routing result %+v, want delivered remotely", res)
+			}
+			wantTarget := "a1@" + net.Nodes[1].ID().String()
+			if res.TargetAgentID != wantTarget {
+				t.Fatalf("target %q, want %q", res.TargetAgentID, wantTarget)
+			}
+			if resp.Type != envelope.TypeResponse || string(resp.Payload) != `{"text":"hi"}` {
+				t.Fatalf("response %s %s", resp.Type, resp.Payload)
+			}
+			if resp.Sender != wantTarget || resp.Recipient != "a0@"+net.Nodes[0].ID().String() {
+				t.Fatalf("response from %q to %q", resp.Sender, resp.Recipient)
+			}
+			// Both directions, and the thread holds request and response.
+			if _, _, err := request(t, net.Nodes[1], "a1", "a0", 7); err != nil {
+				t.Fatalf("reverse request: %v", err)
+			}
+			th := net.Nodes[0].Router().Thread(resp.CorrelationID)
+			if len(th) != 2 || th[0].Type != envelope.TypeRequest || th[1].Type != envelope.TypeResponse {
+				t.Fatalf("thread %v", th)
+			}
+			// QUIC test really used QUIC, TCP test TCP.
+			conns := net.Nodes[0].Host().Network().ConnsToPeer(net.Nodes[1].ID())
+			if len(conns) == 0 {
+				t.Fatal("no connection")
+			}
+			ma := conns[0].RemoteMultiaddr().String()
+			if tr == testnet.QUIC && !contains(ma, "quic-v1") || tr == testnet.TCP && !contains(ma, "/tcp/") {
+				t.Fatalf("connection over %s, want %s", ma, tr)
+			}
+		})
+	}
+}
+
+func contains(s, sub string) bool {
+	return len(s) >= len(sub) && (s == sub || len(sub) == 0 || indexOf(s, sub) >= 0)
+}
+func indexOf(s, sub string) int {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if s[i:i+len(sub)] == sub {
+			return i
+		}
+	}
+	return -1
+}
+
+func TestFiveNodeRequestResponse(t *testing.T) {
+	net := testnet.New(t, 5)
+	net.FullMesh()
+	net.WaitForCards()
+	var wg sync.WaitGroup
+	errs := make(chan error, 25)
+	for i := range net.Nodes {
+		for j := range net.Nodes {
+			if i == j {
+				continue
+			}
+			wg.Go(func() {
+				resp, _, err := request(t, net.Nodes[i], fmt.Sprintf("a%d", i), fmt.Sprintf("a%d", j), map[string]int{"from": i, "to": j})
+				if err != nil {
+					errs <- fmt.Errorf("a%d -> a%d: %w", i, j, err)
+					return
+				}
+				var got map[string]int
+				if err := json.Unmarshal(resp.Payload, &got); err != nil || got["from"] != i || got["to"] != j {
+					errs <- fmt.Errorf("a%d -> a%d: echoed %s", i, j, resp.Payload)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	// Each node sent 4 requests and 4 responses, and received as many. A
+	// responder counts its response once the requester acknowledged it,
+	// which can be just after the requester saw it: poll.
+	testnet.Eventually(t, 5*time.Second, func() error {
+		for i, n := range net.Nodes {
+			m := n.Observer().Metrics()
+			if m.TotalMessagesSent != 8 || m.TotalMessagesReceived != 8 ||
+				m.MessagesByType[envelope.TypeRequest] != 4 || m.MessagesByType[envelope.TypeResponse] != 4 {
+				return fmt.Errorf("node %d metrics %+v, want 8 sent and 8 received", i, m)
+			}
+		}
+		return nil
+	})
+}
+
+func TestStarTopologyRoutesOnlyToConnectedHosts(t *testing.T) {
+	// In a star, leaves know only the hub's cards (discovery is a later
+	// layer): a leaf reaches the hub, and a leaf-to-leaf name is not found.
+	net := testnet.New(t, 3)
+	net.Star(0)
+	net.WaitForCards()
+	if _, _, err := request(t, net.Nodes[1], "a1", "a0", "x"); err != nil {
+		t.Fatalf("leaf -> hub: %v", err)
+	}
+	_, _, err := request(t, net.Nodes[1], "a1", "a2", "x")
+	if !errors.Is(err, agentcard.ErrAgentNotFound) {
+		t.Fatalf("leaf -> leaf: %v, want AGENT_NOT_FOUND", err)
+	}
+	var nf *agentcard.NotFoundError
+	if !errors.As(err, &nf) || nf.Query != "a2" || nf.Where == "" {
+		t.Fatalf("not-found error should name what and where: %#v", err)
+	}
+}
+
+func TestLocalDelivery(t *testing.T) {
+	net := testnet.New(t, 1, testnet.WithConfig(func(i int, c *node.Config) {
+		c.Agents = append(c.Agents, node.DefaultAgent("b"))
+	}))
+	resp, res, err := request(t, net.Nodes[0], "a0", "b", []int{1, 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Path != protocol.PathLocal || string(resp.Payload) != "[1,2]" {
+		t.Fatalf("%+v %s", res, resp.Payload)
+	}
+}
+
+func TestCustomHandlerAndNotification(t *testing.T) {
+	net := testnet.New(t, 2)
+	var got atomic.Int32
+	received := make(chan *envelope.Envelope, 1)
+	card := node.AgentConfig{Name: "counter", Capabilities: []node.CapabilityConfig{{ID: "count"}}}.Card()
+	_, err := net.Nodes[1].RegisterAgent(card, func(ctx context.Context, env *envelope.Envelope) (any, error) {
+		got.Add(1)
+		if env.Type == envelope.TypeNotification {
+			received <- env
+			return nil, nil
+		}
+		return map[string]int32{"count": got.Load()}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	net.Connect(0, 1)
+	net.WaitForCards()
+	env, _ := net.Nodes[0].NewEnvelope("a0", "counter", envelope.TypeNotification, "ping")
+	res, err := net.Nodes[0].Send(t.Context(), env)
+	if err != nil || !res.Delivered {
+		t.Fatalf("notification: %+v %v", res, err)
+	}
+	select {
+	case e := <-received:
+		if e.ID != env.ID || e.Sender != "a0@"+net.Nodes[0].ID().String() {
+			t.Fatalf("received %+v", e)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("notification not delivered")
+	}
+	resp, _, err := request(t, net.Nodes[0], "a0", "counter", nil)
+	if err != nil || string(resp.Payload) != `{"count":2}` {
+		t.Fatalf("request: %v %s", err, resp.Payload)
+	}
+	// By capability.
+	env, _ = net.Nodes[0].NewEnvelope("a0", "count", envelope.TypeRequest, nil)
+	env.Metadata = &envelope.Metadata{RoutingHint: envelope.RoutingHintCapability}
+	resp, res, err = net.Nodes[0].Request(t.Context(), env)
+	if err != nil || res.TargetAgentID != "counter@"+net.Nodes[1].ID().String() {
+		t.Fatalf("by capability: %+v %v", res, err)
+	}
+	_ = resp
+}
+
+func TestHandlerErrorAndPanicBecomeErrorEnvelopes(t *testing.T) {
+	net := testnet.New(t, 2)
+	card := node.AgentConfig{Name: "grumpy", Capabilities: []node.CapabilityConfig{{ID: "x"}}}.Card()
+	_, err := net.Nodes[1].RegisterAgent(card, func(ctx context.Context, env *envelope.Envelope) (any, error) {
+		if string(env.Payload) == `"panic"` {
+			panic("boom")
+		}
+		return nil, errors.New("not today")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	net.Connect(0, 1)
+	net.WaitForCards()
+	for _, p := range []string{"please", "panic"} {
+		resp, _, err := request(t, net.Nodes[0], "a0", "grumpy", p)
+		var re *protocol.RemoteError
+		if !errors.As(err, &re) || resp == nil || resp.Type != envelope.TypeError {
+			t.Fatalf("%s: %v %v", p, resp, err)
+		}
+	}
+	// The node survived the panic and still answers.
+	if _, _, err := request(t, net.Nodes[0], "a0", "a1", 1); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestAmbiguousBareName(t *testing.T) {
+	net := testnet.New(t, 3, testnet.WithConfig(func(i int, c *node.Config) {
+		if i > 0 {
+			c.Agents = append(c.Agents, node.DefaultAgent("echo"))
+		}
+	}))
+	net.FullMesh()
+	net.WaitForCards()
+	_, _, err := request(t, net.Nodes[0], "a0", "echo", 1)
+	var amb *agentcard.AmbiguousError
+	if !errors.As(err, &amb) || len(amb.Candidates) != 2 || !errors.Is(err, agentcard.ErrAmbiguousAgent) {
+		t.Fatalf("got %v, want an ambiguity listing 2 candidates", err)
+	}
+	// The full address disambiguates.
+	if _, _, err := request(t, net.Nodes[0], "a0", amb.Candidates[1], 1); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRestartKeepsIdentityAndRevision(t *testing.T) {
+	cfg := testnet.Config(t, 0, testnet.TCP)
+	n1, err := node.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n1.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	id := n1.ID()
+	c1, _ := n1.Registry().Get("a0")
+	if err := n1.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := n1.Close(); err != nil { // idempotent
+		t.Fatal(err)
+	}
+	// Same config: same revision. Changed card: revision + 1.
+	n2, err := node.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c2, _ := n2.Registry().Get("a0")
+	n2.Close()
+	cfg.Agents[0].Description = "changed"
+	n3, err := node.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n3.Close()
+	c3, _ := n3.Registry().Get("a0")
+	if n3.ID() != id {
+		t.Fatalf("identity changed across restart: %s -> %s", id, n3.ID())
+	}
+	if c2.Revision != c1.Revision || c3.Revision != c1.Revision+1 {
+		t.Fatalf("revisions %d, %d, %d; want r, r, r+1", c1.Revision, c2.Revision, c3.Revision)
+	}
+	testnet.CheckLeaks(t)
+}
+
+func TestSendAfterCloseIsChannelClosed(t *testing.T) {
+	net := testnet.New(t, 1)
+	n := net.Nodes[0]
+	env, _ := n.NewEnvelope("a0", "a0", envelope.TypeNotification, nil)
+	n.Close()
+	_, err := n.Send(t.Context(), env)
+	if !errors.Is(err, protocol.ErrChannelClosed) || protocol.CodeOf(err) != protocol.CodeChannelClosed {
+		t.Fatalf("got %v, want CHANNEL_CLOSED", err)
+	}
+}
+
+func TestDeliveryFailedWhenPeerGone(t *testing.T) {
+	net := testnet.New(t, 2)
+	net.Connect(0, 1)
+	net.WaitForCards()
+	net.Nodes[1].Close()
+	_, res, err := request(t, net.Nodes[0], "a0", "a1", 1)
+	if !errors.Is(err, protocol.ErrDeliveryFailed) || res.Delivered || res.Error == "" {
+		t.Fatalf("got %+v %v, want DELIVERY_FAILED", res, err)
+	}
+}
+
+func TestNoHandlerIsDeliveryFailedAcrossTheWire(t *testing.T) {
+	net := testnet.New(t, 2)
+	card := node.AgentConfig{Name: "mute", Capabilities: []node.CapabilityConfig{}}.Card()
+	if _, err := net.Nodes[1].RegisterAgent(card, nil); err != nil {
+		t.Fatal(err)
+	}
+	net.Connect(0, 1)
+	net.WaitForCards()
+	_, _, err := request(t, net.Nodes[0], "a0", "mute", 1)
+	var re *protocol.RemoteError
+	if !errors.As(err, &re) || re.Code() != protocol.CodeDeliveryFailed || !errors.Is(err, protocol.ErrDeliveryFailed) {
+		t.Fatalf("got %v, want a remote DELIVERY_FAILED", err)
+	}
+}

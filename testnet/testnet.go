@@ -1,0 +1,257 @@
+// Package testnet starts N real nova nodes in one process, on 127.0.0.1 only
+// (TCP and QUIC, ephemeral ports, each node in its own temp dir), connects
+// them in a topology, and closes everything when the test ends.
+//
+//	net := testnet.New(t, 5)
+//	net.FullMesh()
+//	net.WaitForCards()
+//	resp, _, err := net.Nodes[0].Request(ctx, env)
+//
+// Wait with Eventually, never with a bare sleep. CheckLeaks (run by New's
+// cleanup) fails the test if a goroutine of this module outlives the nodes.
+package testnet
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/nova-node/nova-node/node"
+)
+
+// Transport selects what the nodes listen on.
+type Transport string
+
+// Transports of the harness.
+const (
+	TCP  Transport = "tcp"
+	QUIC Transport = "quic"
+	Both Transport = "both"
+)
+
+// Net is a set of running nodes.
+type Net struct {
+	t     testing.TB
+	Nodes []*node.Node
+}
+
+type options struct {
+	transport Transport
+	configure func(i int, c *node.Config)
+	noLeak    bool
+}
+
+// Option configures New.
+type Option func(*options)
+
+// WithTransport restricts the listen addresses (default Both).
+func WithTransport(tr Transport) Option { return func(o *options) { o.transport = tr } }
+
+// WithConfig edits node i's config before it is built. By default node i
+// hosts one echo agent named "a<i>".
+func WithConfig(f func(i int, c *node.Config)) Option {
+	return func(o *options) { o.configure = f }
+}
+
+// WithoutLeakCheck skips the goroutine leak check at cleanup (for tests that
+// keep their own goroutines past the net's life).
+func WithoutLeakCheck(t testing.TB) Option { return func(o *options) { o.noLeak = true } }
+
+// ListenAddrs returns loopback listen addresses for a transport.
+func ListenAddrs(tr Transport) []string {
+	switch tr {
+	case TCP:
+		return []string{"/ip4/127.0.0.1/tcp/0"}
+	case QUIC:
+		return []string{"/ip4/127.0.0.1/udp/0/quic-v1"}
+	default:
+		return []string{"/ip4/127.0.0.1/tcp/0", "/ip4/127.0.0.1/udp/0/quic-v1"}
+	}
+}
+
+// Config returns the harness's config for node i in dir: loopback only,
+// one echo agent "a<i>", a short socket path.
+func Config(t testing.TB, i int, tr Transport) node.Config {
+	cfg := node.DefaultConfig()
+	cfg.DataDir = t.TempDir()
+	cfg.Listen = ListenAddrs(tr)
+	cfg.Agents = []node.AgentConfig{node.DefaultAgent(fmt.Sprintf("a%d", i))}
+	cfg.APISocket = filepath.Join(shortTempDir(t), "api.sock")
+	cfg.RequestTimeout = 10 * time.Second
+	return cfg
+}
+
+// shortTempDir is a temp dir with a short path (Unix socket paths are
+// limited to ~100 bytes; t.TempDir() includes the test name).
+func shortTempDir(t testing.TB) string {
+	d, err := os.MkdirTemp("", "nova")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	return d
+}
+
+// New starts n nodes. They are not connected: call a topology method.
+func New(t testing.TB, n int, opts ...Option) *Net {
+	t.Helper()
+	o := options{transport: Both}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if !o.noLeak {
+		t.Cleanup(func() { CheckLeaks(t) }) // registered first, so it runs after the nodes close
+	}
+	net := &Net{t: t}
+	for i := 0; i < n; i++ {
+		cfg := Config(t, i, o.transport)
+		if o.configure != nil {
+			o.configure(i, &cfg)
+		}
+		nd, err := node.New(cfg)
+		if err != nil {
+			t.Fatalf("testnet: node %d: %v", i, err)
+		}
+		t.Cleanup(func() { _ = nd.Close() })
+		if err := nd.Start(context.Background()); err != nil {
+			t.Fatalf("testnet: start node %d: %v", i, err)
+		}
+		net.Nodes = append(net.Nodes, nd)
+	}
+	return net
+}
+
+// Info is node i's dialable address info.
+func (n *Net) Info(i int) peer.AddrInfo {
+	nd := n.Nodes[i]
+	return peer.AddrInfo{ID: nd.ID(), Addrs: nd.Host().Addrs()}
+}
+
+// Connect dials node j from node i.
+func (n *Net) Connect(i, j int) {
+	n.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := n.Nodes[i].Host().Connect(ctx, n.Info(j)); err != nil {
+		n.t.Fatalf("testnet: connect %d -> %d: %v", i, j, err)
+	}
+}
+
+// FullMesh connects every pair.
+func (n *Net) FullMesh() {
+	for i := range n.Nodes {
+		for j := i + 1; j < len(n.Nodes); j++ {
+			n.Connect(i, j)
+		}
+	}
+}
+
+// Star connects every node to node center.
+func (n *Net) Star(center int) {
+	for i := range n.Nodes {
+		if i != center {
+			n.Connect(i, center)
+		}
+	}
+}
+
+// Ring connects node i to node i+1, and the last to the first.
+func (n *Net) Ring() {
+	for i := range n.Nodes {
+		if j := (i + 1) % len(n.Nodes); j != i {
+			n.Connect(i, j)
+		}
+	}
+}
+
+// WaitForCards waits until every node knows the local cards of every node
+// it is connected to.
+func (n *Net) WaitForCards() {
+	n.t.Helper()
+	Eventually(n.t, 10*time.Second, func() error {
+		for i, a := range n.Nodes {
+			for j, b := range n.Nodes {
+				if i == j || a.Host().Network().Connectedness(b.ID()) != network.Connected {
+					continue
+				}
+				for _, c := range b.Registry().Local() {
+					if _, ok := a.Registry().Get(c.Address()); !ok {
+						return fmt.Errorf("node %d does not know %s yet", i, c.Address())
+					}
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// Eventually calls f until it returns nil, failing the test with f's last
+// error after timeout. It polls with a short, growing interval.
+func Eventually(t testing.TB, timeout time.Duration, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	wait := time.Millisecond
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("testnet: not true after %s: %v", timeout, err)
+		}
+		time.Sleep(wait)
+		if wait < 50*time.Millisecond {
+			wait *= 2
+		}
+	}
+}
+
+// CheckLeaks fails t if goroutines running code of this module remain
+// (after a grace period for them to unwind). Call it after closing nodes.
+func CheckLeaks(t testing.TB) {
+	t.Helper()
+	var last string
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		last = leakedStacks()
+		if last == "" {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Errorf("testnet: goroutines outlived their owners:\n%s", last)
+}
+
+func leakedStacks() string {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	var leaked []string
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if !strings.Contains(g, "github.com/nova-node/nova-node/") {
+			continue
+		}
+		// The test's own goroutine, and the leak checker itself, are not leaks.
+		if strings.Contains(g, "testing.tRunner") || strings.Contains(g, "testnet.leakedStacks") ||
+			strings.Contains(g, "testing.(*T).Run") || strings.Contains(g, "testing.runCleanup") ||
+			strings.Contains(g, "testing.(*B).") || strings.Contains(g, "created by testing.") {
+			continue
+		}
+		leaked = append(leaked, g)
+	}
+	return strings.Join(leaked, "\n\n")
+}
