@@ -1,0 +1,157 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/nova-node/nova-node/node"
+	"github.com/nova-node/nova-node/testnet"
+)
+
+func runCLI(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var o, e bytes.Buffer
+	code = run(t.Context(), args, []string{"HOME=" + t.TempDir()}, &o, &e)
+	return o.String(), e.String(), code
+}
+
+// startNode runs a node in process on a data dir the CLI can find.
+func startNode(t *testing.T, i int, dir string, agents ...node.AgentConfig) *node.Node {
+	t.Helper()
+	cfg := testnet.Config(t, i, testnet.TCP)
+	cfg.DataDir, cfg.APISocket = dir, ""
+	if len(agents) > 0 {
+		cfg.Agents = agents
+	}
+	n, err := node.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	if err := n.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestVersionAndHelp(t *testing.T) {
+	out, _, code := runCLI(t, "version")
+	if code != 0 || !strings.Contains(out, node.Version) {
+		t.Fatalf("version: %d %q", code, out)
+	}
+	out, _, code = runCLI(t, "version", "--json")
+	var v map[string]string
+	if code != 0 || json.Unmarshal([]byte(out), &v) != nil || v["version"] != node.Version {
+		t.Fatalf("version --json: %q", out)
+	}
+	for _, cmd := range []string{"init", "run", "send", "agents", "id"} {
+		out, _, code := runCLI(t, cmd, "--help")
+		if code != 0 || !strings.Contains(out, "Examples:") || !strings.Contains(out, "nova-node "+cmd) {
+			t.Errorf("%s --help should teach with examples:\n%s", cmd, out)
+		}
+	}
+}
+
+func TestUsageErrorsExit2(t *testing.T) {
+	dir := t.TempDir()
+	cases := [][]string{
+		{"send", "--bogus"},
+		{"send", "--data-dir", dir},
+		{"send", "--data-dir", dir, "--to", "x", "--type", "shout"},
+		{"send", "--data-dir", dir, "--to", "x", "--payload", "{nope"},
+		{"send", "--data-dir", dir, "--to", "x", "--capability", "y"},
+		{"agents", "--data-dir", dir, "--origin", "elsewhere"},
+		{"init", "--data-dir", dir, "--agent", "a@b"},
+		{"init", "extra-arg"},
+	}
+	for _, args := range cases {
+		_, errOut, code := runCLI(t, args...)
+		if code != 2 || !strings.HasPrefix(errOut, "error: ") {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and a clear error", args, code, errOut)
+		}
+	}
+}
+
+func TestInitTwiceKeepsIdentity(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "n")
+	out, _, code := runCLI(t, "init", "--data-dir", dir, "--agent", "alice", "--json")
+	var first map[string]any
+	if code != 0 || json.Unmarshal([]byte(out), &first) != nil || first["created"] != true {
+		t.Fatalf("init: %d %s", code, out)
+	}
+	out, _, code = runCLI(t, "init", "--data-dir", dir, "--json")
+	var second map[string]any
+	if code != 0 || json.Unmarshal([]byte(out), &second) != nil || second["created"] != false || second["peerId"] != first["peerId"] {
+		t.Fatalf("second init: %s", out)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "config.yaml"))
+	if !strings.Contains(string(b), "name: alice") || !strings.Contains(string(b), "# ") {
+		t.Fatalf("config is not the commented template with the agent:\n%s", b)
+	}
+	// id without a running node prints the identity.
+	out, _, code = runCLI(t, "id", "--data-dir", dir)
+	if code != 0 || !strings.Contains(out, first["peerId"].(string)) || !strings.Contains(out, "not running") {
+		t.Fatalf("id offline: %s", out)
+	}
+}
+
+func TestSendAgentsIDAgainstRunningNodes(t *testing.T) {
+	dirA, dirB := t.TempDir(), t.TempDir()
+	a := startNode(t, 0, dirA, node.DefaultAgent("alice"))
+	b := startNode(t, 1, dirB, node.DefaultAgent("bob"))
+	out, errOut, code := runCLI(t, "id", "--data-dir", dirB, "--json")
+	var info node.IDInfo
+	if code != 0 || json.Unmarshal([]byte(out), &info) != nil || info.PeerID != b.ID().String() || len(info.Addrs) == 0 {
+		t.Fatalf("id: %d %s %s", code, out, errOut)
+	}
+	if _, err := a.Connect(t.Context(), info.Addrs[0]); err != nil {
+		t.Fatal(err)
+	}
+	testnet.Eventually(t, testnetWait, func() error {
+		_, err := a.Registry().Resolve("bob")
+		return err
+	})
+
+	out, errOut, code = runCLI(t, "send", "--data-dir", dirA, "--to", "bob", "--payload", `{"text":"hi"}`)
+	if code != 0 || !strings.Contains(out, "delivered to bob@"+b.ID().String()) || !strings.Contains(out, `"text": "hi"`) {
+		t.Fatalf("send: %d\n%s\n%s", code, out, errOut)
+	}
+	out, _, code = runCLI(t, "send", "--data-dir", dirA, "--to", "bob", "--payload", `42`, "--json")
+	var res node.SendResult
+	if code != 0 || json.Unmarshal([]byte(out), &res) != nil || res.Response == nil || string(res.Response.Payload) != "42" || !res.Result.Delivered {
+		t.Fatalf("send --json: %d %s", code, out)
+	}
+	out, _, code = runCLI(t, "send", "--data-dir", dirA, "--capability", "echo", "--type", "notification", "--payload", `"n"`)
+	if code != 0 || !strings.Contains(out, "delivered to") {
+		t.Fatalf("send --capability: %d %s", code, out)
+	}
+	_, errOut, code = runCLI(t, "send", "--data-dir", dirA, "--to", "nobody")
+	if code != 1 || !strings.Contains(errOut, "AGENT_NOT_FOUND") || !strings.Contains(errOut, "nobody") {
+		t.Fatalf("send to nobody: %d %q", code, errOut)
+	}
+	out, _, code = runCLI(t, "send", "--data-dir", dirA, "--to", "nobody", "--json")
+	if code != 1 || json.Unmarshal([]byte(out), &res) != nil || res.Error == nil || res.Error.Code != "AGENT_NOT_FOUND" {
+		t.Fatalf("send --json failure: %d %s", code, out)
+	}
+	out, _, code = runCLI(t, "agents", "--data-dir", dirA)
+	if code != 0 || !strings.Contains(out, "alice") || !strings.Contains(out, "bob") || !strings.Contains(out, "remote") {
+		t.Fatalf("agents: %s", out)
+	}
+	out, _, code = runCLI(t, "agents", "--data-dir", dirA, "--origin", "remote", "--json")
+	var cards []map[string]any
+	if code != 0 || json.Unmarshal([]byte(out), &cards) != nil || len(cards) != 1 || cards[0]["id"] != "bob" || cards[0]["origin"] != "remote" {
+		t.Fatalf("agents --json: %s", out)
+	}
+}
+
+func TestNoRunningNodeIsAClearError(t *testing.T) {
+	_, errOut, code := runCLI(t, "agents", "--data-dir", t.TempDir())
+	if code != 1 || !strings.Contains(errOut, "nova-node run") {
+		t.Fatalf("%d %q", code, errOut)
+	}
+}

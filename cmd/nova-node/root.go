@@ -1,0 +1,110 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nova-node/nova-node/node"
+)
+
+// globals are the flags every command shares.
+type globals struct {
+	dataDir string
+	json    bool
+	environ []string
+	stdout  io.Writer
+	stderr  io.Writer
+}
+
+// exitError carries an exit code chosen by a command.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// run is main without the process: it parses args, runs one command and
+// returns the exit code (0 ok, 1 failure, 2 usage).
+func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
+	g := &globals{environ: environ, stdout: stdout, stderr: stderr}
+	root := newRoot(g)
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return 0
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err != nil {
+			fmt.Fprintln(stderr, "error:", ee.err)
+		}
+		return ee.code
+	}
+	fmt.Fprintln(stderr, "error:", err)
+	return 1
+}
+
+func newRoot(g *globals) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "nova-node",
+		Short: "A peer-to-peer mesh node for AI agents",
+		Long: `nova-node runs one node of a peer-to-peer mesh on this device. Agents hosted
+on any node publish signed Agent Cards and talk to each other over direct,
+encrypted libp2p streams, with tier (L0-L3) and sandbox rules enforced by the
+node that receives every message.
+
+Start a node (creates ~/.nova with an identity and a config on first run):
+  nova-node run
+
+From another terminal, talk to it:
+  nova-node id                     # peer ID and addresses
+  nova-node agents                 # local and known remote agents
+  nova-node send --to echo --payload '{"text":"hi"}'`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.PersistentFlags().StringVar(&g.dataDir, "data-dir", "", "data directory (default ~/.nova, env NOVA_DATA_DIR)")
+	root.PersistentFlags().BoolVar(&g.json, "json", false, "print machine-readable JSON")
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return &exitError{code: 2, err: fmt.Errorf("%w\nrun `%s --help` for usage", err, c.CommandPath())}
+	})
+	root.AddCommand(newInitCmd(g), newRunCmd(g), newSendCmd(g), newAgentsCmd(g), newIDCmd(g), newVersionCmd(g))
+	return root
+}
+
+// config loads the configuration of the selected data dir.
+func (g *globals) config() (node.Config, error) {
+	return node.LoadConfig(g.dataDir, g.environ)
+}
+
+// client returns a client of the running node of the selected data dir.
+func (g *globals) client() (*node.Client, error) {
+	cfg, err := g.config()
+	if err != nil {
+		return nil, err
+	}
+	return node.NewClient(cfg.APISocketPath()), nil
+}
+
+func (g *globals) printJSON(v any) error {
+	enc := json.NewEncoder(g.stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// noArgs refuses positional arguments as a usage error (exit 2).
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return &exitError{code: 2, err: fmt.Errorf("%s takes no arguments, got %q\nrun `%s --help` for usage", cmd.CommandPath(), args, cmd.CommandPath())}
+	}
+	return nil
+}

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/spf13/cobra"
+
+	"github.com/nova-node/nova-node/node"
+)
+
+func newRunCmd(g *globals) *cobra.Command {
+	var listen, peers, agents []string
+	var port int
+	var swarm, logLevel string
+	c := &cobra.Command{
+		Use:   "run",
+		Short: "Run the node until Ctrl-C",
+		Long: `run starts the node: it listens on TCP, QUIC and WebSocket, prints its peer
+ID and addresses, hosts the agents declared in config.yaml, connects to the
+given peers, and serves the local control API that the other commands use
+(a Unix socket in the data dir, reachable only by you). Ctrl-C stops it
+cleanly. On first run it creates the data dir, as ` + "`nova-node init`" + ` does.
+
+Settings come from config.yaml, then NOVA_* variables, then these flags.`,
+		Example: `  nova-node run
+  nova-node run --data-dir /tmp/nova-b --port 4720 --agent bob
+  nova-node run --peer /ip4/192.168.1.20/tcp/4710/p2p/12D3KooW...
+  NOVA_LOG_LEVEL=debug nova-node run --listen /ip4/127.0.0.1/tcp/0`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := g.config()
+			if err != nil {
+				return err
+			}
+			f := cmd.Flags()
+			if f.Changed("port") {
+				cfg.Listen = node.DefaultListen(port)
+			}
+			if f.Changed("listen") {
+				cfg.Listen = listen
+			}
+			if f.Changed("peer") {
+				cfg.Peers = append(cfg.Peers, peers...)
+			}
+			if f.Changed("swarm") {
+				cfg.Swarm = swarm
+			}
+			if f.Changed("log-level") {
+				cfg.LogLevel = logLevel
+			}
+			if len(agents) > 0 {
+				cfg.Agents = nil
+				for _, s := range agents {
+					a, err := node.ParseAgentSpec(s)
+					if err != nil {
+						return &exitError{code: 2, err: err}
+					}
+					cfg.Agents = append(cfg.Agents, a)
+				}
+			}
+			if err := cfg.Validate(); err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			node.SetupLogging(cfg.LogLevel)
+			if _, err := node.EnsureDataDir(cfg); err != nil {
+				return err
+			}
+			n, err := node.New(cfg)
+			if err != nil {
+				return err
+			}
+			defer n.Close()
+			ctx := cmd.Context()
+			if err := n.Start(ctx); err != nil {
+				return err
+			}
+			info := n.Info()
+			if g.json {
+				_ = g.printJSON(info)
+			} else {
+				fmt.Fprintf(g.stdout, "nova-node %s running\n  peer ID  %s\n  swarm    %s\n  data dir %s\n", node.Version, info.PeerID, info.Swarm, info.DataDir)
+				fmt.Fprintln(g.stdout, "  listening on:")
+				for _, a := range info.Addrs {
+					fmt.Fprintf(g.stdout, "    %s\n", a)
+				}
+				fmt.Fprintln(g.stdout, "  agents:")
+				for _, a := range n.Registry().Local() {
+					fmt.Fprintf(g.stdout, "    %-16s %s  %s\n", a.ID, a.Tier, capIDs(a.Capabilities))
+				}
+				fmt.Fprintln(g.stdout, "Press Ctrl-C to stop.")
+			}
+			<-ctx.Done()
+			fmt.Fprintln(g.stderr, "stopping...")
+			start := time.Now()
+			if err := n.Close(); err != nil {
+				return err
+			}
+			fmt.Fprintf(g.stderr, "stopped cleanly in %s\n", time.Since(start).Round(time.Millisecond))
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.StringArrayVar(&listen, "listen", nil, "multiaddr to listen on (repeatable; replaces the configured list)")
+	f.StringArrayVar(&peers, "peer", nil, "peer multiaddr ending in /p2p/<peerID> to connect to (repeatable)")
+	f.StringArrayVar(&agents, "agent", nil, "agent to host, name[:tier[:cap,cap]] (repeatable; replaces the configured agents)")
+	f.IntVar(&port, "port", node.DefaultPort, "base port: TCP and QUIC on it, WebSocket on port+1 (0 = random)")
+	f.StringVar(&swarm, "swarm", "", "swarm name")
+	f.StringVar(&logLevel, "log-level", "", "debug, info, warn or error")
+	return c
+}
+
+func peerID(k crypto.PrivKey) (string, error) {
+	id, err := peer.IDFromPrivateKey(k)
+	return id.String(), err
+}

@@ -1,0 +1,238 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nova-node/nova-node/agentcard"
+	"github.com/nova-node/nova-node/envelope"
+	"github.com/nova-node/nova-node/node"
+)
+
+func newSendCmd(g *globals) *cobra.Command {
+	var req node.SendRequest
+	var typ, payload, capability string
+	c := &cobra.Command{
+		Use:   "send",
+		Short: "Send an envelope from a local agent and print the answer",
+		Long: `send asks the running node to send one envelope from one of its agents
+(--from, default its first agent) to an agent anywhere in the swarm.
+
+--to takes an agent name ("bob"), which must be unique among the agents the
+node knows, or a full address ("bob@12D3KooW..."), as ` + "`nova-node agents`" + ` lists.
+A request waits for the answer and prints it; other types print where the
+envelope was delivered. Refusals print the seed's error code:
+AGENT_NOT_FOUND, TIER_VIOLATION, SANDBOX_VIOLATION, ESCALATION_REQUIRED, ...
+
+Types: ` + typeList() + `.`,
+		Example: `  nova-node send --to bob --payload '{"text":"hi"}'
+  nova-node send --to bob@12D3KooWAbc... --type notification --payload '"deploy done"'
+  nova-node send --capability echo --payload 42
+  nova-node send --from venus --to sun --type task-proposal \
+      --justification "schema change needs L0 sign-off" --payload '{"task":"review"}'
+  nova-node send --to bob --payload '{"n":1}' --json`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			t, err := envelope.ParseType(typ)
+			if err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			req.Type = t
+			switch {
+			case capability != "" && req.To != "":
+				return &exitError{code: 2, err: errors.New("give --to or --capability, not both")}
+			case capability != "":
+				req.To, req.Capability = capability, true
+			case req.To == "":
+				return &exitError{code: 2, err: errors.New("--to is required (an agent name or name@peerID; see `nova-node agents`)")}
+			}
+			if payload != "" {
+				if !json.Valid([]byte(payload)) {
+					return &exitError{code: 2, err: fmt.Errorf("--payload is not valid JSON: %s (quote strings: '\"text\"')", payload)}
+				}
+				req.Payload = json.RawMessage(payload)
+			}
+			cl, err := g.client()
+			if err != nil {
+				return err
+			}
+			res, err := cl.Send(cmd.Context(), req)
+			if err != nil {
+				return err
+			}
+			if g.json {
+				if err := g.printJSON(res); err != nil {
+					return err
+				}
+			} else {
+				printSendResult(g, res)
+			}
+			if res.Error != nil {
+				if g.json {
+					return &exitError{code: 1}
+				}
+				return &exitError{code: 1, err: res.Error}
+			}
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&req.From, "from", "", "local agent sending (default: the node's first agent)")
+	f.StringVar(&req.To, "to", "", "recipient: agent name or name@peerID")
+	f.StringVar(&capability, "capability", "", "send to the first reachable agent with this capability instead of --to")
+	f.StringVar(&typ, "type", "request", "message type")
+	f.StringVar(&payload, "payload", "", "payload, any JSON value (default null)")
+	f.StringVar(&req.CorrelationID, "correlation-id", "", "thread to attach the envelope to")
+	f.StringVar(&req.Justification, "justification", "", "escalation justification (needed for L2/L3 -> L0/L1 task proposals)")
+	f.BoolVar(&req.NoWait, "no-wait", false, "for a request: do not wait for the answer")
+	return c
+}
+
+func typeList() string {
+	var s []string
+	for _, t := range envelope.Types() {
+		s = append(s, string(t))
+	}
+	return strings.Join(s, ", ")
+}
+
+func printSendResult(g *globals, res node.SendResult) {
+	r := res.Result
+	if r.Delivered {
+		fmt.Fprintf(g.stdout, "delivered to %s (%s, %.2f ms)\n", r.TargetAgentID, r.Path, r.LatencyMs)
+	}
+	if e := res.Response; e != nil {
+		fmt.Fprintf(g.stdout, "%s from %s:\n%s\n", e.Type, e.Sender, indentJSON(e.Payload))
+	}
+}
+
+func indentJSON(b []byte) string {
+	var v any
+	if json.Unmarshal(b, &v) != nil {
+		return string(b)
+	}
+	out, _ := json.MarshalIndent(v, "", "  ")
+	return string(out)
+}
+
+func newAgentsCmd(g *globals) *cobra.Command {
+	var origin string
+	c := &cobra.Command{
+		Use:   "agents",
+		Short: "List the agents this node hosts and the remote agents it knows",
+		Long: `agents lists the Agent Cards known to the running node: its own (local) and
+those presented, signed, by connected peers (remote). The ADDRESS column is
+what ` + "`nova-node send --to`" + ` accepts; a bare NAME works when it is unique.`,
+		Example: `  nova-node agents
+  nova-node agents --origin remote
+  nova-node agents --json`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if origin != "" && origin != "local" && origin != "remote" {
+				return &exitError{code: 2, err: fmt.Errorf("--origin must be local or remote, not %q", origin)}
+			}
+			cl, err := g.client()
+			if err != nil {
+				return err
+			}
+			cards, err := cl.Agents(cmd.Context(), origin)
+			if err != nil {
+				return err
+			}
+			if g.json {
+				return g.printJSON(cards)
+			}
+			if len(cards) == 0 {
+				fmt.Fprintln(g.stdout, "no agents")
+				return nil
+			}
+			fmt.Fprintf(g.stdout, "%-16s %-4s %-7s %-4s %-24s %s\n", "NAME", "TIER", "ORIGIN", "REV", "CAPABILITIES", "ADDRESS")
+			for _, c := range cards {
+				fmt.Fprintf(g.stdout, "%-16s %-4s %-7s %-4d %-24s %s\n", c.ID, c.Tier, c.Origin, c.Revision, capIDs(c.Capabilities), c.Address())
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVar(&origin, "origin", "", "only local or only remote agents")
+	return c
+}
+
+func capIDs(cs []agentcard.Capability) string {
+	if len(cs) == 0 {
+		return "-"
+	}
+	ids := make([]string, len(cs))
+	for i, c := range cs {
+		ids[i] = c.ID
+	}
+	return strings.Join(ids, ",")
+}
+
+func newIDCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "id",
+		Short: "Print the node's peer ID and the addresses other nodes can dial",
+		Long: `id prints the running node's peer ID and full multiaddrs: give one of them to
+another node's ` + "`--peer`" + `. When no node is running it prints the peer ID of
+the data dir's identity.`,
+		Example: `  nova-node id
+  nova-node id --json`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cl, err := g.client()
+			if err != nil {
+				return err
+			}
+			info, err := cl.ID(cmd.Context())
+			if errors.Is(err, node.ErrNoNode) {
+				cfg, cerr := g.config()
+				if cerr != nil {
+					return cerr
+				}
+				k, kerr := node.LoadIdentity(cfg.DataDir)
+				if kerr != nil {
+					return kerr
+				}
+				id, _ := peerID(k)
+				info = node.IDInfo{PeerID: id, Version: node.Version, Swarm: cfg.Swarm, DataDir: cfg.DataDir, Addrs: []string{}, Agents: []string{}}
+				err = nil
+			}
+			if err != nil {
+				return err
+			}
+			if g.json {
+				return g.printJSON(info)
+			}
+			fmt.Fprintf(g.stdout, "peer ID  %s\nswarm    %s\ndata dir %s\n", info.PeerID, info.Swarm, info.DataDir)
+			if len(info.Addrs) == 0 {
+				fmt.Fprintln(g.stdout, "(node not running: no addresses)")
+			}
+			for _, a := range info.Addrs {
+				fmt.Fprintf(g.stdout, "addr     %s\n", a)
+			}
+			for _, a := range info.Agents {
+				fmt.Fprintf(g.stdout, "agent    %s\n", a)
+			}
+			return nil
+		},
+	}
+}
+
+func newVersionCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the nova-node version",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if g.json {
+				return g.printJSON(map[string]string{"version": node.Version, "protocol": "/nova/a2a/1.0.0"})
+			}
+			fmt.Fprintf(g.stdout, "nova-node %s (protocol /nova/a2a/1.0.0)\n", node.Version)
+			return nil
+		},
+	}
+}
