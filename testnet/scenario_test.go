@@ -327,3 +327,22 @@ func TestNoHandlerIsDeliveryFailedAcrossTheWire(t *testing.T) {
 		t.Fatalf("got %v, want a remote DELIVERY_FAILED", err)
 	}
 }
+
+func TestCapabilityNotFound(t *testing.T) {
+	net := testnet.New(t, 2)
+	net.Connect(0, 1)
+	net.WaitForCards()
+	env, _ := net.Nodes[0].NewEnvelope("a0", "translate.klingon", envelope.TypeRequest, nil)
+	env.Metadata = &envelope.Metadata{RoutingHint: envelope.RoutingHintCapability}
+	_, res, err := net.Nodes[0].Request(t.Context(), env)
+	var cnf *agentcard.CapabilityNotFoundError
+	if !errors.Is(err, agentcard.ErrCapabilityNotFound) || !errors.As(err, &cnf) || cnf.Capability != "translate.klingon" || res.Delivered {
+		t.Fatalf("got %v (%+v), want CAPABILITY_NOT_FOUND naming the capability", err, res)
+	}
+	// The echo capability exists remotely: found and delivered.
+	env, _ = net.Nodes[0].NewEnvelope("a0", "echo", envelope.TypeRequest, 5)
+	env.Metadata = &envelope.Metadata{RoutingHint: envelope.RoutingHintCapability}
+	if _, res, err := net.Nodes[0].Request(t.Context(), env); err != nil || res.TargetAgentID != "a1@"+net.Nodes[1].ID().String() {
+		t.Fatalf("by capability: %+v %v", res, err)
+	}
+}
