@@ -1,7 +1,6 @@
 package protocol
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -19,9 +18,10 @@ import (
 )
 
 // handleStream serves one inbound /nova/a2a/1.0.0 stream. The goroutine
-// belongs to libp2p; it only reads, checks, hands envelopes to the router's
-// bounded handler pool and acknowledges. A malformed or oversized frame, a
-// forged card or an out-of-place frame resets this stream only.
+// belongs to libp2p; it only reads, checks and queues envelopes on their
+// channel (whose worker delivers them in order) and answers opens. A
+// malformed or oversized frame, a forged card or an out-of-place frame resets
+// this stream only.
 func (r *Router) handleStream(st network.Stream) {
 	p := st.Conn().RemotePeer()
 	pStr := p.String()
@@ -45,7 +45,7 @@ func (r *Router) handleStream(st network.Stream) {
 	}()
 
 	fr := frame.NewReader(st, r.o.maxFrame)
-	bw := bufio.NewWriterSize(st, 16<<10)
+	out := newInStream(st)
 	for {
 		_ = st.SetReadDeadline(time.Now().Add(r.o.idleTimeout))
 		body, err := fr.Next()
@@ -68,31 +68,81 @@ func (r *Router) handleStream(st network.Stream) {
 				r.refuseStream(st, p, err)
 				return
 			}
-		case kindEnvelope:
-			reply := wireMsg{Kind: kindAck, Seq: m.Seq}
-			if err := r.receive(p, pStr, m.Env); err != nil {
-				reply = wireMsg{Kind: kindNack, Seq: m.Seq, Code: CodeOf(err), Msg: err.Error()}
-			}
-			b, err := encodeMsg(&reply)
-			if err == nil {
-				err = frame.Write(bw, b)
-			}
+		case kindOpen:
+			w, err := r.openIn(p, pStr, m)
 			if err != nil {
-				_ = st.Reset()
-				return
+				out.send(&wireMsg{Kind: kindNack, Ch: m.Ch, Code: CodeOf(err), Msg: err.Error()}, false)
+			} else {
+				out.send(&wireMsg{Kind: kindOpened, Ch: m.Ch, W: w}, false)
 			}
+		case kindEnvelope:
+			r.mu.Lock()
+			ic := r.inChans[pStr+"/"+m.Ch]
+			r.mu.Unlock()
+			if ic == nil {
+				err := &deliveryError{Target: m.Ch, Reason: "unknown channel: open it first"}
+				out.send(&wireMsg{Kind: kindNack, Ch: m.Ch, Seq: m.Seq, Code: CodeChannelClosed, Msg: err.Error()}, false)
+				break
+			}
+			ic.mu.Lock()
+			dup := m.Seq <= ic.queued
+			ic.mu.Unlock()
+			it := inItem{seq: m.Seq}
+			if !dup {
+				it.env, it.err = r.receive(p, pStr, ic, m.Env)
+			}
+			r.accept(ic, out, it)
 		default:
 			r.refuseStream(st, p, fmt.Errorf("%w: frame kind %d is not sent to an inbound stream", ErrProtocol, m.Kind))
 			return
 		}
-		if fr.Buffered() == 0 && bw.Buffered() > 0 {
-			_ = st.SetWriteDeadline(time.Now().Add(30 * time.Second))
-			if err := bw.Flush(); err != nil {
-				_ = st.Reset()
-				return
-			}
+		if fr.Buffered() == 0 {
+			out.flush()
 		}
 	}
+}
+
+// openIn accepts a channel from agent m.From (hosted by p) to local agent
+// m.To, and returns the channel's watermark.
+func (r *Router) openIn(p peer.ID, pStr string, m *inMsg) (uint64, error) {
+	from, err := r.attributeAddr(p, pStr, m.From)
+	if err != nil {
+		r.security(Event{Sender: m.From, Recipient: m.To, Code: CodeOf(err), Detail: err.Error(), Peer: p, SourceTier: -1, TargetTier: -1})
+		return 0, err
+	}
+	to, err := r.localRecipient(m.To)
+	if err != nil {
+		return 0, err
+	}
+	key := pStr + "/" + m.Ch
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if ic := r.inChans[key]; ic != nil {
+		if ic.from.Address() != from.Address() || ic.to.Address() != to.Address() {
+			return 0, &senderError{Sender: m.From, Peer: p, Reason: "channel id reused for another agent pair"}
+		}
+		ic.mu.Lock()
+		ic.from, ic.to = from, to // refreshed cards
+		w := ic.watermark
+		ic.mu.Unlock()
+		return w, nil
+	}
+	ic := &inChannel{key: key, id: m.Ch, from: from, to: to, watermark: r.watermarks[key]}
+	ic.queued = ic.watermark
+	r.inChans[key] = ic
+	return ic.watermark, nil
+}
+
+func (r *Router) localRecipient(addr string) (agentcard.Card, error) {
+	id, host, _ := strings.Cut(addr, "@")
+	if host != "" && host != r.selfStr {
+		return agentcard.Card{}, &agentcard.NotFoundError{Query: addr, Where: "agents hosted on node " + shortID(r.self)}
+	}
+	to, ok := r.reg.Get(id)
+	if !ok || to.Origin != agentcard.OriginLocal {
+		return agentcard.Card{}, &agentcard.NotFoundError{Query: addr, Where: fmt.Sprintf("the %d agents hosted on node %s", len(r.reg.Local()), shortID(r.self))}
+	}
+	return to, nil
 }
 
 // refuseStream resets a stream whose peer broke the protocol, and says so.
@@ -131,29 +181,32 @@ func (r *Router) acceptCards(p peer.ID, cards [][]byte) error {
 	return nil
 }
 
-// receive checks an envelope that arrived from peer p and delivers it. The
+// receive checks an envelope that arrived from peer p on channel ic. The
 // node trusts nothing the sender's node did: attribution, tier and sandbox
-// are decided here, from signed cards.
-func (r *Router) receive(p peer.ID, pStr string, raw []byte) error {
+// are decided here, from signed cards. A refusal is returned as the error
+// (the envelope is nacked in its turn).
+func (r *Router) receive(p peer.ID, pStr string, ic *inChannel, raw []byte) (*envelope.Envelope, error) {
 	env, err := envelope.DecodeCBOR(raw)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	from, err := r.attribute(p, pStr, env)
+	if err == nil && env.Sender != ic.from.Address() {
+		err = &senderError{Sender: env.Sender, Peer: p, Reason: "the envelope's sender is not the agent this channel was opened for"}
+	}
 	if err != nil {
 		r.security(Event{EnvelopeID: env.ID, Sender: env.Sender, Recipient: env.Recipient, MessageType: env.Type, Code: CodeOf(err), Detail: err.Error(), Peer: p, SourceTier: -1, TargetTier: -1})
-		return err
+		return env, err
 	}
 	if env.Recipient == envelope.Broadcast {
-		return &deliveryError{Target: envelope.Broadcast, Reason: "broadcast frames are not accepted on direct streams"}
+		return env, &deliveryError{Target: envelope.Broadcast, Reason: "broadcasts are not accepted on direct streams"}
 	}
-	id, host, _ := strings.Cut(env.Recipient, "@")
-	if host != "" && host != r.selfStr {
-		return &agentcard.NotFoundError{Query: env.Recipient, Where: "agents hosted on node " + shortID(r.self)}
+	to, err := r.localRecipient(env.Recipient)
+	if err != nil {
+		return env, err
 	}
-	to, ok := r.reg.Get(id)
-	if !ok || to.Origin != agentcard.OriginLocal {
-		return &agentcard.NotFoundError{Query: env.Recipient, Where: fmt.Sprintf("the %d agents hosted on node %s", len(r.reg.Local()), shortID(r.self))}
+	if to.Address() != ic.to.Address() {
+		return env, &senderError{Sender: env.Sender, Peer: p, Reason: "the envelope's recipient is not the agent this channel was opened for"}
 	}
 	reply := false
 	if isAnswerType(env.Type) && env.CorrelationID != "" {
@@ -163,27 +216,36 @@ func (r *Router) receive(p peer.ID, pStr string, raw []byte) error {
 		r.mu.Unlock()
 	}
 	if err := r.checkPolicy(env, from, to, reply, p); err != nil {
-		return err
+		return env, err
 	}
-	return r.deliverLocal(env, from, to, p)
+	return env, nil
 }
 
 // attribute returns the signed card of env's sender, which peer p must host;
 // the metadata's tier and sandbox must agree with that card.
 func (r *Router) attribute(p peer.ID, pStr string, env *envelope.Envelope) (agentcard.Card, error) {
-	_, host, qualified := strings.Cut(env.Sender, "@")
-	if !qualified {
-		return agentcard.Card{}, &senderError{Sender: env.Sender, Peer: p, Reason: "not a full agent address (name@peerID)"}
-	}
-	if host != pStr {
-		return agentcard.Card{}, &senderError{Sender: env.Sender, Peer: p, Reason: "the sender is not hosted by the peer at the other end of the stream"}
-	}
-	c, ok := r.reg.Get(env.Sender)
-	if !ok {
-		return agentcard.Card{}, &senderError{Sender: env.Sender, Peer: p, Reason: "the peer has presented no signed card for this agent"}
+	c, err := r.attributeAddr(p, pStr, env.Sender)
+	if err != nil {
+		return c, err
 	}
 	if md := env.Metadata; md != nil && (md.Tier != uint8(c.Tier) || md.SandboxID != c.SandboxID) {
 		return agentcard.Card{}, &senderError{Sender: env.Sender, Peer: p, Reason: fmt.Sprintf("metadata claims tier L%d sandbox %q, the signed card says %s sandbox %q", md.Tier, md.SandboxID, c.Tier, c.SandboxID)}
+	}
+	return c, nil
+}
+
+// attributeAddr returns the signed card of agent addr, which peer p must host.
+func (r *Router) attributeAddr(p peer.ID, pStr, addr string) (agentcard.Card, error) {
+	_, host, qualified := strings.Cut(addr, "@")
+	if !qualified {
+		return agentcard.Card{}, &senderError{Sender: addr, Peer: p, Reason: "not a full agent address (name@peerID)"}
+	}
+	if host != pStr {
+		return agentcard.Card{}, &senderError{Sender: addr, Peer: p, Reason: "the sender is not hosted by the peer at the other end of the stream"}
+	}
+	c, ok := r.reg.Get(addr)
+	if !ok {
+		return agentcard.Card{}, &senderError{Sender: addr, Peer: p, Reason: "the peer has presented no signed card for this agent"}
 	}
 	return c, nil
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/nova-node/nova-node/envelope"
+	"github.com/nova-node/nova-node/protocol/channel"
 	"github.com/nova-node/nova-node/protocol/frame"
 	"github.com/nova-node/nova-node/sandbox"
 	"github.com/nova-node/nova-node/tiers"
@@ -23,14 +24,17 @@ type options struct {
 	concurrency    int
 	helloInterval  time.Duration
 	idleTimeout    time.Duration
-	retries        int
-	retryBase      time.Duration
+	channel        channel.Config
+	store          Store
+	persistAfter   time.Duration
+	persistEvery   time.Duration
 }
 
 // defaults: the seed's tier rules, sandbox not enforced, 1 MiB frames, 30 s
 // handler and request timeout, 256 concurrent handler calls, hello refresh
 // every 3 minutes (well inside the registry's 10-minute remote TTL), inbound
-// streams closed after 10 idle minutes, 3 retries from 100 ms doubling.
+// streams closed after 10 idle minutes, channels redial 3 times from 500 ms
+// doubling, outbox in memory.
 func defaults() options {
 	return options{
 		rules:          tiers.DefaultRules(),
@@ -41,8 +45,10 @@ func defaults() options {
 		concurrency:    256,
 		helloInterval:  3 * time.Minute,
 		idleTimeout:    10 * time.Minute,
-		retries:        3,
-		retryBase:      100 * time.Millisecond,
+		channel:        channel.Config{Retries: 3, Base: 500 * time.Millisecond},
+		store:          NewMemStore(),
+		persistAfter:   10 * time.Millisecond,
+		persistEvery:   20 * time.Millisecond,
 	}
 }
 
@@ -118,14 +124,41 @@ func WithHelloInterval(d time.Duration) Option {
 	}
 }
 
-// WithRetry sets the retries after a failed delivery attempt and the first
-// backoff delay; each next delay doubles (default 3, 100 ms).
+// WithRetry sets how often a channel redials after losing its transport and
+// the first delay; each next delay doubles (default 3, 500 ms). When every
+// redial fails, each pending envelope fails once with DELIVERY_FAILED.
 func WithRetry(retries int, base time.Duration) Option {
 	return func(o *options) error {
 		if retries < 0 || base <= 0 {
 			return errors.New("protocol: retries must be >= 0 and base delay positive")
 		}
-		o.retries, o.retryBase = retries, base
+		o.channel = channel.Config{Retries: retries, Base: base}
+		return nil
+	}
+}
+
+// WithStore persists the outbox and channel watermarks (default: in memory,
+// lost at Close).
+func WithStore(s Store) Option {
+	return func(o *options) error {
+		if s == nil {
+			return errors.New("protocol: nil store")
+		}
+		o.store = s
+		return nil
+	}
+}
+
+// WithPersistDelay sets how long an envelope may stay unacknowledged before
+// it is written to the outbox (default 10 ms; envelopes on a channel that is
+// not open are written at the next pass, every 20 ms, and everything at
+// Close). Envelopes acknowledged sooner never touch the disk.
+func WithPersistDelay(d time.Duration) Option {
+	return func(o *options) error {
+		if d < 0 {
+			return errors.New("protocol: negative persist delay")
+		}
+		o.persistAfter = d
 		return nil
 	}
 }

@@ -12,32 +12,48 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 
-	"github.com/nova-node/nova-node/agentcard"
-	"github.com/nova-node/nova-node/envelope"
 	"github.com/nova-node/nova-node/protocol/frame"
 )
 
-// outStream is this node's one long-lived stream to a peer. A writer
-// goroutine drains a queue into a 64 KiB buffered writer and flushes when the
-// queue is empty (many envelopes, one transport write); a reader goroutine
-// matches acks and nacks to waiting senders by sequence number. Both belong to
-// the Router's WaitGroup. When either side fails, the stream is reset, every
-// waiter fails, and the next send opens a new stream.
+// outStream is this node's one long-lived stream to a peer, shared by every
+// channel to agents on that peer. Writers append frames to a 64 KiB buffer
+// under wmu: an urgent write (a caller is waiting) flushes at once; other
+// writes kick the flusher goroutine, which flushes whatever has accumulated,
+// so bursts coalesce into few transport writes. A reader goroutine routes
+// opened/ack/nack frames to channels. Both goroutines belong to the Router.
+// When the stream fails it is reset, every channel bound to it is told
+// (TransportLost), and the next use opens a new stream.
 type outStream struct {
-	r     *Router
-	p     peer.ID
-	st    network.Stream
-	queue chan []byte
-	done  chan struct{}
+	r    *Router
+	p    peer.ID
+	st   network.Stream
+	kick chan struct{}
+	done chan struct{}
+
+	wmu  sync.Mutex
+	bw   *bufio.Writer
+	werr error
 
 	mu      sync.Mutex
-	seq     uint64
-	waiters map[uint64]chan error
 	err     error
+	opening map[string]chan openResult // channel id -> waiter for opened/refusal
+	bound   map[*outChannel]struct{}   // channels open on this stream
+}
+
+type openResult struct {
+	watermark uint64
+	err       error
 }
 
 func (r *Router) newOutStream(p peer.ID, st network.Stream) *outStream {
-	return &outStream{r: r, p: p, st: st, queue: make(chan []byte, 1024), done: make(chan struct{}), waiters: make(map[uint64]chan error)}
+	return &outStream{
+		r: r, p: p, st: st,
+		kick:    make(chan struct{}, 1),
+		done:    make(chan struct{}),
+		bw:      bufio.NewWriterSize(st, 64<<10),
+		opening: map[string]chan openResult{},
+		bound:   map[*outChannel]struct{}{},
+	}
 }
 
 func (s *outStream) dead() bool {
@@ -49,7 +65,8 @@ func (s *outStream) dead() bool {
 	}
 }
 
-// fail ends the stream once and fails all its waiters with err.
+// fail ends the stream once: waiters fail, bound channels learn of the loss
+// (on a Router goroutine, since they may be holding their own locks now).
 func (s *outStream) fail(err error) {
 	s.mu.Lock()
 	if s.err != nil {
@@ -58,106 +75,130 @@ func (s *outStream) fail(err error) {
 	}
 	s.err = err
 	close(s.done)
-	ws := s.waiters
-	s.waiters = nil
+	opening := s.opening
+	s.opening = nil
+	bound := make([]*outChannel, 0, len(s.bound))
+	for c := range s.bound {
+		bound = append(bound, c)
+	}
+	s.bound = nil
 	s.mu.Unlock()
 	_ = s.st.Reset()
-	for _, w := range ws {
-		w <- fmt.Errorf("stream to %s lost: %w", shortID(s.p), err)
+	for _, w := range opening {
+		w <- openResult{err: fmt.Errorf("stream to %s lost: %w", shortID(s.p), err)}
 	}
 	s.r.dropOut(s.p, s)
+	if len(bound) > 0 {
+		s.r.spawn(func() {
+			for _, c := range bound {
+				c.transportLost(s, err)
+			}
+		})
+	}
 }
 
-func (s *outStream) enqueueControl(frames [][]byte) {
+// write appends frames and flushes now (urgent) or soon (the flusher).
+func (s *outStream) write(frames [][]byte, urgent bool) error {
+	s.wmu.Lock()
+	if s.werr != nil {
+		err := s.werr
+		s.wmu.Unlock()
+		return err
+	}
+	var err error
 	for _, f := range frames {
+		if err = frame.Write(s.bw, f); err != nil {
+			break
+		}
+	}
+	if err == nil && urgent {
+		_ = s.st.SetWriteDeadline(time.Now().Add(30 * time.Second))
+		err = s.bw.Flush()
+	}
+	if err != nil {
+		s.werr = err
+	}
+	s.wmu.Unlock()
+	if err != nil {
+		s.fail(err)
+		return err
+	}
+	if !urgent {
 		select {
-		case s.queue <- f:
+		case s.kick <- struct{}{}:
+		default:
+		}
+	}
+	return nil
+}
+
+func (s *outStream) flushLoop() {
+	for {
+		select {
+		case <-s.kick:
 		case <-s.done:
 			return
-		default:
-			// The queue is full of envelopes; the next periodic hello will carry the cards.
+		}
+		s.wmu.Lock()
+		var err error
+		if s.werr == nil && s.bw.Buffered() > 0 {
+			_ = s.st.SetWriteDeadline(time.Now().Add(30 * time.Second))
+			if err = s.bw.Flush(); err != nil {
+				s.werr = err
+			}
+		}
+		s.wmu.Unlock()
+		if err != nil {
+			s.fail(err)
 			return
 		}
 	}
 }
 
-// send writes one envelope and waits for the peer's ack or nack.
-func (s *outStream) send(ctx context.Context, env *envelope.Envelope) error {
+// openChannel sends an open frame for c and waits for the receiver's answer.
+func (s *outStream) openChannel(ctx context.Context, c *outChannel) (uint64, error) {
+	w := make(chan openResult, 1)
 	s.mu.Lock()
 	if s.err != nil {
 		err := s.err
 		s.mu.Unlock()
-		return err
+		return 0, err
 	}
-	s.seq++
-	seq := s.seq
-	w := make(chan error, 1)
-	s.waiters[seq] = w
+	s.opening[c.id] = w
 	s.mu.Unlock()
 	forget := func() {
 		s.mu.Lock()
-		if s.waiters != nil {
-			delete(s.waiters, seq)
+		if s.opening != nil {
+			delete(s.opening, c.id)
 		}
 		s.mu.Unlock()
 	}
-	body, err := encodeMsg(&wireMsg{Kind: kindEnvelope, Seq: seq, Env: env})
+	body, err := encodeMsg(&wireMsg{Kind: kindOpen, Ch: c.id, From: c.from, To: c.to})
 	if err != nil {
 		forget()
-		return fmt.Errorf("protocol: encode envelope: %w", err)
+		return 0, err
 	}
-	if len(body) > s.r.o.maxFrame {
+	if err := s.write([][]byte{body}, true); err != nil {
 		forget()
-		return &envelope.InvalidError{Field: "payload", Reason: fmt.Sprintf("envelope encodes to %d bytes, over the %d-byte frame limit", len(body), s.r.o.maxFrame)}
-	}
-	select {
-	case s.queue <- body:
-	case <-ctx.Done():
-		forget()
-		return ctx.Err()
-	case <-s.done:
-		return <-w
+		return 0, err
 	}
 	select {
-	case err := <-w:
-		return err
+	case res := <-w:
+		return res.watermark, res.err
 	case <-ctx.Done():
 		forget()
-		return ctx.Err()
+		return 0, ctx.Err()
 	}
 }
 
-func (s *outStream) writeLoop() {
-	bw := bufio.NewWriterSize(s.st, 64<<10)
-	for {
-		var f []byte
-		select {
-		case f = <-s.queue:
-		case <-s.done:
-			return
-		}
-		_ = s.st.SetWriteDeadline(time.Now().Add(30 * time.Second))
-		if err := frame.Write(bw, f); err != nil {
-			s.fail(err)
-			return
-		}
-	drain:
-		for bw.Buffered() < 48<<10 {
-			select {
-			case f = <-s.queue:
-				if err := frame.Write(bw, f); err != nil {
-					s.fail(err)
-					return
-				}
-			default:
-				break drain
-			}
-		}
-		if err := bw.Flush(); err != nil {
-			s.fail(err)
-			return
-		}
+func (s *outStream) bind(c *outChannel) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return false
 	}
+	s.bound[c] = struct{}{}
+	return true
 }
 
 func (s *outStream) readLoop() {
@@ -172,25 +213,40 @@ func (s *outStream) readLoop() {
 			return
 		}
 		m, err := decodeMsg(body)
-		if err == nil && m.Kind != kindAck && m.Kind != kindNack {
-			err = fmt.Errorf("%w: unexpected frame kind %d on an outbound stream", ErrProtocol, m.Kind)
+		if err == nil {
+			switch m.Kind {
+			case kindOpened, kindAck, kindNack:
+			default:
+				err = fmt.Errorf("%w: frame kind %d is not sent to the opener of a stream", ErrProtocol, m.Kind)
+			}
 		}
 		if err != nil {
 			s.r.security(Event{Code: CodeProtocolError, Detail: err.Error(), Peer: s.p})
 			s.fail(err)
 			return
 		}
-		s.mu.Lock()
-		w := s.waiters[m.Seq]
-		delete(s.waiters, m.Seq)
-		s.mu.Unlock()
-		if w == nil {
-			continue // the sender gave up waiting
+		if m.Kind == kindOpened || m.Kind == kindNack && m.Seq == 0 {
+			s.mu.Lock()
+			w := s.opening[m.Ch]
+			delete(s.opening, m.Ch)
+			s.mu.Unlock()
+			if w != nil {
+				if m.Kind == kindOpened {
+					w <- openResult{watermark: m.W}
+				} else {
+					w <- openResult{err: &RemoteError{ErrCode: m.Code, Message: m.Msg, Peer: s.p}}
+				}
+			}
+			continue
+		}
+		c := s.r.outChannelByID(m.Ch)
+		if c == nil {
+			continue // a channel this node no longer has
 		}
 		if m.Kind == kindAck {
-			w <- nil
+			c.ack(s, m.Seq)
 		} else {
-			w <- &RemoteError{ErrCode: m.Code, Message: m.Msg, Peer: s.p}
+			c.nack(s, m.Seq, m.Code, m.Msg)
 		}
 	}
 }
@@ -232,10 +288,19 @@ func (r *Router) stream(ctx context.Context, p peer.ID) (*outStream, error) {
 				return nil, ErrChannelClosed
 			}
 			r.out[p] = s
-			r.wg.Go(s.writeLoop)
+			r.wg.Go(s.flushLoop)
 			r.wg.Go(s.readLoop)
 		}
 		r.mu.Unlock()
+		if err == nil {
+			frames, herr := r.helloFrames()
+			if herr == nil {
+				herr = s.write(frames, true)
+			}
+			if herr != nil {
+				return nil, herr
+			}
+		}
 		return s, err
 	}
 }
@@ -251,16 +316,7 @@ func (r *Router) open(ctx context.Context, p peer.ID) (*outStream, error) {
 		_ = st.Reset()
 		return nil, fmt.Errorf("open stream to %s: %w", shortID(p), err)
 	}
-	s := r.newOutStream(p, st)
-	frames, err := r.helloFrames()
-	if err != nil {
-		_ = st.Reset()
-		return nil, err
-	}
-	for _, f := range frames {
-		s.queue <- f
-	}
-	return s, nil
+	return r.newOutStream(p, st), nil
 }
 
 func (r *Router) dropOut(p peer.ID, s *outStream) {
@@ -269,46 +325,4 @@ func (r *Router) dropOut(p peer.ID, s *outStream) {
 		delete(r.out, p)
 	}
 	r.mu.Unlock()
-}
-
-// sendRemote delivers env to the peer hosting `to`, retrying a lost stream up
-// to o.retries times with doubling delays. A refusal by the peer (a nack) is
-// final and returned as is.
-func (r *Router) sendRemote(ctx context.Context, to agentcard.Card, env *envelope.Envelope) error {
-	p, err := r.peerOf(to.Host)
-	if err != nil {
-		return fmt.Errorf("protocol: card %s has a bad host: %w", to.Address(), err)
-	}
-	delay := r.o.retryBase
-	var last error
-	for attempt := 0; attempt <= r.o.retries; attempt++ {
-		if attempt > 0 {
-			t := time.NewTimer(delay)
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				t.Stop()
-				return ctx.Err()
-			}
-			delay *= 2
-		}
-		s, err := r.stream(ctx, p)
-		if err == nil {
-			err = s.send(ctx, env)
-		}
-		if err == nil {
-			return nil
-		}
-		var re *RemoteError
-		var ie *envelope.InvalidError
-		if errors.As(err, &re) || errors.As(err, &ie) || errors.Is(err, ErrChannelClosed) && r.isClosed() || ctx.Err() != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			return err
-		}
-		last = err
-		r.log.Debugw("delivery attempt failed", "to", to.Address(), "attempt", attempt+1, "err", err)
-	}
-	return &deliveryError{Target: to.Address(), Reason: fmt.Sprintf("%d attempts", r.o.retries+1), Err: last}
 }

@@ -59,6 +59,10 @@ type Router struct {
 	started    bool
 	closed     bool
 	handlers   map[string]Handler
+	outByPair  map[string]*outChannel // "from\x00to" -> current channel
+	outByID    map[string]*outChannel
+	inChans    map[string]*inChannel // "<peerID>/<channel id>"
+	watermarks map[string]uint64     // persisted inbound watermarks, loaded at Start
 	out        map[peer.ID]*outStream
 	opening    map[peer.ID]chan struct{}
 	inbound    map[network.Stream]struct{}
@@ -80,7 +84,8 @@ type agentPair struct{ from, to string }
 
 type pendingReq struct {
 	agentPair
-	ch chan *envelope.Envelope
+	ch   chan *envelope.Envelope
+	fail chan error
 }
 
 type sealedCard struct {
@@ -117,6 +122,10 @@ func New(h host.Host, reg *agentcard.Registry, opts ...Option) (*Router, error) 
 		o:          o,
 		log:        log.With("self", shortID(h.ID())),
 		handlers:   make(map[string]Handler),
+		outByPair:  make(map[string]*outChannel),
+		outByID:    make(map[string]*outChannel),
+		inChans:    make(map[string]*inChannel),
+		watermarks: make(map[string]uint64),
 		out:        make(map[peer.ID]*outStream),
 		opening:    make(map[peer.ID]chan struct{}),
 		inbound:    make(map[network.Stream]struct{}),
@@ -141,6 +150,15 @@ func (r *Router) Start(ctx context.Context) error {
 	if r.started {
 		return nil
 	}
+	marks, err := r.o.store.LoadWatermarks()
+	if err != nil {
+		return fmt.Errorf("protocol: load channel watermarks: %w", err)
+	}
+	r.watermarks = marks
+	outbox, err := r.o.store.LoadOutbox()
+	if err != nil {
+		return fmt.Errorf("protocol: load outbox: %w", err)
+	}
 	sub, err := r.h.EventBus().Subscribe(new(event.EvtPeerIdentificationCompleted))
 	if err != nil {
 		return fmt.Errorf("protocol: subscribe to identify events: %w", err)
@@ -151,6 +169,10 @@ func (r *Router) Start(ctx context.Context) error {
 	r.started = true
 	r.wg.Go(r.identifyLoop)
 	r.wg.Go(r.helloLoop)
+	r.wg.Go(r.persistLoop)
+	for _, oc := range outbox {
+		r.restoreLocked(oc)
+	}
 	// Peers connected before Start get greeted too.
 	for _, p := range r.h.Network().Peers() {
 		r.greetLocked(p)
@@ -177,9 +199,16 @@ func (r *Router) Close() error {
 	for s := range r.inbound {
 		ins = append(ins, s)
 	}
+	chans := make([]*outChannel, 0, len(r.outByID))
+	for _, c := range r.outByID {
+		chans = append(chans, c)
+	}
 	r.mu.Unlock()
 	if !started {
 		return nil
+	}
+	for _, c := range chans {
+		c.stop()
 	}
 	r.h.RemoveStreamHandler(IDA2A)
 	r.cancel()
@@ -191,7 +220,8 @@ func (r *Router) Close() error {
 		_ = s.Reset()
 	}
 	r.wg.Wait()
-	return nil
+	// Everything is still now: keep what is unacknowledged, and the watermarks.
+	return r.persist(true)
 }
 
 // spawn runs f on a goroutine the Router owns, unless it is closing.
@@ -235,7 +265,7 @@ func (r *Router) Announce() {
 		return
 	}
 	for _, s := range outs {
-		s.enqueueControl(frames)
+		_ = s.write(frames, false)
 	}
 }
 
@@ -244,6 +274,13 @@ func (r *Router) Announce() {
 // agent. A remote delivery is done when the receiving node acknowledged it,
 // after its own policy checks.
 func (r *Router) Send(ctx context.Context, env *envelope.Envelope) (RoutingResult, error) {
+	return r.send(ctx, env, true)
+}
+
+// send routes env; a remote envelope is waited for (its acknowledgement)
+// only when wait is set; otherwise failures reach a waiting Request through
+// emitFailure.
+func (r *Router) send(ctx context.Context, env *envelope.Envelope, wait bool) (RoutingResult, error) {
 	start := time.Now()
 	res := RoutingResult{Path: PathLocal}
 	if env == nil {
@@ -259,7 +296,11 @@ func (r *Router) Send(ctx context.Context, env *envelope.Envelope) (RoutingResul
 			err = r.deliverLocal(env, from, to, r.self)
 		} else {
 			res.Path = PathRemote
-			err = r.sendRemote(ctx, to, env)
+			var done func(error)
+			if !wait {
+				done = func(error) {}
+			}
+			err = r.sendChannel(ctx, from.Address(), to, env, true, done)
 		}
 	}
 	res.LatencyMs = float64(time.Since(start).Microseconds()) / 1000
@@ -307,7 +348,7 @@ func (r *Router) Request(ctx context.Context, env *envelope.Envelope) (*envelope
 	if env.Metadata != nil {
 		env.Metadata.RoutingHint = ""
 	}
-	pr := &pendingReq{agentPair{from: from.Address(), to: to.Address()}, make(chan *envelope.Envelope, 1)}
+	pr := &pendingReq{agentPair{from: from.Address(), to: to.Address()}, make(chan *envelope.Envelope, 1), make(chan error, 1)}
 	r.mu.Lock()
 	r.pending[env.ID] = pr
 	r.mu.Unlock()
@@ -316,12 +357,17 @@ func (r *Router) Request(ctx context.Context, env *envelope.Envelope) (*envelope
 		delete(r.pending, env.ID)
 		r.mu.Unlock()
 	}()
-	res, err := r.Send(ctx, env)
+	res, err := r.send(ctx, env, false)
 	if err != nil {
 		return nil, res, err
 	}
+	res.Delivered = res.Path == PathLocal // remote: known when the answer (or a failure) arrives
 	select {
+	case err := <-pr.fail:
+		res.Error = fmt.Sprintf("%s: %v", CodeOf(err), err)
+		return nil, res, err
 	case resp := <-pr.ch:
+		res.Delivered = true
 		if resp.Type == envelope.TypeError {
 			return resp, res, errorFromPayload(resp, to)
 		}
@@ -558,8 +604,8 @@ func (r *Router) runHandler(h Handler, env *envelope.Envelope, from, to agentcar
 	if resp.CorrelationID == "" {
 		resp.CorrelationID = env.ThreadID()
 	}
-	if _, err := r.Send(ctx, resp); err != nil {
-		r.log.Debugw("reply not delivered", "agent", to.ID, "to", from.Address(), "err", err)
+	if _, err := r.Post(ctx, resp); err != nil {
+		r.log.Debugw("reply not sent", "agent", to.ID, "to", from.Address(), "err", err)
 	}
 }
 

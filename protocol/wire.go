@@ -10,19 +10,31 @@ import (
 
 // Frame kinds on /nova/a2a/1.0.0. Each frame body is one CBOR-encoded
 // wireMsg (core deterministic encoding); see docs/wire-protocol.md.
+//
+// On an outbound stream the opener sends hello, open and envelope frames; the
+// other side answers with opened, ack and nack frames.
 const (
 	kindHello    uint8 = 1 // the opener's signed agent cards
-	kindEnvelope uint8 = 2 // one envelope, to be acknowledged by Seq
-	kindAck      uint8 = 3 // envelope Seq accepted and delivered
-	kindNack     uint8 = 4 // envelope Seq refused: Code + Msg
+	kindEnvelope uint8 = 2 // one envelope on channel Ch with sequence Seq
+	kindAck      uint8 = 3 // channel Ch: every sequence <= Seq is taken
+	kindNack     uint8 = 4 // channel Ch: sequence Seq refused (Code, Msg); Seq 0 refuses the open
+	kindOpen     uint8 = 5 // open channel Ch from agent From to agent To
+	kindOpened   uint8 = 6 // channel Ch accepted; W is the receiver's watermark
 )
 
 // maxHelloCards caps the cards in one hello frame.
 const maxHelloCards = 1024
 
+// maxChannelID caps channel ids (random 128-bit hex: 32 bytes).
+const maxChannelID = 64
+
 type wireMsg struct {
 	Kind  uint8              `cbor:"k"`
 	Seq   uint64             `cbor:"s,omitempty"`
+	Ch    string             `cbor:"h,omitempty"`
+	From  string             `cbor:"f,omitempty"`
+	To    string             `cbor:"t,omitempty"`
+	W     uint64             `cbor:"w,omitempty"`
 	Env   *envelope.Envelope `cbor:"e,omitempty"`
 	Cards [][]byte           `cbor:"c,omitempty"`
 	Code  string             `cbor:"x,omitempty"`
@@ -36,6 +48,10 @@ type wireMsg struct {
 type inMsg struct {
 	Kind  uint8           `cbor:"k"`
 	Seq   uint64          `cbor:"s,omitempty"`
+	Ch    string          `cbor:"h,omitempty"`
+	From  string          `cbor:"f,omitempty"`
+	To    string          `cbor:"t,omitempty"`
+	W     uint64          `cbor:"w,omitempty"`
 	Env   cbor.RawMessage `cbor:"e,omitempty"`
 	Cards [][]byte        `cbor:"c,omitempty"`
 	Code  string          `cbor:"x,omitempty"`
@@ -53,21 +69,36 @@ func decodeMsg(b []byte) (*inMsg, error) {
 	if err := envelope.DecMode().Unmarshal(b, &m); err != nil {
 		return nil, fmt.Errorf("%w: undecodable frame: %v", ErrProtocol, err)
 	}
+	if len(m.Ch) > maxChannelID {
+		return nil, fmt.Errorf("%w: channel id of %d bytes", ErrProtocol, len(m.Ch))
+	}
+	needCh := func() error {
+		if m.Ch == "" {
+			return fmt.Errorf("%w: frame kind %d without channel", ErrProtocol, m.Kind)
+		}
+		return nil
+	}
 	switch m.Kind {
 	case kindHello:
 		if len(m.Cards) > maxHelloCards {
 			return nil, fmt.Errorf("%w: hello with %d cards (max %d)", ErrProtocol, len(m.Cards), maxHelloCards)
 		}
 	case kindEnvelope:
-		if len(m.Env) == 0 {
-			return nil, fmt.Errorf("%w: envelope frame without envelope", ErrProtocol)
+		if len(m.Env) == 0 || m.Seq == 0 {
+			return nil, fmt.Errorf("%w: envelope frame without envelope or sequence", ErrProtocol)
 		}
 		// Validation failures (including SCHEMA_VERSION_MISMATCH) are answered
 		// with a nack by the caller, not a reset: the frame itself was sound.
-	case kindAck, kindNack:
-		if m.Seq == 0 {
-			return nil, fmt.Errorf("%w: ack without sequence", ErrProtocol)
+		return &m, needCh()
+	case kindAck, kindOpened:
+		return &m, needCh()
+	case kindNack:
+		return &m, needCh()
+	case kindOpen:
+		if m.From == "" || m.To == "" {
+			return nil, fmt.Errorf("%w: open frame without agents", ErrProtocol)
 		}
+		return &m, needCh()
 	default:
 		return nil, fmt.Errorf("%w: unknown frame kind %d", ErrProtocol, m.Kind)
 	}

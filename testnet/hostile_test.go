@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -31,6 +32,10 @@ import (
 type rawMsg struct {
 	Kind  uint8              `cbor:"k"`
 	Seq   uint64             `cbor:"s,omitempty"`
+	Ch    string             `cbor:"h,omitempty"`
+	From  string             `cbor:"f,omitempty"`
+	To    string             `cbor:"t,omitempty"`
+	W     uint64             `cbor:"w,omitempty"`
 	Env   *envelope.Envelope `cbor:"e,omitempty"`
 	Cards [][]byte           `cbor:"c,omitempty"`
 	Code  string             `cbor:"x,omitempty"`
@@ -149,12 +154,15 @@ func TestBadFramesResetOnlyThatStream(t *testing.T) {
 	m := newMallory(t, target)
 
 	cases := map[string][]byte{
-		"malformed varint": {0x80, 0x00, 0x01},
-		"oversized frame":  binary.AppendUvarint(nil, 2<<20),
-		"garbage CBOR":     frame.Append(nil, []byte{0xff, 0x00, 0x13, 0x37, 0xde, 0xad}),
-		"unknown kind":     mustFrame(t, rawMsg{Kind: 99}),
-		"ack on inbound":   mustFrame(t, rawMsg{Kind: 3, Seq: 1}),
-		"envelope missing": mustFrame(t, rawMsg{Kind: 2, Seq: 1}),
+		"malformed varint":    {0x80, 0x00, 0x01},
+		"oversized frame":     binary.AppendUvarint(nil, 2<<20),
+		"garbage CBOR":        frame.Append(nil, []byte{0xff, 0x00, 0x13, 0x37, 0xde, 0xad}),
+		"unknown kind":        mustFrame(t, rawMsg{Kind: 99}),
+		"ack on inbound":      mustFrame(t, rawMsg{Kind: 3, Ch: "c", Seq: 1}),
+		"opened on inbound":   mustFrame(t, rawMsg{Kind: 6, Ch: "c"}),
+		"envelope missing":    mustFrame(t, rawMsg{Kind: 2, Ch: "c", Seq: 1}),
+		"no channel":          mustFrame(t, rawMsg{Kind: 2, Seq: 1, Env: rawEnvelope(t, "x@y", "a0", envelope.TypeNotification, nil)}),
+		"open without agents": mustFrame(t, rawMsg{Kind: 5, Ch: "c"}),
 	}
 	for name, in := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -177,8 +185,12 @@ func TestBadFramesResetOnlyThatStream(t *testing.T) {
 	s := m.stream(target)
 	writeMsg(t, s, rawMsg{Kind: 1, Cards: [][]byte{m.sealed(m.card("m", tiers.L3, ""), m.key)}})
 	env := rawEnvelope(t, "m@"+m.id().String(), "a0", envelope.TypeNotification, &envelope.Metadata{Tier: 3})
-	writeMsg(t, s, rawMsg{Kind: 2, Seq: 1, Env: env})
-	if got := readMsg(t, s); got.Kind != 3 || got.Seq != 1 {
+	writeMsg(t, s, rawMsg{Kind: 5, Ch: "c1", From: env.Sender, To: "a0"})
+	if got := readMsg(t, s); got.Kind != 6 || got.Ch != "c1" || got.W != 0 {
+		t.Fatalf("want opened c1 at watermark 0, got %+v", got)
+	}
+	writeMsg(t, s, rawMsg{Kind: 2, Ch: "c1", Seq: 1, Env: env})
+	if got := readMsg(t, s); got.Kind != 3 || got.Seq != 1 || got.Ch != "c1" {
 		t.Fatalf("want ack 1, got %+v", got)
 	}
 }
@@ -252,13 +264,27 @@ func TestReceiverEnforces(t *testing.T) {
 		m.sealed(m.card("l1", tiers.L1, ""), m.key),
 		m.sealed(m.card("l3", tiers.L3, ""), m.key),
 	}})
-	seq := uint64(0)
-	send := func(env *envelope.Envelope) rawMsg {
-		seq++
-		writeMsg(t, s, rawMsg{Kind: 2, Seq: seq, Env: env})
+	nch := 0
+	// deliver opens a channel for the envelope's agent pair and sends it as
+	// sequence 1; it returns the open refusal or the envelope's answer.
+	deliver := func(env *envelope.Envelope) rawMsg {
+		nch++
+		ch := fmt.Sprintf("ch%d", nch)
+		writeMsg(t, s, rawMsg{Kind: 5, Ch: ch, From: env.Sender, To: env.Recipient})
 		got := readMsg(t, s)
-		if got.Seq != seq {
-			t.Fatalf("answer for seq %d, want %d", got.Seq, seq)
+		if got.Ch != ch {
+			t.Fatalf("answer for channel %q, want %q", got.Ch, ch)
+		}
+		if got.Kind == 4 {
+			return got // the open itself was refused
+		}
+		if got.Kind != 6 {
+			t.Fatalf("open answered with kind %d", got.Kind)
+		}
+		writeMsg(t, s, rawMsg{Kind: 2, Ch: ch, Seq: 1, Env: env})
+		got = readMsg(t, s)
+		if got.Ch != ch || got.Seq != 1 {
+			t.Fatalf("answer %+v, want channel %s seq 1", got, ch)
 		}
 		return got
 	}
@@ -293,7 +319,7 @@ func TestReceiverEnforces(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			before := securityEvents(target, tc.code)
-			got := send(tc.env)
+			got := deliver(tc.env)
 			if got.Kind != 4 || got.Code != tc.code {
 				t.Fatalf("got kind %d code %q (%s), want nack %s", got.Kind, got.Code, got.Msg, tc.code)
 			}
@@ -308,21 +334,46 @@ func TestReceiverEnforces(t *testing.T) {
 			}
 		})
 	}
+	// An envelope whose sender differs from its channel's is refused.
+	writeMsg(t, s, rawMsg{Kind: 5, Ch: "pair", From: mine("l3"), To: "a0"})
+	if got := readMsg(t, s); got.Kind != 6 {
+		t.Fatalf("open: %+v", got)
+	}
+	writeMsg(t, s, rawMsg{Kind: 2, Ch: "pair", Seq: 1, Env: rawEnvelope(t, mine("l1"), "a0", envelope.TypeNotification, nil)})
+	if got := readMsg(t, s); got.Kind != 4 || got.Code != protocol.CodeUnauthorizedSender {
+		t.Fatalf("sender switched inside a channel: %+v", got)
+	}
 	// And what is allowed is delivered: L3 -> L0 with a justification, L3 -> L3.
 	ok := rawEnvelope(t, mine("l3"), "sun", envelope.TypeTaskProposal, &envelope.Metadata{Tier: 3, EscalationJustification: "prod is down"})
-	if got := send(ok); got.Kind != 3 {
+	if got := deliver(ok); got.Kind != 3 {
 		t.Fatalf("justified escalation refused: %+v", got)
 	}
-	if got := send(rawEnvelope(t, mine("l3"), "a0", envelope.TypeRequest, nil)); got.Kind != 3 {
+	if got := deliver(rawEnvelope(t, mine("l3"), "a0", envelope.TypeRequest, nil)); got.Kind != 3 {
 		t.Fatalf("L3 -> L3 refused: %+v", got)
 	}
-	// A duplicate (same id, same sender) is acknowledged but not delivered twice.
-	dup := rawEnvelope(t, mine("l3"), "a0", envelope.TypeNotification, nil)
+	// A retransmission (same channel, same sequence) is acknowledged and not
+	// delivered again; so is the same envelope id under a new sequence.
 	received := func() uint64 { return target.Observer().Metrics().TotalMessagesReceived }
-	send(dup)
+	writeMsg(t, s, rawMsg{Kind: 5, Ch: "dup", From: mine("l3"), To: "a0"})
+	readMsg(t, s)
+	dup := rawEnvelope(t, mine("l3"), "a0", envelope.TypeNotification, nil)
+	writeMsg(t, s, rawMsg{Kind: 2, Ch: "dup", Seq: 1, Env: dup})
+	if got := readMsg(t, s); got.Kind != 3 || got.Seq != 1 {
+		t.Fatalf("first: %+v", got)
+	}
 	n := received()
-	if got := send(dup); got.Kind != 3 || received() != n {
-		t.Fatalf("duplicate: %+v, received %d -> %d", got, n, received())
+	writeMsg(t, s, rawMsg{Kind: 2, Ch: "dup", Seq: 1, Env: dup})
+	if got := readMsg(t, s); got.Kind != 3 || got.Seq != 1 || received() != n {
+		t.Fatalf("retransmission: %+v, received %d -> %d", got, n, received())
+	}
+	writeMsg(t, s, rawMsg{Kind: 2, Ch: "dup", Seq: 2, Env: dup})
+	if got := readMsg(t, s); got.Kind != 3 || got.Seq != 2 || received() != n {
+		t.Fatalf("same id, new sequence: %+v, received %d -> %d", got, n, received())
+	}
+	// Reopening a channel reports how far the receiver got.
+	writeMsg(t, s, rawMsg{Kind: 5, Ch: "dup", From: mine("l3"), To: "a0"})
+	if got := readMsg(t, s); got.Kind != 6 || got.W != 2 {
+		t.Fatalf("reopen: %+v, want watermark 2", got)
 	}
 }
 

@@ -145,11 +145,13 @@ type (
 	}
 	// Delivered: these items are settled.
 	Delivered struct{ Items []Item }
-	// Failed: these items will never be delivered.
+	// Failed: these items will never be delivered. Remote marks a refusal
+	// by the receiver (a Nack) rather than the channel giving up.
 	Failed struct {
-		Items []Item
-		Code  string
-		Msg   string
+		Items  []Item
+		Code   string
+		Msg    string
+		Remote bool
 	}
 	// StateChanged reports a transition.
 	StateChanged struct{ From, To State }
@@ -303,7 +305,7 @@ func (m *Machine) Step(e Event) ([]Action, error) {
 		for i, it := range m.pending {
 			if it.Seq == e.Seq {
 				m.pending = append(m.pending[:i:i], m.pending[i+1:]...)
-				return []Action{Failed{Items: []Item{it}, Code: e.Code, Msg: e.Msg}}, nil
+				return []Action{Failed{Items: []Item{it}, Code: e.Code, Msg: e.Msg, Remote: true}}, nil
 			}
 		}
 		return nil, nil // already settled: a late nack changes nothing

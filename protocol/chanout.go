@@ -1,0 +1,338 @@
+package protocol
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/nova-node/nova-node/envelope"
+	"github.com/nova-node/nova-node/protocol/channel"
+)
+
+// ChannelInfo describes one outbound channel (for status displays).
+type ChannelInfo struct {
+	ID      string  `json:"id"`
+	From    string  `json:"from"`
+	To      string  `json:"to"`
+	Peer    peer.ID `json:"peer"`
+	State   string  `json:"state"`
+	Pending int     `json:"pending"`
+	NextSeq uint64  `json:"nextSeq"`
+}
+
+// outChannel is the sending side of one channel (local agent -> remote
+// agent). Its state machine (package channel) is owned by mu: every event is
+// applied, and its actions performed, under mu, so transmissions leave in
+// sequence order. It has no goroutine of its own: dials run on Router
+// goroutines and retry timers only post an event.
+type outChannel struct {
+	r        *Router
+	id       string
+	from, to string // canonical agent addresses
+	p        peer.ID
+
+	mu        sync.Mutex
+	m         *channel.Machine
+	st        *outStream // the transport while open
+	timer     *time.Timer
+	stopped   bool  // the router is closing: perform nothing more
+	refusal   error // the receiver refused the channel itself
+	metaSaved bool
+	settled   []uint64 // persisted items settled since the last persist
+}
+
+// outItem is what the machine carries for one envelope.
+type outItem struct {
+	env       *envelope.Envelope
+	body      []byte // encoded frame, once the sequence is known
+	done      func(error)
+	urgent    bool
+	enq       time.Time
+	persisted bool
+	raw       []byte // the envelope's CBOR, for the outbox
+}
+
+// maxPending bounds the unacknowledged envelopes of one channel.
+const maxPending = 10000
+
+func (r *Router) newOutChannel(from, to string, p peer.ID) *outChannel {
+	return &outChannel{r: r, id: envelope.NewID(), from: from, to: to, p: p}
+}
+
+// outChannelFor returns the open-or-opening channel from -> to, creating it.
+func (r *Router) outChannelFor(from, to string, p peer.ID) *outChannel {
+	key := from + "\x00" + to
+	r.mu.Lock()
+	c := r.outByPair[key]
+	if c != nil && !c.isClosed() {
+		r.mu.Unlock()
+		return c
+	}
+	c = r.newOutChannel(from, to, p)
+	r.outByPair[key] = c
+	r.outByID[c.id] = c
+	r.mu.Unlock()
+	c.mu.Lock()
+	m, acts := channel.New(r.o.channel)
+	c.m = m
+	c.perform(acts)
+	c.mu.Unlock()
+	return c
+}
+
+func (r *Router) outChannelByID(id string) *outChannel {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.outByID[id]
+}
+
+func (c *outChannel) isClosed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.m == nil || c.m.State() == channel.Closed
+}
+
+// enqueue hands env to the channel. done (which must not block) is called
+// once with nil when the receiver took it, or with the reason it never will.
+func (c *outChannel) enqueue(env *envelope.Envelope, raw []byte, urgent bool, done func(error)) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopped {
+		return ErrChannelClosed
+	}
+	if len(c.m.Pending()) >= maxPending {
+		return &deliveryError{Target: c.to, Reason: fmt.Sprintf("%d envelopes already wait for acknowledgement on this channel", maxPending)}
+	}
+	acts, err := c.m.Step(channel.Enqueue{Data: &outItem{env: env, raw: raw, done: done, urgent: urgent, enq: time.Now()}})
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrChannelClosed, err)
+	}
+	c.perform(acts)
+	return nil
+}
+
+// step applies an event; invalid transitions (late acks, stale timers) are
+// dropped with a debug log.
+func (c *outChannel) step(e channel.Event) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.stepLocked(e)
+}
+
+func (c *outChannel) stepLocked(e channel.Event) {
+	if c.stopped {
+		return
+	}
+	acts, err := c.m.Step(e)
+	if err != nil {
+		c.r.log.Debugw("channel event ignored", "channel", c.id, "err", err)
+		return
+	}
+	c.perform(acts)
+}
+
+func (c *outChannel) ack(s *outStream, seq uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.st == s {
+		c.stepLocked(channel.Ack{Seq: seq})
+	}
+}
+
+func (c *outChannel) nack(s *outStream, seq uint64, code, msg string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.st == s {
+		c.stepLocked(channel.Nack{Seq: seq, Code: code, Msg: msg})
+	}
+}
+
+func (c *outChannel) transportLost(s *outStream, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.st == s {
+		c.st = nil
+		c.stepLocked(channel.TransportLost{Err: err})
+	}
+}
+
+// perform carries out the machine's actions. Caller holds c.mu.
+func (c *outChannel) perform(acts []channel.Action) {
+	for _, a := range acts {
+		switch a := a.(type) {
+		case channel.Dial:
+			c.st = nil
+			if !c.r.spawn(c.dial) {
+				c.stopped = true
+			}
+		case channel.Transmit:
+			c.transmit(a.Items)
+		case channel.Schedule:
+			if c.timer != nil {
+				c.timer.Stop()
+			}
+			c.timer = time.AfterFunc(a.Delay, func() { c.step(channel.RetryDue{}) })
+			c.r.emitChannel(c, fmt.Sprintf("redial %d in %s", a.Attempt, a.Delay))
+		case channel.Delivered:
+			for _, it := range a.Items {
+				oi := it.Data.(*outItem)
+				if oi.persisted {
+					c.settled = append(c.settled, it.Seq)
+				}
+				if oi.done != nil {
+					oi.done(nil)
+				}
+			}
+		case channel.Failed:
+			for _, it := range a.Items {
+				oi := it.Data.(*outItem)
+				if oi.persisted {
+					c.settled = append(c.settled, it.Seq)
+				}
+				err := c.failure(a)
+				c.r.emitFailure(oi.env, c, err)
+				if oi.done != nil {
+					oi.done(err)
+				}
+			}
+		case channel.StateChanged:
+			c.r.emitChannel(c, a.From.String()+" -> "+a.To.String())
+		}
+	}
+}
+
+func (c *outChannel) failure(a channel.Failed) error {
+	switch {
+	case a.Remote:
+		return &RemoteError{ErrCode: a.Code, Message: a.Msg, Peer: c.p}
+	case a.Code == channel.ReasonChannelClosed && c.refusal != nil:
+		return c.refusal
+	case a.Code == channel.ReasonDeliveryFailed:
+		return &deliveryError{Target: c.to, Reason: a.Msg}
+	case a.Code == channel.ReasonChannelClosed:
+		return fmt.Errorf("%w: %s", ErrChannelClosed, a.Msg)
+	}
+	return &RemoteError{ErrCode: a.Code, Message: a.Msg, Peer: c.p}
+}
+
+// transmit writes items to the bound stream. A failed write fails the stream,
+// which reports TransportLost; the items stay pending for the retransmission.
+func (c *outChannel) transmit(items []channel.Item) {
+	if c.st == nil {
+		return
+	}
+	frames := make([][]byte, 0, len(items))
+	urgent := false
+	for _, it := range items {
+		oi := it.Data.(*outItem)
+		if oi.body == nil {
+			b, err := encodeMsg(&wireMsg{Kind: kindEnvelope, Ch: c.id, Seq: it.Seq, Env: oi.env})
+			if err != nil {
+				continue // cannot happen for a validated envelope
+			}
+			oi.body = b
+		}
+		frames = append(frames, oi.body)
+		urgent = urgent || oi.urgent
+	}
+	_ = c.st.write(frames, urgent || len(items) > 1)
+}
+
+// dial runs on a Router goroutine: get the stream, open the channel on it.
+func (c *outChannel) dial() {
+	ctx, cancel := context.WithTimeout(c.r.ctx, 10*time.Second)
+	defer cancel()
+	s, err := c.r.stream(ctx, c.p)
+	var w uint64
+	if err == nil {
+		w, err = s.openChannel(ctx, c)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopped {
+		return
+	}
+	var re *RemoteError
+	if errors.As(err, &re) {
+		// The receiver refused the channel (policy, unknown agent): final.
+		c.refusal = err
+		c.stepLocked(channel.Close{})
+		return
+	}
+	if err != nil {
+		c.stepLocked(channel.DialFailed{Err: err})
+		return
+	}
+	if !s.bind(c) {
+		c.stepLocked(channel.DialFailed{Err: errors.New("stream lost while opening")})
+		return
+	}
+	c.st = s
+	c.stepLocked(channel.Connected{Watermark: w})
+}
+
+// stop freezes the channel for shutdown: nothing is failed, pending items
+// stay for the outbox.
+func (c *outChannel) stop() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.stopped = true
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+}
+
+func (c *outChannel) info() ChannelInfo {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return ChannelInfo{ID: c.id, From: c.from, To: c.to, Peer: c.p, State: c.m.State().String(), Pending: len(c.m.Pending()), NextSeq: c.m.NextSeq()}
+}
+
+// persistOps returns the outbox changes of this channel: items unacknowledged
+// for longer than after (or all, when the channel is not open or force), and
+// persisted items settled since.
+func (c *outChannel) persistOps(now time.Time, after time.Duration, force bool) (OutboxOp, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	op := OutboxOp{Channel: c.id, Delete: c.settled}
+	c.settled = nil
+	open := c.m.State() == channel.Open
+	for _, it := range c.m.Pending() {
+		oi := it.Data.(*outItem)
+		if oi.persisted || oi.raw == nil {
+			continue
+		}
+		if force || !open || now.Sub(oi.enq) >= after {
+			oi.persisted = true
+			op.Put = append(op.Put, OutboxItem{Seq: it.Seq, Env: oi.raw})
+		}
+	}
+	if len(op.Put) > 0 && !c.metaSaved {
+		op.From, op.To = c.from, c.to
+		c.metaSaved = true
+	}
+	if c.m.State() == channel.Closed && c.metaSaved && len(op.Put) == 0 {
+		op.Drop = true
+		c.metaSaved = false
+	}
+	return op, len(op.Put) > 0 || len(op.Delete) > 0 || op.Drop
+}
+
+// Channels describes the outbound channels.
+func (r *Router) Channels() []ChannelInfo {
+	r.mu.Lock()
+	cs := make([]*outChannel, 0, len(r.outByID))
+	for _, c := range r.outByID {
+		cs = append(cs, c)
+	}
+	r.mu.Unlock()
+	out := make([]ChannelInfo, 0, len(cs))
+	for _, c := range cs {
+		out = append(out, c.info())
+	}
+	return out
+}

@@ -1,0 +1,280 @@
+package protocol
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/nova-node/nova-node/agentcard"
+	"github.com/nova-node/nova-node/envelope"
+	"github.com/nova-node/nova-node/protocol/channel"
+)
+
+// sendChannel queues env on the channel from -> to. With done == nil it
+// waits for the receiver's acknowledgement (or ctx); otherwise it returns
+// once queued and done reports the outcome.
+func (r *Router) sendChannel(ctx context.Context, from string, to agentcard.Card, env *envelope.Envelope, urgent bool, done func(error)) error {
+	p, err := r.peerOf(to.Host)
+	if err != nil {
+		return fmt.Errorf("protocol: card %s has a bad host: %w", to.Address(), err)
+	}
+	raw, err := envelope.EncodeCBOR(env)
+	if err != nil {
+		return err
+	}
+	if len(raw)+128 > r.o.maxFrame {
+		return &envelope.InvalidError{Field: "payload", Reason: fmt.Sprintf("envelope encodes to %d bytes, over the %d-byte frame limit", len(raw), r.o.maxFrame)}
+	}
+	var wait chan error
+	if done == nil {
+		wait = make(chan error, 1)
+		done = func(err error) { wait <- err }
+	}
+	// If the pair's channel closed meanwhile (a refusal, or retries spent),
+	// a new channel is opened for the next envelope.
+	for attempt := 0; ; attempt++ {
+		c := r.outChannelFor(from, to.Address(), p)
+		err = c.enqueue(env, raw, urgent, done)
+		if err == nil || attempt > 0 || r.isClosed() {
+			break
+		}
+	}
+	if err != nil || wait == nil {
+		return err
+	}
+	select {
+	case err := <-wait:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("protocol: waiting for %s to acknowledge (the envelope stays queued): %w", to.Address(), ctx.Err())
+	}
+}
+
+// Post routes env like Send but does not wait for a remote acknowledgement:
+// it returns once the envelope is queued on its channel (Delivered stays
+// false for a remote target). The outcome is reported as events: a
+// message-sent on acknowledgement, an error with DELIVERY_FAILED (or the
+// receiver's refusal code) otherwise, exactly once per envelope.
+func (r *Router) Post(ctx context.Context, env *envelope.Envelope) (RoutingResult, error) {
+	start := time.Now()
+	res := RoutingResult{Path: PathLocal}
+	if env == nil {
+		return res, &envelope.InvalidError{Field: "envelope", Reason: "nil"}
+	}
+	res.TargetAgentID = env.Recipient
+	env = env.Clone()
+	from, to, err := r.prepare(env)
+	if err != nil {
+		res.Error = fmt.Sprintf("%s: %v", CodeOf(err), err)
+		r.emitRoute(env, from, to, res.Path, start, err)
+		return res, err
+	}
+	res.TargetAgentID = to.Address()
+	r.threads.Add(env)
+	if to.Host == r.selfStr {
+		err = r.deliverLocal(env, from, to, r.self)
+		res.Delivered = err == nil
+	} else {
+		res.Path = PathRemote
+		err = r.sendChannel(ctx, from.Address(), to, env, false, func(err error) {
+			if err == nil {
+				r.emitSent(env, from, to, PathRemote, start)
+			} else {
+				r.o.sink.Emit(Event{Type: EventError, Time: time.Now(), EnvelopeID: env.ID, Sender: env.Sender, Recipient: env.Recipient,
+					MessageType: env.Type, Path: PathRemote, Code: CodeOf(err), Detail: err.Error(), SourceTier: int(from.Tier), TargetTier: int(to.Tier)})
+			}
+		})
+	}
+	res.LatencyMs = float64(time.Since(start).Microseconds()) / 1000
+	if err != nil {
+		res.Error = fmt.Sprintf("%s: %v", CodeOf(err), err)
+	}
+	r.emitRoute(env, from, to, res.Path, start, err)
+	if err == nil && res.Path == PathLocal {
+		r.emitSent(env, from, to, PathLocal, start)
+	}
+	return res, err
+}
+
+func (r *Router) emitRoute(env *envelope.Envelope, from, to agentcard.Card, path string, start time.Time, err error) {
+	ev := Event{Type: EventRoutingDecision, Time: time.Now(), EnvelopeID: env.ID, Sender: env.Sender, Recipient: env.Recipient,
+		MessageType: env.Type, Path: path, Latency: time.Since(start), Success: err == nil, SourceTier: -1, TargetTier: -1}
+	if from.ID != "" {
+		ev.SourceTier = int(from.Tier)
+	}
+	if to.ID != "" {
+		ev.TargetTier = int(to.Tier)
+	}
+	if err != nil {
+		ev.Code, ev.Detail = CodeOf(err), err.Error()
+	}
+	r.o.sink.Emit(ev)
+	if err != nil {
+		ev.Type = EventError
+		r.o.sink.Emit(ev)
+	}
+}
+
+func (r *Router) emitSent(env *envelope.Envelope, from, to agentcard.Card, path string, start time.Time) {
+	r.o.sink.Emit(Event{Type: EventMessageSent, Time: time.Now(), EnvelopeID: env.ID, Sender: env.Sender, Recipient: env.Recipient,
+		MessageType: env.Type, Path: path, Latency: time.Since(start), Success: true, SourceTier: int(from.Tier), TargetTier: int(to.Tier)})
+}
+
+// EventChannel reports a channel's state change or redial.
+const EventChannel = "channel"
+
+func (r *Router) emitChannel(c *outChannel, detail string) {
+	r.o.sink.Emit(Event{Type: EventChannel, Time: time.Now(), Sender: c.from, Recipient: c.to, Peer: c.p, Detail: detail, Success: true, SourceTier: -1, TargetTier: -1})
+}
+
+// emitFailure reports an envelope that will never be delivered, once.
+func (r *Router) emitFailure(env *envelope.Envelope, c *outChannel, err error) {
+	if env == nil {
+		return
+	}
+	r.o.sink.Emit(Event{Type: EventError, Time: time.Now(), EnvelopeID: env.ID, Sender: env.Sender, Recipient: env.Recipient,
+		MessageType: env.Type, Path: PathRemote, Code: CodeOf(err), Detail: err.Error(), Peer: c.p, SourceTier: -1, TargetTier: -1})
+	// A request waiting for its answer learns of the failure at once.
+	if env.Type == envelope.TypeRequest || env.Type == envelope.TypeTaskProposal {
+		r.mu.Lock()
+		pr := r.pending[env.ID]
+		r.mu.Unlock()
+		if pr != nil {
+			select {
+			case pr.fail <- err:
+			default:
+			}
+		}
+	}
+}
+
+// deliverSync hands an envelope that arrived on a channel to its agent, on
+// the channel's worker: the handler runs now, in order. A request's answer
+// is posted back on the reverse channel.
+func (r *Router) deliverSync(env *envelope.Envelope, from, to agentcard.Card, out *inStream) error {
+	via := r.self
+	if p, err := r.peerOf(from.Host); err == nil {
+		via = p
+	}
+	if _, dup := r.seen.get(from.Address() + "\x00" + env.ID); dup {
+		return nil
+	}
+	r.threads.Add(env)
+	if r.matchAnswer(env, from, to) {
+		r.seen.put(from.Address()+"\x00"+env.ID, struct{}{})
+		r.emitReceived(env, from, to, via)
+		return nil
+	}
+	r.mu.Lock()
+	h := r.handlers[to.ID]
+	r.mu.Unlock()
+	if h == nil {
+		return &deliveryError{Target: to.Address(), Reason: "the agent has no handler on its node"}
+	}
+	if env.Type == envelope.TypeRequest || env.Type == envelope.TypeTaskProposal {
+		r.answerable.put(env.ID, agentPair{from: from.Address(), to: to.Address()})
+	}
+	r.seen.put(from.Address()+"\x00"+env.ID, struct{}{})
+	r.emitReceived(env, from, to, via)
+	r.runHandler(h, env, from, to)
+	return nil
+}
+
+// matchAnswer completes a waiting Request with its answer.
+func (r *Router) matchAnswer(env *envelope.Envelope, from, to agentcard.Card) bool {
+	if !isAnswerType(env.Type) || env.CorrelationID == "" {
+		return false
+	}
+	r.mu.Lock()
+	pr := r.pending[env.CorrelationID]
+	if pr == nil || pr.from != to.Address() || pr.to != from.Address() {
+		r.mu.Unlock()
+		return false
+	}
+	delete(r.pending, env.CorrelationID)
+	r.mu.Unlock()
+	pr.ch <- env
+	return true
+}
+
+// persistLoop writes the outbox and watermarks behind the traffic.
+func (r *Router) persistLoop() {
+	t := time.NewTicker(r.o.persistEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-r.ctx.Done():
+			return
+		case <-t.C:
+			if err := r.persist(false); err != nil {
+				r.log.Errorw("cannot persist the outbox; unacknowledged envelopes would not survive a crash", "err", err)
+			}
+		}
+	}
+}
+
+func (r *Router) persist(force bool) error {
+	r.mu.Lock()
+	chans := make([]*outChannel, 0, len(r.outByID))
+	for _, c := range r.outByID {
+		chans = append(chans, c)
+	}
+	r.mu.Unlock()
+	now := time.Now()
+	var ops []OutboxOp
+	for _, c := range chans {
+		if op, ok := c.persistOps(now, r.o.persistAfter, force); ok {
+			ops = append(ops, op)
+			if op.Drop {
+				r.mu.Lock() // Drop means closed, and a closed channel never reopens
+				if r.outByID[c.id] == c {
+					delete(r.outByID, c.id)
+				}
+				r.mu.Unlock()
+			}
+		}
+	}
+	var err error
+	if len(ops) > 0 {
+		err = r.o.store.SaveOutbox(ops)
+	}
+	if w := r.dirtyWatermarks(); len(w) > 0 {
+		if werr := r.o.store.SaveWatermarks(w); werr != nil && err == nil {
+			err = werr
+		}
+	}
+	return err
+}
+
+// restoreLocked recreates a channel persisted by an earlier run; its
+// envelopes are retransmitted once it reopens. Caller holds r.mu.
+func (r *Router) restoreLocked(oc OutboxChannel) {
+	_, host, _ := strings.Cut(oc.To, "@")
+	p, err := peer.Decode(host)
+	if err != nil {
+		r.log.Warnw("dropping unusable outbox channel", "channel", oc.ID, "to", oc.To, "err", err)
+		return
+	}
+	items := make([]channel.Item, 0, len(oc.Items))
+	for _, it := range oc.Items {
+		env, err := envelope.DecodeCBOR(it.Env)
+		if err != nil {
+			r.log.Warnw("dropping unreadable outbox envelope", "channel", oc.ID, "seq", it.Seq, "err", err)
+			continue
+		}
+		items = append(items, channel.Item{Seq: it.Seq, Data: &outItem{env: env, raw: it.Env, persisted: true, enq: time.Now()}})
+	}
+	c := &outChannel{r: r, id: oc.ID, from: oc.From, to: oc.To, p: p, metaSaved: true}
+	r.outByID[c.id] = c
+	r.outByPair[c.from+"\x00"+c.to] = c
+	m, acts := channel.Restore(r.o.channel, items, 1)
+	c.m = m
+	for _, a := range acts {
+		if _, ok := a.(channel.Dial); ok {
+			r.wg.Go(c.dial)
+		}
+	}
+}
