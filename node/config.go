@@ -60,6 +60,12 @@ type Config struct {
 	// handler call. Default 30s. Env NOVA_REQUEST_TIMEOUT.
 	RequestTimeout time.Duration `yaml:"requestTimeout"`
 
+	// RetryDelay is the first delay before a channel redials a peer it lost;
+	// each next delay doubles, Retries times, before every envelope still
+	// pending fails with DELIVERY_FAILED. Defaults 500ms and 3 (0.5+1+2 s).
+	RetryDelay time.Duration `yaml:"retryDelay"`
+	Retries    int           `yaml:"retries"`
+
 	// APISocket is the Unix socket of the local control API, reachable only
 	// by the user owning the data dir. Default <dataDir>/nova.sock.
 	APISocket string `yaml:"apiSocket,omitempty"`
@@ -139,6 +145,8 @@ func DefaultConfig() Config {
 		Sandbox:        sandbox.Policy{Enforced: true},
 		MaxFrameSize:   1 << 20,
 		RequestTimeout: 30 * time.Second,
+		RetryDelay:     500 * time.Millisecond,
+		Retries:        3,
 		LogLevel:       "info",
 	}
 }
@@ -209,6 +217,12 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxFrameSize < 4096 || c.MaxFrameSize > 64<<20 {
 		bad("maxFrameSize", "%d must be between 4096 and 67108864 bytes", c.MaxFrameSize)
+	}
+	if c.RetryDelay <= 0 || c.RetryDelay > time.Hour {
+		bad("retryDelay", "must be between 1ms and 1h, like 500ms")
+	}
+	if c.Retries < 0 || c.Retries > 20 {
+		bad("retries", "%d must be between 0 and 20", c.Retries)
 	}
 	if c.RequestTimeout <= 0 {
 		bad("requestTimeout", "must be positive, like 30s")

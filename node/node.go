@@ -207,6 +207,8 @@ func (n *Node) Start(ctx context.Context) error {
 		protocol.WithEventSink(n.obs),
 		protocol.WithFactory(n.factory),
 		protocol.WithRequestTimeout(n.cfg.RequestTimeout),
+		protocol.WithRetry(n.cfg.Retries, n.cfg.RetryDelay),
+		protocol.WithStore(outboxStore{n.db}),
 	}
 	if n.cfg.TierRules != nil {
 		ropts = append(ropts, protocol.WithTierRules(n.cfg.TierRules))

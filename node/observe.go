@@ -37,6 +37,50 @@ type Observer struct {
 	latencyNs float64
 	decisions uint64
 	audit     *os.File
+	subs      map[*Subscription]struct{}
+}
+
+// Subscription receives events as they happen. Its channel is buffered;
+// when the subscriber falls behind, events are dropped (never blocking the
+// router) and counted in Dropped.
+type Subscription struct {
+	C       <-chan protocol.Event
+	c       chan protocol.Event
+	o       *Observer
+	dropped uint64
+}
+
+// Dropped reports how many events this subscriber missed.
+func (s *Subscription) Dropped() uint64 {
+	s.o.mu.Lock()
+	defer s.o.mu.Unlock()
+	return s.dropped
+}
+
+// Close ends the subscription and closes C.
+func (s *Subscription) Close() {
+	s.o.mu.Lock()
+	defer s.o.mu.Unlock()
+	if _, ok := s.o.subs[s]; ok {
+		delete(s.o.subs, s)
+		close(s.c)
+	}
+}
+
+// Subscribe returns a subscription with a buffer of n events (default 256).
+func (o *Observer) Subscribe(n int) *Subscription {
+	if n <= 0 {
+		n = 256
+	}
+	c := make(chan protocol.Event, n)
+	s := &Subscription{C: c, c: c, o: o}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.subs == nil {
+		o.subs = map[*Subscription]struct{}{}
+	}
+	o.subs[s] = struct{}{}
+	return s
 }
 
 func newObserver(auditPath string, size int) (*Observer, error) {
@@ -78,6 +122,13 @@ func (o *Observer) Emit(ev protocol.Event) {
 		o.m.ErrorCount++
 	case protocol.EventSecurity:
 		o.m.SecurityEvents++
+	}
+	for sub := range o.subs {
+		select {
+		case sub.c <- ev:
+		default:
+			sub.dropped++
+		}
 	}
 	crossTier := (ev.Type == protocol.EventMessageSent || ev.Type == protocol.EventMessageReceived) &&
 		ev.SourceTier >= 0 && ev.TargetTier >= 0 && ev.SourceTier != ev.TargetTier
@@ -133,6 +184,10 @@ func (o *Observer) Reset() {
 func (o *Observer) close() error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	for sub := range o.subs {
+		delete(o.subs, sub)
+		close(sub.c)
+	}
 	if o.audit == nil {
 		return nil
 	}

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/nova-node/nova-node/agentcard"
+	"github.com/nova-node/nova-node/protocol"
 )
 
 // StoreFile is the bbolt database inside the data dir.
@@ -80,4 +82,123 @@ func InitStore(dataDir string) error {
 		return err
 	}
 	return s.close()
+}
+
+var (
+	bucketOutbox     = []byte("outbox")
+	bucketWatermarks = []byte("watermarks")
+	keyMeta          = []byte("meta")
+)
+
+// outboxStore is the router's persistence (protocol.Store) on the node's
+// bbolt file: bucket outbox/<channel id> holds "meta" ({from, to}) and one
+// key per unacknowledged envelope (8-byte big-endian sequence -> CBOR);
+// bucket watermarks maps "<peerID>/<channel id>" to the highest sequence
+// taken.
+type outboxStore struct{ s *store }
+
+type outboxMeta struct {
+	From string `json:"from"`
+	To   string `json:"to"`
+}
+
+func (o outboxStore) SaveOutbox(ops []protocol.OutboxOp) error {
+	return o.s.db.Update(func(tx *bolt.Tx) error {
+		root, err := tx.CreateBucketIfNotExists(bucketOutbox)
+		if err != nil {
+			return err
+		}
+		for _, op := range ops {
+			if op.Drop {
+				if root.Bucket([]byte(op.Channel)) != nil {
+					if err := root.DeleteBucket([]byte(op.Channel)); err != nil {
+						return err
+					}
+				}
+				continue
+			}
+			b, err := root.CreateBucketIfNotExists([]byte(op.Channel))
+			if err != nil {
+				return err
+			}
+			if op.From != "" {
+				meta, _ := json.Marshal(outboxMeta{From: op.From, To: op.To})
+				if err := b.Put(keyMeta, meta); err != nil {
+					return err
+				}
+			}
+			for _, it := range op.Put {
+				if err := b.Put(binary.BigEndian.AppendUint64(nil, it.Seq), it.Env); err != nil {
+					return err
+				}
+			}
+			for _, seq := range op.Delete {
+				if err := b.Delete(binary.BigEndian.AppendUint64(nil, seq)); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+}
+
+func (o outboxStore) LoadOutbox() ([]protocol.OutboxChannel, error) {
+	var out []protocol.OutboxChannel
+	err := o.s.db.View(func(tx *bolt.Tx) error {
+		root := tx.Bucket(bucketOutbox)
+		if root == nil {
+			return nil
+		}
+		return root.ForEachBucket(func(k []byte) error {
+			b := root.Bucket(k)
+			var meta outboxMeta
+			if err := json.Unmarshal(b.Get(keyMeta), &meta); err != nil {
+				return fmt.Errorf("outbox channel %s: %w", k, err)
+			}
+			oc := protocol.OutboxChannel{ID: string(k), From: meta.From, To: meta.To}
+			err := b.ForEach(func(key, v []byte) error {
+				if len(key) == 8 {
+					oc.Items = append(oc.Items, protocol.OutboxItem{Seq: binary.BigEndian.Uint64(key), Env: append([]byte(nil), v...)})
+				}
+				return nil
+			})
+			if len(oc.Items) > 0 {
+				out = append(out, oc)
+			}
+			return err
+		})
+	})
+	return out, err
+}
+
+func (o outboxStore) SaveWatermarks(w map[string]uint64) error {
+	return o.s.db.Update(func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucketIfNotExists(bucketWatermarks)
+		if err != nil {
+			return err
+		}
+		for k, v := range w {
+			if err := b.Put([]byte(k), binary.BigEndian.AppendUint64(nil, v)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func (o outboxStore) LoadWatermarks() (map[string]uint64, error) {
+	out := map[string]uint64{}
+	err := o.s.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketWatermarks)
+		if b == nil {
+			return nil
+		}
+		return b.ForEach(func(k, v []byte) error {
+			if len(v) == 8 {
+				out[string(k)] = binary.BigEndian.Uint64(v)
+			}
+			return nil
+		})
+	})
+	return out, err
 }

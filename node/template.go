@@ -43,6 +43,12 @@ maxFrameSize: 1048576
 # How long a request may wait for its answer. (NOVA_REQUEST_TIMEOUT)
 requestTimeout: 30s
 
+# A channel that loses its peer redials after retryDelay, doubling the delay
+# each time, retries times; then each envelope still pending fails with
+# DELIVERY_FAILED. Unacknowledged envelopes survive a restart (outbox).
+retryDelay: 500ms
+retries: 3
+
 # debug, info, warn or error. (NOVA_LOG_LEVEL)
 logLevel: info
 `

@@ -79,12 +79,10 @@ func (r *Router) Post(ctx context.Context, env *envelope.Envelope) (RoutingResul
 		res.Delivered = err == nil
 	} else {
 		res.Path = PathRemote
+		// A failure is reported once, by the channel (emitFailure).
 		err = r.sendChannel(ctx, from.Address(), to, env, false, func(err error) {
 			if err == nil {
 				r.emitSent(env, from, to, PathRemote, start)
-			} else {
-				r.o.sink.Emit(Event{Type: EventError, Time: time.Now(), EnvelopeID: env.ID, Sender: env.Sender, Recipient: env.Recipient,
-					MessageType: env.Type, Path: PathRemote, Code: CodeOf(err), Detail: err.Error(), SourceTier: int(from.Tier), TargetTier: int(to.Tier)})
 			}
 		})
 	}

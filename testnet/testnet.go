@@ -86,6 +86,7 @@ func Config(t testing.TB, i int, tr Transport) node.Config {
 	cfg.Agents = []node.AgentConfig{node.DefaultAgent(fmt.Sprintf("a%d", i))}
 	cfg.APISocket = filepath.Join(shortTempDir(t), "api.sock")
 	cfg.RequestTimeout = 10 * time.Second
+	cfg.RetryDelay = 100 * time.Millisecond // 0.1+0.2+0.4 s before giving up
 	return cfg
 }
 
@@ -127,6 +128,49 @@ func New(t testing.TB, n int, opts ...Option) *Net {
 		net.Nodes = append(net.Nodes, nd)
 	}
 	return net
+}
+
+// Restart closes node i and starts a new node on the same data dir and the
+// same listen addresses (ports), so peers that knew it can redial it. It
+// returns the new node, which replaces the old one in n.Nodes.
+func (n *Net) Restart(i int, prepare func(*node.Node)) *node.Node {
+	n.t.Helper()
+	old := n.Nodes[i]
+	cfg := old.Config()
+	cfg.Listen = nil
+	for _, a := range old.Host().Addrs() {
+		cfg.Listen = append(cfg.Listen, a.String())
+	}
+	n.Kill(i)
+	return n.Start(i, cfg, prepare)
+}
+
+// Kill closes node i (its store keeps what it persisted).
+func (n *Net) Kill(i int) {
+	n.t.Helper()
+	if err := n.Nodes[i].Close(); err != nil {
+		n.t.Fatalf("testnet: close node %d: %v", i, err)
+	}
+}
+
+// Start starts a node from cfg in slot i (after Kill, or to replace it);
+// prepare, if not nil, runs between New and Start (to register agents with
+// Go handlers before peers can reach them).
+func (n *Net) Start(i int, cfg node.Config, prepare func(*node.Node)) *node.Node {
+	n.t.Helper()
+	nd, err := node.New(cfg)
+	if err != nil {
+		n.t.Fatalf("testnet: restart node %d: %v", i, err)
+	}
+	n.t.Cleanup(func() { _ = nd.Close() })
+	if prepare != nil {
+		prepare(nd)
+	}
+	if err := nd.Start(context.Background()); err != nil {
+		n.t.Fatalf("testnet: restart node %d: %v", i, err)
+	}
+	n.Nodes[i] = nd
+	return nd
 }
 
 // Info is node i's dialable address info.

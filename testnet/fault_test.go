@@ -1,0 +1,251 @@
+package testnet_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nova-node/nova-node/envelope"
+	"github.com/nova-node/nova-node/node"
+	"github.com/nova-node/nova-node/protocol"
+	"github.com/nova-node/nova-node/testnet"
+)
+
+// recorder is the handler of a "sink" agent: it records payloads in the
+// order the handler saw them, across restarts of its node.
+type recorder struct {
+	mu   sync.Mutex
+	seen []int
+	work time.Duration // simulated work per envelope
+}
+
+func (r *recorder) handle(_ context.Context, env *envelope.Envelope) (any, error) {
+	if r.work > 0 {
+		time.Sleep(r.work) // the agent's own work, not test synchronisation
+	}
+	var v int
+	if err := json.Unmarshal(env.Payload, &v); err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	r.seen = append(r.seen, v)
+	r.mu.Unlock()
+	return nil, nil
+}
+
+func (r *recorder) len() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.seen)
+}
+
+// exactlyOnceInOrder checks the recorder saw 0..n-1, each once, in order.
+func (r *recorder) exactlyOnceInOrder(t *testing.T, n int) {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.seen) != n {
+		t.Fatalf("handler saw %d envelopes, want %d", len(r.seen), n)
+	}
+	for i, v := range r.seen {
+		if v != i {
+			t.Fatalf("handler saw %d at position %d (duplicate or out of order)", v, i)
+		}
+	}
+}
+
+func (r *recorder) register(t *testing.T) func(*node.Node) {
+	return func(n *node.Node) {
+		card := node.AgentConfig{Name: "sink", Capabilities: []node.CapabilityConfig{{ID: "sink"}}}.Card()
+		if _, err := n.RegisterAgent(card, r.handle); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func postN(t *testing.T, n *node.Node, from int, to int) []string {
+	t.Helper()
+	var ids []string
+	for i := from; i < to; i++ {
+		env, err := n.NewEnvelope("a0", "sink", envelope.TypeNotification, i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := n.Router().Post(t.Context(), env); err != nil {
+			t.Fatalf("post %d: %v", i, err)
+		}
+		ids = append(ids, env.ID)
+	}
+	return ids
+}
+
+// TestReceiverRestartMidStream: the receiving node is stopped in the middle
+// of 1,000 envelopes and started again from the same data dir. The sender's
+// channel goes reconnecting -> open, and the receiver's handler sees each of
+// the 1,000 exactly once, in order.
+func TestReceiverRestartMidStream(t *testing.T) {
+	rec := &recorder{work: 500 * time.Microsecond}
+	net := testnet.New(t, 2)
+	rec.register(t)(net.Nodes[1])
+	net.Connect(0, 1)
+	net.WaitForCards()
+	postN(t, net.Nodes[0], 0, 1000)
+	testnet.Eventually(t, 10*time.Second, func() error {
+		if rec.len() < 300 {
+			return fmt.Errorf("%d received", rec.len())
+		}
+		return nil
+	})
+	killedAt := rec.len()
+	sub := net.Nodes[0].Observer().Subscribe(100000)
+	defer sub.Close()
+	net.Restart(1, rec.register(t))
+	if killedAt >= 900 {
+		t.Fatalf("the receiver had already taken %d envelopes: not a mid-stream restart", killedAt)
+	}
+	testnet.Eventually(t, 20*time.Second, func() error {
+		if rec.len() < 1000 {
+			return fmt.Errorf("%d of 1000 received after the restart", rec.len())
+		}
+		return nil
+	})
+	rec.exactlyOnceInOrder(t, 1000)
+	var seen []string
+	testnet.Eventually(t, 5*time.Second, func() error {
+		for {
+			select {
+			case e := <-sub.C:
+				if e.Type == protocol.EventChannel {
+					seen = append(seen, e.Detail)
+				}
+				continue
+			default:
+			}
+			break
+		}
+		if !slices.Contains(seen, "open -> reconnecting") || !slices.Contains(seen, "reconnecting -> open") {
+			return fmt.Errorf("channel transitions: %v", seen)
+		}
+		return nil
+	})
+}
+
+// TestConnectionDroppedRepeatedly: the connection is cut every 100
+// envelopes while 1,000 flow; each still arrives exactly once, in order.
+func TestConnectionDroppedRepeatedly(t *testing.T) {
+	rec := &recorder{}
+	net := testnet.New(t, 2)
+	rec.register(t)(net.Nodes[1])
+	net.Connect(0, 1)
+	net.WaitForCards()
+	postN(t, net.Nodes[0], 0, 1000)
+	drops := 0
+	for threshold := 100; threshold < 1000; threshold += 100 {
+		testnet.Eventually(t, 20*time.Second, func() error {
+			if rec.len() < threshold {
+				return fmt.Errorf("%d received", rec.len())
+			}
+			return nil
+		})
+		if rec.len() >= 1000 {
+			break
+		}
+		_ = net.Nodes[0].Host().Network().ClosePeer(net.Nodes[1].ID())
+		drops++
+	}
+	testnet.Eventually(t, 20*time.Second, func() error {
+		if rec.len() < 1000 {
+			return fmt.Errorf("%d of 1000 received", rec.len())
+		}
+		return nil
+	})
+	rec.exactlyOnceInOrder(t, 1000)
+	if drops < 3 {
+		t.Fatalf("only %d connection drops happened mid-stream", drops)
+	}
+}
+
+// TestReceiverNeverReturns: every envelope pending for a node that does not
+// come back fails exactly once with DELIVERY_FAILED after the retries.
+func TestReceiverNeverReturns(t *testing.T) {
+	rec := &recorder{}
+	net := testnet.New(t, 2)
+	rec.register(t)(net.Nodes[1])
+	net.Connect(0, 1)
+	net.WaitForCards()
+	postN(t, net.Nodes[0], 0, 10)
+	testnet.Eventually(t, 5*time.Second, func() error {
+		for _, c := range net.Nodes[0].Router().Channels() {
+			if c.Pending > 0 {
+				return fmt.Errorf("%d envelopes not yet acknowledged", c.Pending)
+			}
+		}
+		if rec.len() < 10 {
+			return fmt.Errorf("%d received", rec.len())
+		}
+		return nil
+	})
+	net.Kill(1)
+	ids := postN(t, net.Nodes[0], 10, 40)
+	failures := func() map[string]int {
+		m := map[string]int{}
+		for _, e := range net.Nodes[0].Observer().Recent(0) {
+			if e.Type == protocol.EventError && e.Code == protocol.CodeDeliveryFailed && e.EnvelopeID != "" {
+				m[e.EnvelopeID]++
+			}
+		}
+		return m
+	}
+	testnet.Eventually(t, 10*time.Second, func() error {
+		if f := failures(); len(f) < len(ids) {
+			return fmt.Errorf("%d of %d failures reported", len(f), len(ids))
+		}
+		return nil
+	})
+	f := failures()
+	for _, id := range ids {
+		if f[id] != 1 {
+			t.Fatalf("envelope %s reported %d times", id, f[id])
+		}
+	}
+	if len(f) != len(ids) {
+		t.Fatalf("%d failures for %d envelopes (delivered ones must not fail)", len(f), len(ids))
+	}
+}
+
+// TestSenderRestartKeepsOutbox: envelopes queued for an unreachable peer
+// survive a restart of the sender and are delivered, once each, when the
+// peer is back.
+func TestSenderRestartKeepsOutbox(t *testing.T) {
+	rec := &recorder{}
+	net := testnet.New(t, 2, testnet.WithConfig(func(i int, c *node.Config) {
+		c.Retries = 12 // keep retrying long enough for the restarts below
+	}))
+	rec.register(t)(net.Nodes[1])
+	net.Connect(0, 1)
+	net.WaitForCards()
+	bCfg := net.Nodes[1].Config()
+	bCfg.Listen = nil
+	for _, a := range net.Nodes[1].Host().Addrs() {
+		bCfg.Listen = append(bCfg.Listen, a.String()+"")
+	}
+	bAddr := net.Nodes[1].Addrs()[0].String()
+	net.Kill(1)
+	postN(t, net.Nodes[0], 0, 20)
+	net.Kill(0) // persists the outbox
+	net.Start(1, bCfg, rec.register(t))
+	aCfg := net.Nodes[0].Config()
+	aCfg.Peers = []string{bAddr}
+	net.Start(0, aCfg, nil)
+	testnet.Eventually(t, 20*time.Second, func() error {
+		if rec.len() < 20 {
+			return fmt.Errorf("%d of 20 received after the sender restarted", rec.len())
+		}
+		return nil
+	})
+	rec.exactlyOnceInOrder(t, 20)
+}
