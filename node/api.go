@@ -40,13 +40,14 @@ func (e *APIError) Is(target error) bool {
 
 // IDInfo describes the running node.
 type IDInfo struct {
-	PeerID  string   `json:"peerId"`
-	Addrs   []string `json:"addrs"`
-	Version string   `json:"version"`
-	Swarm   string   `json:"swarm"`
-	DataDir string   `json:"dataDir"`
-	Agents  []string `json:"agents"`
-	Peers   int      `json:"connectedPeers"`
+	PeerID     string   `json:"peerId"`
+	Addrs      []string `json:"addrs"`
+	Version    string   `json:"version"`
+	Swarm      string   `json:"swarm"`
+	DataDir    string   `json:"dataDir"`
+	Agents     []string `json:"agents"`
+	Peers      int      `json:"connectedPeers"`
+	MetricsURL string   `json:"metricsUrl,omitempty"`
 }
 
 // SendRequest asks the node to send an envelope from one of its agents.
@@ -142,7 +143,14 @@ func startAPI(n *Node, path string) (*apiServer, error) {
 		writeJSON(w, 200, map[string]string{"peerId": p.String()})
 	})
 	mux.HandleFunc("GET /v1/events", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, 200, n.obs.Recent(100))
+		n.serveEvents(w, r)
+	})
+	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, 200, n.Status())
+	})
+	mux.HandleFunc("POST /v1/metrics/reset", func(w http.ResponseWriter, r *http.Request) {
+		n.obs.Reset()
+		writeJSON(w, 200, n.obs.Metrics())
 	})
 	mux.HandleFunc("GET /v1/metrics", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 200, n.obs.Metrics())
@@ -178,6 +186,102 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
+// PeerStatus describes one connected peer.
+type PeerStatus struct {
+	PeerID  string   `json:"peerId"`
+	Addrs   []string `json:"addrs"`
+	Relayed bool     `json:"relayed"`
+	Agents  []string `json:"agents"`
+}
+
+// Status is what `nova-node status` shows.
+type Status struct {
+	IDInfo
+	PeerList     []PeerStatus           `json:"peers"`
+	Channels     []protocol.ChannelInfo `json:"channels"`
+	Metrics      Metrics                `json:"metrics"`
+	RecentErrors []protocol.Event       `json:"recentErrors"`
+}
+
+// Status gathers peers, channels, counters and recent errors.
+func (n *Node) Status() Status {
+	st := Status{IDInfo: n.Info(), PeerList: []PeerStatus{}, Channels: []protocol.ChannelInfo{}, RecentErrors: []protocol.Event{}, Metrics: n.obs.Metrics()}
+	if h := n.Host(); h != nil {
+		for _, p := range h.Network().Peers() {
+			ps := PeerStatus{PeerID: p.String(), Agents: []string{}}
+			for _, c := range h.Network().ConnsToPeer(p) {
+				ps.Addrs = append(ps.Addrs, c.RemoteMultiaddr().String())
+				if c.Stat().Limited {
+					ps.Relayed = true
+				}
+			}
+			for _, c := range n.reg.Remote() {
+				if c.Host == p.String() {
+					ps.Agents = append(ps.Agents, c.ID)
+				}
+			}
+			st.PeerList = append(st.PeerList, ps)
+		}
+	}
+	if r := n.Router(); r != nil {
+		st.Channels = r.Channels()
+	}
+	for _, e := range n.obs.Recent(0) {
+		if e.Type == protocol.EventError || e.Type == protocol.EventSecurity {
+			st.RecentErrors = append(st.RecentErrors, e)
+		}
+	}
+	if k := len(st.RecentErrors); k > 10 {
+		st.RecentErrors = st.RecentErrors[k-10:]
+	}
+	return st
+}
+
+// serveEvents writes recent events as JSON lines, then, with ?follow=1,
+// every new event until the client goes away.
+func (n *Node) serveEvents(w http.ResponseWriter, r *http.Request) {
+	limit := 50
+	if v := r.URL.Query().Get("limit"); v != "" {
+		fmt.Sscan(v, &limit)
+	}
+	follow := r.URL.Query().Get("follow") == "1"
+	var sub *Subscription
+	if follow {
+		sub = n.obs.Subscribe(1024)
+		defer sub.Close()
+	}
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	enc := json.NewEncoder(w)
+	for _, e := range n.obs.Recent(limit) {
+		if enc.Encode(e) != nil {
+			return
+		}
+	}
+	fl, _ := w.(http.Flusher)
+	if fl != nil {
+		fl.Flush()
+	}
+	if !follow {
+		return
+	}
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case e, ok := <-sub.C:
+			if !ok {
+				return
+			}
+			if enc.Encode(e) != nil {
+				return
+			}
+			if fl != nil && len(sub.C) == 0 {
+				fl.Flush()
+			}
+		}
+	}
+}
+
 // Info describes the node.
 func (n *Node) Info() IDInfo {
 	info := IDInfo{PeerID: n.id.String(), Version: Version, Swarm: n.cfg.Swarm, DataDir: n.cfg.DataDir, Addrs: []string{}, Agents: []string{}}
@@ -190,6 +294,7 @@ func (n *Node) Info() IDInfo {
 	if h := n.Host(); h != nil {
 		info.Peers = len(h.Network().Peers())
 	}
+	info.MetricsURL = n.MetricsURL()
 	return info
 }
 
@@ -331,6 +436,53 @@ func (c *Client) Agents(ctx context.Context, origin string) ([]agentcard.Card, e
 func (c *Client) Send(ctx context.Context, req SendRequest) (SendResult, error) {
 	var v SendResult
 	return v, c.do(ctx, "POST", "/v1/send", req, &v)
+}
+
+// Status returns the node's status.
+func (c *Client) Status(ctx context.Context) (Status, error) {
+	var v Status
+	return v, c.do(ctx, "GET", "/v1/status", nil, &v)
+}
+
+// ResetMetrics zeroes the node's message metrics.
+func (c *Client) ResetMetrics(ctx context.Context) (Metrics, error) {
+	var v Metrics
+	return v, c.do(ctx, "POST", "/v1/metrics/reset", nil, &v)
+}
+
+// Events calls fn for recent events (up to limit) and, with follow, for
+// every new one until ctx ends or fn returns an error.
+func (c *Client) Events(ctx context.Context, limit int, follow bool, fn func(protocol.Event) error) error {
+	u := fmt.Sprintf("http://nova/v1/events?limit=%d", limit)
+	if follow {
+		u += "&follow=1"
+	}
+	req, err := http.NewRequestWithContext(ctx, "GET", u, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		var ne *net.OpError
+		if errors.As(err, &ne) && ne.Op == "dial" {
+			return fmt.Errorf("%w (socket %s): start one with `nova-node run`", ErrNoNode, c.path)
+		}
+		return err
+	}
+	defer resp.Body.Close()
+	dec := json.NewDecoder(resp.Body)
+	for {
+		var e protocol.Event
+		if err := dec.Decode(&e); err != nil {
+			if errors.Is(err, io.EOF) || ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		if err := fn(e); err != nil {
+			return err
+		}
+	}
 }
 
 // Connect asks the node to dial a peer.

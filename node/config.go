@@ -3,6 +3,7 @@ package node
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -65,6 +66,12 @@ type Config struct {
 	// pending fails with DELIVERY_FAILED. Defaults 500ms and 3 (0.5+1+2 s).
 	RetryDelay time.Duration `yaml:"retryDelay"`
 	Retries    int           `yaml:"retries"`
+
+	// MetricsListen is the host:port of the HTTP listener serving Prometheus
+	// /metrics (nova's and libp2p's series) and /healthz. Default
+	// 127.0.0.1:0 (loopback, a free port, shown by `run` and `status`);
+	// "off" disables it. Env NOVA_METRICS_LISTEN.
+	MetricsListen string `yaml:"metricsListen"`
 
 	// APISocket is the Unix socket of the local control API, reachable only
 	// by the user owning the data dir. Default <dataDir>/nova.sock.
@@ -146,6 +153,7 @@ func DefaultConfig() Config {
 		MaxFrameSize:   1 << 20,
 		RequestTimeout: 30 * time.Second,
 		RetryDelay:     500 * time.Millisecond,
+		MetricsListen:  "127.0.0.1:0",
 		Retries:        3,
 		LogLevel:       "info",
 	}
@@ -217,6 +225,11 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxFrameSize < 4096 || c.MaxFrameSize > 64<<20 {
 		bad("maxFrameSize", "%d must be between 4096 and 67108864 bytes", c.MaxFrameSize)
+	}
+	if c.MetricsListen != "off" {
+		if _, _, err := net.SplitHostPort(c.MetricsListen); err != nil {
+			bad("metricsListen", "%q must be host:port (like 127.0.0.1:4712) or \"off\"", c.MetricsListen)
+		}
 	}
 	if c.RetryDelay <= 0 || c.RetryDelay > time.Hour {
 		bad("retryDelay", "must be between 1ms and 1h, like 500ms")
@@ -302,6 +315,9 @@ func (c *Config) ApplyEnv(env map[string]string) error {
 	}
 	if v, ok := env["NOVA_PEERS"]; ok {
 		c.Peers = splitList(v)
+	}
+	if v, ok := env["NOVA_METRICS_LISTEN"]; ok {
+		c.MetricsListen = v
 	}
 	if v, ok := env["NOVA_LOG_LEVEL"]; ok {
 		c.LogLevel = v

@@ -49,6 +49,7 @@ type Node struct {
 	host     host.Host
 	router   *protocol.Router
 	api      *apiServer
+	metrics  *metricsServer
 	started  bool
 	closed   bool
 	cancel   context.CancelFunc
@@ -231,6 +232,16 @@ func (n *Node) Start(ctx context.Context) error {
 		h.Close()
 		return err
 	}
+	if n.cfg.MetricsListen != "off" {
+		ms, err := startMetrics(n.cfg.MetricsListen, n.obs.prom.reg, r.Channels)
+		if err != nil {
+			api.close()
+			r.Close()
+			h.Close()
+			return err
+		}
+		n.metrics = ms
+	}
 	n.host, n.router, n.api, n.started = h, r, api, true
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	n.cancel = cancel
@@ -284,7 +295,7 @@ func (n *Node) Close() error {
 		return nil
 	}
 	n.closed = true
-	cancel, api, r, h := n.cancel, n.api, n.router, n.host
+	cancel, api, r, h, ms := n.cancel, n.api, n.router, n.host, n.metrics
 	n.mu.Unlock()
 	if cancel != nil {
 		cancel()
@@ -292,6 +303,9 @@ func (n *Node) Close() error {
 	var errs []error
 	if api != nil {
 		errs = append(errs, api.close())
+	}
+	if ms != nil {
+		errs = append(errs, ms.close())
 	}
 	n.wg.Wait()
 	if r != nil {
@@ -302,6 +316,16 @@ func (n *Node) Close() error {
 	}
 	errs = append(errs, n.obs.close(), n.db.close())
 	return errors.Join(errs...)
+}
+
+// MetricsURL is where Prometheus metrics are served ("" when off or not started).
+func (n *Node) MetricsURL() string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.metrics == nil {
+		return ""
+	}
+	return n.metrics.url()
 }
 
 // ID is the node's peer ID.
@@ -410,6 +434,7 @@ func (n *Node) newHost() (host.Host, error) {
 		return nil, err
 	}
 	h, err := libp2p.New(
+		libp2p.PrometheusRegisterer(n.obs.prom.reg),
 		libp2p.Identity(n.key),
 		libp2p.ListenAddrStrings(n.cfg.Listen...),
 		libp2p.UserAgent("nova-node/"+Version),

@@ -38,6 +38,7 @@ type Observer struct {
 	decisions uint64
 	audit     *os.File
 	subs      map[*Subscription]struct{}
+	prom      *promMetrics
 }
 
 // Subscription receives events as they happen. Its channel is buffered;
@@ -84,7 +85,7 @@ func (o *Observer) Subscribe(n int) *Subscription {
 }
 
 func newObserver(auditPath string, size int) (*Observer, error) {
-	o := &Observer{ring: make([]protocol.Event, size)}
+	o := &Observer{ring: make([]protocol.Event, size), prom: newPromMetrics()}
 	o.m.MessagesByType = map[envelope.Type]uint64{}
 	if auditPath != "" {
 		f, err := os.OpenFile(auditPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
@@ -123,6 +124,7 @@ func (o *Observer) Emit(ev protocol.Event) {
 	case protocol.EventSecurity:
 		o.m.SecurityEvents++
 	}
+	o.prom.observe(ev)
 	for sub := range o.subs {
 		select {
 		case sub.c <- ev:

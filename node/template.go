@@ -49,6 +49,10 @@ requestTimeout: 30s
 retryDelay: 500ms
 retries: 3
 
+# Prometheus /metrics and /healthz, loopback only by default; port 0 picks a
+# free port (printed by run and status); "off" disables. (NOVA_METRICS_LISTEN)
+metricsListen: 127.0.0.1:0
+
 # debug, info, warn or error. (NOVA_LOG_LEVEL)
 logLevel: info
 `

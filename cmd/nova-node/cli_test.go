@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/nova-node/nova-node/node"
@@ -49,7 +51,7 @@ func TestVersionAndHelp(t *testing.T) {
 	if code != 0 || json.Unmarshal([]byte(out), &v) != nil || v["version"] != node.Version {
 		t.Fatalf("version --json: %q", out)
 	}
-	for _, cmd := range []string{"init", "run", "send", "agents", "id"} {
+	for _, cmd := range []string{"init", "run", "send", "agents", "id", "status", "events"} {
 		out, _, code := runCLI(t, cmd, "--help")
 		if code != 0 || !strings.Contains(out, "Examples:") || !strings.Contains(out, "nova-node "+cmd) {
 			t.Errorf("%s --help should teach with examples:\n%s", cmd, out)
@@ -154,4 +156,83 @@ func TestNoRunningNodeIsAClearError(t *testing.T) {
 	if code != 1 || !strings.Contains(errOut, "nova-node run") {
 		t.Fatalf("%d %q", code, errOut)
 	}
+}
+
+func TestStatusAndEvents(t *testing.T) {
+	dirA, dirB := t.TempDir(), t.TempDir()
+	a := startNode(t, 0, dirA, node.DefaultAgent("alice"))
+	b := startNode(t, 1, dirB, node.DefaultAgent("bob"))
+	if _, err := a.Connect(t.Context(), b.Addrs()[0].String()); err != nil {
+		t.Fatal(err)
+	}
+	testnet.Eventually(t, testnetWait, func() error {
+		_, err := a.Registry().Resolve("bob")
+		return err
+	})
+	if _, _, code := runCLI(t, "send", "--data-dir", dirA, "--to", "bob", "--payload", "1"); code != 0 {
+		t.Fatal("send failed")
+	}
+	runCLI(t, "send", "--data-dir", dirA, "--to", "nobody")
+
+	out, _, code := runCLI(t, "status", "--data-dir", dirA)
+	for _, want := range []string{"PEERS (1)", b.ID().String(), "direct", "agents: bob", "CHANNELS (1)", "open", "alice@", "MESSAGES  sent 1", "request=1", "RECENT ERRORS", "AGENT_NOT_FOUND", "metrics  http://127.0.0.1:"} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Fatalf("status lacks %q:\n%s", want, out)
+		}
+	}
+	out, _, code = runCLI(t, "status", "--data-dir", dirA, "--json")
+	var st node.Status
+	if code != 0 || json.Unmarshal([]byte(out), &st) != nil || len(st.Channels) != 1 || st.Channels[0].State != "open" || st.Metrics.TotalMessagesSent != 1 {
+		t.Fatalf("status --json: %s", out)
+	}
+	out, _, code = runCLI(t, "status", "--data-dir", dirA, "--reset", "--json")
+	if code != 0 || json.Unmarshal([]byte(out), &st) != nil || st.Metrics.TotalMessagesSent != 0 {
+		t.Fatalf("status --reset: %s", out)
+	}
+	out, _, code = runCLI(t, "events", "--data-dir", dirA, "--limit", "100")
+	if code != 0 || !strings.Contains(out, "routing-decision") || !strings.Contains(out, "message-sent") || !strings.Contains(out, "AGENT_NOT_FOUND") {
+		t.Fatalf("events:\n%s", out)
+	}
+	out, _, code = runCLI(t, "events", "--data-dir", dirA, "--json", "--limit", "3")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != 0 || len(lines) != 3 || json.Unmarshal([]byte(lines[0]), &map[string]any{}) != nil {
+		t.Fatalf("events --json: %q", out)
+	}
+
+	// --follow prints new events as they happen, until cancelled.
+	ctx, cancel := context.WithCancel(t.Context())
+	var o syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"events", "--data-dir", dirA, "--follow", "--limit", "0", "--json"}, nil, &o, &bytes.Buffer{})
+	}()
+	testnet.Eventually(t, testnetWait, func() error {
+		runCLI(t, "send", "--data-dir", dirA, "--to", "bob", "--type", "notification", "--payload", `"live"`)
+		if !strings.Contains(o.String(), `"messageType":"notification"`) {
+			return fmt.Errorf("follow printed %q", o.String())
+		}
+		return nil
+	})
+	cancel()
+	if c := <-done; c != 0 {
+		t.Fatalf("events --follow exit %d", c)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for one writer and one reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -90,6 +90,9 @@ Settings come from config.yaml, then NOVA_* variables, then these flags.`,
 				for _, a := range n.Registry().Local() {
 					fmt.Fprintf(g.stdout, "    %-16s %s  %s\n", a.ID, a.Tier, capIDs(a.Capabilities))
 				}
+				if info.MetricsURL != "" {
+					fmt.Fprintf(g.stdout, "  metrics  %s\n", info.MetricsURL)
+				}
 				fmt.Fprintln(g.stdout, "Press Ctrl-C to stop.")
 			}
 			<-ctx.Done()

@@ -1,0 +1,160 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nova-node/nova-node/protocol"
+)
+
+func newStatusCmd(g *globals) *cobra.Command {
+	var reset bool
+	c := &cobra.Command{
+		Use:   "status",
+		Short: "Show peers, channels, message counters and recent errors",
+		Long: `status shows what the running node is doing: connected peers (direct or
+relayed, and the agents they host), each channel from a local agent to a
+remote one (state: connecting, open, reconnecting, closed; envelopes waiting
+for acknowledgement), message counters by type, average routing latency, and
+the last errors and security events. --reset zeroes the counters.`,
+		Example: `  nova-node status
+  nova-node status --json
+  nova-node status --reset`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cl, err := g.client()
+			if err != nil {
+				return err
+			}
+			if reset {
+				if _, err := cl.ResetMetrics(cmd.Context()); err != nil {
+					return err
+				}
+			}
+			st, err := cl.Status(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if g.json {
+				return g.printJSON(st)
+			}
+			w := g.stdout
+			fmt.Fprintf(w, "node     %s (%s, swarm %s)\n", st.PeerID, st.Version, st.Swarm)
+			if st.MetricsURL != "" {
+				fmt.Fprintf(w, "metrics  %s\n", st.MetricsURL)
+			}
+			fmt.Fprintf(w, "\nPEERS (%d)\n", len(st.PeerList))
+			for _, p := range st.PeerList {
+				path := "direct"
+				if p.Relayed {
+					path = "relayed"
+				}
+				addr := ""
+				if len(p.Addrs) > 0 {
+					addr = p.Addrs[0]
+				}
+				fmt.Fprintf(w, "  %s  %-7s %s  agents: %s\n", p.PeerID, path, addr, strings.Join(p.Agents, ","))
+			}
+			fmt.Fprintf(w, "\nCHANNELS (%d)\n", len(st.Channels))
+			sort.Slice(st.Channels, func(i, j int) bool {
+				return st.Channels[i].From+st.Channels[i].To < st.Channels[j].From+st.Channels[j].To
+			})
+			for _, ch := range st.Channels {
+				fmt.Fprintf(w, "  %-13s %s -> %s  pending %d  next seq %d\n", ch.State, shortAddr(ch.From), shortAddr(ch.To), ch.Pending, ch.NextSeq)
+			}
+			m := st.Metrics
+			fmt.Fprintf(w, "\nMESSAGES  sent %d  received %d  errors %d  security events %d  avg routing %.3f ms\n",
+				m.TotalMessagesSent, m.TotalMessagesReceived, m.ErrorCount, m.SecurityEvents, m.AverageRoutingLatencyMs)
+			if len(m.MessagesByType) > 0 {
+				types := make([]string, 0, len(m.MessagesByType))
+				for t, n := range m.MessagesByType {
+					types = append(types, fmt.Sprintf("%s=%d", t, n))
+				}
+				sort.Strings(types)
+				fmt.Fprintf(w, "  by type: %s\n", strings.Join(types, " "))
+			}
+			if len(st.RecentErrors) > 0 {
+				fmt.Fprintln(w, "\nRECENT ERRORS")
+				for _, e := range st.RecentErrors {
+					fmt.Fprintf(w, "  %s\n", formatEvent(e))
+				}
+			}
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&reset, "reset", false, "zero the message counters first")
+	return c
+}
+
+// shortAddr abbreviates name@12D3KooW...xyz for tables.
+func shortAddr(a string) string {
+	name, host, ok := strings.Cut(a, "@")
+	if !ok || len(host) < 12 {
+		return a
+	}
+	return name + "@" + host[:6] + "…" + host[len(host)-4:]
+}
+
+func formatEvent(e protocol.Event) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %-16s", e.Time.Local().Format("15:04:05.000"), e.Type)
+	if e.MessageType != "" {
+		fmt.Fprintf(&b, " %s", e.MessageType)
+	}
+	if e.Sender != "" || e.Recipient != "" {
+		fmt.Fprintf(&b, " %s -> %s", shortAddr(e.Sender), shortAddr(e.Recipient))
+	}
+	if e.Path != "" {
+		fmt.Fprintf(&b, " (%s", e.Path)
+		if e.Latency > 0 {
+			fmt.Fprintf(&b, ", %s", e.Latency.Round(time.Microsecond))
+		}
+		b.WriteString(")")
+	}
+	if e.Code != "" {
+		fmt.Fprintf(&b, " %s", e.Code)
+	}
+	if e.Detail != "" && e.Code != "" || e.Type == protocol.EventChannel {
+		fmt.Fprintf(&b, ": %s", e.Detail)
+	}
+	return b.String()
+}
+
+func newEventsCmd(g *globals) *cobra.Command {
+	var follow bool
+	var limit int
+	c := &cobra.Command{
+		Use:   "events",
+		Short: "Print the node's recent events, and follow new ones live",
+		Long: `events prints what the router did: message-sent, message-received,
+routing-decision (path and latency), channel state changes, errors with
+their codes, and security events. --follow keeps printing new events until
+Ctrl-C; --json prints one JSON object per line.`,
+		Example: `  nova-node events
+  nova-node events --follow
+  nova-node events --follow --json | jq 'select(.type=="security")'`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cl, err := g.client()
+			if err != nil {
+				return err
+			}
+			enc := json.NewEncoder(g.stdout)
+			return cl.Events(cmd.Context(), limit, follow, func(e protocol.Event) error {
+				if g.json {
+					return enc.Encode(e)
+				}
+				_, err := fmt.Fprintln(g.stdout, formatEvent(e))
+				return err
+			})
+		},
+	}
+	c.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new events")
+	c.Flags().IntVar(&limit, "limit", 50, "how many recent events to print first")
+	return c
+}
