@@ -1,0 +1,63 @@
+package delta
+
+// Delta is a fragment of a document: the entries an update writes, the
+// dots of the entries it replaces, as its own causal context, and the dots
+// it mints. A delta is itself a state of the same lattice as [Doc], so
+// deltas join into delta groups ([Delta.Join]) and any delta, group or
+// full state ([Doc.State]) joins into any document in any order, any
+// number of times.
+//
+// Deltas come from the mutators of [Doc], from [Doc.DeltaSince],
+// [Doc.State], [Buffer.Since] and [DecodeDelta]; the zero value is an empty
+// delta. A Delta is not safe for concurrent use; treat one as immutable
+// once it is shared.
+type Delta struct {
+	st     *state
+	minted Context
+}
+
+func (x *Delta) state() *state {
+	if x.st == nil {
+		x.st = newState()
+	}
+	return x.st
+}
+
+// Join merges y into x, forming a delta group: joining the group into a
+// document has the effect of joining x and y in either order. y is
+// unchanged.
+func (x *Delta) Join(y *Delta) {
+	if y == nil || x == y {
+		return
+	}
+	x.state().join(y.state())
+	x.minted.Join(&y.minted)
+}
+
+// Clone returns a deep copy of x.
+func (x *Delta) Clone() *Delta {
+	return &Delta{st: x.state().clone(), minted: *x.minted.Clone()}
+}
+
+// Context returns a copy of x's causal context: the dots it writes, the
+// dots of the entries it replaces or removes, and the dots it mints.
+func (x *Delta) Context() *Context { return x.state().ctx.Clone() }
+
+// Dots returns a copy of the dots x mints: one per entry an update writes,
+// or one for an update that only removes. A group's dots are the union of
+// its members'. Deltas made by [Doc.DeltaSince] and [Doc.State] mint none.
+// The network layer checks that a published delta mints only dots of the
+// publisher's replica.
+func (x *Delta) Dots() *Context { return x.minted.Clone() }
+
+// Paths returns the paths that x writes an entry at, sorted.
+func (x *Delta) Paths() []string { return x.state().leafPaths() }
+
+// IsEmpty reports whether x carries nothing: no entry and no dot.
+func (x *Delta) IsEmpty() bool { return x.state().ctx.IsEmpty() }
+
+// Equal reports whether x and y are the same delta (entries, contexts and
+// minted dots).
+func (x *Delta) Equal(y *Delta) bool {
+	return x.state().equal(y.state()) && x.minted.Equal(&y.minted)
+}
