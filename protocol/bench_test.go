@@ -2,10 +2,15 @@ package protocol_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,6 +19,8 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/nova-node/nova-node/envelope"
+	"github.com/nova-node/nova-node/node"
+	"github.com/nova-node/nova-node/protocol"
 	"github.com/nova-node/nova-node/protocol/frame"
 	"github.com/nova-node/nova-node/testnet"
 )
@@ -30,6 +37,151 @@ func BenchmarkRoundTrip(b *testing.B) {
 		b.Run("raw-stream-"+string(tr), func(b *testing.B) { benchRaw(b, tr) })
 		b.Run("nova-request-"+string(tr), func(b *testing.B) { benchNova(b, tr) })
 	}
+	b.Run("http-jsonrpc-keepalive", benchHTTP)
+}
+
+// benchHTTP is a JSON-RPC 2.0 round trip over HTTP/1.1 keep-alive on
+// loopback with the same payload: the usual way agents call each other.
+func benchHTTP(b *testing.B) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			ID     int             `json:"id"`
+			Params json.RawMessage `json:"params"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			http.Error(w, err.Error(), 400)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": req.ID, "result": req.Params})
+	}))
+	defer srv.Close()
+	cl := srv.Client()
+	body := []byte(`{"jsonrpc":"2.0","id":1,"method":"echo","params":` + string(payload256) + `}`)
+	lat := make([]time.Duration, 0, 1<<16)
+	for b.Loop() {
+		t0 := time.Now()
+		resp, err := cl.Post(srv.URL, "application/json", bytes.NewReader(body))
+		if err != nil {
+			b.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		lat = append(lat, time.Since(t0))
+	}
+	reportPercentiles(b, lat)
+}
+
+// BenchmarkOneWay measures one-way envelope throughput on one channel
+// (Router.Post of 256-byte notifications until all are acknowledged) next
+// to raw length-prefixed messages on a libp2p stream, written one Write per
+// message (unbuffered) and through a 64 KiB buffered writer. Reported:
+// msgs/s.
+func BenchmarkOneWay(b *testing.B) {
+	const n = 20000
+	b.Run("raw-unbuffered-tcp", func(b *testing.B) { benchRawOneWay(b, n, false) })
+	b.Run("raw-buffered-tcp", func(b *testing.B) { benchRawOneWay(b, n, true) })
+	b.Run("nova-post-tcp", func(b *testing.B) { benchNovaOneWay(b, n) })
+}
+
+func benchRawOneWay(b *testing.B, n int, buffered bool) {
+	const proto = "/bench/sink/1.0.0"
+	srv, _ := libp2p.New(libp2p.ListenAddrStrings(testnet.ListenAddrs(testnet.TCP)...))
+	defer srv.Close()
+	cli, _ := libp2p.New(libp2p.ListenAddrStrings(testnet.ListenAddrs(testnet.TCP)...))
+	defer cli.Close()
+	got := make(chan int, 1)
+	srv.SetStreamHandler(proto, func(s network.Stream) {
+		fr := frame.NewReader(s, 0)
+		w := bufio.NewWriter(s)
+		for {
+			c := 0
+			for c < n {
+				if _, err := fr.Next(); err != nil {
+					s.Reset()
+					return
+				}
+				c++
+			}
+			w.Write([]byte{1})
+			w.Flush()
+		}
+	})
+	ctx := context.Background()
+	cli.Connect(ctx, peer.AddrInfo{ID: srv.ID(), Addrs: srv.Addrs()})
+	s, err := cli.NewStream(ctx, srv.ID(), proto)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	_ = got
+	msg := frame.Append(nil, payload256)
+	var bw *bufio.Writer
+	if buffered {
+		bw = bufio.NewWriterSize(s, 64<<10)
+	}
+	one := make([]byte, 1)
+	start := time.Now()
+	rounds := 0
+	for b.Loop() {
+		for i := 0; i < n; i++ {
+			if buffered {
+				bw.Write(msg)
+			} else if _, err := s.Write(msg); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if buffered {
+			bw.Flush()
+		}
+		if _, err := io.ReadFull(s, one); err != nil {
+			b.Fatal(err)
+		}
+		rounds++
+	}
+	b.ReportMetric(float64(rounds*n)/time.Since(start).Seconds(), "msgs/s")
+}
+
+func benchNovaOneWay(b *testing.B, n int) {
+	net := testnet.New(b, 2, testnet.WithTransport(testnet.TCP))
+	var got atomic.Int64
+	card := node.AgentConfig{Name: "sink", Capabilities: []node.CapabilityConfig{{ID: "sink"}}}.Card()
+	net.Nodes[1].RegisterAgent(card, func(context.Context, *envelope.Envelope) (any, error) {
+		got.Add(1)
+		return nil, nil
+	})
+	net.Connect(0, 1)
+	net.WaitForCards()
+	a := net.Nodes[0]
+	r := a.Router()
+	ctx := context.Background()
+	start := time.Now()
+	rounds := 0
+	for b.Loop() {
+		base := got.Load()
+		for i := 0; i < n; i++ {
+			env, _ := a.NewEnvelope("a0", "sink", envelope.TypeNotification, payload256)
+			if _, err := r.Post(ctx, env); err != nil {
+				b.Fatal(err)
+			}
+		}
+		for got.Load() < base+int64(n) {
+			time.Sleep(100 * time.Microsecond)
+		}
+		for pending(r) > 0 {
+			time.Sleep(100 * time.Microsecond)
+		}
+		rounds++
+	}
+	b.ReportMetric(float64(rounds*n)/time.Since(start).Seconds(), "msgs/s")
+}
+
+func pending(r interface{ Channels() []protocol.ChannelInfo }) int {
+	n := 0
+	for _, c := range r.Channels() {
+		n += c.Pending
+	}
+	return n
 }
 
 func benchRaw(b *testing.B, tr testnet.Transport) {
@@ -118,4 +270,3 @@ func reportPercentiles(b *testing.B, lat []time.Duration) {
 	b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds())/1e3, "p99-µs")
 }
 
-var _ = io.EOF

@@ -230,7 +230,7 @@ func (c *outChannel) transmit(items []channel.Item) {
 	for _, it := range items {
 		oi := it.Data.(*outItem)
 		if oi.body == nil {
-			b, err := encodeMsg(&wireMsg{Kind: kindEnvelope, Ch: c.id, Seq: it.Seq, Env: oi.env})
+			b, err := envelope.EncMode().Marshal(&envMsg{Kind: kindEnvelope, Ch: c.id, Seq: it.Seq, Env: oi.raw})
 			if err != nil {
 				continue // cannot happen for a validated envelope
 			}

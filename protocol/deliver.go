@@ -73,7 +73,7 @@ func (r *Router) Post(ctx context.Context, env *envelope.Envelope) (RoutingResul
 		return res, err
 	}
 	res.TargetAgentID = to.Address()
-	r.threads.Add(env)
+	r.recordThread(env)
 	if to.Host == r.selfStr {
 		err = r.deliverLocal(env, from, to, r.self)
 		res.Delivered = err == nil
@@ -160,7 +160,7 @@ func (r *Router) deliverSync(env *envelope.Envelope, from, to agentcard.Card, ou
 	if _, dup := r.seen.get(from.Address() + "\x00" + env.ID); dup {
 		return nil
 	}
-	r.threads.Add(env)
+	r.recordThread(env)
 	if r.matchAnswer(env, from, to) {
 		r.seen.put(from.Address()+"\x00"+env.ID, struct{}{})
 		r.emitReceived(env, from, to, via)

@@ -291,7 +291,7 @@ func (r *Router) send(ctx context.Context, env *envelope.Envelope, wait bool) (R
 	from, to, err := r.prepare(env)
 	if err == nil {
 		// Recorded before it leaves: its answer may arrive before the ack.
-		r.threads.Add(env)
+		r.recordThread(env)
 		if to.Host == r.selfStr {
 			err = r.deliverLocal(env, from, to, r.self)
 		} else {
@@ -520,7 +520,7 @@ func (r *Router) deliverLocal(env *envelope.Envelope, from, to agentcard.Card, v
 	if _, dup := r.seen.get(from.Address() + "\x00" + env.ID); dup {
 		return nil // a retry of something already delivered: acknowledge, do not redeliver
 	}
-	r.threads.Add(env)
+	r.recordThread(env)
 	if isAnswerType(env.Type) && env.CorrelationID != "" {
 		r.mu.Lock()
 		pr := r.pending[env.CorrelationID]
@@ -638,4 +638,13 @@ func (r *Router) peerOf(host string) (peer.ID, error) {
 	}
 	r.peerIDs.put(host, p)
 	return p, nil
+}
+
+// recordThread indexes env in the correlation threads if it belongs to one
+// (it has a correlation id, or it is a request or proposal that starts one);
+// one-way traffic outside any thread is not indexed.
+func (r *Router) recordThread(env *envelope.Envelope) {
+	if env.CorrelationID != "" || env.Type == envelope.TypeRequest || env.Type == envelope.TypeTaskProposal {
+		r.threads.Add(env)
+	}
 }

@@ -41,6 +41,15 @@ type wireMsg struct {
 	Msg   string             `cbor:"m,omitempty"`
 }
 
+// envMsg is an envelope frame as sent: the envelope is already encoded
+// (envelope.EncodeCBOR, done once per envelope) and embedded as is.
+type envMsg struct {
+	Kind uint8           `cbor:"k"`
+	Seq  uint64          `cbor:"s"`
+	Ch   string          `cbor:"h"`
+	Env  cbor.RawMessage `cbor:"e"`
+}
+
 // inMsg is wireMsg as received: the envelope stays raw CBOR until
 // envelope.DecodeCBOR checks it (schema version first, every field, payload
 // compacted), so a bad envelope is answered with a nack carrying its code,
