@@ -329,7 +329,7 @@ func (n *Node) SendFromAPI(ctx context.Context, req SendRequest) SendResult {
 		}
 	}
 	out := SendResult{Sent: env}
-	if env.Type == envelope.TypeRequest && !req.NoWait {
+	if env.Type == envelope.TypeRequest && !req.NoWait && req.To != envelope.Broadcast {
 		resp, res, err := n.Request(ctx, env)
 		out.Result, out.Response = res, resp
 		if err != nil {

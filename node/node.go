@@ -11,6 +11,7 @@ import (
 
 	golog "github.com/ipfs/go-log/v2"
 	"github.com/libp2p/go-libp2p"
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
@@ -202,7 +203,17 @@ func (n *Node) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	// One GossipSub instance per node, for broadcasts now and CRDT documents
+	// later; it runs until runCtx ends (Close).
+	ps, err := pubsub.NewGossipSub(runCtx, h, protocol.PubSubOptions(n.cfg.Swarm, n.cfg.MaxFrameSize)...)
+	if err != nil {
+		cancel()
+		h.Close()
+		return fmt.Errorf("node: gossipsub: %w", err)
+	}
 	ropts := []protocol.Option{
+		protocol.WithPubSub(ps, n.cfg.Swarm),
 		protocol.WithSandboxPolicy(n.cfg.Sandbox),
 		protocol.WithMaxFrameSize(n.cfg.MaxFrameSize),
 		protocol.WithEventSink(n.obs),
@@ -216,6 +227,7 @@ func (n *Node) Start(ctx context.Context) error {
 	}
 	r, err := protocol.New(h, n.reg, ropts...)
 	if err != nil {
+		cancel()
 		h.Close()
 		return err
 	}
@@ -223,11 +235,13 @@ func (n *Node) Start(ctx context.Context) error {
 		r.Handle(id, hd)
 	}
 	if err := r.Start(ctx); err != nil {
+		cancel()
 		h.Close()
 		return err
 	}
 	api, err := startAPI(n, n.cfg.apiSocket())
 	if err != nil {
+		cancel()
 		r.Close()
 		h.Close()
 		return err
@@ -235,6 +249,7 @@ func (n *Node) Start(ctx context.Context) error {
 	if n.cfg.MetricsListen != "off" {
 		ms, err := startMetrics(n.cfg.MetricsListen, n.obs.prom.reg, r.Channels)
 		if err != nil {
+			cancel()
 			api.close()
 			r.Close()
 			h.Close()
@@ -243,7 +258,6 @@ func (n *Node) Start(ctx context.Context) error {
 		n.metrics = ms
 	}
 	n.host, n.router, n.api, n.started = h, r, api, true
-	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	n.cancel = cancel
 	if len(n.cfg.Peers) > 0 {
 		n.wg.Go(func() { n.keepPeers(runCtx) })

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"time"
 
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
+
 	"github.com/nova-node/nova-node/envelope"
 	"github.com/nova-node/nova-node/protocol/channel"
 	"github.com/nova-node/nova-node/protocol/frame"
@@ -28,6 +30,8 @@ type options struct {
 	store          Store
 	persistAfter   time.Duration
 	persistEvery   time.Duration
+	ps             *pubsub.PubSub
+	swarm          string
 }
 
 // defaults: the seed's tier rules, sandbox not enforced, 1 MiB frames, 30 s

@@ -78,6 +78,7 @@ type Router struct {
 	wg     sync.WaitGroup
 	sem    chan struct{}
 	sub    event.Subscription
+	bc     *broadcaster
 }
 
 type agentPair struct{ from, to string }
@@ -167,6 +168,13 @@ func (r *Router) Start(ctx context.Context) error {
 	r.ctx, r.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	r.h.SetStreamHandler(IDA2A, r.handleStream)
 	r.started = true
+	if err := r.startBroadcastLocked(); err != nil {
+		r.h.RemoveStreamHandler(IDA2A)
+		r.cancel()
+		_ = r.sub.Close()
+		r.started, r.closed = false, true
+		return err
+	}
 	r.wg.Go(r.identifyLoop)
 	r.wg.Go(r.helloLoop)
 	r.wg.Go(r.persistLoop)
@@ -213,6 +221,7 @@ func (r *Router) Close() error {
 	r.h.RemoveStreamHandler(IDA2A)
 	r.cancel()
 	_ = r.sub.Close()
+	r.stopBroadcast()
 	for _, s := range outs {
 		s.fail(ErrChannelClosed)
 	}
@@ -288,6 +297,9 @@ func (r *Router) send(ctx context.Context, env *envelope.Envelope, wait bool) (R
 	}
 	res.TargetAgentID = env.Recipient
 	env = env.Clone()
+	if env.Recipient == envelope.Broadcast {
+		return r.sendBroadcast(ctx, env, start)
+	}
 	from, to, err := r.prepare(env)
 	if err == nil {
 		// Recorded before it leaves: its answer may arrive before the ack.
@@ -402,7 +414,7 @@ func (r *Router) resolve(env *envelope.Envelope) (from, to agentcard.Card, err e
 		return from, to, err
 	}
 	if env.Recipient == envelope.Broadcast {
-		return from, to, &deliveryError{Target: envelope.Broadcast, Reason: "broadcast over GossipSub is not available in this version of nova-node"}
+		return from, to, &deliveryError{Target: envelope.Broadcast, Reason: "a broadcast has no single recipient: use Send or Post"}
 	}
 	if env.Metadata != nil && env.Metadata.RoutingHint == envelope.RoutingHintCapability {
 		to, err = r.byCapability(env, from)
@@ -647,4 +659,31 @@ func (r *Router) recordThread(env *envelope.Envelope) {
 	if env.CorrelationID != "" || env.Type == envelope.TypeRequest || env.Type == envelope.TypeTaskProposal {
 		r.threads.Add(env)
 	}
+}
+
+// sendBroadcast publishes env (recipient "*") on the swarm's topic. Every
+// node, this one included, delivers it to each local agent the sender may
+// reach.
+func (r *Router) sendBroadcast(ctx context.Context, env *envelope.Envelope, start time.Time) (RoutingResult, error) {
+	res := RoutingResult{Path: PathBroadcast, TargetAgentID: envelope.Broadcast}
+	err := env.Validate()
+	var from agentcard.Card
+	if err == nil && r.isClosed() {
+		err = ErrChannelClosed
+	}
+	if err == nil {
+		from, err = r.localSender(env.Sender)
+	}
+	if err == nil {
+		err = r.publish(ctx, env, from)
+	}
+	res.LatencyMs = float64(time.Since(start).Microseconds()) / 1000
+	r.emitRoute(env, from, agentcard.Card{}, PathBroadcast, start, err)
+	if err != nil {
+		res.Error = fmt.Sprintf("%s: %v", CodeOf(err), err)
+		return res, err
+	}
+	res.Delivered = true
+	r.emitSent(env, from, agentcard.Card{Tier: from.Tier}, PathBroadcast, start)
+	return res, nil
 }

@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -217,7 +218,7 @@ func (n *Net) Ring() {
 }
 
 // WaitForCards waits until every node knows the local cards of every node
-// it is connected to.
+// it is connected to, and sees it on the swarm's broadcast topic.
 func (n *Net) WaitForCards() {
 	n.t.Helper()
 	Eventually(n.t, 10*time.Second, func() error {
@@ -230,6 +231,9 @@ func (n *Net) WaitForCards() {
 					if _, ok := a.Registry().Get(c.Address()); !ok {
 						return fmt.Errorf("node %d does not know %s yet", i, c.Address())
 					}
+				}
+				if !slices.Contains(a.Router().TopicPeers(), b.ID()) {
+					return fmt.Errorf("node %d does not see node %d on the broadcast topic yet", i, j)
 				}
 			}
 		}

@@ -51,7 +51,7 @@ func TestVersionAndHelp(t *testing.T) {
 	if code != 0 || json.Unmarshal([]byte(out), &v) != nil || v["version"] != node.Version {
 		t.Fatalf("version --json: %q", out)
 	}
-	for _, cmd := range []string{"init", "run", "send", "agents", "id", "status", "events"} {
+	for _, cmd := range []string{"init", "run", "send", "agents", "id", "status", "events", "broadcast"} {
 		out, _, code := runCLI(t, cmd, "--help")
 		if code != 0 || !strings.Contains(out, "Examples:") || !strings.Contains(out, "nova-node "+cmd) {
 			t.Errorf("%s --help should teach with examples:\n%s", cmd, out)
@@ -235,4 +235,32 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+func TestBroadcastCommand(t *testing.T) {
+	dirA, dirB := t.TempDir(), t.TempDir()
+	a := startNode(t, 0, dirA, node.DefaultAgent("alice"))
+	b := startNode(t, 1, dirB, node.DefaultAgent("bob"))
+	if _, err := a.Connect(t.Context(), b.Addrs()[0].String()); err != nil {
+		t.Fatal(err)
+	}
+	testnet.Eventually(t, testnetWait, func() error {
+		if len(a.Router().TopicPeers()) == 0 {
+			return fmt.Errorf("no topic peers yet")
+		}
+		return nil
+	})
+	out, errOut, code := runCLI(t, "broadcast", "--data-dir", dirA, "--payload", `"deploy finished"`)
+	if code != 0 || !strings.Contains(out, "published") {
+		t.Fatalf("broadcast: %d %s %s", code, out, errOut)
+	}
+	testnet.Eventually(t, testnetWait, func() error {
+		if m := b.Observer().Metrics(); m.TotalMessagesReceived == 0 {
+			return fmt.Errorf("bob's node received nothing")
+		}
+		return nil
+	})
+	if _, _, code := runCLI(t, "broadcast", "--data-dir", dirA, "--payload", "{bad"); code != 2 {
+		t.Fatalf("bad payload exit %d", code)
+	}
 }

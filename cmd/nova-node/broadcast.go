@@ -1,0 +1,69 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nova-node/nova-node/envelope"
+	"github.com/nova-node/nova-node/node"
+)
+
+func newBroadcastCmd(g *globals) *cobra.Command {
+	var req node.SendRequest
+	var typ, payload string
+	c := &cobra.Command{
+		Use:   "broadcast",
+		Short: "Send an envelope to every agent of the swarm that may receive it",
+		Long: `broadcast publishes one envelope (recipient "*") on the swarm's GossipSub
+topic. Every node, this one included, delivers it to each of its agents that
+the sender may reach: an L0 agent's directive reaches every tier; other
+tiers reach what their tier rules allow, and sandbox rules apply. Messages
+are signed by the publishing node; a node that receives a broadcast whose
+sender is not hosted by its publisher rejects it and logs a security event.`,
+		Example: `  nova-node broadcast --payload '"deploy finished"'
+  nova-node broadcast --from sun --type notification --payload '{"directive":"pause"}'`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			t, err := envelope.ParseType(typ)
+			if err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			req.Type, req.To = t, envelope.Broadcast
+			if payload != "" {
+				if !json.Valid([]byte(payload)) {
+					return &exitError{code: 2, err: fmt.Errorf("--payload is not valid JSON: %s", payload)}
+				}
+				req.Payload = json.RawMessage(payload)
+			}
+			cl, err := g.client()
+			if err != nil {
+				return err
+			}
+			res, err := cl.Send(cmd.Context(), req)
+			if err != nil {
+				return err
+			}
+			if g.json {
+				if err := g.printJSON(res); err != nil {
+					return err
+				}
+			} else if res.Result.Delivered {
+				fmt.Fprintf(g.stdout, "broadcast %s published (%.2f ms)\n", res.Sent.ID, res.Result.LatencyMs)
+			}
+			if res.Error != nil {
+				if g.json {
+					return &exitError{code: 1}
+				}
+				return &exitError{code: 1, err: res.Error}
+			}
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&req.From, "from", "", "local agent broadcasting (default: the node's first agent)")
+	f.StringVar(&typ, "type", "notification", "message type")
+	f.StringVar(&payload, "payload", "", "payload, any JSON value")
+	return c
+}
