@@ -200,6 +200,13 @@ func (c *outChannel) perform(acts []channel.Action) {
 				}
 			}
 		case channel.StateChanged:
+			// The connection manager must not trim a peer we have an open channel to.
+			switch a.To {
+			case channel.Open:
+				c.r.h.ConnManager().Protect(c.p, "nova/channel/"+c.id)
+			case channel.Closed:
+				c.r.h.ConnManager().Unprotect(c.p, "nova/channel/"+c.id)
+			}
 			c.r.emitChannel(c, a.From.String()+" -> "+a.To.String())
 		}
 	}

@@ -346,3 +346,17 @@ func TestCapabilityNotFound(t *testing.T) {
 		t.Fatalf("by capability: %+v %v", res, err)
 	}
 }
+
+func TestOpenChannelProtectsItsPeer(t *testing.T) {
+	net := testnet.New(t, 2)
+	net.Connect(0, 1)
+	net.WaitForCards()
+	if _, _, err := request(t, net.Nodes[0], "a0", "a1", 1); err != nil {
+		t.Fatal(err)
+	}
+	cm := net.Nodes[0].Host().ConnManager()
+	chans := net.Nodes[0].Router().Channels()
+	if len(chans) != 1 || !cm.IsProtected(net.Nodes[1].ID(), "nova/channel/"+chans[0].ID) {
+		t.Fatalf("peer with an open channel is not protected from trimming: %+v", chans)
+	}
+}
