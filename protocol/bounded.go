@@ -12,8 +12,9 @@ type bounded[V any] struct {
 	next int
 }
 
+// newBounded allocates lazily: an idle node must not pay for the bound.
 func newBounded[V any](max int) *bounded[V] {
-	return &bounded[V]{max: max, m: make(map[string]V, max), ring: make([]string, max)}
+	return &bounded[V]{max: max, m: make(map[string]V)}
 }
 
 func (b *bounded[V]) get(k string) (V, bool) {
@@ -30,11 +31,13 @@ func (b *bounded[V]) put(k string, v V) {
 		b.m[k] = v
 		return
 	}
-	if old := b.ring[b.next]; old != "" {
-		delete(b.m, old)
+	if len(b.ring) < b.max {
+		b.ring = append(b.ring, k)
+	} else {
+		delete(b.m, b.ring[b.next])
+		b.ring[b.next] = k
+		b.next = (b.next + 1) % b.max
 	}
-	b.ring[b.next] = k
-	b.next = (b.next + 1) % b.max
 	b.m[k] = v
 }
 

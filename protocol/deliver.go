@@ -79,8 +79,9 @@ func (r *Router) Post(ctx context.Context, env *envelope.Envelope) (RoutingResul
 		res.Delivered = err == nil
 	} else {
 		res.Path = PathRemote
-		// A failure is reported once, by the channel (emitFailure).
-		err = r.sendChannel(ctx, from.Address(), to, env, false, func(err error) {
+		// A failure is reported once, by the channel (emitFailure). An answer
+		// has someone waiting for it: it is flushed at once.
+		err = r.sendChannel(ctx, from.Address(), to, env, isAnswerType(env.Type), func(err error) {
 			if err == nil {
 				r.emitSent(env, from, to, PathRemote, start)
 			}

@@ -1,0 +1,268 @@
+package testnet_test
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p"
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/nova-node/nova-node/envelope"
+	"github.com/nova-node/nova-node/node"
+	"github.com/nova-node/nova-node/protocol"
+	"github.com/nova-node/nova-node/testnet"
+	"github.com/nova-node/nova-node/tiers"
+)
+
+const benchNodes = 30
+
+// novaSwarm is 30 nodes (star around node 0 plus a ring), node 0 hosting
+// the L0 agent "sun", every other node an agent counting deliveries.
+func novaSwarm(b *testing.B) (*testnet.Net, *deliveryLog) {
+	log := &deliveryLog{at: map[string][]time.Time{}}
+	l0 := tiers.L0
+	net := testnet.New(b, benchNodes, testnet.WithTransport(testnet.TCP), testnet.WithConfig(func(i int, c *node.Config) {
+		c.MetricsListen = "off"
+		if i == 0 {
+			c.Agents = []node.AgentConfig{{Name: "sun", Tier: &l0, Capabilities: []node.CapabilityConfig{{ID: "x"}}}}
+		} else {
+			c.Agents = nil
+		}
+	}))
+	for i, n := range net.Nodes {
+		if i > 0 {
+			card := node.DefaultAgent(fmt.Sprintf("a%d", i)).Card()
+			n.RegisterAgent(card, func(_ context.Context, env *envelope.Envelope) (any, error) {
+				log.add(env.ID)
+				return nil, nil
+			})
+		}
+	}
+	net.Star(0)
+	net.Ring()
+	net.WaitForCards()
+	return net, log
+}
+
+// deliveryLog records when each message id was delivered, per delivery.
+type deliveryLog struct {
+	mu sync.Mutex
+	at map[string][]time.Time
+	n  atomic.Int64
+}
+
+func (l *deliveryLog) add(id string) {
+	l.mu.Lock()
+	l.at[id] = append(l.at[id], time.Now())
+	l.mu.Unlock()
+	l.n.Add(1)
+}
+
+// rawSwarm is the same topology of plain libp2p hosts running default
+// GossipSub on one topic: the raw counterpart.
+func rawSwarm(b *testing.B) ([]*pubsub.Topic, *deliveryLog) {
+	log := &deliveryLog{at: map[string][]time.Time{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	var hosts []host.Host
+	var topics []*pubsub.Topic
+	var wg sync.WaitGroup
+	b.Cleanup(func() {
+		cancel()
+		wg.Wait()
+		for _, h := range hosts {
+			h.Close()
+		}
+	})
+	for i := 0; i < benchNodes; i++ {
+		h, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		hosts = append(hosts, h)
+		ps, err := pubsub.NewGossipSub(ctx, h)
+		if err != nil {
+			b.Fatal(err)
+		}
+		t, _ := ps.Join("raw")
+		sub, _ := t.Subscribe()
+		topics = append(topics, t)
+		if i > 0 {
+			wg.Go(func() {
+				for {
+					m, err := sub.Next(ctx)
+					if err != nil {
+						return
+					}
+					log.add(string(m.Data[:32]))
+				}
+			})
+		}
+	}
+	connect := func(i, j int) {
+		hosts[i].Connect(ctx, peer.AddrInfo{ID: hosts[j].ID(), Addrs: hosts[j].Addrs()})
+	}
+	for i := 1; i < benchNodes; i++ {
+		connect(i, 0)
+		connect(i, (i+1)%benchNodes)
+	}
+	testnet.Eventually(b, 10*time.Second, func() error {
+		if n := len(topics[0].ListPeers()); n < benchNodes-1 {
+			return fmt.Errorf("%d topic peers", n)
+		}
+		return nil
+	})
+	// Warm up until the mesh carries messages to every host (default
+	// GossipSub publishes to the mesh only, which forms on heartbeats).
+	probe := 0
+	testnet.Eventually(b, 20*time.Second, func() error {
+		id := fmt.Sprintf("probe%027d", probe)
+		probe++
+		topics[0].Publish(ctx, []byte(id))
+		time.Sleep(20 * time.Millisecond)
+		log.mu.Lock()
+		got := len(log.at[id])
+		log.mu.Unlock()
+		if got < benchNodes-1 {
+			return fmt.Errorf("probe reached %d hosts", got)
+		}
+		return nil
+	})
+	log.n.Store(0)
+	return topics, log
+}
+
+// BenchmarkBroadcastBurst publishes 1,000 broadcasts as fast as possible to
+// a 30-node swarm and reports the share delivered to the 29 receivers (and
+// the time until the last arrived), nova next to plain GossipSub.
+func BenchmarkBroadcastBurst(b *testing.B) {
+	const burst = 1000
+	b.Run("gossipsub-raw", func(b *testing.B) {
+		topics, log := rawSwarm(b)
+		payload := make([]byte, 256)
+		for b.Loop() {
+			start, base := time.Now(), log.n.Load()
+			for k := 0; k < burst; k++ {
+				copy(payload, fmt.Sprintf("%032d", k+int(base)))
+				topics[0].Publish(context.Background(), payload)
+			}
+			waitCount(log, base+burst*(benchNodes-1), 20*time.Second)
+			b.ReportMetric(float64(time.Since(start).Milliseconds()), "ms-all")
+			b.ReportMetric(100*float64(log.n.Load()-base)/float64(burst*(benchNodes-1)), "%delivered")
+		}
+	})
+	b.Run("nova", func(b *testing.B) {
+		net, log := novaSwarm(b)
+		for b.Loop() {
+			start, base := time.Now(), log.n.Load()
+			for k := 0; k < burst; k++ {
+				env, _ := net.Nodes[0].NewEnvelope("sun", envelope.Broadcast, envelope.TypeNotification, k)
+				if _, err := net.Nodes[0].Send(context.Background(), env); err != nil {
+					b.Fatal(err)
+				}
+			}
+			waitCount(log, base+burst*(benchNodes-1), 20*time.Second)
+			b.ReportMetric(float64(time.Since(start).Milliseconds()), "ms-all")
+			b.ReportMetric(100*float64(log.n.Load()-base)/float64(burst*(benchNodes-1)), "%delivered")
+		}
+	})
+}
+
+func waitCount(l *deliveryLog, want int64, max time.Duration) {
+	deadline := time.Now().Add(max)
+	for l.n.Load() < want && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// BenchmarkBroadcastLatency sends paced broadcasts (one every 5 ms) and
+// reports p50/p99 of the time until all 29 receivers have each one.
+func BenchmarkBroadcastLatency(b *testing.B) {
+	b.Run("gossipsub-raw", func(b *testing.B) {
+		topics, log := rawSwarm(b)
+		var lat []time.Duration
+		k := 0
+		for b.Loop() {
+			id := fmt.Sprintf("%032d", k)
+			k++
+			payload := append([]byte(id), make([]byte, 224)...)
+			start := time.Now()
+			topics[0].Publish(context.Background(), payload)
+			lat = append(lat, waitAll(log, id, start))
+			time.Sleep(5 * time.Millisecond)
+		}
+		reportLatency(b, lat)
+	})
+	b.Run("nova", func(b *testing.B) {
+		net, log := novaSwarm(b)
+		var lat []time.Duration
+		for b.Loop() {
+			env, _ := net.Nodes[0].NewEnvelope("sun", envelope.Broadcast, envelope.TypeNotification, "tick")
+			start := time.Now()
+			if _, err := net.Nodes[0].Send(context.Background(), env); err != nil {
+				b.Fatal(err)
+			}
+			lat = append(lat, waitAll(log, env.ID, start))
+			time.Sleep(5 * time.Millisecond)
+		}
+		reportLatency(b, lat)
+	})
+}
+
+func waitAll(l *deliveryLog, id string, start time.Time) time.Duration {
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		l.mu.Lock()
+		ts := l.at[id]
+		if len(ts) >= benchNodes-1 {
+			last := slices.MaxFunc(ts, func(a, b time.Time) int { return a.Compare(b) })
+			l.mu.Unlock()
+			return last.Sub(start)
+		}
+		l.mu.Unlock()
+		time.Sleep(50 * time.Microsecond)
+	}
+	return 5 * time.Second
+}
+
+func reportLatency(b *testing.B, lat []time.Duration) {
+	slices.Sort(lat)
+	if len(lat) == 0 {
+		return
+	}
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+}
+
+// BenchmarkIdleNodeMemory starts 100 nodes on loopback, connected in a
+// ring, and reports the Go heap in use per node once they are idle.
+func BenchmarkIdleNodeMemory(b *testing.B) {
+	const n = 100
+	for b.Loop() {
+		runtime.GC()
+		var before runtime.MemStats
+		runtime.ReadMemStats(&before)
+		net := testnet.New(b, n, testnet.WithTransport(testnet.TCP), testnet.WithoutLeakCheck(b), testnet.WithConfig(func(i int, c *node.Config) {
+			c.MetricsListen = "off"
+		}))
+		net.Ring()
+		net.WaitForCards()
+		runtime.GC()
+		var after runtime.MemStats
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapInuse-before.HeapInuse)/n/1024, "KiB-heap/node")
+		b.ReportMetric(float64(runtime.NumGoroutine())/n, "goroutines/node")
+		for _, nd := range net.Nodes {
+			nd.Close()
+		}
+	}
+}
+
+var _ = protocol.PathBroadcast
