@@ -51,7 +51,7 @@ func defaults() options {
 		idleTimeout:    10 * time.Minute,
 		channel:        channel.Config{Retries: 3, Base: 500 * time.Millisecond},
 		store:          NewMemStore(),
-		persistAfter:   10 * time.Millisecond,
+		persistAfter:   time.Second,
 		persistEvery:   20 * time.Millisecond,
 	}
 }
@@ -154,9 +154,11 @@ func WithStore(s Store) Option {
 }
 
 // WithPersistDelay sets how long an envelope may stay unacknowledged before
-// it is written to the outbox (default 10 ms; envelopes on a channel that is
+// it is written to the outbox (default 1 s; envelopes on a channel that is
 // not open are written at the next pass, every 20 ms, and everything at
-// Close). Envelopes acknowledged sooner never touch the disk.
+// Close). Envelopes acknowledged sooner never touch the disk: with 10 ms a
+// burst of 20,000 posts spent its time writing and deleting its own backlog
+// (3-38k msgs/s instead of a steady 31-36k).
 func WithPersistDelay(d time.Duration) Option {
 	return func(o *options) error {
 		if d < 0 {
