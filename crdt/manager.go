@@ -1,0 +1,285 @@
+package crdt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"regexp"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	golog "github.com/ipfs/go-log/v2"
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	"github.com/libp2p/go-libp2p/core/event"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/protocol"
+	"go.uber.org/zap"
+
+	"github.com/nova-node/nova-node/crdt/delta"
+)
+
+var log = golog.Logger("nova/crdt")
+
+// ID is the catch-up protocol.
+const ID protocol.ID = "/nova/crdt/1.0.0"
+
+// CodeDeserializationFailed is the seed's code for an undecodable update.
+const CodeDeserializationFailed = "CRDT_DESERIALIZATION_FAILED"
+
+// Topic is the GossipSub topic of a document.
+func Topic(swarm, doc string) string { return "nova/" + swarm + "/crdt/" + doc }
+
+var nameRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+
+// ValidName reports whether name is a valid document name.
+func ValidName(name string) bool { return nameRe.MatchString(name) }
+
+// Store persists each document's full state. SaveDoc is called under the
+// document's lock, after each join and before anything is published.
+type Store interface {
+	LoadDoc(name string) ([]byte, error) // nil, nil when absent
+	SaveDoc(name string, state []byte) error
+	DocNames() ([]string, error)
+}
+
+// Manager owns the open documents of one node.
+type Manager struct {
+	h        host.Host
+	ps       *pubsub.PubSub
+	swarm    string
+	replica  string
+	store    Store
+	interval time.Duration
+	log      *zap.SugaredLogger
+
+	mu      sync.Mutex
+	docs    map[string]*Doc
+	started bool
+	closed  bool
+
+	ctx      context.Context
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	sub      event.Subscription
+	rejected atomic.Uint64
+}
+
+// New returns a Manager; it starts nothing. catchupInterval is the period of
+// the background anti-entropy round (default 10 s when <= 0).
+func New(h host.Host, ps *pubsub.PubSub, swarm string, store Store, catchupInterval time.Duration) (*Manager, error) {
+	if h == nil || ps == nil || store == nil || swarm == "" {
+		return nil, errors.New("crdt: New needs a host, a pubsub, a swarm name and a store")
+	}
+	if catchupInterval <= 0 {
+		catchupInterval = 10 * time.Second
+	}
+	return &Manager{h: h, ps: ps, swarm: swarm, replica: h.ID().String(), store: store, interval: catchupInterval,
+		docs: map[string]*Doc{}, log: log.With("self", h.ID().String()[len(h.ID().String())-6:])}, nil
+}
+
+// Start serves catch-up requests, reopens the documents in the store and
+// follows new peers to catch up with them.
+func (m *Manager) Start(ctx context.Context) error {
+	m.mu.Lock()
+	if m.started || m.closed {
+		m.mu.Unlock()
+		return nil
+	}
+	sub, err := m.h.EventBus().Subscribe(new(event.EvtPeerIdentificationCompleted))
+	if err != nil {
+		m.mu.Unlock()
+		return fmt.Errorf("crdt: %w", err)
+	}
+	m.sub = sub
+	m.ctx, m.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	m.started = true
+	m.h.SetStreamHandler(ID, m.serve)
+	m.wg.Go(m.followPeers)
+	m.wg.Go(m.antiEntropy)
+	m.mu.Unlock()
+	names, err := m.store.DocNames()
+	if err != nil {
+		return fmt.Errorf("crdt: list stored documents: %w", err)
+	}
+	for _, n := range names {
+		if _, err := m.Open(ctx, n); err != nil {
+			m.log.Warnw("cannot reopen document", "doc", n, "err", err)
+		}
+	}
+	return nil
+}
+
+// Close stops every document and waits for every goroutine. Idempotent.
+func (m *Manager) Close() error {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil
+	}
+	m.closed = true
+	started := m.started
+	docs := make([]*Doc, 0, len(m.docs))
+	for _, d := range m.docs {
+		docs = append(docs, d)
+	}
+	m.mu.Unlock()
+	if !started {
+		return nil
+	}
+	m.h.RemoveStreamHandler(ID)
+	m.cancel()
+	_ = m.sub.Close()
+	for _, d := range docs {
+		d.stop()
+	}
+	m.wg.Wait()
+	return nil
+}
+
+// Rejected counts updates refused as undecodable (CRDT_DESERIALIZATION_FAILED).
+func (m *Manager) Rejected() uint64 { return m.rejected.Load() }
+
+// Replica is this node's replica id.
+func (m *Manager) Replica() string { return m.replica }
+
+// Open returns the document name, opening it (from the store, then a
+// catch-up with the peers on its topic) on first use.
+func (m *Manager) Open(ctx context.Context, name string) (*Doc, error) {
+	if !ValidName(name) {
+		return nil, fmt.Errorf("crdt: document name %q: letters, digits, '_', '.', '-', at most 64", name)
+	}
+	m.mu.Lock()
+	if m.closed || !m.started {
+		m.mu.Unlock()
+		return nil, errors.New("crdt: manager not running")
+	}
+	if d := m.docs[name]; d != nil {
+		m.mu.Unlock()
+		return d, nil
+	}
+	d, err := m.openLocked(name)
+	if err != nil {
+		m.mu.Unlock()
+		return nil, err
+	}
+	m.docs[name] = d
+	m.mu.Unlock()
+	// Catch up with whoever already has it.
+	for _, p := range m.h.Network().Peers() {
+		m.wg.Go(func() { _ = d.catchUp(m.ctx, p) })
+	}
+	return d, nil
+}
+
+func (m *Manager) openLocked(name string) (*Doc, error) {
+	dd, err := delta.New(m.replica)
+	if err != nil {
+		return nil, err
+	}
+	b, err := m.store.LoadDoc(name)
+	if err != nil {
+		return nil, fmt.Errorf("crdt: load %s: %w", name, err)
+	}
+	if b != nil {
+		st, err := delta.DecodeDoc(b)
+		if err != nil {
+			return nil, fmt.Errorf("crdt: stored state of %s: %w", name, err)
+		}
+		dd.JoinDoc(st)
+	}
+	d := &Doc{m: m, name: name, d: dd, watchers: map[*Watch]struct{}{}}
+	topic := Topic(m.swarm, name)
+	if err := m.ps.RegisterTopicValidator(topic, d.validate); err != nil {
+		return nil, fmt.Errorf("crdt: validator for %s: %w", name, err)
+	}
+	t, err := m.ps.Join(topic)
+	if err != nil {
+		_ = m.ps.UnregisterTopicValidator(topic)
+		return nil, fmt.Errorf("crdt: join %s: %w", topic, err)
+	}
+	sub, err := t.Subscribe(pubsub.WithBufferSize(4096))
+	if err != nil {
+		_ = t.Close()
+		_ = m.ps.UnregisterTopicValidator(topic)
+		return nil, fmt.Errorf("crdt: subscribe %s: %w", topic, err)
+	}
+	d.topic, d.sub = t, sub
+	m.wg.Go(d.readLoop)
+	return d, nil
+}
+
+// Docs lists the open documents.
+func (m *Manager) Docs() []*Doc {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]*Doc, 0, len(m.docs))
+	for _, d := range m.docs {
+		out = append(out, d)
+	}
+	return out
+}
+
+// followPeers catches every open document up with each new peer that
+// speaks the catch-up protocol.
+func (m *Manager) followPeers() {
+	for {
+		select {
+		case <-m.ctx.Done():
+			return
+		case e, ok := <-m.sub.Out():
+			if !ok {
+				return
+			}
+			evt := e.(event.EvtPeerIdentificationCompleted)
+			speaks := false
+			for _, p := range evt.Protocols {
+				speaks = speaks || p == ID
+			}
+			if !speaks {
+				continue
+			}
+			for _, d := range m.Docs() {
+				m.spawn(func() { _ = d.catchUp(m.ctx, evt.Peer) })
+			}
+		}
+	}
+}
+
+// antiEntropy asks a random topic peer of each document for what it lacks.
+func (m *Manager) antiEntropy() {
+	t := time.NewTicker(m.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-m.ctx.Done():
+			return
+		case <-t.C:
+		}
+		for _, d := range m.Docs() {
+			peers := d.topic.ListPeers()
+			if len(peers) > 0 {
+				p := peers[rand.IntN(len(peers))]
+				m.spawn(func() { _ = d.catchUp(m.ctx, p) })
+			}
+		}
+	}
+}
+
+func (m *Manager) spawn(f func()) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.closed {
+		m.wg.Go(f)
+	}
+}
+
+func (m *Manager) doc(name string) *Doc {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.docs[name]
+}
+
+var _ = peer.ID("")

@@ -1,0 +1,300 @@
+package crdt_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p"
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/nova-node/nova-node/crdt"
+)
+
+type memStore struct {
+	mu   sync.Mutex
+	docs map[string][]byte
+}
+
+func (s *memStore) LoadDoc(n string) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.docs[n], nil
+}
+func (s *memStore) SaveDoc(n string, b []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.docs[n] = append([]byte(nil), b...)
+	return nil
+}
+func (s *memStore) DocNames() ([]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for n := range s.docs {
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+type replica struct {
+	h     host.Host
+	m     *crdt.Manager
+	store *memStore
+	stop  func()
+}
+
+func newReplica(t *testing.T, key crypto.PrivKey, store *memStore) *replica {
+	t.Helper()
+	if key == nil {
+		key, _, _ = crypto.GenerateEd25519Key(rand.Reader)
+	}
+	if store == nil {
+		store = &memStore{docs: map[string][]byte{}}
+	}
+	h, err := libp2p.New(libp2p.Identity(key), libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ps, err := pubsub.NewGossipSub(ctx, h, pubsub.WithMessageSignaturePolicy(pubsub.StrictSign), pubsub.WithFloodPublish(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := crdt.New(h, ps, "test", store, 200*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := &replica{h: h, m: m, store: store}
+	var once sync.Once
+	r.stop = func() {
+		once.Do(func() {
+			m.Close()
+			cancel()
+			h.Close()
+		})
+	}
+	t.Cleanup(r.stop)
+	return r
+}
+
+func connect(t *testing.T, a, b *replica) {
+	t.Helper()
+	if err := a.h.Connect(context.Background(), peer.AddrInfo{ID: b.h.ID(), Addrs: b.h.Addrs()}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func eventually(t *testing.T, d time.Duration, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not true after %s: %v", d, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func open(t *testing.T, r *replica, name string) *crdt.Doc {
+	t.Helper()
+	d, err := r.m.Open(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func converged(docs ...*crdt.Doc) error {
+	first := docs[0].JSON()
+	for i, d := range docs[1:] {
+		if j := d.JSON(); !bytes.Equal(j, first) {
+			return fmt.Errorf("replica %d: %s\nreplica 0: %s", i+1, j, first)
+		}
+	}
+	return nil
+}
+
+// TestConcurrentWritersConverge: three replicas write concurrently (values,
+// a set, a counter) and end with the same document, nothing lost.
+func TestConcurrentWritersConverge(t *testing.T) {
+	rs := []*replica{newReplica(t, nil, nil), newReplica(t, nil, nil), newReplica(t, nil, nil)}
+	connect(t, rs[0], rs[1])
+	connect(t, rs[1], rs[2])
+	connect(t, rs[0], rs[2])
+	var docs []*crdt.Doc
+	for _, r := range rs {
+		docs = append(docs, open(t, r, "shared"))
+	}
+	eventually(t, 10*time.Second, func() error {
+		for i, r := range rs {
+			if n := len(docs[i].Info().Clock); n < 0 || docs[i].Info().Peers < 2 {
+				return fmt.Errorf("replica %d sees %d topic peers", i, docs[i].Info().Peers)
+			}
+			_ = r
+		}
+		return nil
+	})
+	var wg sync.WaitGroup
+	for i, d := range docs {
+		wg.Go(func() {
+			ctx := context.Background()
+			agent := fmt.Sprintf("w%d@%s", i, rs[i].h.ID())
+			for k := 0; k < 20; k++ {
+				if err := d.Set(ctx, agent, fmt.Sprintf("/r%d/k%d", i, k), json.RawMessage(fmt.Sprint(k))); err != nil {
+					t.Error(err)
+				}
+				if err := d.Incr(ctx, agent, "/count", 1); err != nil {
+					t.Error(err)
+				}
+				if err := d.SetAdd(ctx, agent, "/members", json.RawMessage(fmt.Sprintf(`"%d-%d"`, i, k))); err != nil {
+					t.Error(err)
+				}
+				if err := d.Set(ctx, agent, "/last", json.RawMessage(fmt.Sprintf(`"%d"`, i))); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	eventually(t, 15*time.Second, func() error { return converged(docs...) })
+	if v, _ := docs[0].Get("/count"); string(v) != "60" {
+		t.Fatalf("counter %s, want 60", v)
+	}
+	var members []string
+	v, _ := docs[2].Get("/members")
+	json.Unmarshal(v, &members)
+	if len(members) != 60 {
+		t.Fatalf("%d set members, want 60: a concurrent add was lost", len(members))
+	}
+	for i := range rs {
+		for k := 0; k < 20; k++ {
+			if v, ok := docs[(i+1)%3].Get(fmt.Sprintf("/r%d/k%d", i, k)); !ok || string(v) != fmt.Sprint(k) {
+				t.Fatalf("/r%d/k%d = %s on another replica", i, k, v)
+			}
+		}
+	}
+	// Concurrent writes to /last are all kept in the causal history.
+	if vals := docs[0].Values("/last"); len(vals) < 1 {
+		t.Fatal("no value for /last")
+	}
+}
+
+// TestLateJoinerIsCurrentAfterCatchUp: a replica that opens the document
+// after 200 writes has them all without waiting for new traffic.
+func TestLateJoinerIsCurrentAfterCatchUp(t *testing.T) {
+	a := newReplica(t, nil, nil)
+	da := open(t, a, "notes")
+	for k := 0; k < 200; k++ {
+		if err := da.Set(context.Background(), "w@"+a.h.ID().String(), fmt.Sprintf("/k%d", k), json.RawMessage(`true`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := newReplica(t, nil, nil)
+	connect(t, b, a)
+	start := time.Now()
+	db := open(t, b, "notes")
+	eventually(t, 5*time.Second, func() error { return converged(da, db) })
+	t.Logf("late joiner current after %s", time.Since(start))
+}
+
+// TestGarbageIsSkippedAndCounted: undecodable updates published on the
+// topic are rejected and counted (CRDT_DESERIALIZATION_FAILED) while valid
+// updates keep flowing.
+func TestGarbageIsSkippedAndCounted(t *testing.T) {
+	a, b := newReplica(t, nil, nil), newReplica(t, nil, nil)
+	connect(t, a, b)
+	da, db := open(t, a, "g"), open(t, b, "g")
+	// A third, raw peer publishes garbage on the document's topic.
+	h, _ := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"))
+	defer h.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ps, _ := pubsub.NewGossipSub(ctx, h, pubsub.WithFloodPublish(true))
+	topic, _ := ps.Join(crdt.Topic("test", "g"))
+	h.Connect(ctx, peer.AddrInfo{ID: b.h.ID(), Addrs: b.h.Addrs()})
+	eventually(t, 5*time.Second, func() error {
+		if len(topic.ListPeers()) == 0 || db.Info().Peers < 1 {
+			return fmt.Errorf("topic not ready")
+		}
+		return nil
+	})
+	for i := 0; i < 5; i++ {
+		topic.Publish(ctx, []byte(fmt.Sprintf("garbage %d \xff\x00", i)))
+	}
+	for k := 0; k < 10; k++ {
+		da.Set(context.Background(), "w@"+a.h.ID().String(), fmt.Sprintf("/k%d", k), json.RawMessage(`1`))
+	}
+	eventually(t, 5*time.Second, func() error {
+		if b.m.Rejected() < 5 {
+			return fmt.Errorf("%d rejected", b.m.Rejected())
+		}
+		return converged(da, db)
+	})
+}
+
+// TestRestartKeepsState: a replica closed and restarted with the same key
+// and store has its document as it was, and keeps converging.
+func TestRestartKeepsState(t *testing.T) {
+	key, _, _ := crypto.GenerateEd25519Key(rand.Reader)
+	store := &memStore{docs: map[string][]byte{}}
+	a := newReplica(t, key, store)
+	da := open(t, a, "persist")
+	for k := 0; k < 30; k++ {
+		da.Incr(context.Background(), "w@"+a.h.ID().String(), "/n", 2)
+	}
+	before := da.JSON()
+	a.stop()
+	a2 := newReplica(t, key, store)
+	da2 := open(t, a2, "persist")
+	if !bytes.Equal(da2.JSON(), before) {
+		t.Fatalf("after restart %s, before %s", da2.JSON(), before)
+	}
+	if err := da2.Incr(context.Background(), "w@"+a2.h.ID().String(), "/n", 1); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := da2.Get("/n"); string(v) != "61" {
+		t.Fatalf("counter %s, want 61", v)
+	}
+}
+
+func TestNoGoroutineOutlivesTheManager(t *testing.T) {
+	r := newReplica(t, nil, nil)
+	open(t, r, "x")
+	r.stop()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		buf := make([]byte, 1<<20)
+		n := runtime.Stack(buf, true)
+		leak := ""
+		for _, g := range strings.Split(string(buf[:n]), "\n\n") {
+			if strings.Contains(g, "nova-node/crdt.") && !strings.Contains(g, "TestNoGoroutine") {
+				leak = g
+			}
+		}
+		if leak == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("leaked:\n%s", leak)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
