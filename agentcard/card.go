@@ -186,7 +186,7 @@ func SplitAddress(addr string) (id string, host peer.ID, err error) {
 	if hostStr == "" {
 		return "", "", &AddressError{Address: addr, Reason: `empty peer ID after "@"`}
 	}
-	host, err = peer.Decode(hostStr)
+	host, err = decodePeer(hostStr)
 	if err != nil {
 		return "", "", &AddressError{Address: addr, Reason: "bad peer ID: " + err.Error()}
 	}

@@ -26,6 +26,10 @@
 // [SplitAddress]). Agent ids cannot contain '@', so the split is never
 // ambiguous.
 //
+// Peer IDs (a card's host, the peer of an address or of a DHT key) longer
+// than [MaxPeerIDLen] characters are refused before they are decoded:
+// go-libp2p's base58 decoding takes quadratic time.
+//
 // JSON decoding is strict, for signed cards come from other nodes: keys
 // match exactly, unknown and duplicate keys are errors, and failures are
 // [*InvalidCardError]s naming the field. Every valid card survives
@@ -44,7 +48,8 @@
 // card for an agent it does not host: no node can take over another node's
 // agent address. [Validator] applies the same checks to DHT records under
 // [Key] ("/nova/card/<peerID>/<id>"), also requiring the key's peer to be
-// the signer, and selects the highest revision.
+// the signer, and selects the highest revision, then the latest LastSeenAt
+// (the publisher's signed heartbeat).
 //
 // # The registry
 //
@@ -63,6 +68,11 @@
 // again; [Registry.Expire] frees the memory of such cards and may be called
 // whenever convenient. Local cards never expire. Refreshing is the
 // publisher's job: discovery re-merges cards it sees again.
+//
+// [Registry.MergeRemoteAt] starts the TTL at a given time instead of now:
+// discovery passes the heartbeat its host signed into the card (bounded by
+// the local clock), so a card read from a DHT record that outlives its host
+// still leaves the registry one TTL after the host's last heartbeat.
 //
 // Resolution: [Registry.Get] is exact ("id" means the local card).
 // [Registry.Resolve] takes "id@peer", which is exact, or a bare "id", which

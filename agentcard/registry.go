@@ -172,11 +172,40 @@ func (r *Registry) Unregister(id string) bool {
 // higher revision replaces it (changed = true), an equal revision only
 // refreshes its LastSeenAt and TTL (changed = false, data kept), and a lower
 // revision is ignored (changed = false). An expired card counts as absent.
+//
+// MergeRemote is [Registry.MergeRemoteAt] with seen = now: use it when the
+// card comes straight from its host (a card presented on a live stream).
 func (r *Registry) MergeRemote(c Card) (changed bool, err error) {
 	now := r.now()
+	return r.merge(c, now, now)
+}
+
+// MergeRemoteAt is [Registry.MergeRemote] for a card whose host was last
+// known to be alive at seen, rather than now: a card read from the DHT, whose
+// signed heartbeat may be minutes old while the record itself lingers long
+// after its host has left. The card's TTL runs from seen, so a host that
+// stops refreshing its records disappears one TTL after its last heartbeat,
+// however often others re-read them. seen is bounded by the registry's
+// clock: a time in the future counts as now. The stored LastSeenAt is
+// seen, in unix milliseconds.
+//
+// A card whose TTL has already elapsed at seen is stale: it is not stored
+// and changed is false (err is nil when the card is otherwise valid). An
+// equal revision moves the visible card's seen time forward, never back;
+// a higher revision replaces it and keeps the later of the two times, for
+// the same host vouched for both.
+func (r *Registry) MergeRemoteAt(c Card, seen time.Time) (changed bool, err error) {
+	now := r.now()
+	if seen.After(now) {
+		seen = now
+	}
+	return r.merge(c, seen, now)
+}
+
+func (r *Registry) merge(c Card, seen, now time.Time) (changed bool, err error) {
 	s := c.Clone()
 	s.Origin = OriginRemote
-	s.LastSeenAt = now.UnixMilli()
+	s.LastSeenAt = seen.UnixMilli()
 	ps := s.problems()
 	switch {
 	case s.Host == "":
@@ -195,17 +224,28 @@ func (r *Registry) MergeRemote(c Card) (changed bool, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	k := key{host, s.ID}
-	if old, ok := r.cards[k]; ok && r.visible(old, now) {
+	old, ok := r.cards[k]
+	if ok && r.visible(old, now) {
 		switch {
 		case s.Revision < old.card.Revision:
 			return false, nil
 		case s.Revision == old.card.Revision:
-			old.seen = now
-			old.card.LastSeenAt = s.LastSeenAt
+			if seen.After(old.seen) {
+				old.seen = seen
+				old.card.LastSeenAt = s.LastSeenAt
+			}
 			return false, nil
 		}
+		if old.seen.After(seen) {
+			seen = old.seen
+			s.LastSeenAt = seen.UnixMilli()
+		}
 	}
-	r.put(k, &entry{card: s, addr: s.Address(), seen: now})
+	e := &entry{card: s, addr: s.Address(), seen: seen}
+	if !r.visible(e, now) {
+		return false, nil
+	}
+	r.put(k, e)
 	return true, nil
 }
 

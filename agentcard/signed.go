@@ -184,7 +184,7 @@ func ParseKey(key string) (host peer.ID, id string, err error) {
 	if !ok || !validAgentID(id) {
 		return "", "", invalid("key", "%s does not end in /<peerID>/<agent id>", quote(key))
 	}
-	host, err = peer.Decode(hostStr)
+	host, err = decodePeer(hostStr)
 	if err != nil {
 		return "", "", invalid("key", "%s has a bad peer ID: %v", quote(key), err)
 	}
@@ -221,24 +221,39 @@ func validateKeyed(key string, value []byte) (Card, error) {
 	return c, nil
 }
 
-// Select picks the valid value with the highest revision. Ties go to the
+// Select picks the valid value with the highest revision. Among values of
+// the same revision it picks the latest LastSeenAt, which the publisher
+// stamps on every republish (its heartbeat, see package discovery), so a
+// fresh heartbeat replaces an old one in the DHT. Remaining ties go to the
 // value with the greatest bytes, then to the lowest index, so the choice
 // does not depend on the order of the values. It fails when no value is
 // valid.
 func (Validator) Select(key string, values [][]byte) (int, error) {
 	best := -1
-	var bestRev uint64
+	var bestCard Card
 	for i, v := range values {
 		c, err := validateKeyed(key, v)
 		if err != nil {
 			continue
 		}
-		if best < 0 || c.Revision > bestRev || (c.Revision == bestRev && bytes.Compare(v, values[best]) > 0) {
-			best, bestRev = i, c.Revision
+		if best < 0 || better(c, v, bestCard, values[best]) {
+			best, bestCard = i, c
 		}
 	}
 	if best < 0 {
 		return 0, invalid("key", "no valid card among %d values for %s", len(values), quote(key))
 	}
 	return best, nil
+}
+
+// better reports whether card a (signed bytes va) beats card b (vb): higher
+// revision, then later LastSeenAt, then greater bytes.
+func better(a Card, va []byte, b Card, vb []byte) bool {
+	if a.Revision != b.Revision {
+		return a.Revision > b.Revision
+	}
+	if a.LastSeenAt != b.LastSeenAt {
+		return a.LastSeenAt > b.LastSeenAt
+	}
+	return bytes.Compare(va, vb) > 0
 }

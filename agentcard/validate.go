@@ -160,7 +160,7 @@ func (c *Card) problems() []FieldProblem {
 		v.add("origin", "must be local or remote (got %s)", quote(string(c.Origin)))
 	}
 	if c.Host != "" {
-		if id, err := peer.Decode(c.Host); err != nil {
+		if id, err := decodePeer(c.Host); err != nil {
 			v.add("host", "must be a peer ID (got %s): %v", quote(c.Host), err)
 		} else if s := id.String(); s != c.Host {
 			v.add("host", "must be the canonical peer ID string %s (got %s)", quote(s), quote(c.Host))
@@ -265,6 +265,20 @@ func marshalCard(c *Card) ([]byte, error) {
 
 func isAlnum(b byte) bool {
 	return b >= '0' && b <= '9' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z'
+}
+
+// MaxPeerIDLen bounds the text of a peer ID this package decodes. Real
+// peer IDs are at most about 80 characters; go-libp2p's base58 decoder takes
+// quadratic time, so a longer string is refused before decoding (a 64 KiB
+// "host" would otherwise cost seconds of CPU per card).
+const MaxPeerIDLen = 128
+
+// decodePeer is peer.Decode for at most MaxPeerIDLen characters.
+func decodePeer(s string) (peer.ID, error) {
+	if len(s) > MaxPeerIDLen {
+		return "", fmt.Errorf("peer ID of %d characters, more than %d", len(s), MaxPeerIDLen)
+	}
+	return peer.Decode(s)
 }
 
 // validAgentID matches ^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$.

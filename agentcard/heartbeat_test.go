@@ -1,0 +1,130 @@
+package agentcard_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nova-node/nova-node/agentcard"
+)
+
+// TestMergeRemoteAt: the TTL of a card merged with a heartbeat runs from
+// the heartbeat, bounded by the clock; stale cards are not stored; an
+// equal revision moves the seen time forward only.
+func TestMergeRemoteAt(t *testing.T) {
+	nodes := testNodes(t)
+	self, a := nodes[0].id, nodes[1].id
+	clock := newClock()
+	ttl := 10 * time.Minute
+	r := agentcard.NewRegistry(self, agentcard.WithClock(clock.Now), agentcard.WithRemoteTTL(ttl))
+	c := remoteCard("earth", a, 3)
+
+	// A heartbeat 4 minutes old leaves 6 minutes of life.
+	hb := clock.Now().Add(-4 * time.Minute)
+	if changed, err := r.MergeRemoteAt(c, hb); !changed || err != nil {
+		t.Fatalf("MergeRemoteAt = %v, %v", changed, err)
+	}
+	got, ok := r.Get(c.Address())
+	if !ok || got.LastSeenAt != hb.UnixMilli() || got.Origin != agentcard.OriginRemote {
+		t.Fatalf("stored %+v, %v", got, ok)
+	}
+	// An older heartbeat of the same revision changes nothing.
+	if changed, _ := r.MergeRemoteAt(c, hb.Add(-time.Minute)); changed {
+		t.Fatal("an older heartbeat reported a change")
+	}
+	if got, _ := r.Get(c.Address()); got.LastSeenAt != hb.UnixMilli() {
+		t.Fatal("an older heartbeat moved LastSeenAt back")
+	}
+	clock.Advance(6*time.Minute - time.Millisecond)
+	if _, ok := r.Get(c.Address()); !ok {
+		t.Fatal("expired before its TTL")
+	}
+	clock.Advance(time.Millisecond)
+	if _, ok := r.Get(c.Address()); ok {
+		t.Fatal("visible one TTL after its heartbeat")
+	}
+	// A heartbeat older than the TTL is stale: not stored.
+	if changed, err := r.MergeRemoteAt(c, clock.Now().Add(-ttl)); changed || err != nil {
+		t.Fatalf("stale MergeRemoteAt = %v, %v", changed, err)
+	}
+	if _, ok := r.Get(c.Address()); ok {
+		t.Fatal("a stale card was stored")
+	}
+	// A heartbeat in the future counts as now.
+	if changed, _ := r.MergeRemoteAt(c, clock.Now().Add(time.Hour)); !changed {
+		t.Fatal("future heartbeat refused")
+	}
+	if got, _ := r.Get(c.Address()); got.LastSeenAt != clock.Now().UnixMilli() {
+		t.Fatalf("future heartbeat stored as %d, want now", got.LastSeenAt)
+	}
+	// A higher revision with an older heartbeat keeps the later time.
+	now := clock.Now()
+	clock.Advance(time.Minute)
+	c4 := remoteCard("earth", a, 4)
+	if changed, _ := r.MergeRemoteAt(c4, now.Add(-time.Minute)); !changed {
+		t.Fatal("higher revision refused")
+	}
+	if got, _ := r.Get(c.Address()); got.Revision != 4 || got.LastSeenAt != now.UnixMilli() {
+		t.Fatalf("got revision %d seen %d, want 4 seen %d", got.Revision, got.LastSeenAt, now.UnixMilli())
+	}
+	// The same checks as MergeRemote.
+	bad := remoteCard("earth", a, 5)
+	bad.Host = self.String()
+	if _, err := r.MergeRemoteAt(bad, now); !errors.Is(err, agentcard.ErrInvalidCard) {
+		t.Fatalf("own card merged as remote: %v", err)
+	}
+}
+
+// TestSelectPrefersLatestHeartbeat: of two records of the same revision,
+// the DHT validator keeps the later heartbeat, whatever the bytes.
+func TestSelectPrefersLatestHeartbeat(t *testing.T) {
+	a := testNodes(t)[1]
+	var v agentcard.Validator
+	c := sampleCard("venus")
+	c.Revision = 2
+	var sealed [][]byte
+	for _, ms := range []int64{999, 1000, 10000} { // "999" > "1000" byte-wise
+		c.LastSeenAt = ms
+		b, err := agentcard.Seal(c, a.key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sealed = append(sealed, b)
+	}
+	key := agentcard.Key(a.id, "venus")
+	for _, order := range [][]int{{0, 1, 2}, {2, 1, 0}, {1, 2, 0}} {
+		vals := [][]byte{sealed[order[0]], sealed[order[1]], sealed[order[2]]}
+		i, err := v.Select(key, vals)
+		if err != nil || order[i] != 2 {
+			t.Fatalf("Select(%v) picked %v, %v; want the latest heartbeat", order, order[i], err)
+		}
+	}
+	c.Revision = 3
+	c.LastSeenAt = 1
+	newer, _ := agentcard.Seal(c, a.key)
+	if i, _ := v.Select(key, [][]byte{sealed[2], newer}); i != 1 {
+		t.Fatal("a later heartbeat beat a higher revision")
+	}
+}
+
+// TestLongPeerIDsRefusedCheaply: a peer ID longer than MaxPeerIDLen is
+// refused before base58 decoding, whose cost is quadratic.
+func TestLongPeerIDsRefusedCheaply(t *testing.T) {
+	long := "Qm" + strings.Repeat("z", 60000)
+	start := time.Now()
+	c := sampleCard("venus")
+	c.Host = long
+	if err := c.Validate(); !errors.Is(err, agentcard.ErrInvalidCard) {
+		t.Fatalf("Validate = %v", err)
+	}
+	if _, _, err := agentcard.ParseKey(agentcard.KeyPrefix + long + "/venus"); err == nil {
+		t.Fatal("ParseKey accepted a huge peer ID")
+	}
+	if _, _, err := agentcard.SplitAddress("venus@" + long); err == nil {
+		t.Fatal("SplitAddress accepted a huge peer ID")
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("refusing took %s", d)
+	}
+}

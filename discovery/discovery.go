@@ -1,0 +1,430 @@
+package discovery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	golog "github.com/ipfs/go-log/v2"
+	dht "github.com/libp2p/go-libp2p-kad-dht"
+	"github.com/libp2p/go-libp2p-kad-dht/records"
+	record "github.com/libp2p/go-libp2p-record"
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"go.uber.org/zap"
+
+	"github.com/nova-node/nova-node/agentcard"
+)
+
+var log = golog.Logger("nova/discovery")
+
+// Sink receives the remote cards discovery finds and verifies.
+// *agentcard.Registry satisfies it. seen is when the card's host was last
+// known to be alive (its signed heartbeat, never later than the local
+// clock): the sink's TTL for the card runs from seen, so a host that has
+// left disappears one TTL after its last heartbeat even while its DHT
+// records linger. MergeRemoteAt must not block for long: it is called from
+// lookups and from the refresh loop.
+type Sink interface {
+	MergeRemoteAt(c agentcard.Card, seen time.Time) (changed bool, err error)
+}
+
+// Source gives the cards of the agents this node hosts, to publish.
+// *agentcard.Registry satisfies it.
+type Source interface {
+	Local() []agentcard.Card
+}
+
+// Timing constants that are not options.
+const (
+	dialTimeout     = 10 * time.Second
+	rtCheckInterval = time.Second // how often the publish loop looks at the routing table's growth
+	maxProviders    = 256         // providers read per lookup
+	parallelism     = 16          // concurrent DHT operations per publish, lookup or refresh
+)
+
+// Service is nova's discovery: a Kademlia DHT on the "/nova" protocol
+// prefix holding signed cards, signed agent indexes and provider records
+// for agent names and capabilities; mDNS on the LAN; bootstrap peers; a
+// republish loop (the heartbeat) and a refresh loop that keeps found
+// cards alive in the [Sink] while their hosts keep publishing.
+//
+// [New] starts nothing. [Service.Start] creates the DHT and starts the
+// loops; [Service.Close] stops and waits for every goroutine the service
+// started, then closes the DHT. All methods are safe for concurrent use.
+type Service struct {
+	h     host.Host
+	key   crypto.PrivKey
+	self  peer.ID
+	swarm string
+	src   Source
+	sink  Sink
+	cfg   config
+	log   *zap.SugaredLogger
+
+	announce chan struct{}      // a local card changed; capacity 1, coalescing
+	found    chan peer.AddrInfo // peers found by mDNS, for mdnsLoop
+
+	// mu guards the lifecycle fields. It is never held while calling the
+	// DHT, the sink or the source. No two of mu, pubMu and cache.mu are
+	// ever held at once.
+	mu      sync.Mutex
+	started bool
+	closed  bool
+	dht     *dht.IpfsDHT
+	mdns    io.Closer
+	ctx     context.Context // the service's lifetime, cancelled by Close
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+
+	pubMu       sync.Mutex // serialises Publish
+	stamp       int64      // last heartbeat published (unix ms); guarded by pubMu
+	rtAtPublish int        // routing-table size at the last publish; guarded by pubMu
+
+	cache cache
+	stats counters
+}
+
+// New returns a discovery service for host h, whose identity key is key,
+// in swarm (see [ValidateSwarm]). src gives the local cards to publish;
+// sink receives verified remote cards. Both are usually the node's
+// *agentcard.Registry. New validates its arguments and options and starts
+// nothing.
+//
+// Defaults: no bootstrap peers, mDNS on, DHT mode server, TTL
+// [DefaultTTL], republish every [DefaultRepublishInterval], refresh at the
+// republish interval, lookup cache [DefaultLookupCacheTTL], [DefaultRetries]
+// retries from [DefaultRetryBase], clock skew [DefaultMaxClockSkew],
+// time.Now, go-log's "nova/discovery" logger.
+func New(h host.Host, key crypto.PrivKey, swarm string, src Source, sink Sink, opts ...Option) (*Service, error) {
+	if h == nil {
+		return nil, errors.New("discovery: nil host")
+	}
+	if key == nil {
+		return nil, errors.New("discovery: nil private key")
+	}
+	self, err := peer.IDFromPrivateKey(key)
+	if err != nil {
+		return nil, fmt.Errorf("discovery: identity key: %w", err)
+	}
+	if self != h.ID() {
+		return nil, fmt.Errorf("discovery: the key is %s's but the host is %s", self, h.ID())
+	}
+	if err := ValidateSwarm(swarm); err != nil {
+		return nil, err
+	}
+	if src == nil || sink == nil {
+		return nil, errors.New("discovery: nil card source or sink")
+	}
+	cfg := defaults()
+	for _, o := range opts {
+		if err := o(&cfg); err != nil {
+			return nil, err
+		}
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	l := cfg.log
+	if l == nil {
+		s := self.String()
+		l = log.With("self", s[len(s)-6:])
+	}
+	return &Service{
+		h: h, key: key, self: self, swarm: swarm, src: src, sink: sink, cfg: cfg, log: l,
+		announce: make(chan struct{}, 1),
+		found:    make(chan peer.AddrInfo, 64),
+		cache:    newCache(),
+	}, nil
+}
+
+// Start creates the DHT (protocol prefix "/nova", the configured mode, the
+// nova validator, the bootstrap peers and no others, record lifetimes of
+// one TTL), starts mDNS when enabled, and starts the loops: dial the
+// bootstrap peers and bootstrap the DHT, publish at once and then every
+// republish interval (sooner after [Service.Announce], after a failure,
+// and whenever the routing table has doubled since the last publish), and
+// refresh found cards every refresh interval. ctx bounds start-up only.
+// Start is a no-op when already started; after Close it returns
+// [ErrClosed]. An mDNS failure (no multicast interface) is logged and
+// leaves the rest running.
+func (s *Service) Start(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.closed:
+		return ErrClosed
+	case s.started:
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	opts := []dht.Option{
+		dht.ProtocolPrefix(ProtocolPrefix),
+		dht.Mode(s.cfg.mode),
+		// Replacing the validator drops kad-dht's default "ipns" one, which
+		// nova does not use; "pk" stays for dht.GetPublicKey.
+		dht.Validator(record.NamespacedValidator{"pk": record.PublicKeyValidator{}}),
+		dht.NamespacedValidator(Namespace, Validator{}),
+		dht.BootstrapPeers(s.cfg.bootstrap...),
+		dht.MaxRecordAge(s.cfg.ttl),
+		dht.ValueGCInterval(s.cfg.ttl),
+		dht.ProviderManagerOpts(records.ProvideValidity(s.cfg.ttl), records.CleanupInterval(s.cfg.ttl)),
+	}
+	opts = append(opts, s.cfg.dhtOptions...)
+	d, err := dht.New(s.h, opts...)
+	if err != nil {
+		return fmt.Errorf("discovery: start DHT: %w", err)
+	}
+	var md io.Closer
+	if s.cfg.mdns {
+		if startMDNS == nil {
+			s.log.Warnw("mDNS is not compiled into this build (see discovery/mdns.go); LAN peers will not be found without bootstrap peers")
+		} else if md, err = startMDNS(s.h, ServiceName(s.swarm), s.peerFound); err != nil {
+			s.log.Warnw("mDNS unavailable, LAN peers will not be found without bootstrap peers", "err", err)
+			md = nil
+		}
+	}
+	s.ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	s.dht, s.mdns, s.started = d, md, true
+	s.wg.Go(s.publishLoop)
+	s.wg.Go(s.refreshLoop)
+	if md != nil {
+		s.wg.Go(s.mdnsLoop)
+	}
+	s.log.Infow("discovery started", "swarm", s.swarm, "mode", s.cfg.mode, "mdns", md != nil,
+		"bootstrap", len(s.cfg.bootstrap), "ttl", s.cfg.ttl, "republish", s.cfg.republish)
+	return nil
+}
+
+// Close stops mDNS and the loops, waits for every goroutine the service
+// started, then removes the DHT's stream handler and closes the DHT. Lookups in progress fail with a cancelled
+// context. Close is idempotent and safe before Start.
+func (s *Service) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	cancel, md, d := s.cancel, s.mdns, s.dht
+	s.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	var errs []error
+	if md != nil {
+		errs = append(errs, md.Close())
+	}
+	s.wg.Wait()
+	if d != nil {
+		// kad-dht's Close leaves its stream handler on the host.
+		s.h.RemoveStreamHandler(dhtProtocol)
+		errs = append(errs, d.Close())
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("discovery: close: %w", err)
+	}
+	return nil
+}
+
+// DHT returns the service's DHT, nil before Start. The node may use it for
+// peer routing (e.g. routedhost.Wrap) and content routing; it must not
+// close it.
+func (s *Service) DHT() *dht.IpfsDHT {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.dht
+}
+
+// Announce asks the publish loop to publish the local cards soon: call it
+// whenever a local card changes (registered, updated or removed). It never
+// blocks; announcements made while a publish is pending coalesce. Before
+// Start it does nothing (Start publishes anyway).
+func (s *Service) Announce() {
+	select {
+	case s.announce <- struct{}{}:
+	default:
+	}
+}
+
+// running returns the DHT and a context that ends with ctx or with the
+// service, whichever ends first; the caller must call the returned cancel.
+func (s *Service) running(ctx context.Context) (*dht.IpfsDHT, context.Context, context.CancelFunc, error) {
+	s.mu.Lock()
+	closed, d, life := s.closed, s.dht, s.ctx
+	s.mu.Unlock()
+	switch {
+	case closed:
+		return nil, nil, nil, ErrClosed
+	case d == nil:
+		return nil, nil, nil, ErrNotStarted
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(life, cancel)
+	return d, ctx, func() { stop(); cancel() }, nil
+}
+
+// publishLoop dials the bootstrap peers, bootstraps the DHT, then publishes
+// the local cards: at once, every republish interval, on Announce, after a
+// failure (backing off from the retry base to the republish interval), and
+// when the routing table has at least doubled since the last publish and
+// then stopped growing (a record put while the network was small sits on
+// peers that are no longer the closest to its key).
+func (s *Service) publishLoop() {
+	ctx, d := s.ctx, s.dht
+	s.connectBootstrap(ctx)
+	if err := d.Bootstrap(ctx); err != nil {
+		s.log.Debugw("DHT bootstrap", "err", err)
+	}
+	backoff := s.cfg.retryBase
+	if backoff <= 0 {
+		backoff = 100 * time.Millisecond
+	}
+	retry := backoff
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	rt := time.NewTicker(min(rtCheckInterval, s.cfg.republish))
+	defer rt.Stop()
+	rtSize := -1
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		case <-s.announce:
+		case <-rt.C:
+			if !s.routingTableGrew(d, &rtSize) {
+				continue
+			}
+		}
+		if err := s.Publish(ctx); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			s.log.Debugw("publish failed, retrying", "in", retry, "err", err)
+			timer.Reset(retry)
+			retry = min(2*retry, s.cfg.republish)
+			continue
+		}
+		retry = backoff
+		timer.Reset(s.cfg.republish)
+	}
+}
+
+// routingTableGrew reports whether the routing table has at least doubled
+// since the last publish and has stopped growing (same size as at the
+// previous check, *prev), so that a burst of joins causes one publish.
+func (s *Service) routingTableGrew(d *dht.IpfsDHT, prev *int) bool {
+	n := d.RoutingTable().Size()
+	stable := n == *prev
+	*prev = n
+	s.pubMu.Lock()
+	last := s.rtAtPublish
+	s.pubMu.Unlock()
+	return stable && n > last && n >= 2*last
+}
+
+// connectBootstrap dials every bootstrap peer at once and waits for the
+// dials to end.
+func (s *Service) connectBootstrap(ctx context.Context) {
+	var wg sync.WaitGroup
+	for _, ai := range s.cfg.bootstrap {
+		wg.Go(func() { s.connect(ctx, ai, "bootstrap") })
+	}
+	wg.Wait()
+}
+
+func (s *Service) connect(ctx context.Context, ai peer.AddrInfo, why string) {
+	if ai.ID == s.self || s.h.Network().Connectedness(ai.ID) == network.Connected {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, dialTimeout)
+	defer cancel()
+	if err := s.h.Connect(ctx, ai); err != nil {
+		s.log.Debugw("dial failed", "peer", ai.ID, "via", why, "err", err)
+		return
+	}
+	s.log.Debugw("connected", "peer", ai.ID, "via", why)
+}
+
+// refreshLoop re-reads the cards this node has found, every refresh
+// interval, until the service closes.
+func (s *Service) refreshLoop() {
+	t := time.NewTicker(s.cfg.refresh)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-t.C:
+			s.refresh(s.ctx, s.dht)
+		}
+	}
+}
+
+// startMDNS starts mDNS discovery of service on the host's LAN
+// interfaces, calling found (on any goroutine) for every peer it sees,
+// until the returned Closer is closed. It is nil when this build has no
+// mDNS (see mdns.go).
+var startMDNS func(h host.Host, service string, found func(peer.AddrInfo)) (io.Closer, error)
+
+// peerFound hands a peer found by mDNS to mdnsLoop without blocking; when
+// the queue is full the peer is dropped and counted, and mDNS finds it
+// again on its next round.
+func (s *Service) peerFound(ai peer.AddrInfo) {
+	if ai.ID == s.self {
+		return
+	}
+	select {
+	case s.found <- ai:
+	default:
+		s.stats.mdnsDropped.Add(1)
+	}
+}
+
+// mdnsLoop dials the peers mDNS finds, one at a time.
+func (s *Service) mdnsLoop() {
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case ai := <-s.found:
+			s.stats.mdnsFound.Add(1)
+			s.connect(s.ctx, ai, "mdns")
+		}
+	}
+}
+
+// Stats are counters of a service's activity since New.
+type Stats struct {
+	Publishes       uint64 // successful publishes of the local cards
+	PublishFailures uint64 // publishes that failed at least in part
+	Lookups         uint64 // FindByName, FindByCapability and Lookup calls
+	CardsMerged     uint64 // cards handed to the sink (fresh and verified)
+	CardsRefused    uint64 // cards read from the DHT and refused: stale, future-dated, or mismatched
+	CacheHits       uint64 // card, index or provider reads answered from the cache
+	MDNSFound       uint64 // peers found by mDNS and dialled
+	MDNSDropped     uint64 // mDNS finds dropped because the dial queue was full
+}
+
+type counters struct {
+	publishes, publishFailures, lookups, merged, refused, cacheHits, mdnsFound, mdnsDropped atomic.Uint64
+}
+
+// Stats returns the service's counters.
+func (s *Service) Stats() Stats {
+	c := &s.stats
+	return Stats{
+		Publishes: c.publishes.Load(), PublishFailures: c.publishFailures.Load(), Lookups: c.lookups.Load(),
+		CardsMerged: c.merged.Load(), CardsRefused: c.refused.Load(), CacheHits: c.cacheHits.Load(),
+		MDNSFound: c.mdnsFound.Load(), MDNSDropped: c.mdnsDropped.Load(),
+	}
+}

@@ -1,0 +1,262 @@
+package discovery_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	dht "github.com/libp2p/go-libp2p-kad-dht"
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/nova-node/nova-node/agentcard"
+	"github.com/nova-node/nova-node/discovery"
+)
+
+func TestNewRefusesBadArguments(t *testing.T) {
+	checkLeaks(t)
+	h, key := newHost(t)
+	t.Cleanup(func() { h.Close() })
+	other, _, _ := crypto.GenerateEd25519Key(nil)
+	reg := agentcard.NewRegistry(h.ID())
+	for name, f := range map[string]func() (*discovery.Service, error){
+		"nil host":    func() (*discovery.Service, error) { return discovery.New(nil, key, swarm, reg, reg) },
+		"nil key":     func() (*discovery.Service, error) { return discovery.New(h, nil, swarm, reg, reg) },
+		"foreign key": func() (*discovery.Service, error) { return discovery.New(h, other, swarm, reg, reg) },
+		"bad swarm":   func() (*discovery.Service, error) { return discovery.New(h, key, "Bad/Swarm", reg, reg) },
+		"nil source":  func() (*discovery.Service, error) { return discovery.New(h, key, swarm, nil, reg) },
+		"nil sink":    func() (*discovery.Service, error) { return discovery.New(h, key, swarm, reg, nil) },
+		"slow heartbeat": func() (*discovery.Service, error) {
+			return discovery.New(h, key, swarm, reg, reg, discovery.WithTTL(time.Minute), discovery.WithRepublishInterval(31*time.Second))
+		},
+		"slow refresh": func() (*discovery.Service, error) {
+			return discovery.New(h, key, swarm, reg, reg, discovery.WithTTL(time.Minute), discovery.WithRepublishInterval(10*time.Second), discovery.WithRefreshInterval(time.Minute))
+		},
+		"zero TTL": func() (*discovery.Service, error) {
+			return discovery.New(h, key, swarm, reg, reg, discovery.WithTTL(0))
+		},
+		"bad retry": func() (*discovery.Service, error) {
+			return discovery.New(h, key, swarm, reg, reg, discovery.WithRetry(3, 0))
+		},
+		"bad mode": func() (*discovery.Service, error) {
+			return discovery.New(h, key, swarm, reg, reg, discovery.WithMode(42))
+		},
+		"peer sans addr": func() (*discovery.Service, error) {
+			return discovery.New(h, key, swarm, reg, reg, discovery.WithBootstrapPeers([]peer.AddrInfo{{ID: h.ID()}}))
+		},
+	} {
+		if s, err := f(); err == nil || s != nil {
+			t.Errorf("%s: New = %v, %v; want an error", name, s, err)
+		}
+	}
+}
+
+func TestLifecycle(t *testing.T) {
+	checkLeaks(t)
+	h, key := newHost(t)
+	t.Cleanup(func() { h.Close() })
+	reg := agentcard.NewRegistry(h.ID())
+	s, err := discovery.New(h, key, swarm, reg, reg, discovery.WithMDNS(false), discovery.WithLogger(nopLogger()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	if s.DHT() != nil {
+		t.Fatal("New created the DHT")
+	}
+	if err := s.Publish(ctx); !errors.Is(err, discovery.ErrNotStarted) {
+		t.Fatalf("Publish before Start = %v", err)
+	}
+	if _, err := s.FindByName(ctx, "x"); !errors.Is(err, discovery.ErrNotStarted) {
+		t.Fatalf("FindByName before Start = %v", err)
+	}
+	s.Announce() // a no-op before Start
+	if err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(ctx); err != nil {
+		t.Fatalf("second Start = %v", err)
+	}
+	if s.DHT() == nil || s.DHT().Mode() != dht.ModeServer {
+		t.Fatal("no DHT in server mode after Start")
+	}
+	protos := h.Mux().Protocols()
+	if !slices.Contains(protos, "/nova/kad/1.0.0") || slices.Contains(protos, "/ipfs/kad/1.0.0") {
+		t.Fatalf("the host speaks %v; want /nova/kad/1.0.0 and never the public DHT", protos)
+	}
+	// Alone, a publish has nobody to put to: an error, not a hang.
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := s.Publish(pctx); err == nil {
+		t.Fatal("Publish without peers succeeded")
+	}
+	for range 2 {
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if slices.Contains(h.Mux().Protocols(), "/nova/kad/1.0.0") {
+		t.Fatal("the host still serves the DHT after Close")
+	}
+	if err := s.Start(ctx); !errors.Is(err, discovery.ErrClosed) {
+		t.Fatalf("Start after Close = %v", err)
+	}
+	if _, err := s.Lookup(ctx, "x@"+h.ID().String()); err == nil {
+		t.Fatal("Lookup of a missing local agent succeeded")
+	}
+	if _, err := s.FindByCapability(ctx, "x"); !errors.Is(err, discovery.ErrClosed) {
+		t.Fatalf("FindByCapability after Close = %v", err)
+	}
+	// Closing before Start is fine too.
+	s2, err := discovery.New(h, key, swarm, reg, reg, discovery.WithMDNS(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s2.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSmallSwarm(t *testing.T) {
+	checkLeaks(t)
+	nodes := network(t, 6, slow)
+	waitRoutingTables(t, nodes, 3)
+	publishAll(t, nodes)
+	ctx := t.Context()
+	for i, n := range nodes {
+		for j := range nodes {
+			if i == j {
+				continue
+			}
+			cards, err := n.svc.FindByName(ctx, agentName(j))
+			if err != nil {
+				t.Fatalf("node %d: FindByName(%s): %v", i, agentName(j), err)
+			}
+			if len(cards) != 1 || cards[0].Host != nodes[j].h.ID().String() || cards[0].Origin != agentcard.OriginLocal {
+				t.Fatalf("node %d: FindByName(%s) = %+v; want the card as signed", i, agentName(j), cards)
+			}
+			got, ok := n.reg.Get(cards[0].Address())
+			if !ok || got.Origin != agentcard.OriginRemote {
+				t.Fatalf("node %d: %s not merged into the registry as remote", i, cards[0].Address())
+			}
+		}
+		cards, err := n.svc.FindByCapability(ctx, "echo")
+		if err != nil || len(cards) != len(nodes)-1 {
+			t.Fatalf("node %d: FindByCapability(echo) = %d cards, %v", i, len(cards), err)
+		}
+		if cards, err := n.svc.FindByCapability(ctx, fmt.Sprintf("only-%d", (i+1)%len(nodes))); err != nil || len(cards) != 1 {
+			t.Fatalf("node %d: FindByCapability(only-%d) = %d cards, %v", i, (i+1)%len(nodes), len(cards), err)
+		}
+	}
+	addr := agentName(1) + "@" + nodes[1].h.ID().String()
+	if c, err := nodes[0].svc.Lookup(ctx, addr); err != nil || c.Address() != addr {
+		t.Fatalf("Lookup(%s) = %v, %v", addr, c.Address(), err)
+	}
+	self := agentName(0) + "@" + nodes[0].h.ID().String()
+	if c, err := nodes[0].svc.Lookup(ctx, self); err != nil || c.Origin != agentcard.OriginLocal {
+		t.Fatalf("Lookup(own agent) = %+v, %v", c, err)
+	}
+	for _, bad := range []string{agentName(1), "bad name@x", agentName(1) + "@" + nodes[0].h.ID().String()} {
+		if _, err := nodes[0].svc.Lookup(ctx, bad); !errors.Is(err, agentcard.ErrAgentNotFound) {
+			t.Errorf("Lookup(%q) = %v, want AGENT_NOT_FOUND", bad, err)
+		}
+	}
+	missing := agentName(9) + "@" + nodes[1].h.ID().String()
+	if _, err := nodes[0].svc.Lookup(ctx, missing); !errors.Is(err, agentcard.ErrAgentNotFound) {
+		t.Fatalf("Lookup(%s) = %v, want AGENT_NOT_FOUND", missing, err)
+	}
+	start := time.Now()
+	if _, err := nodes[0].svc.FindByName(ctx, "nobody"); !errors.Is(err, agentcard.ErrAgentNotFound) {
+		t.Fatalf("FindByName(nobody) = %v, want AGENT_NOT_FOUND", err)
+	} else if !strings.Contains(err.Error(), swarm) {
+		t.Errorf("the error does not say where it searched: %v", err)
+	}
+	if d := time.Since(start); d < 1500*time.Millisecond {
+		t.Errorf("FindByName(nobody) gave up after %s, without its 4 retries from 100 ms", d)
+	}
+	if _, err := nodes[0].svc.FindByCapability(ctx, "nothing"); !errors.Is(err, agentcard.ErrCapabilityNotFound) {
+		t.Fatalf("FindByCapability(nothing) = %v, want CAPABILITY_NOT_FOUND", err)
+	}
+	if _, err := nodes[0].svc.FindByName(ctx, "a@b"); !errors.Is(err, agentcard.ErrAgentNotFound) {
+		t.Fatalf("FindByName(a@b) = %v", err)
+	}
+	// A second lookup within the cache TTL answers from the cache.
+	before := nodes[0].svc.Stats().CacheHits
+	if _, err := nodes[0].svc.FindByName(ctx, agentName(2)); err != nil {
+		t.Fatal(err)
+	}
+	if nodes[0].svc.Stats().CacheHits <= before {
+		t.Error("a repeated lookup did not use the cache")
+	}
+}
+
+// TestLiveness runs the loops on real timers (TTL 5 s, republish and
+// refresh every second): an update announced with Announce reaches every
+// registry through the refresh loop; a node that leaves stays listed until
+// about a TTL after its last heartbeat and is gone from every registry
+// soon after; the live nodes stay listed for longer than a TTL.
+func TestLiveness(t *testing.T) {
+	checkLeaks(t)
+	tm := timing{ttl: 5 * time.Second, republish: time.Second, refresh: time.Second, cache: 500 * time.Millisecond}
+	nodes := network(t, 8, tm)
+	waitRoutingTables(t, nodes, 3)
+	publishAll(t, nodes)
+	for i, n := range nodes {
+		cards, err := n.svc.FindByCapability(t.Context(), "echo")
+		if err != nil || len(cards) != len(nodes)-1 {
+			t.Fatalf("node %d: FindByCapability(echo) = %d cards, %v", i, len(cards), err)
+		}
+	}
+	found := time.Now()
+
+	c, err := nodes[0].reg.Register(agentCard(agentName(0), "echo", "later"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes[0].svc.Announce()
+	eventually(t, 10*time.Second, func() error {
+		for i, n := range nodes[1:] {
+			if got, ok := n.reg.Get(c.Address()); !ok || got.Revision != c.Revision {
+				return fmt.Errorf("node %d has %s at revision %d, want %d", i+1, c.Address(), got.Revision, c.Revision)
+			}
+		}
+		return nil
+	})
+
+	gone := nodes[len(nodes)-1]
+	goneAddr := agentName(len(nodes)-1) + "@" + gone.h.ID().String()
+	gone.close()
+	left := time.Now()
+	nodes = nodes[:len(nodes)-1]
+	// The last heartbeat a registry saw is at most a republish plus a
+	// refresh interval (and some load) older than the departure, so every
+	// registry lists the node for TTL - republish - refresh after it left.
+	// Check it a second before that.
+	time.Sleep(tm.ttl - tm.republish - tm.refresh - time.Second)
+	for i, n := range nodes {
+		if _, ok := n.reg.Get(goneAddr); !ok {
+			t.Fatalf("node %d dropped %s %s after it left, before its TTL", i, goneAddr, time.Since(left))
+		}
+	}
+	eventually(t, tm.ttl+5*time.Second, func() error {
+		for i, n := range nodes {
+			if _, ok := n.reg.Get(goneAddr); ok {
+				return fmt.Errorf("node %d still lists %s %s after it left", i, goneAddr, time.Since(left))
+			}
+		}
+		return nil
+	})
+	t.Logf("%s left every registry %s after it left (TTL %s)", goneAddr, time.Since(left).Round(10*time.Millisecond), tm.ttl)
+	if d := time.Since(found); d < tm.ttl {
+		time.Sleep(tm.ttl - d)
+	}
+	for i, n := range nodes {
+		if got := len(n.reg.Remote()); got != len(nodes)-1 {
+			t.Errorf("node %d holds %d remote cards more than a TTL after finding them, want %d", i, got, len(nodes)-1)
+		}
+	}
+}

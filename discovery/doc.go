@@ -1,0 +1,130 @@
+// Package discovery finds the agents of a nova swarm and feeds their
+// verified cards into the node's registry. It owns a Kademlia DHT
+// (go-libp2p-kad-dht) on the private protocol prefix "/nova", mDNS on the
+// LAN, the bootstrap peers, a republish loop that is the node's heartbeat,
+// and a refresh loop that keeps found cards alive while their hosts keep
+// publishing. It also holds the swarm helpers the node needs around it:
+// [PSK] (the private-network key from a swarm secret) and [ParseAddrs].
+// Invite tokens are in the pure sub-package discovery/invite.
+//
+// # What it may import
+//
+// libp2p (core, kad-dht, go-libp2p-record, p2p/discovery/mdns) and
+// nova's agentcard. Never protocol, crdt, mcpbridge or node: the router
+// reaches discovery through a small interface of its own, and the registry
+// reaches nothing. Sandbox and tier filtering of query results is the
+// caller's job (the router and the registry's users); discovery only finds
+// and verifies.
+//
+// # Records
+//
+// All records use standard libp2p formats, so any libp2p implementation
+// speaking "/nova/kad/1.0.0" can read them.
+//
+//   - "/nova/card/<peerID>/<agent>" (agentcard.Key): a card signed by its
+//     host (agentcard.Seal, a libp2p record envelope). Put with PutValue,
+//     which stores it on the closest peers and waits for their answers.
+//   - "/nova/index/<peerID>" ([IndexKey]): the host's signed agent index
+//     ([Index]: each hosted agent's id, card revision and capability ids,
+//     and a heartbeat), so that a capability lookup knows which cards of a
+//     provider to read, and so that a refresh costs one read per host.
+//   - Provider records under the CIDs ([KeyCID], sha2-256 of the key) of
+//     "nova/<swarm>/agent/<name>" ([NameKey]) and
+//     "nova/<swarm>/cap/<capability>" ([CapabilityKey]). Provider puts are
+//     not acknowledged, so lookups that find nothing retry with backoff
+//     ([WithRetry]), and results are cached for [WithLookupCacheTTL].
+//
+// [Validator] is the DHT validator of the "nova" namespace; every node
+// installs it, so a record is checked on every hop: on a put, on a read,
+// and again by the reader. A card must open (signature, payload type,
+// valid card), its signer must be its host and the key's peer, and its id
+// the key's agent; an index must be signed by the key's peer. A forged or
+// re-signed record is refused everywhere, and no node can take over
+// another node's agent: it can only publish "name@<its own peer ID>".
+// Select keeps the highest revision, then the latest heartbeat, then the
+// greatest bytes, so a fresh heartbeat replaces an old one and the choice
+// is stable. The DHT's "pk" validator stays; kad-dht's default "ipns" one
+// is dropped.
+//
+// # Liveness: heartbeats bounded by the local clock
+//
+// A DHT record outlives its host: peers keep it until it ages out, and a
+// reader cannot tell a live host's record from a dead one's by its
+// presence. So every publish re-signs each local card with LastSeenAt set
+// to the publish time (strictly increasing), and the index carries the
+// same heartbeat. A reader trusts a card for one TTL ([WithTTL], equal to
+// the registry's remote TTL) after the heartbeat its host signed, never
+// after the local clock: a heartbeat more than [WithMaxClockSkew] in the
+// future is refused, a smaller one counts as now. Discovery hands each
+// card to the [Sink] with that heartbeat (agentcard.Registry.MergeRemoteAt),
+// and the registry's TTL runs from it, so:
+//
+//   - a live host republishes every [WithRepublishInterval] (at most half
+//     the TTL; 3 of the default 10 minutes), and the refresh loop re-reads
+//     the index of every host whose cards this node has found, every
+//     [WithRefreshInterval]; an index listing a card's current revision
+//     vouches for it, a new revision is read and merged, so an update
+//     reaches every registry that holds the card within one refresh;
+//   - a host that leaves stops heartbeating, and its cards leave every
+//     registry one TTL after its last heartbeat, however often its
+//     lingering records are read. Its records age out of the DHT too:
+//     value and provider records are kept one TTL ([WithTTL] sets the
+//     DHT's MaxRecordAge and ProvideValidity);
+//   - a host is re-read for two TTLs after its last heartbeat, so one that
+//     comes back from a partition returns without a new lookup.
+//
+// Cards that arrive by other paths (the router's hello frames, with the
+// registry's MergeRemote) refresh the same registry entries; the later
+// time wins.
+//
+// Known limit: a node whose clock jumps backwards signs heartbeats older
+// than the records peers already hold for the same revision; peers keep
+// the newer record until it ages out (one TTL), during which the node
+// looks as old as that record. Restarts without persistent records are
+// otherwise harmless.
+//
+// # Lookups
+//
+// [Service.FindByName] reads the providers of the name key, then each
+// provider's card; [Service.FindByCapability] reads the providers of the
+// capability key, their indexes, then the listed cards that offer the
+// capability (the card decides, not the index); [Service.Lookup] reads one
+// card by address. Reads use Quorum(1): a stale but valid card is
+// acceptable, its heartbeat bounds its age. Every card returned is
+// verified, fresh and already merged into the sink. Nothing found is an
+// agentcard error with a seed code (AGENT_NOT_FOUND, CAPABILITY_NOT_FOUND)
+// that says what was searched.
+//
+// # What the caller must do
+//
+// Build the host first (identify and ping on), then:
+//
+//	svc, err := discovery.New(h, key, cfg.Swarm, reg, reg,
+//		discovery.WithBootstrapPeers(peers), discovery.WithTTL(ttl))
+//	err = svc.Start(ctx)   // after the host, before the router uses it
+//	...
+//	reg.Register(card); svc.Announce() // on every local card change
+//	...
+//	svc.Close()            // before closing the host
+//
+// The registry must be built with agentcard.WithRemoteTTL(ttl), the same
+// TTL as [WithTTL]. Start publishes at once, then on the republish
+// interval, after Announce, after a failed publish (backing off), and when
+// the routing table has doubled since the last publish. [Service.Publish]
+// and [Service.Refresh] do the same work synchronously. mDNS
+// ([WithMDNS], on by default) announces "_nova-<swarm>._udp" on the LAN
+// and dials the peers it finds; tests keep it off.
+//
+// # Goroutines
+//
+// New starts nothing. Start starts the publish loop (which first dials the
+// bootstrap peers), the refresh loop and, with mDNS, the loop that dials
+// the peers mDNS finds; the DHT and mDNS run their own. Close cancels
+// them, waits for every one, then closes the DHT; it is idempotent and
+// safe before Start. Lookups, Publish and Refresh run on the caller's
+// goroutine, fan out to at most 16 goroutines that they wait for, and end
+// when their context or the service does. The mDNS callback never blocks:
+// it queues the peer or drops and counts it (Stats.MDNSDropped).
+//
+// # mDNS in this build
+package discovery

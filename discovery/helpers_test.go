@@ -1,0 +1,264 @@
+package discovery_test
+
+import (
+	"context"
+	"crypto/rand"
+	"flag"
+	"fmt"
+	mrand "math/rand/v2"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p"
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
+	"go.uber.org/zap"
+
+	"github.com/nova-node/nova-node/agentcard"
+	"github.com/nova-node/nova-node/discovery"
+	"github.com/nova-node/nova-node/tiers"
+)
+
+var verbose = flag.Bool("nova.verbose", false, "log discovery's debug output")
+
+const swarm = "test-swarm"
+
+// newHost starts a libp2p host listening on 127.0.0.1 only, TCP only.
+func newHost(tb testing.TB) (host.Host, crypto.PrivKey) {
+	tb.Helper()
+	key, _, err := crypto.GenerateEd25519Key(rand.Reader)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	h, err := libp2p.New(
+		libp2p.Identity(key),
+		libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"),
+		libp2p.Transport(tcp.NewTCPTransport),
+		libp2p.DisableRelay(),
+		libp2p.Ping(true),
+	)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return h, key
+}
+
+type testNode struct {
+	h   host.Host
+	key crypto.PrivKey
+	reg *agentcard.Registry
+	svc *discovery.Service
+}
+
+func (n *testNode) info() peer.AddrInfo { return peer.AddrInfo{ID: n.h.ID(), Addrs: n.h.Addrs()} }
+
+// close stops the node (service, then host); safe to call twice.
+func (n *testNode) close() {
+	_ = n.svc.Close()
+	_ = n.h.Close()
+}
+
+// timing is a test network's TTL, republish and refresh intervals, and
+// its clock (nil: time.Now).
+type timing struct {
+	ttl, republish, refresh, cache time.Duration
+	clock                          *clock
+}
+
+// clock is real time plus an offset that tests advance, shared by the
+// registries and the services of a test network. Timers still run on real
+// time.
+type clock struct{ off atomic.Int64 }
+
+func (c *clock) now() time.Time          { return time.Now().Add(time.Duration(c.off.Load())) }
+func (c *clock) advance(d time.Duration) { c.off.Add(int64(d)) }
+
+var slow = timing{ttl: 10 * time.Minute, republish: 3 * time.Minute, refresh: 3 * time.Minute, cache: 30 * time.Second}
+
+// newNode starts a node with the given bootstrap peers and cards; the
+// test's cleanup closes it. mDNS is off: tests never leave loopback.
+func newNode(tb testing.TB, bootstrap []peer.AddrInfo, tm timing, cards []agentcard.Card, opts ...discovery.Option) *testNode {
+	tb.Helper()
+	h, key := newHost(tb)
+	ropts := []agentcard.Option{agentcard.WithRemoteTTL(tm.ttl)}
+	if tm.clock != nil {
+		ropts = append(ropts, agentcard.WithClock(tm.clock.now))
+		opts = append([]discovery.Option{discovery.WithClock(tm.clock.now)}, opts...)
+	}
+	reg := agentcard.NewRegistry(h.ID(), ropts...)
+	for _, c := range cards {
+		if _, err := reg.Register(c); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	all := []discovery.Option{
+		discovery.WithMDNS(false),
+		discovery.WithBootstrapPeers(bootstrap),
+		discovery.WithTTL(tm.ttl),
+		discovery.WithRepublishInterval(tm.republish),
+		discovery.WithRefreshInterval(tm.refresh),
+		discovery.WithLookupCacheTTL(tm.cache),
+		discovery.WithRetry(4, 100*time.Millisecond),
+	}
+	if !*verbose {
+		all = append(all, discovery.WithLogger(nopLogger()))
+	}
+	svc, err := discovery.New(h, key, swarm, reg, reg, append(all, opts...)...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	n := &testNode{h: h, key: key, reg: reg, svc: svc}
+	tb.Cleanup(n.close)
+	if err := svc.Start(context.Background()); err != nil {
+		tb.Fatal(err)
+	}
+	return n
+}
+
+// network starts n nodes; node i hosts agent "agent-i" with capabilities
+// "echo", "skill-<i%5>" and "only-<i>" and bootstraps from up to three random earlier
+// nodes (not a full mesh).
+func network(tb testing.TB, n int, tm timing, opts ...discovery.Option) []*testNode {
+	tb.Helper()
+	nodes := make([]*testNode, 0, n)
+	rng := mrand.New(mrand.NewPCG(uint64(n), 7))
+	for i := range n {
+		var boot []peer.AddrInfo
+		for _, j := range rng.Perm(i)[:min(i, 3)] {
+			boot = append(boot, nodes[j].info())
+		}
+		nodes = append(nodes, newNode(tb, boot, tm, []agentcard.Card{agentCard(agentName(i), "echo", fmt.Sprintf("skill-%d", i%5), fmt.Sprintf("only-%d", i))}, opts...))
+	}
+	return nodes
+}
+
+func agentName(i int) string { return fmt.Sprintf("agent-%d", i) }
+
+func agentCard(id string, caps ...string) agentcard.Card {
+	c := agentcard.Card{
+		ID: id, Name: id, Version: "1.0.0", Description: "test agent " + id, Tier: tiers.L2,
+		Protocols: []string{"a2a/1.0"}, Endpoints: []agentcard.Endpoint{{Transport: "libp2p", Address: "/nova/a2a/1.0.0"}},
+		Capabilities: []agentcard.Capability{},
+	}
+	for _, cp := range caps {
+		c.Capabilities = append(c.Capabilities, agentcard.Capability{ID: cp, Name: cp})
+	}
+	return c
+}
+
+// publishAll publishes every node's cards at once and fails on error.
+func publishAll(tb testing.TB, nodes []*testNode) {
+	tb.Helper()
+	var wg sync.WaitGroup
+	errs := make([]error, len(nodes))
+	for i, n := range nodes {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			errs[i] = n.svc.Publish(ctx)
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			tb.Fatalf("node %d: publish: %v", i, err)
+		}
+	}
+}
+
+// refreshAll refreshes every node at once.
+func refreshAll(tb testing.TB, nodes []*testNode) {
+	tb.Helper()
+	var wg sync.WaitGroup
+	for _, n := range nodes {
+		wg.Go(func() {
+			if err := n.svc.Refresh(context.Background()); err != nil {
+				tb.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// waitRoutingTables waits until every node's DHT routing table holds at
+// least min peers.
+func waitRoutingTables(tb testing.TB, nodes []*testNode, least int) {
+	tb.Helper()
+	eventually(tb, 30*time.Second, func() error {
+		for i, n := range nodes {
+			if s := n.svc.DHT().RoutingTable().Size(); s < least {
+				return fmt.Errorf("node %d has %d peers in its routing table, want %d", i, s, least)
+			}
+		}
+		return nil
+	})
+}
+
+// eventually calls f until it returns nil, failing tb with f's last error
+// after timeout. It polls with a short, growing interval.
+func eventually(tb testing.TB, timeout time.Duration, f func() error) {
+	tb.Helper()
+	deadline := time.Now().Add(timeout)
+	wait := 5 * time.Millisecond
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("not true after %s: %v", timeout, err)
+		}
+		time.Sleep(wait)
+		wait = min(2*wait, 200*time.Millisecond)
+	}
+}
+
+// checkLeaks fails tb if a goroutine running discovery's code outlives
+// the test's nodes. Register it with t.Cleanup before creating nodes, so
+// that it runs after they are closed.
+func checkLeaks(tb testing.TB) {
+	tb.Helper()
+	tb.Cleanup(func() {
+		var last string
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if last = leaked(); last == "" {
+				return
+			}
+		}
+		tb.Errorf("goroutines of discovery outlived Close:\n%s", last)
+	})
+}
+
+func leaked() string {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	var out []string
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if !strings.Contains(g, "github.com/nova-node/nova-node/discovery") {
+			continue
+		}
+		// The test goroutines themselves and this checker are not leaks.
+		if strings.Contains(g, "discovery_test.leaked") || strings.Contains(g, "testing.tRunner") ||
+			strings.Contains(g, "testing.(*T).Run") || strings.Contains(g, "testing.runCleanup") ||
+			strings.Contains(g, "testing.(*B).") || strings.Contains(g, "testing.(*F).") {
+			continue
+		}
+		out = append(out, g)
+	}
+	return strings.Join(out, "\n\n")
+}
+
+func nopLogger() *zap.SugaredLogger { return zap.NewNop().Sugar() }

@@ -1,0 +1,482 @@
+package discovery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	dht "github.com/libp2p/go-libp2p-kad-dht"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/routing"
+
+	"github.com/nova-node/nova-node/agentcard"
+)
+
+// watchFor is how many TTLs after a host's last heartbeat refresh keeps
+// re-reading its cards.
+const watchFor = 2
+
+// cache holds what lookups learned: provider sets, agent indexes and
+// cards. It is guarded by its own mutex, a leaf lock.
+type cache struct {
+	mu        sync.Mutex
+	providers map[string]providerSet // provider key -> providers
+	indexes   map[peer.ID]indexEntry
+	cards     map[string]*cardEntry // "id@peer" -> card
+}
+
+type providerSet struct {
+	peers   []peer.ID
+	fetched time.Time
+}
+
+type indexEntry struct {
+	ix      Index
+	fetched time.Time
+}
+
+// cardEntry is a verified card and the latest time its host was known to be
+// alive with this revision: the card's own heartbeat, or a later heartbeat
+// of the host's index listing the same revision.
+type cardEntry struct {
+	card    agentcard.Card // as signed
+	seen    time.Time
+	fetched time.Time
+}
+
+func newCache() cache {
+	return cache{
+		providers: map[string]providerSet{},
+		indexes:   map[peer.ID]indexEntry{},
+		cards:     map[string]*cardEntry{},
+	}
+}
+
+// heartbeat checks a signed heartbeat (unix ms) against the local clock: a
+// time more than the allowed skew in the future is refused; one in the
+// near future counts as now.
+func (s *Service) heartbeat(ms int64, now time.Time) (time.Time, error) {
+	hb := time.UnixMilli(ms)
+	if hb.After(now.Add(s.cfg.skew)) {
+		return time.Time{}, fmt.Errorf("heartbeat %s is %s ahead of the local clock", hb.UTC().Format(time.RFC3339), hb.Sub(now).Round(time.Second))
+	}
+	if hb.After(now) {
+		hb = now
+	}
+	return hb, nil
+}
+
+func (s *Service) fresh(seen, now time.Time) bool { return now.Sub(seen) < s.cfg.ttl }
+
+// fetchCard reads host's card id from the DHT (Quorum(1): a stale but
+// valid card is acceptable, and the heartbeat bounds its age), verifies it
+// again, checks its heartbeat and caches it. A lower revision than the
+// cached one never replaces it.
+func (s *Service) fetchCard(ctx context.Context, d *dht.IpfsDHT, host peer.ID, id string) (*cardEntry, error) {
+	key := agentcard.Key(host, id)
+	v, err := d.GetValue(ctx, key, dht.Quorum(1))
+	if err != nil {
+		return nil, err
+	}
+	c, signer, err := agentcard.Open(v)
+	if err == nil && (signer != host || c.ID != id) {
+		err = fmt.Errorf("card %s signed by %s is not %s", c.Address(), signer, key)
+	}
+	now := s.cfg.now()
+	var hb time.Time
+	if err == nil {
+		hb, err = s.heartbeat(c.LastSeenAt, now)
+	}
+	if err != nil {
+		s.stats.refused.Add(1)
+		s.log.Debugw("card refused", "key", key, "err", err)
+		return nil, err
+	}
+	addr := c.Address()
+	s.cache.mu.Lock()
+	defer s.cache.mu.Unlock()
+	old := s.cache.cards[addr]
+	switch {
+	case old == nil || c.Revision > old.card.Revision:
+		e := &cardEntry{card: c, seen: hb, fetched: now}
+		s.cache.cards[addr] = e
+		return e, nil
+	case c.Revision == old.card.Revision:
+		if hb.After(old.seen) {
+			old.card, old.seen = c, hb
+		}
+	}
+	old.fetched = now
+	return old, nil
+}
+
+// card returns host's card id from the cache when it was read within the
+// lookup cache TTL and has at least revision minRev, else from the DHT.
+func (s *Service) card(ctx context.Context, d *dht.IpfsDHT, host peer.ID, id string, minRev uint64) (*cardEntry, error) {
+	now := s.cfg.now()
+	s.cache.mu.Lock()
+	e := s.cache.cards[id+"@"+host.String()]
+	hit := e != nil && now.Sub(e.fetched) < s.cfg.cacheTTL && e.card.Revision >= minRev
+	s.cache.mu.Unlock()
+	if hit {
+		s.stats.cacheHits.Add(1)
+		return e, nil
+	}
+	return s.fetchCard(ctx, d, host, id)
+}
+
+// fetchIndex reads host's agent index from the DHT and caches it.
+func (s *Service) fetchIndex(ctx context.Context, d *dht.IpfsDHT, host peer.ID) (Index, error) {
+	key := IndexKey(host)
+	v, err := d.GetValue(ctx, key, dht.Quorum(1))
+	if err != nil {
+		return Index{}, err
+	}
+	ix, err := validateIndex(key, v)
+	if err != nil {
+		s.stats.refused.Add(1)
+		return Index{}, err
+	}
+	now := s.cfg.now()
+	if _, err := s.heartbeat(ix.LastSeenAt, now); err != nil {
+		s.stats.refused.Add(1)
+		return Index{}, err
+	}
+	s.cache.mu.Lock()
+	defer s.cache.mu.Unlock()
+	if old, ok := s.cache.indexes[host]; ok && old.ix.LastSeenAt > ix.LastSeenAt {
+		ix = old.ix
+	}
+	s.cache.indexes[host] = indexEntry{ix: ix, fetched: now}
+	return ix, nil
+}
+
+// index returns host's agent index from the cache or the DHT.
+func (s *Service) index(ctx context.Context, d *dht.IpfsDHT, host peer.ID) (Index, error) {
+	now := s.cfg.now()
+	s.cache.mu.Lock()
+	e, ok := s.cache.indexes[host]
+	s.cache.mu.Unlock()
+	if ok && now.Sub(e.fetched) < s.cfg.cacheTTL {
+		s.stats.cacheHits.Add(1)
+		return e.ix, nil
+	}
+	return s.fetchIndex(ctx, d, host)
+}
+
+// vouch extends a card's seen time with its host's index heartbeat, when
+// the index lists the card's revision, and returns the result.
+func (s *Service) vouch(e *cardEntry, ix Index) time.Time {
+	s.cache.mu.Lock()
+	defer s.cache.mu.Unlock()
+	if ie, ok := ix.Entry(e.card.ID); ok && ie.Revision == e.card.Revision && ix.Host.String() == e.card.Host {
+		if hb, err := s.heartbeat(ix.LastSeenAt, s.cfg.now()); err == nil && hb.After(e.seen) {
+			e.seen = hb
+		}
+	}
+	return e.seen
+}
+
+// deliver hands a fresh card to the sink and reports whether it was fresh.
+func (s *Service) deliver(e *cardEntry) (agentcard.Card, bool) {
+	s.cache.mu.Lock()
+	c, seen := e.card, e.seen
+	s.cache.mu.Unlock()
+	if !s.fresh(seen, s.cfg.now()) {
+		return agentcard.Card{}, false
+	}
+	if _, err := s.sink.MergeRemoteAt(c, seen); err != nil {
+		s.log.Debugw("sink refused card", "agent", c.Address(), "err", err)
+		return agentcard.Card{}, false
+	}
+	s.stats.merged.Add(1)
+	return c, true
+}
+
+// providers returns the providers of key other than this node, from the
+// cache unless fresh is set.
+func (s *Service) providers(ctx context.Context, d *dht.IpfsDHT, key string, useCache bool) []peer.ID {
+	if useCache {
+		s.cache.mu.Lock()
+		e, ok := s.cache.providers[key]
+		s.cache.mu.Unlock()
+		if ok && s.cfg.now().Sub(e.fetched) < s.cfg.cacheTTL {
+			s.stats.cacheHits.Add(1)
+			return e.peers
+		}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var ps []peer.ID
+	for ai := range d.FindProvidersAsync(ctx, KeyCID(key), maxProviders) {
+		if ai.ID != s.self && !slices.Contains(ps, ai.ID) {
+			ps = append(ps, ai.ID)
+		}
+	}
+	return ps
+}
+
+// find looks up the providers of key and resolves each one to cards,
+// retrying with backoff while nothing is found. It merges the cards it
+// returns into the sink, sorted by address.
+func (s *Service) find(ctx context.Context, d *dht.IpfsDHT, key string, resolve func(context.Context, peer.ID) []*cardEntry) ([]agentcard.Card, int, error) {
+	s.stats.lookups.Add(1)
+	var nprov int
+	for attempt := 0; ; attempt++ {
+		provs := s.providers(ctx, d, key, attempt == 0)
+		nprov = len(provs)
+		var mu sync.Mutex
+		var found []*cardEntry
+		forEach(len(provs), parallelism, func(i int) {
+			es := resolve(ctx, provs[i])
+			mu.Lock()
+			found = append(found, es...)
+			mu.Unlock()
+		})
+		var cards []agentcard.Card
+		for _, e := range found {
+			if c, ok := s.deliver(e); ok {
+				cards = append(cards, c)
+			}
+		}
+		if len(cards) > 0 {
+			s.cache.mu.Lock()
+			s.cache.providers[key] = providerSet{peers: provs, fetched: s.cfg.now()}
+			s.cache.mu.Unlock()
+			slices.SortFunc(cards, func(a, b agentcard.Card) int { return strings.Compare(a.Address(), b.Address()) })
+			return cards, nprov, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, nprov, err
+		}
+		if attempt >= s.cfg.retries {
+			return nil, nprov, nil
+		}
+		t := time.NewTimer(s.cfg.retryBase << attempt)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, nprov, ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// FindByName finds the agents named name (a card id) hosted by other
+// nodes of the swarm: the providers of [NameKey], then each provider's card
+// agentcard.Key(provider, name). Every card is verified (signature, host =
+// signer = the key's peer), must have a heartbeat younger than the TTL, and
+// is merged into the sink. When nothing is found the lookup is retried
+// with backoff ([WithRetry]); provider sets that gave cards are cached for
+// the lookup cache TTL. The result is sorted by address and never holds
+// this node's own cards (they are in the registry already). None found is
+// an *agentcard.NotFoundError (code AGENT_NOT_FOUND).
+func (s *Service) FindByName(ctx context.Context, name string) ([]agentcard.Card, error) {
+	if _, host, err := agentcard.SplitAddress(name); err != nil || host != "" {
+		return nil, &agentcard.AddressError{Address: name, Reason: "FindByName takes a bare agent id; use Lookup for name@peer"}
+	}
+	d, ctx, cancel, err := s.running(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer cancel()
+	cards, nprov, err := s.find(ctx, d, NameKey(s.swarm, name), func(ctx context.Context, p peer.ID) []*cardEntry {
+		e, err := s.card(ctx, d, p, name, 0)
+		if err != nil {
+			s.log.Debugw("provider without a usable card", "agent", name, "peer", p, "err", err)
+			return nil
+		}
+		return []*cardEntry{e}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("discovery: find %q: %w", name, err)
+	}
+	if len(cards) == 0 {
+		return nil, &agentcard.NotFoundError{Query: name, Where: s.where(nprov)}
+	}
+	return cards, nil
+}
+
+// FindByCapability finds the agents of other nodes that offer capability
+// capID: the providers of [CapabilityKey], then each provider's agent index
+// for the agents listing capID, then their cards, verified, fresh and
+// merged as in [Service.FindByName]. The card decides: an agent whose card
+// lacks capID is left out whatever its index says. None found is an
+// *agentcard.CapabilityNotFoundError (code CAPABILITY_NOT_FOUND).
+func (s *Service) FindByCapability(ctx context.Context, capID string) ([]agentcard.Card, error) {
+	if capID == "" || len(capID) > maxCapIDLen {
+		return nil, &agentcard.CapabilityNotFoundError{Capability: capID, Where: "nowhere: not a capability id"}
+	}
+	d, ctx, cancel, err := s.running(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer cancel()
+	cards, nprov, err := s.find(ctx, d, CapabilityKey(s.swarm, capID), func(ctx context.Context, p peer.ID) []*cardEntry {
+		ix, err := s.index(ctx, d, p)
+		if err != nil {
+			s.log.Debugw("provider without a usable index", "capability", capID, "peer", p, "err", err)
+			return nil
+		}
+		var out []*cardEntry
+		for _, ie := range ix.Agents {
+			if !slices.Contains(ie.Capabilities, capID) {
+				continue
+			}
+			e, err := s.card(ctx, d, p, ie.ID, ie.Revision)
+			if err != nil {
+				s.log.Debugw("indexed agent without a usable card", "agent", ie.ID, "peer", p, "err", err)
+				continue
+			}
+			if e.card.HasCapability(capID) {
+				s.vouch(e, ix)
+				out = append(out, e)
+			}
+		}
+		return out
+	})
+	if err != nil {
+		return nil, fmt.Errorf("discovery: find capability %q: %w", capID, err)
+	}
+	if len(cards) == 0 {
+		return nil, &agentcard.CapabilityNotFoundError{Capability: capID, Where: s.where(nprov)}
+	}
+	return cards, nil
+}
+
+// Lookup reads the card at an exact address "name@peerID" from the DHT
+// (or the lookup cache), verifies it, checks its heartbeat and merges it
+// into the sink. An address of this node returns the local card from the
+// source. A bare name is an *agentcard.AddressError; a card that is absent
+// or stale is an *agentcard.NotFoundError.
+func (s *Service) Lookup(ctx context.Context, addr string) (agentcard.Card, error) {
+	id, host, err := agentcard.SplitAddress(addr)
+	if err != nil {
+		return agentcard.Card{}, err
+	}
+	if host == "" {
+		return agentcard.Card{}, &agentcard.AddressError{Address: addr, Reason: "Lookup needs name@peerID; use FindByName for a bare name"}
+	}
+	if host == s.self {
+		for _, c := range s.src.Local() {
+			if c.ID == id {
+				return c, nil
+			}
+		}
+		return agentcard.Card{}, &agentcard.NotFoundError{Query: addr, Where: "this node's local cards"}
+	}
+	d, ctx, cancel, err := s.running(ctx)
+	if err != nil {
+		return agentcard.Card{}, err
+	}
+	defer cancel()
+	s.stats.lookups.Add(1)
+	e, err := s.card(ctx, d, host, id, 0)
+	switch {
+	case errors.Is(err, routing.ErrNotFound):
+		return agentcard.Card{}, &agentcard.NotFoundError{Query: addr, Where: fmt.Sprintf("DHT of swarm %q: no record", s.swarm)}
+	case ctx.Err() != nil:
+		return agentcard.Card{}, fmt.Errorf("discovery: lookup %s: %w", addr, ctx.Err())
+	case err != nil:
+		return agentcard.Card{}, &agentcard.NotFoundError{Query: addr, Where: fmt.Sprintf("DHT of swarm %q: %v", s.swarm, err)}
+	}
+	c, ok := s.deliver(e)
+	if !ok {
+		return agentcard.Card{}, &agentcard.NotFoundError{Query: addr, Where: fmt.Sprintf("DHT of swarm %q: only a card older than the TTL (%s)", s.swarm, s.cfg.ttl)}
+	}
+	return c, nil
+}
+
+func (s *Service) where(nprov int) string {
+	if nprov == 1 {
+		return fmt.Sprintf("DHT of swarm %q: 1 provider, no fresh valid card", s.swarm)
+	}
+	return fmt.Sprintf("DHT of swarm %q: %d providers, no fresh valid card", s.swarm, nprov)
+}
+
+// Refresh re-reads now what the refresh loop re-reads every refresh
+// interval (see below), and waits until it is done. It returns an error
+// only when the service is not running.
+func (s *Service) Refresh(ctx context.Context) error {
+	d, ctx, cancel, err := s.running(ctx)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	s.refresh(ctx, d)
+	return nil
+}
+
+// refresh re-reads what this node has found: for every host with a fresh
+// cached card, its agent index, then each listed agent's card (read again
+// only when the index lists a new revision; otherwise the index's
+// heartbeat vouches for the cached card), and merges the fresh ones into
+// the sink. A host without a readable index has its cached cards read one
+// by one. Only cards with a heartbeat younger than the TTL reach the sink,
+// so a host that stopped publishing leaves it one TTL after its last
+// heartbeat. A host is still re-read for [watchFor] TTLs after its last
+// heartbeat, so one that comes back from a partition returns without a
+// new lookup; then its cards are dropped from the cache.
+func (s *Service) refresh(ctx context.Context, d *dht.IpfsDHT) {
+	now := s.cfg.now()
+	hosts := map[peer.ID][]string{}
+	s.cache.mu.Lock()
+	for addr, e := range s.cache.cards {
+		if now.Sub(e.seen) >= watchFor*s.cfg.ttl {
+			delete(s.cache.cards, addr)
+			continue
+		}
+		if p, err := peer.Decode(e.card.Host); err == nil {
+			hosts[p] = append(hosts[p], e.card.ID)
+		}
+	}
+	for k, e := range s.cache.providers {
+		if now.Sub(e.fetched) >= s.cfg.cacheTTL {
+			delete(s.cache.providers, k)
+		}
+	}
+	for p, e := range s.cache.indexes {
+		if _, ok := hosts[p]; !ok && now.Sub(e.fetched) >= s.cfg.cacheTTL {
+			delete(s.cache.indexes, p)
+		}
+	}
+	s.cache.mu.Unlock()
+
+	list := make([]peer.ID, 0, len(hosts))
+	for p := range hosts {
+		list = append(list, p)
+	}
+	forEach(len(list), parallelism, func(i int) {
+		p := list[i]
+		ix, err := s.fetchIndex(ctx, d, p)
+		if err != nil {
+			for _, id := range hosts[p] {
+				if e, err := s.fetchCard(ctx, d, p, id); err == nil {
+					s.deliver(e)
+				}
+			}
+			return
+		}
+		for _, ie := range ix.Agents {
+			addr := ie.ID + "@" + p.String()
+			s.cache.mu.Lock()
+			e := s.cache.cards[addr]
+			current := e != nil && e.card.Revision >= ie.Revision
+			s.cache.mu.Unlock()
+			if !current {
+				if e, err = s.fetchCard(ctx, d, p, ie.ID); err != nil {
+					continue
+				}
+			}
+			s.vouch(e, ix)
+			s.deliver(e)
+		}
+	})
+	if len(list) > 0 {
+		s.log.Debugw("refreshed", "hosts", len(list))
+	}
+}

@@ -1,0 +1,233 @@
+package discovery
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	dht "github.com/libp2p/go-libp2p-kad-dht"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"go.uber.org/zap"
+
+	"github.com/nova-node/nova-node/agentcard"
+)
+
+// Defaults of the options. [DefaultTTL] equals the registry's default
+// remote TTL, and the republish interval is well inside it (three
+// heartbeats per TTL), as seed 004's capability TTL/heartbeat asks.
+const (
+	DefaultTTL               = agentcard.DefaultRemoteTTL
+	DefaultRepublishInterval = 3 * time.Minute
+	DefaultLookupCacheTTL    = 30 * time.Second
+	DefaultRetries           = 3
+	DefaultRetryBase         = 200 * time.Millisecond
+	DefaultMaxClockSkew      = time.Minute
+)
+
+// Option configures a [Service]. Options are applied in order by [New]; a
+// bad value is an error that names the option.
+type Option func(*config) error
+
+type config struct {
+	bootstrap  []peer.AddrInfo
+	mdns       bool
+	mode       dht.ModeOpt
+	ttl        time.Duration
+	republish  time.Duration
+	refresh    time.Duration // 0: same as republish
+	cacheTTL   time.Duration
+	retries    int
+	retryBase  time.Duration
+	skew       time.Duration
+	now        func() time.Time
+	log        *zap.SugaredLogger
+	dhtOptions []dht.Option
+}
+
+func defaults() config {
+	return config{
+		mdns:      true,
+		mode:      dht.ModeServer,
+		ttl:       DefaultTTL,
+		republish: DefaultRepublishInterval,
+		cacheTTL:  DefaultLookupCacheTTL,
+		retries:   DefaultRetries,
+		retryBase: DefaultRetryBase,
+		skew:      DefaultMaxClockSkew,
+		now:       time.Now,
+	}
+}
+
+func (c *config) validate() error {
+	if c.republish > c.ttl/2 {
+		return fmt.Errorf("discovery: republish interval %s must be at most half the TTL %s, or records expire between heartbeats", c.republish, c.ttl)
+	}
+	if c.refresh == 0 {
+		c.refresh = c.republish
+	}
+	if c.refresh > c.ttl/2 {
+		return fmt.Errorf("discovery: refresh interval %s must be at most half the TTL %s", c.refresh, c.ttl)
+	}
+	return nil
+}
+
+// WithBootstrapPeers sets the peers to dial at Start and to seed the DHT's
+// routing table from whenever it runs empty (default: none, ever; there is
+// no public bootstrap list). Peers without addresses are refused.
+func WithBootstrapPeers(peers []peer.AddrInfo) Option {
+	return func(c *config) error {
+		for i, p := range peers {
+			if p.ID == "" || len(p.Addrs) == 0 {
+				return fmt.Errorf("discovery: bootstrap peer %d (%s) needs a peer ID and at least one address", i, p.ID)
+			}
+		}
+		c.bootstrap = append([]peer.AddrInfo(nil), peers...)
+		return nil
+	}
+}
+
+// WithMDNS turns LAN discovery over mDNS on or off (default on). The
+// service name is "_nova-<swarm>._udp"; found peers are dialled. Tests
+// pass false: mDNS only runs inside network namespaces.
+func WithMDNS(on bool) Option {
+	return func(c *config) error {
+		c.mdns = on
+		return nil
+	}
+}
+
+// WithMode sets the DHT mode (default dht.ModeServer). dht.ModeAuto never
+// serves on a LAN, where AutoNAT finds no public address, so a LAN swarm of
+// ModeAuto nodes has no DHT servers at all. dht.ModeClient suits a node
+// that must not store records for others.
+func WithMode(m dht.ModeOpt) Option {
+	return func(c *config) error {
+		switch m {
+		case dht.ModeAuto, dht.ModeClient, dht.ModeServer, dht.ModeAutoServer:
+			c.mode = m
+			return nil
+		}
+		return fmt.Errorf("discovery: unknown DHT mode %d", m)
+	}
+}
+
+// WithTTL sets how long a published card stays alive after its last
+// heartbeat (default [DefaultTTL], 10 minutes). It must equal the TTL of
+// the registry that receives remote cards (agentcard.WithRemoteTTL): it is
+// the freshness bound discovery applies to cards it reads, and this node's
+// DHT drops value and provider records that were not republished within
+// it.
+func WithTTL(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return errors.New("discovery: TTL must be positive")
+		}
+		c.ttl = d
+		return nil
+	}
+}
+
+// WithRepublishInterval sets how often the local cards are re-signed with a
+// new heartbeat and put into the DHT, and their name and capability
+// provider records announced again (default [DefaultRepublishInterval], 3
+// minutes). It must be at most half the TTL.
+func WithRepublishInterval(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return errors.New("discovery: republish interval must be positive")
+		}
+		c.republish = d
+		return nil
+	}
+}
+
+// WithRefreshInterval sets how often the cards this node has found are
+// read again from the DHT, so that live ones stay in the registry and new
+// revisions arrive (default: the republish interval). It must be at most
+// half the TTL.
+func WithRefreshInterval(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return errors.New("discovery: refresh interval must be positive")
+		}
+		c.refresh = d
+		return nil
+	}
+}
+
+// WithLookupCacheTTL sets how long the result of a name or capability
+// lookup, and a card or index read, is reused without asking the DHT again
+// (default [DefaultLookupCacheTTL], 30 seconds). Zero disables the cache.
+// Cached cards are still checked for freshness on every use.
+func WithLookupCacheTTL(d time.Duration) Option {
+	return func(c *config) error {
+		if d < 0 {
+			return errors.New("discovery: lookup cache TTL must not be negative")
+		}
+		c.cacheTTL = d
+		return nil
+	}
+}
+
+// WithRetry sets how many times a name or capability lookup that found
+// nothing is retried, waiting base, then 2×base, 4×base… in between
+// (default [DefaultRetries] retries from [DefaultRetryBase]). Provider
+// records are not acknowledged, so a record announced a moment ago may not
+// be findable yet.
+func WithRetry(n int, base time.Duration) Option {
+	return func(c *config) error {
+		if n < 0 || base < 0 || (n > 0 && base == 0) {
+			return fmt.Errorf("discovery: bad retry policy: %d retries from %s", n, base)
+		}
+		c.retries, c.retryBase = n, base
+		return nil
+	}
+}
+
+// WithMaxClockSkew sets how far in the future a card's heartbeat may be
+// before the card is refused (default [DefaultMaxClockSkew], 1 minute).
+// Heartbeats within the skew count as now.
+func WithMaxClockSkew(d time.Duration) Option {
+	return func(c *config) error {
+		if d < 0 {
+			return errors.New("discovery: clock skew must not be negative")
+		}
+		c.skew = d
+		return nil
+	}
+}
+
+// WithClock sets the clock used for heartbeats, freshness and caches
+// (default time.Now). Timers still run on real time.
+func WithClock(now func() time.Time) Option {
+	return func(c *config) error {
+		if now == nil {
+			return errors.New("discovery: nil clock")
+		}
+		c.now = now
+		return nil
+	}
+}
+
+// WithLogger sets the logger (default: go-log's "nova/discovery", with this
+// node's short peer ID as "self").
+func WithLogger(l *zap.SugaredLogger) Option {
+	return func(c *config) error {
+		if l == nil {
+			return errors.New("discovery: nil logger")
+		}
+		c.log = l
+		return nil
+	}
+}
+
+// WithDHTOptions appends options to those [Service.Start] passes to
+// dht.New, e.g. dht.Datastore for a persistent record store. They come
+// last, so they can override nova's choices; do not override the protocol
+// prefix, the validator or the bootstrap peers.
+func WithDHTOptions(opts ...dht.Option) Option {
+	return func(c *config) error {
+		c.dhtOptions = append(c.dhtOptions, opts...)
+		return nil
+	}
+}

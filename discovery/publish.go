@@ -1,0 +1,127 @@
+package discovery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/nova-node/nova-node/agentcard"
+)
+
+// Publish signs every local card with a new heartbeat (LastSeenAt = now,
+// strictly later than the previous publish) and puts it into the DHT under
+// agentcard.Key(self, id); puts this node's signed agent index under
+// [IndexKey]; and provides the name key of every local agent and the
+// capability key of every capability they offer. PutValue is acknowledged:
+// it stores the record locally and waits until each of the closest peers
+// has answered or timed out. Provider records are not acknowledged, which
+// is why lookups retry.
+//
+// The publish loop calls Publish on its own; call it directly to wait for
+// a publish (after [Service.Announce] returns, the loop publishes soon but
+// asynchronously). Publishes are serialised. The error joins every failed
+// put and provide; a node without DHT peers fails with the DHT's lookup
+// error, and the loop retries.
+func (s *Service) Publish(ctx context.Context) error {
+	d, ctx, cancel, err := s.running(ctx)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	s.pubMu.Lock()
+	defer s.pubMu.Unlock()
+	start := time.Now()
+
+	stamp := s.cfg.now().UnixMilli()
+	if stamp <= s.stamp {
+		stamp = s.stamp + 1
+	}
+	s.stamp = stamp
+
+	cards := s.src.Local()
+	ix := Index{Host: s.self, LastSeenAt: stamp, Agents: make([]IndexEntry, 0, len(cards))}
+	type put struct {
+		key   string
+		value []byte
+	}
+	var puts []put
+	var errs []error
+	provide := map[string]bool{}
+	for _, c := range cards {
+		c.LastSeenAt = stamp
+		sealed, err := agentcard.Seal(c, s.key)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("seal %s: %w", c.ID, err))
+			continue
+		}
+		puts = append(puts, put{agentcard.Key(s.self, c.ID), sealed})
+		e := IndexEntry{ID: c.ID, Revision: c.Revision, Capabilities: make([]string, 0, len(c.Capabilities))}
+		provide[NameKey(s.swarm, c.ID)] = true
+		for _, cp := range c.Capabilities {
+			e.Capabilities = append(e.Capabilities, cp.ID)
+			provide[CapabilityKey(s.swarm, cp.ID)] = true
+		}
+		ix.Agents = append(ix.Agents, e)
+	}
+	sealedIx, err := SealIndex(ix, s.key)
+	if err != nil {
+		errs = append(errs, err)
+	} else {
+		puts = append(puts, put{IndexKey(s.self), sealedIx})
+	}
+	keys := make([]string, 0, len(provide))
+	for k := range provide {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+
+	var mu sync.Mutex
+	fail := func(err error) {
+		mu.Lock()
+		errs = append(errs, err)
+		mu.Unlock()
+	}
+	forEach(len(puts)+len(keys), parallelism, func(i int) {
+		if i < len(puts) {
+			if err := d.PutValue(ctx, puts[i].key, puts[i].value); err != nil {
+				fail(fmt.Errorf("put %s: %w", puts[i].key, err))
+			}
+			return
+		}
+		k := keys[i-len(puts)]
+		if err := d.Provide(ctx, KeyCID(k), true); err != nil {
+			fail(fmt.Errorf("provide %s: %w", k, err))
+		}
+	})
+	s.rtAtPublish = d.RoutingTable().Size()
+	if err := errors.Join(errs...); err != nil {
+		s.stats.publishFailures.Add(1)
+		return fmt.Errorf("discovery: publish: %w", err)
+	}
+	s.stats.publishes.Add(1)
+	s.log.Debugw("published", "cards", len(cards), "providerKeys", len(keys), "heartbeat", stamp,
+		"routingTable", s.rtAtPublish, "took", time.Since(start))
+	return nil
+}
+
+// forEach calls f(0) … f(n-1) on at most limit goroutines at once and
+// returns when every call has returned.
+func forEach(n, limit int, f func(i int)) {
+	if n == 1 {
+		f(0)
+		return
+	}
+	sem := make(chan struct{}, limit)
+	var wg sync.WaitGroup
+	for i := range n {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			f(i)
+		})
+	}
+	wg.Wait()
+}
