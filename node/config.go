@@ -1,6 +1,7 @@
 package node
 
 import (
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -40,6 +41,21 @@ type Config struct {
 	// Peers are multiaddrs (ending in /p2p/<peerID>) to connect to at start
 	// and to reconnect to while the node runs. Env NOVA_PEERS (comma separated).
 	Peers []string `yaml:"peers"`
+
+	// Bootstrap are multiaddrs (with /p2p/<peerID>) of swarm members to
+	// join the DHT through: the node connects to them at start. From config,
+	// NOVA_BOOTSTRAP (comma separated), or an invite token (nova-node join).
+	Bootstrap []string `yaml:"bootstrap"`
+
+	// MDNS finds swarm members on the local network with zero configuration
+	// (service _nova-<swarm>._udp). Default true. Env NOVA_MDNS=false.
+	MDNS bool `yaml:"mdns"`
+
+	// SwarmSecret, when set, is the swarm's 32-byte secret as 64 hex digits:
+	// the node then runs a libp2p private network (PSK) and outsiders cannot
+	// complete a handshake. PSK does not work with QUIC: such a node listens
+	// on TCP and WebSocket only. Set by nova-node join. Env NOVA_SWARM_SECRET.
+	SwarmSecret string `yaml:"swarmSecret,omitempty"`
 
 	// Agents hosted by this node. An agent with the capability "echo" is
 	// answered by the built-in echo handler.
@@ -147,6 +163,7 @@ func DefaultConfig() Config {
 	return Config{
 		DataDir:        DefaultDataDir(),
 		Swarm:          "default",
+		MDNS:           true,
 		Listen:         DefaultListen(DefaultPort),
 		Agents:         []AgentConfig{DefaultAgent(DefaultAgentName)},
 		Sandbox:        sandbox.Policy{Enforced: true},
@@ -192,6 +209,16 @@ func (c *Config) Validate() error {
 	for i, a := range c.Listen {
 		if _, err := multiaddr.NewMultiaddr(a); err != nil {
 			bad(fmt.Sprintf("listen[%d]", i), "%q is not a multiaddr: %v", a, err)
+		}
+	}
+	for i, a := range c.Bootstrap {
+		if _, err := parsePeerAddr(a); err != nil {
+			bad(fmt.Sprintf("bootstrap[%d]", i), "%v", err)
+		}
+	}
+	if c.SwarmSecret != "" {
+		if b, err := hex.DecodeString(c.SwarmSecret); err != nil || len(b) != 32 {
+			bad("swarmSecret", "must be 64 hex digits (32 bytes); get one with `nova-node invite`")
 		}
 	}
 	for i, a := range c.Peers {
@@ -316,6 +343,19 @@ func (c *Config) ApplyEnv(env map[string]string) error {
 	if v, ok := env["NOVA_PEERS"]; ok {
 		c.Peers = splitList(v)
 	}
+	if v, ok := env["NOVA_BOOTSTRAP"]; ok {
+		c.Bootstrap = splitList(v)
+	}
+	if v, ok := env["NOVA_MDNS"]; ok {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("config: NOVA_MDNS: %q is not true or false", v)
+		}
+		c.MDNS = b
+	}
+	if v, ok := env["NOVA_SWARM_SECRET"]; ok {
+		c.SwarmSecret = v
+	}
 	if v, ok := env["NOVA_METRICS_LISTEN"]; ok {
 		c.MetricsListen = v
 	}
@@ -373,4 +413,27 @@ func ParseAgentSpec(s string) (AgentConfig, error) {
 		return a, fmt.Errorf("agent %q: name must be letters, digits, '_', '.', '-' (at most 64)", s)
 	}
 	return a, nil
+}
+
+// Secret returns the decoded swarm secret, or nil.
+func (c Config) Secret() []byte {
+	b, err := hex.DecodeString(c.SwarmSecret)
+	if err != nil || len(b) != 32 {
+		return nil
+	}
+	return b
+}
+
+// listenAddrs returns the addresses to listen on: with a swarm secret, QUIC
+// addresses are left out (libp2p private networks cannot run over QUIC),
+// and the second result says which were dropped.
+func (c Config) listenAddrs() (keep, dropped []string) {
+	for _, a := range c.Listen {
+		if c.SwarmSecret != "" && (strings.Contains(a, "/quic") || strings.Contains(a, "/webtransport")) {
+			dropped = append(dropped, a)
+			continue
+		}
+		keep = append(keep, a)
+	}
+	return keep, dropped
 }

@@ -17,10 +17,13 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/p2p/net/connmgr"
+	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
+	"github.com/libp2p/go-libp2p/p2p/transport/websocket"
 	"github.com/multiformats/go-multiaddr"
 	"go.uber.org/zap"
 
 	"github.com/nova-node/nova-node/agentcard"
+	"github.com/nova-node/nova-node/discovery"
 	"github.com/nova-node/nova-node/envelope"
 	"github.com/nova-node/nova-node/protocol"
 	"github.com/nova-node/nova-node/tiers"
@@ -51,6 +54,7 @@ type Node struct {
 	router   *protocol.Router
 	api      *apiServer
 	metrics  *metricsServer
+	disc     *discovery.Service
 	started  bool
 	closed   bool
 	cancel   context.CancelFunc
@@ -85,7 +89,7 @@ func New(cfg Config) (*Node, error) {
 		cfg:      cfg,
 		key:      key,
 		id:       id,
-		reg:      agentcard.NewRegistry(id),
+		reg:      agentcard.NewRegistry(id, agentcard.WithRemoteTTL(discoveryTTL)),
 		db:       db,
 		obs:      obs,
 		factory:  envelope.NewFactory(),
@@ -184,6 +188,9 @@ func (n *Node) RegisterAgent(c agentcard.Card, h protocol.Handler) (agentcard.Ca
 		n.router.Handle(c.ID, h)
 		n.router.Announce()
 	}
+	if n.disc != nil {
+		n.disc.Announce()
+	}
 	return reg, nil
 }
 
@@ -204,16 +211,39 @@ func (n *Node) Start(ctx context.Context) error {
 		return err
 	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	boot, err := discovery.ParseAddrs(n.cfg.Bootstrap)
+	if err != nil {
+		cancel()
+		h.Close()
+		return fmt.Errorf("node: bootstrap: %w", err)
+	}
+	disc, err := discovery.New(h, n.key, n.cfg.Swarm, n.reg, n.reg,
+		discovery.WithBootstrapPeers(boot), discovery.WithMDNS(n.cfg.MDNS), discovery.WithTTL(discoveryTTL))
+	if err != nil {
+		cancel()
+		h.Close()
+		return fmt.Errorf("node: discovery: %w", err)
+	}
+	if err := disc.Start(ctx); err != nil {
+		cancel()
+		h.Close()
+		return fmt.Errorf("node: discovery: %w", err)
+	}
+	closeEarly := func() {
+		cancel()
+		disc.Close()
+		h.Close()
+	}
 	// One GossipSub instance per node, for broadcasts now and CRDT documents
 	// later; it runs until runCtx ends (Close).
 	ps, err := pubsub.NewGossipSub(runCtx, h, protocol.PubSubOptions(n.cfg.Swarm, n.cfg.MaxFrameSize)...)
 	if err != nil {
-		cancel()
-		h.Close()
+		closeEarly()
 		return fmt.Errorf("node: gossipsub: %w", err)
 	}
 	ropts := []protocol.Option{
 		protocol.WithPubSub(ps, n.cfg.Swarm),
+		protocol.WithResolver(disc, 0),
 		protocol.WithSandboxPolicy(n.cfg.Sandbox),
 		protocol.WithMaxFrameSize(n.cfg.MaxFrameSize),
 		protocol.WithEventSink(n.obs),
@@ -227,37 +257,33 @@ func (n *Node) Start(ctx context.Context) error {
 	}
 	r, err := protocol.New(h, n.reg, ropts...)
 	if err != nil {
-		cancel()
-		h.Close()
+		closeEarly()
 		return err
 	}
 	for id, hd := range n.handlers {
 		r.Handle(id, hd)
 	}
 	if err := r.Start(ctx); err != nil {
-		cancel()
-		h.Close()
+		closeEarly()
 		return err
 	}
 	api, err := startAPI(n, n.cfg.apiSocket())
 	if err != nil {
-		cancel()
 		r.Close()
-		h.Close()
+		closeEarly()
 		return err
 	}
 	if n.cfg.MetricsListen != "off" {
 		ms, err := startMetrics(n.cfg.MetricsListen, n.obs.prom.reg, r.Channels)
 		if err != nil {
-			cancel()
 			api.close()
 			r.Close()
-			h.Close()
+			closeEarly()
 			return err
 		}
 		n.metrics = ms
 	}
-	n.host, n.router, n.api, n.started = h, r, api, true
+	n.host, n.router, n.api, n.disc, n.started = h, r, api, disc, true
 	n.cancel = cancel
 	if len(n.cfg.Peers) > 0 {
 		n.wg.Go(func() { n.keepPeers(runCtx) })
@@ -309,7 +335,7 @@ func (n *Node) Close() error {
 		return nil
 	}
 	n.closed = true
-	cancel, api, r, h, ms := n.cancel, n.api, n.router, n.host, n.metrics
+	cancel, api, r, h, ms, disc := n.cancel, n.api, n.router, n.host, n.metrics, n.disc
 	n.mu.Unlock()
 	if cancel != nil {
 		cancel()
@@ -324,6 +350,9 @@ func (n *Node) Close() error {
 	n.wg.Wait()
 	if r != nil {
 		errs = append(errs, r.Close())
+	}
+	if disc != nil {
+		errs = append(errs, disc.Close())
 	}
 	if h != nil {
 		errs = append(errs, h.Close())
@@ -404,6 +433,10 @@ func (n *Node) Request(ctx context.Context, env *envelope.Envelope) (*envelope.E
 	return r.Request(ctx, env)
 }
 
+// discoveryTTL is how long a remote card stays valid after its host's last
+// signed heartbeat (discovery republishes well within it).
+const discoveryTTL = 10 * time.Minute
+
 var errNotStarted = fmt.Errorf("node: not started: %w", protocol.ErrChannelClosed)
 
 // Connect dials a peer multiaddr ending in /p2p/<peerID>.
@@ -447,18 +480,39 @@ func (n *Node) newHost() (host.Host, error) {
 	if err != nil {
 		return nil, err
 	}
-	h, err := libp2p.New(
+	listen, dropped := n.cfg.listenAddrs()
+	opts := []libp2p.Option{
 		libp2p.PrometheusRegisterer(n.obs.prom.reg),
 		libp2p.Identity(n.key),
-		libp2p.ListenAddrStrings(n.cfg.Listen...),
+		libp2p.ListenAddrStrings(listen...),
 		libp2p.UserAgent("nova-node/"+Version),
 		libp2p.ResourceManager(rm),
 		libp2p.ConnectionManager(cm),
 		libp2p.Ping(true),
-	)
+		libp2p.EnableHolePunching(),
+		libp2p.EnableAutoNATv2(),
+	}
+	if secret := n.cfg.Secret(); secret != nil {
+		psk, err := discovery.PSK(n.cfg.Swarm, secret)
+		if err != nil {
+			rm.Close()
+			return nil, err
+		}
+		// Private networks cannot run over QUIC in go-libp2p: TCP and
+		// WebSocket only, and say so once.
+		opts = append(opts, libp2p.PrivateNetwork(psk), libp2p.Transport(tcp.NewTCPTransport), libp2p.Transport(websocket.New))
+		if len(dropped) > 0 {
+			n.log.Warnw("swarm secret set: QUIC cannot carry a private network, so these addresses are not used (TCP and WebSocket only)", "dropped", dropped)
+		}
+	}
+	if len(listen) == 0 {
+		rm.Close()
+		return nil, errors.New("node: no address left to listen on: with a swarm secret, add a TCP or WebSocket address to listen")
+	}
+	h, err := libp2p.New(opts...)
 	if err != nil {
 		rm.Close()
-		return nil, fmt.Errorf("node: start libp2p host on %v: %w", n.cfg.Listen, err)
+		return nil, fmt.Errorf("node: start libp2p host on %v: %w", listen, err)
 	}
 	return h, nil
 }

@@ -27,6 +27,7 @@ func tierNode(t *testing.T) *node.Node {
 	cfg := node.DefaultConfig()
 	cfg.DataDir = t.TempDir()
 	cfg.Listen = []string{"/ip4/127.0.0.1/tcp/0"}
+	cfg.MDNS = false
 	cfg.Agents = nil
 	for i := 0; i < 4; i++ {
 		tr := tiers.Tier(i)

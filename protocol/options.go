@@ -32,6 +32,8 @@ type options struct {
 	persistEvery   time.Duration
 	ps             *pubsub.PubSub
 	swarm          string
+	resolver       Resolver
+	lookupTimeout  time.Duration
 }
 
 // defaults: the seed's tier rules, sandbox not enforced, 1 MiB frames, 30 s
@@ -53,6 +55,7 @@ func defaults() options {
 		store:          NewMemStore(),
 		persistAfter:   time.Second,
 		persistEvery:   20 * time.Millisecond,
+		lookupTimeout:  5 * time.Second,
 	}
 }
 
@@ -165,6 +168,20 @@ func WithPersistDelay(d time.Duration) Option {
 			return errors.New("protocol: negative persist delay")
 		}
 		o.persistAfter = d
+		return nil
+	}
+}
+
+// WithResolver makes the router look up, through res, recipients and
+// capabilities its registry does not know before answering AGENT_NOT_FOUND
+// or CAPABILITY_NOT_FOUND (requirement 4.4), waiting at most timeout
+// (default 5 s when <= 0).
+func WithResolver(res Resolver, timeout time.Duration) Option {
+	return func(o *options) error {
+		o.resolver = res
+		if timeout > 0 {
+			o.lookupTimeout = timeout
+		}
 		return nil
 	}
 }

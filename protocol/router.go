@@ -418,10 +418,45 @@ func (r *Router) resolve(env *envelope.Envelope) (from, to agentcard.Card, err e
 	}
 	if env.Metadata != nil && env.Metadata.RoutingHint == envelope.RoutingHintCapability {
 		to, err = r.byCapability(env, from)
+		if errors.Is(err, agentcard.ErrCapabilityNotFound) && r.lookup(func(ctx context.Context, res Resolver) error {
+			_, err := res.FindByCapability(ctx, env.Recipient)
+			return err
+		}) {
+			to, err = r.byCapability(env, from)
+		}
 		return from, to, err
 	}
 	to, err = r.reg.Resolve(env.Recipient)
+	if errors.Is(err, agentcard.ErrAgentNotFound) && r.lookup(func(ctx context.Context, res Resolver) error {
+		if strings.Contains(env.Recipient, "@") {
+			_, err := res.Lookup(ctx, env.Recipient)
+			return err
+		}
+		_, err := res.FindByName(ctx, env.Recipient)
+		return err
+	}) {
+		to, err = r.reg.Resolve(env.Recipient)
+	}
 	return from, to, err
+}
+
+// Resolver finds remote agents the registry does not know yet (the
+// discovery service satisfies it); what it finds lands in the registry.
+type Resolver interface {
+	FindByName(ctx context.Context, name string) ([]agentcard.Card, error)
+	FindByCapability(ctx context.Context, capID string) ([]agentcard.Card, error)
+	Lookup(ctx context.Context, addr string) (agentcard.Card, error)
+}
+
+// lookup asks the resolver (bounded by the lookup timeout) and reports
+// whether it found something.
+func (r *Router) lookup(f func(ctx context.Context, res Resolver) error) bool {
+	if r.o.resolver == nil || r.ctx == nil {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(r.ctx, r.o.lookupTimeout)
+	defer cancel()
+	return f(ctx, r.o.resolver) == nil
 }
 
 func (r *Router) localSender(addr string) (agentcard.Card, error) {

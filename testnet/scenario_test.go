@@ -128,22 +128,24 @@ func TestFiveNodeRequestResponse(t *testing.T) {
 	})
 }
 
-func TestStarTopologyRoutesOnlyToConnectedHosts(t *testing.T) {
-	// In a star, leaves know only the hub's cards (discovery is a later
-	// layer): a leaf reaches the hub, and a leaf-to-leaf name is not found.
+func TestLeafFindsLeafThroughDiscovery(t *testing.T) {
+	// In a star, a leaf has only the hub's cards from direct contact; the
+	// router asks discovery (the DHT through the hub) before answering
+	// AGENT_NOT_FOUND, then dials the other leaf (requirement 4.4).
 	net := testnet.New(t, 3)
 	net.Star(0)
 	net.WaitForCards()
 	if _, _, err := request(t, net.Nodes[1], "a1", "a0", "x"); err != nil {
 		t.Fatalf("leaf -> hub: %v", err)
 	}
-	_, _, err := request(t, net.Nodes[1], "a1", "a2", "x")
-	if !errors.Is(err, agentcard.ErrAgentNotFound) {
-		t.Fatalf("leaf -> leaf: %v, want AGENT_NOT_FOUND", err)
-	}
+	testnet.Eventually(t, 20*time.Second, func() error {
+		_, _, err := request(t, net.Nodes[1], "a1", "a2", "x")
+		return err
+	})
+	_, _, err := request(t, net.Nodes[1], "a1", "nobody", "x")
 	var nf *agentcard.NotFoundError
-	if !errors.As(err, &nf) || nf.Query != "a2" || nf.Where == "" {
-		t.Fatalf("not-found error should name what and where: %#v", err)
+	if !errors.Is(err, agentcard.ErrAgentNotFound) || !errors.As(err, &nf) || nf.Query != "nobody" || nf.Where == "" {
+		t.Fatalf("unknown agent: %v; want AGENT_NOT_FOUND naming what and where", err)
 	}
 }
 

@@ -88,6 +88,7 @@ func Config(t testing.TB, i int, tr Transport) node.Config {
 	cfg.APISocket = filepath.Join(shortTempDir(t), "api.sock")
 	cfg.RequestTimeout = 10 * time.Second
 	cfg.RetryDelay = 100 * time.Millisecond // 0.1+0.2+0.4 s before giving up
+	cfg.MDNS = false                        // the network rule: no mDNS outside a namespace
 	return cfg
 }
 

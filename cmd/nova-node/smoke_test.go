@@ -29,7 +29,7 @@ func TestBinarySmoke(t *testing.T) {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
 	home := t.TempDir()
-	env := append(os.Environ(), "HOME="+home)
+	env := append(os.Environ(), "HOME="+home, "NOVA_MDNS=false", "NOVA_METRICS_LISTEN=127.0.0.1:0")
 	start := func(dir, agent string, extra ...string) (*exec.Cmd, node.IDInfo, *strings.Builder) {
 		args := append([]string{"run", "--json", "--data-dir", dir, "--agent", agent, "--listen", "/ip4/127.0.0.1/tcp/0"}, extra...)
 		cmd := exec.Command(bin, args...)
