@@ -20,7 +20,7 @@ func Example() {
 	cfg := node.DefaultConfig()
 	cfg.DataDir = dir
 	cfg.Listen = []string{"/ip4/127.0.0.1/tcp/0"}
-	cfg.MDNS = false // stay off the LAN in this example
+	cfg.MDNS = false        // stay off the LAN in this example
 	n, err := node.New(cfg) // the default config hosts an echo agent named "echo"
 	if err != nil {
 		panic(err)

@@ -485,7 +485,7 @@ func (n *Node) newHost() (host.Host, error) {
 		libp2p.PrometheusRegisterer(n.obs.prom.reg),
 		libp2p.Identity(n.key),
 		libp2p.ListenAddrStrings(listen...),
-		libp2p.UserAgent("nova-node/"+Version),
+		libp2p.UserAgent("nova-node/" + Version),
 		libp2p.ResourceManager(rm),
 		libp2p.ConnectionManager(cm),
 		libp2p.Ping(true),
