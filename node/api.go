@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -144,6 +145,31 @@ func startAPI(n *Node, path string) (*apiServer, error) {
 	})
 	mux.HandleFunc("GET /v1/events", func(w http.ResponseWriter, r *http.Request) {
 		n.serveEvents(w, r)
+	})
+	mux.HandleFunc("GET /v1/agents/find", func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		cards, err := n.FindAgents(r.Context(), q.Get("name"), q.Get("capability"), q.Get("tier"), q.Get("as"))
+		if err != nil {
+			writeJSON(w, 404, apiErr(err))
+			return
+		}
+		writeJSON(w, 200, cards)
+	})
+	mux.HandleFunc("POST /v1/ping", func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Target string `json:"target"`
+			Count  int    `json:"count"`
+		}
+		if err := json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(&req); err != nil {
+			writeJSON(w, 400, &APIError{Code: "INVALID_REQUEST", Message: err.Error()})
+			return
+		}
+		res, err := n.Ping(r.Context(), req.Target, req.Count)
+		if err != nil {
+			writeJSON(w, 502, apiErr(err))
+			return
+		}
+		writeJSON(w, 200, res)
 	})
 	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 200, n.Status())
@@ -483,6 +509,24 @@ func (c *Client) Events(ctx context.Context, limit int, follow bool, fn func(pro
 			return err
 		}
 	}
+}
+
+// FindAgents asks the node to find agents by name, capability or tier.
+func (c *Client) FindAgents(ctx context.Context, name, capability, tier, as string) ([]agentcard.Card, error) {
+	q := url.Values{}
+	for k, v := range map[string]string{"name": name, "capability": capability, "tier": tier, "as": as} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	var v []agentcard.Card
+	return v, c.do(ctx, "GET", "/v1/agents/find?"+q.Encode(), nil, &v)
+}
+
+// Ping measures round trips to a peer or to the host of an agent.
+func (c *Client) Ping(ctx context.Context, target string, count int) (PingResult, error) {
+	var v PingResult
+	return v, c.do(ctx, "POST", "/v1/ping", map[string]any{"target": target, "count": count}, &v)
 }
 
 // Connect asks the node to dial a peer.

@@ -51,7 +51,7 @@ func TestVersionAndHelp(t *testing.T) {
 	if code != 0 || json.Unmarshal([]byte(out), &v) != nil || v["version"] != node.Version {
 		t.Fatalf("version --json: %q", out)
 	}
-	for _, cmd := range []string{"init", "run", "send", "agents", "id", "status", "events", "broadcast"} {
+	for _, cmd := range []string{"init", "run", "send", "agents", "id", "status", "events", "broadcast", "peers", "ping", "invite", "join"} {
 		out, _, code := runCLI(t, cmd, "--help")
 		if code != 0 || !strings.Contains(out, "Examples:") || !strings.Contains(out, "nova-node "+cmd) {
 			t.Errorf("%s --help should teach with examples:\n%s", cmd, out)
@@ -262,5 +262,79 @@ func TestBroadcastCommand(t *testing.T) {
 	})
 	if _, _, code := runCLI(t, "broadcast", "--data-dir", dirA, "--payload", "{bad"); code != 2 {
 		t.Fatalf("bad payload exit %d", code)
+	}
+}
+
+func TestDiscoveryCommands(t *testing.T) {
+	dirA, dirB := t.TempDir(), t.TempDir()
+	a := startNode(t, 0, dirA, node.DefaultAgent("alice"))
+	b := startNode(t, 1, dirB, node.DefaultAgent("bob"))
+	if _, err := a.Connect(t.Context(), b.Addrs()[0].String()); err != nil {
+		t.Fatal(err)
+	}
+	testnet.Eventually(t, testnetWait, func() error {
+		_, err := a.Registry().Resolve("bob")
+		return err
+	})
+	out, _, code := runCLI(t, "agents", "find", "--data-dir", dirA, "--capability", "echo")
+	if code != 0 || !strings.Contains(out, "bob@"+b.ID().String()) || !strings.Contains(out, "alice@") {
+		t.Fatalf("agents find --capability:\n%s", out)
+	}
+	out, _, code = runCLI(t, "agents", "find", "--data-dir", dirA, "--tier", "L3", "--json")
+	var cards []map[string]any
+	if code != 0 || json.Unmarshal([]byte(out), &cards) != nil || len(cards) != 2 {
+		t.Fatalf("agents find --tier: %s", out)
+	}
+	if _, errOut, code := runCLI(t, "agents", "find", "--data-dir", dirA, "--capability", "nope"); code != 1 || !strings.Contains(errOut, "CAPABILITY_NOT_FOUND") {
+		t.Fatalf("missing capability: %d %s", code, errOut)
+	}
+	out, _, code = runCLI(t, "agents", "show", "--data-dir", dirA, "bob")
+	if code != 0 || !strings.Contains(out, `"host": "`+b.ID().String()) {
+		t.Fatalf("agents show: %s", out)
+	}
+	out, _, code = runCLI(t, "peers", "--data-dir", dirA)
+	if code != 0 || !strings.Contains(out, b.ID().String()) || !strings.Contains(out, "direct") || !strings.Contains(out, "bob") {
+		t.Fatalf("peers: %s", out)
+	}
+	out, _, code = runCLI(t, "ping", "--data-dir", dirA, "bob", "--count", "2", "--json")
+	var pr node.PingResult
+	if code != 0 || json.Unmarshal([]byte(out), &pr) != nil || len(pr.RTTs) != 2 || pr.Path != "direct" || pr.Peer != b.ID().String() {
+		t.Fatalf("ping: %s", out)
+	}
+	// invite on A, join on a fresh data dir.
+	out, _, code = runCLI(t, "invite", "--data-dir", dirA, "--json")
+	var inv map[string]any
+	if code != 0 || json.Unmarshal([]byte(out), &inv) != nil || !strings.HasPrefix(inv["token"].(string), "nova1") {
+		t.Fatalf("invite: %s", out)
+	}
+	dirC := filepath.Join(t.TempDir(), "c")
+	out, _, code = runCLI(t, "join", "--data-dir", dirC, inv["token"].(string))
+	if code != 0 || !strings.Contains(out, `joined swarm "default"`) {
+		t.Fatalf("join: %d %s", code, out)
+	}
+	cfg, err := node.LoadConfig(dirC, nil)
+	if err != nil || len(cfg.Bootstrap) == 0 || !strings.Contains(cfg.Bootstrap[0], a.ID().String()) {
+		t.Fatalf("joined config: %v %+v", err, cfg.Bootstrap)
+	}
+	raw, _ := os.ReadFile(filepath.Join(dirC, "config.yaml"))
+	if !strings.Contains(string(raw), "# ") {
+		t.Fatal("join lost the config's comments")
+	}
+	if _, errOut, code := runCLI(t, "join", "--data-dir", dirC, "nova1garbage"); code != 2 || !strings.Contains(errOut, "invalid token") {
+		t.Fatalf("bad token: %d %s", code, errOut)
+	}
+	// A private swarm's invite carries the secret, and join writes it.
+	out, errOut, code := runCLI(t, "invite", "--data-dir", dirB, "--new-secret", "--json")
+	if code != 0 || json.Unmarshal([]byte(out), &inv) != nil || inv["private"] != true {
+		t.Fatalf("invite --new-secret: %d %s %s", code, out, errOut)
+	}
+	dirD := filepath.Join(t.TempDir(), "d")
+	if _, _, code := runCLI(t, "join", "--data-dir", dirD, inv["token"].(string)); code != 0 {
+		t.Fatal("join private")
+	}
+	cfgB, _ := node.LoadConfig(dirB, nil)
+	cfgD, _ := node.LoadConfig(dirD, nil)
+	if cfgD.SwarmSecret == "" || cfgD.SwarmSecret != cfgB.SwarmSecret {
+		t.Fatalf("secret not shared: %q vs %q", cfgD.SwarmSecret, cfgB.SwarmSecret)
 	}
 }

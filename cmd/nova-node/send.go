@@ -158,7 +158,94 @@ what ` + "`nova-node send --to`" + ` accepts; a bare NAME works when it is uniqu
 		},
 	}
 	c.Flags().StringVar(&origin, "origin", "", "only local or only remote agents")
+	c.AddCommand(newAgentsFindCmd(g), newAgentsShowCmd(g))
 	return c
+}
+
+func newAgentsFindCmd(g *globals) *cobra.Command {
+	var name, capability, tier, as string
+	c := &cobra.Command{
+		Use:   "find",
+		Short: "Find agents in the swarm by name, capability or tier",
+		Long: `find asks the swarm's DHT (for a name or a capability) and the node's registry,
+and lists the matching agents. --as applies the sandbox view of one of this
+node's agents: a sandboxed agent only sees agents it may discover.`,
+		Example: `  nova-node agents find --capability echo
+  nova-node agents find --name bob --json
+  nova-node agents find --tier L0
+  nova-node agents find --capability code.review --as sandboxed-agent`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cl, err := g.client()
+			if err != nil {
+				return err
+			}
+			cards, err := cl.FindAgents(cmd.Context(), name, capability, tier, as)
+			if err != nil {
+				return err
+			}
+			if g.json {
+				return g.printJSON(cards)
+			}
+			fmt.Fprintf(g.stdout, "%-16s %-4s %-7s %-24s %s\n", "NAME", "TIER", "ORIGIN", "CAPABILITIES", "ADDRESS")
+			for _, c := range cards {
+				fmt.Fprintf(g.stdout, "%-16s %-4s %-7s %-24s %s\n", c.ID, c.Tier, c.Origin, capIDs(c.Capabilities), c.Address())
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVar(&name, "name", "", "agent name")
+	c.Flags().StringVar(&capability, "capability", "", "capability id")
+	c.Flags().StringVar(&tier, "tier", "", "tier, L0..L3")
+	c.Flags().StringVar(&as, "as", "", "apply the sandbox view of this local agent")
+	return c
+}
+
+func newAgentsShowCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:     "show NAME|NAME@PEER",
+		Short:   "Show one agent's card",
+		Example: "  nova-node agents show bob\n  nova-node agents show bob@12D3KooW... --json",
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return &exitError{code: 2, err: errors.New("show takes one agent name or address")}
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, err := g.client()
+			if err != nil {
+				return err
+			}
+			name, _, _ := strings.Cut(args[0], "@")
+			cards, err := cl.FindAgents(cmd.Context(), name, "", "", "")
+			if err != nil {
+				return err
+			}
+			var match []agentcard.Card
+			for _, c := range cards {
+				if c.Address() == args[0] || !strings.Contains(args[0], "@") {
+					match = append(match, c)
+				}
+			}
+			switch {
+			case len(match) == 0:
+				return &agentcard.NotFoundError{Query: args[0], Where: "the registry and the swarm's DHT"}
+			case len(match) > 1:
+				var cands []string
+				for _, c := range match {
+					cands = append(cands, c.Address())
+				}
+				return &agentcard.AmbiguousError{Name: args[0], Candidates: cands}
+			}
+			if g.json {
+				return g.printJSON(match[0])
+			}
+			b, _ := json.MarshalIndent(match[0], "", "  ")
+			fmt.Fprintln(g.stdout, string(b))
+			return nil
+		},
+	}
 }
 
 func capIDs(cs []agentcard.Capability) string {

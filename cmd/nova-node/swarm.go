@@ -1,0 +1,195 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nova-node/nova-node/discovery/invite"
+	"github.com/nova-node/nova-node/node"
+)
+
+func newInviteCmd(g *globals) *cobra.Command {
+	var newSecret bool
+	var relays []string
+	c := &cobra.Command{
+		Use:   "invite",
+		Short: "Print a token another device uses to join this node's swarm",
+		Long: `invite prints a token holding the swarm's name, its secret (if it has one)
+and this running node's addresses, to bootstrap from. On the other device,
+` + "`nova-node join <token>`" + ` is the only step.
+
+--new-secret makes the swarm private: it generates a 32-byte secret, writes
+it into this node's config (restart this node for it to apply) and puts it
+in the token. With a secret, outsiders cannot complete a handshake with any
+member; QUIC is then not used (TCP and WebSocket only).`,
+		Example: `  nova-node invite
+  nova-node invite --new-secret
+  nova-node invite --relay /ip4/203.0.113.7/tcp/4710/p2p/12D3KooW... --json`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := g.config()
+			if err != nil {
+				return err
+			}
+			tok := invite.Token{Swarm: cfg.Swarm, Secret: cfg.Secret(), Relays: relays}
+			if newSecret {
+				s, err := invite.GenerateSecret()
+				if err != nil {
+					return err
+				}
+				if err := node.SetSwarmSecret(cfg.DataDir, s); err != nil {
+					return err
+				}
+				tok.Secret = s
+			}
+			cl := node.NewClient(cfg.APISocketPath())
+			info, err := cl.ID(cmd.Context())
+			if err != nil {
+				return fmt.Errorf("%w\n(invite needs the running node's addresses)", err)
+			}
+			for _, a := range info.Addrs {
+				if !strings.Contains(a, "/quic") || len(tok.Secret) == 0 {
+					tok.Bootstrap = append(tok.Bootstrap, a)
+				}
+			}
+			s, err := tok.Encode()
+			if err != nil {
+				return err
+			}
+			if g.json {
+				return g.printJSON(map[string]any{"token": s, "swarm": tok.Swarm, "private": len(tok.Secret) > 0, "bootstrap": tok.Bootstrap, "relays": tok.Relays})
+			}
+			fmt.Fprintf(g.stdout, "%s\n\nOn the other device run:\n  nova-node join %s\n", s, s)
+			if newSecret {
+				fmt.Fprintln(g.stdout, "\nThis node's config now holds the new secret: restart it (Ctrl-C, nova-node run).")
+			}
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&newSecret, "new-secret", false, "make the swarm private with a new secret (written into this node's config)")
+	c.Flags().StringArrayVar(&relays, "relay", nil, "relay multiaddr to put in the token (repeatable)")
+	return c
+}
+
+func newJoinCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "join TOKEN",
+		Short: "Join the swarm of an invite token",
+		Long: `join writes the token's swarm name, secret and bootstrap addresses into this
+device's config.yaml (creating the data dir if needed). Then start the node
+(or restart it): ` + "`nova-node run`" + `.`,
+		Example: `  nova-node join nova1q...
+  nova-node join --data-dir /tmp/nova-b nova1q...`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return &exitError{code: 2, err: fmt.Errorf("join takes exactly one token (from `nova-node invite` on a member)")}
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			tok, err := invite.Decode(args[0])
+			if err != nil {
+				return &exitError{code: 2, err: fmt.Errorf("invalid token: %w", err)}
+			}
+			cfg, err := g.config()
+			if err != nil {
+				return err
+			}
+			if err := node.ApplyInvite(cfg.DataDir, tok); err != nil {
+				return err
+			}
+			if g.json {
+				return g.printJSON(map[string]any{"swarm": tok.Swarm, "private": len(tok.Secret) > 0, "bootstrap": tok.Bootstrap, "config": node.ConfigPath(cfg.DataDir)})
+			}
+			private := "open"
+			if len(tok.Secret) > 0 {
+				private = "private (secret set; TCP and WebSocket only)"
+			}
+			fmt.Fprintf(g.stdout, "joined swarm %q, %s, %d bootstrap address(es)\nconfig: %s\nnow start the node: nova-node run%s (restart it if it is running)\n",
+				tok.Swarm, private, len(tok.Bootstrap), node.ConfigPath(cfg.DataDir), dataDirFlag(g))
+			return nil
+		},
+	}
+}
+
+func newPeersCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "peers",
+		Short: "List connected peers: addresses, direct or relayed, agents hosted",
+		Example: `  nova-node peers
+  nova-node peers --json`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cl, err := g.client()
+			if err != nil {
+				return err
+			}
+			st, err := cl.Status(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if g.json {
+				return g.printJSON(st.PeerList)
+			}
+			if len(st.PeerList) == 0 {
+				fmt.Fprintln(g.stdout, "no peers")
+			}
+			for _, p := range st.PeerList {
+				path := "direct"
+				if p.Relayed {
+					path = "relayed"
+				}
+				fmt.Fprintf(g.stdout, "%s  %s\n  agents: %s\n", p.PeerID, path, strings.Join(p.Agents, ", "))
+				for _, a := range p.Addrs {
+					fmt.Fprintf(g.stdout, "  %s\n", a)
+				}
+			}
+			return nil
+		},
+	}
+}
+
+func newPingCmd(g *globals) *cobra.Command {
+	var count int
+	return func() *cobra.Command {
+		c := &cobra.Command{
+			Use:   "ping PEER|AGENT",
+			Short: "Measure round trips to a peer or to the node hosting an agent",
+			Example: `  nova-node ping bob
+  nova-node ping 12D3KooWAbc... --count 5 --json`,
+			Args: func(cmd *cobra.Command, args []string) error {
+				if len(args) != 1 {
+					return &exitError{code: 2, err: fmt.Errorf("ping takes one peer ID or agent name")}
+				}
+				return nil
+			},
+			RunE: func(cmd *cobra.Command, args []string) error {
+				cl, err := g.client()
+				if err != nil {
+					return err
+				}
+				res, err := cl.Ping(cmd.Context(), args[0], count)
+				if err != nil {
+					return err
+				}
+				if g.json {
+					return g.printJSON(res)
+				}
+				who := res.Peer
+				if res.Agent != "" {
+					who = res.Agent
+				}
+				fmt.Fprintf(g.stdout, "%s via %s (%s)\n", who, res.Path, res.Addr)
+				for i, r := range res.RTTs {
+					fmt.Fprintf(g.stdout, "  %d: %.3f ms\n", i+1, r)
+				}
+				fmt.Fprintf(g.stdout, "  avg %.3f ms\n", res.Average)
+				return nil
+			},
+		}
+		c.Flags().IntVar(&count, "count", 3, "round trips to measure")
+		return c
+	}()
+}

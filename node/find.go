@@ -1,0 +1,161 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/p2p/protocol/ping"
+
+	"github.com/nova-node/nova-node/agentcard"
+	"github.com/nova-node/nova-node/sandbox"
+	"github.com/nova-node/nova-node/tiers"
+)
+
+// FindAgents finds agents by name, capability or tier (exactly one),
+// asking discovery first for names and capabilities, and applies the sandbox
+// discovery filter as seen by local agent `as` (no filter when empty).
+func (n *Node) FindAgents(ctx context.Context, name, capability, tier, as string) ([]agentcard.Card, error) {
+	given := 0
+	for _, v := range []string{name, capability, tier} {
+		if v != "" {
+			given++
+		}
+	}
+	if given != 1 {
+		return nil, errors.New("node: give exactly one of name, capability or tier")
+	}
+	n.mu.Lock()
+	disc := n.disc
+	n.mu.Unlock()
+	lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	var cards []agentcard.Card
+	switch {
+	case name != "":
+		if disc != nil {
+			_, _ = disc.FindByName(lctx, name)
+		}
+		for _, c := range n.reg.List() {
+			if c.ID == name {
+				cards = append(cards, c)
+			}
+		}
+		if len(cards) == 0 {
+			return nil, &agentcard.NotFoundError{Query: name, Where: "the registry and the swarm's DHT"}
+		}
+	case capability != "":
+		if disc != nil {
+			_, _ = disc.FindByCapability(lctx, capability)
+		}
+		cards = n.reg.FindByCapability(capability)
+		if len(cards) == 0 {
+			return nil, &agentcard.CapabilityNotFoundError{Capability: capability, Where: "the registry and the swarm's DHT"}
+		}
+	default:
+		t, err := tiers.ParseTier(tier)
+		if err != nil {
+			return nil, err
+		}
+		cards = n.reg.FindByTier(t)
+	}
+	if as != "" {
+		viewer, ok := n.reg.Get(as)
+		if !ok || viewer.Origin != agentcard.OriginLocal {
+			return nil, &agentcard.NotFoundError{Query: as, Where: "agents hosted on this node (--as names the local agent whose view to apply)"}
+		}
+		cards = sandbox.Filter(n.cfg.Sandbox, sandbox.Agent{ID: viewer.Address(), Sandbox: viewer.SandboxID}, cards,
+			func(c agentcard.Card) sandbox.Agent { return sandbox.Agent{ID: c.Address(), Sandbox: c.SandboxID} })
+	}
+	if cards == nil {
+		cards = []agentcard.Card{}
+	}
+	return cards, nil
+}
+
+// PingResult is what `nova-node ping` prints.
+type PingResult struct {
+	Peer    string    `json:"peer"`
+	Agent   string    `json:"agent,omitempty"`
+	Path    string    `json:"path"` // direct or relayed
+	Addr    string    `json:"addr"`
+	RTTs    []float64 `json:"rttMs"`
+	Average float64   `json:"avgMs"`
+}
+
+// Ping measures count round trips (libp2p ping) to a peer ID or to the
+// node hosting an agent (name or name@peerID).
+func (n *Node) Ping(ctx context.Context, target string, count int) (PingResult, error) {
+	h := n.Host()
+	if h == nil {
+		return PingResult{}, errNotStarted
+	}
+	if count <= 0 || count > 100 {
+		count = 3
+	}
+	res := PingResult{}
+	p, err := peer.Decode(target)
+	if err != nil || strings.Contains(target, "@") {
+		c, rerr := n.reg.Resolve(target)
+		if rerr != nil && n.disc != nil {
+			lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			if strings.Contains(target, "@") {
+				_, _ = n.disc.Lookup(lctx, target)
+			} else {
+				_, _ = n.disc.FindByName(lctx, target)
+			}
+			cancel()
+			c, rerr = n.reg.Resolve(target)
+		}
+		if rerr != nil {
+			return res, rerr
+		}
+		if p, err = peer.Decode(c.Host); err != nil {
+			return res, err
+		}
+		res.Agent = c.Address()
+	}
+	res.Peer = p.String()
+	if p == h.ID() {
+		return res, fmt.Errorf("node: %s is this node", target)
+	}
+	pctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	if h.Network().Connectedness(p) != network.Connected {
+		if err := h.Connect(pctx, peer.AddrInfo{ID: p}); err != nil {
+			return res, fmt.Errorf("node: cannot reach %s: %w", p, err)
+		}
+	}
+	ch := ping.Ping(network.WithAllowLimitedConn(pctx, "nova-ping"), h, p)
+	var sum float64
+	for i := 0; i < count; i++ {
+		r, ok := <-ch
+		if !ok {
+			break
+		}
+		if r.Error != nil {
+			return res, fmt.Errorf("node: ping %s: %w", p, r.Error)
+		}
+		ms := float64(r.RTT.Microseconds()) / 1000
+		res.RTTs = append(res.RTTs, ms)
+		sum += ms
+	}
+	cancel()
+	if len(res.RTTs) > 0 {
+		res.Average = sum / float64(len(res.RTTs))
+	}
+	res.Path = "direct"
+	for _, c := range h.Network().ConnsToPeer(p) {
+		res.Addr = c.RemoteMultiaddr().String()
+		if c.Stat().Limited {
+			res.Path = "relayed"
+		} else {
+			break
+		}
+	}
+	return res, nil
+}
