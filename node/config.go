@@ -47,6 +47,13 @@ type Config struct {
 	// NOVA_BOOTSTRAP (comma separated), or an invite token (nova-node join).
 	Bootstrap []string `yaml:"bootstrap"`
 
+	// Relays are multiaddrs (with /p2p/<peerID>) of swarm members that relay
+	// for nodes behind NAT when hole punching fails (circuit relay v2). From
+	// an invite token (nova-node invite --relay). Publicly reachable nodes
+	// offer relay service themselves; with a swarm secret only members can
+	// connect to them at all.
+	Relays []string `yaml:"relays"`
+
 	// MDNS finds swarm members on the local network with zero configuration
 	// (service _nova-<swarm>._udp). Default true. Env NOVA_MDNS=false.
 	MDNS bool `yaml:"mdns"`
@@ -209,6 +216,11 @@ func (c *Config) Validate() error {
 	for i, a := range c.Listen {
 		if _, err := multiaddr.NewMultiaddr(a); err != nil {
 			bad(fmt.Sprintf("listen[%d]", i), "%q is not a multiaddr: %v", a, err)
+		}
+	}
+	for i, a := range c.Relays {
+		if _, err := parsePeerAddr(a); err != nil {
+			bad(fmt.Sprintf("relays[%d]", i), "%v", err)
 		}
 	}
 	for i, a := range c.Bootstrap {

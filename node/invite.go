@@ -38,6 +38,13 @@ func ApplyInvite(dataDir string, tok invite.Token) error {
 			}
 		}
 		set("bootstrap", boot)
+		relays := c.Relays
+		for _, a := range tok.Relays {
+			if !slices.Contains(relays, a) {
+				relays = append(relays, a)
+			}
+		}
+		set("relays", relays)
 	})
 }
 

@@ -491,6 +491,15 @@ func (n *Node) newHost() (host.Host, error) {
 		libp2p.Ping(true),
 		libp2p.EnableHolePunching(),
 		libp2p.EnableAutoNATv2(),
+		libp2p.EnableRelayService(), // active only once AutoNAT finds this node publicly reachable
+	}
+	if len(n.cfg.Relays) > 0 {
+		relays, err := discovery.ParseAddrs(n.cfg.Relays)
+		if err != nil {
+			rm.Close()
+			return nil, fmt.Errorf("node: relays: %w", err)
+		}
+		opts = append(opts, libp2p.EnableAutoRelayWithStaticRelays(relays))
 	}
 	if secret := n.cfg.Secret(); secret != nil {
 		psk, err := discovery.PSK(n.cfg.Swarm, secret)

@@ -26,6 +26,14 @@ listen:
 # (NOVA_PEERS=a,b or --peer, repeatable)
 peers: []
 
+# Swarm members to join the DHT through, and relays for when this node is
+# behind a NAT that hole punching cannot cross. nova-node join fills these.
+bootstrap: []
+relays: []
+
+# Find swarm members on the local network with zero configuration. (NOVA_MDNS)
+mdns: true
+
 # Agents hosted on this node. An agent with the capability "echo" answers
 # every request with its own payload. tier: L0..L3 (default: the seed's tier
 # for the 21 planetary agent names, L3 otherwise). sandbox: optional.
