@@ -338,3 +338,23 @@ func TestDiscoveryCommands(t *testing.T) {
 		t.Fatalf("secret not shared: %q vs %q", cfgD.SwarmSecret, cfgB.SwarmSecret)
 	}
 }
+
+func TestQRCodeRendersAndHasQuietZone(t *testing.T) {
+	q, err := qrText("nova1" + strings.Repeat("abcdefgh", 30))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimRight(q, "\n"), "\n")
+	if len(lines) < 15 || strings.TrimSpace(lines[0]) != "" {
+		t.Fatalf("QR: %d lines, first %q", len(lines), lines[0])
+	}
+	width := len([]rune(lines[1]))
+	for i, l := range lines {
+		if len([]rune(l)) != width {
+			t.Fatalf("line %d has width %d, want %d", i, len([]rune(l)), width)
+		}
+	}
+	if !strings.ContainsAny(q, "█▀▄") {
+		t.Fatal("no modules drawn")
+	}
+}

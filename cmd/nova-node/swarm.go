@@ -11,7 +11,7 @@ import (
 )
 
 func newInviteCmd(g *globals) *cobra.Command {
-	var newSecret bool
+	var newSecret, noQR bool
 	var relays []string
 	c := &cobra.Command{
 		Use:   "invite",
@@ -61,6 +61,11 @@ member; QUIC is then not used (TCP and WebSocket only).`,
 			if g.json {
 				return g.printJSON(map[string]any{"token": s, "swarm": tok.Swarm, "private": len(tok.Secret) > 0, "bootstrap": tok.Bootstrap, "relays": tok.Relays})
 			}
+			if !noQR {
+				if q, err := qrText(s); err == nil {
+					fmt.Fprintln(g.stdout, q)
+				}
+			}
 			fmt.Fprintf(g.stdout, "%s\n\nOn the other device run:\n  nova-node join %s\n", s, s)
 			if newSecret {
 				fmt.Fprintln(g.stdout, "\nThis node's config now holds the new secret: restart it (Ctrl-C, nova-node run).")
@@ -70,6 +75,7 @@ member; QUIC is then not used (TCP and WebSocket only).`,
 	}
 	c.Flags().BoolVar(&newSecret, "new-secret", false, "make the swarm private with a new secret (written into this node's config)")
 	c.Flags().StringArrayVar(&relays, "relay", nil, "relay multiaddr to put in the token (repeatable)")
+	c.Flags().BoolVar(&noQR, "no-qr", false, "do not draw the token as a QR code")
 	return c
 }
 
