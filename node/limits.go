@@ -12,9 +12,10 @@ import (
 	"github.com/nova-node/nova-node/protocol"
 )
 
-// lanPrefixes are the private and link-local ranges where a LAN full of
-// swarm members lives.
-var lanPrefixes = []string{"10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16", "100.64.0.0/10", "fc00::/7", "fe80::/10"}
+// lanPrefixes are loopback (libp2p's own default exemption, which
+// WithNetworkPrefixLimit replaces) and the private and link-local ranges
+// where a LAN full of swarm members lives.
+var lanPrefixes = []string{"127.0.0.0/8", "::1/128", "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16", "100.64.0.0/10", "fc00::/7", "fe80::/10"}
 
 // newResourceManager is libp2p's resource manager with its scaled default
 // limits, a service limit for nova's a2a streams (a peer needs two, one
@@ -33,10 +34,7 @@ func newResourceManager() (network.ResourceManager, error) {
 		rcmgr.BaseLimit{StreamsInbound: 8, StreamsOutbound: 8, Streams: 16, Memory: 8 << 20},
 		rcmgr.BaseLimitIncrease{})
 	var v4, v6 []rcmgr.NetworkPrefixLimit
-	rateLimits := []rate.PrefixLimit{
-		{Prefix: netip.MustParsePrefix("127.0.0.0/8")},
-		{Prefix: netip.MustParsePrefix("::1/128")},
-	}
+	var rateLimits []rate.PrefixLimit
 	for _, s := range lanPrefixes {
 		p := netip.MustParsePrefix(s)
 		l := rcmgr.NetworkPrefixLimit{Network: p, ConnCount: 1024}

@@ -30,6 +30,9 @@ func TestLANIsNotThrottled(t *testing.T) {
 	if got := open("/ip4/192.168.1.20/tcp/4710", 20); got != 20 {
 		t.Fatalf("LAN address: %d of 20 connections admitted", got)
 	}
+	if got := open("/ip4/127.0.0.1/tcp/4710", 20); got != 20 {
+		t.Fatalf("loopback: %d of 20 connections admitted", got)
+	}
 	if got := open("/ip4/10.0.0.7/tcp/4710", 20); got != 20 {
 		t.Fatalf("LAN address: %d of 20 connections admitted", got)
 	}
