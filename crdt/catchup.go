@@ -84,8 +84,18 @@ func (d *Doc) catchUp(ctx context.Context, p peer.ID) error {
 	if x.Context().Max(own) > d.d.Context().Max(own) {
 		return errors.New("crdt: catch-up answer claims updates of this replica it never made")
 	}
-	if !x.IsEmpty() && !d.d.Seen(x) {
-		d.applyLocked(x, "catch-up:"+p.String(), true)
+	// Always join (join is idempotent): a catch-up delta can carry removals
+	// and overwrites whose dots this replica has seen, which Seen, looking
+	// only at minted dots, would call old news.
+	if !x.IsEmpty() {
+		before := d.d.Context()
+		d.d.Join(x)
+		if !d.d.Context().Equal(before) || len(x.Paths()) > 0 {
+			if err := d.persistLocked(); err != nil {
+				d.m.log.Errorw("cannot persist a caught-up state", "doc", d.name, "err", err)
+			}
+			d.notifyLocked(Change{Doc: d.name, Source: "catch-up:" + p.String(), Paths: x.Paths(), Clock: d.d.Clock(), Remote: true})
+		}
 	}
 	d.drainHeldLocked()
 	return nil

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/nova-node/nova-node/crdt/delta"
@@ -20,10 +21,12 @@ const maxHeld = 1024
 
 // Doc is one replicated document. Its state has one owner, mu.
 type Doc struct {
-	m     *Manager
-	name  string
-	topic *pubsub.Topic
-	sub   *pubsub.Subscription
+	m      *Manager
+	name   string
+	topic  *pubsub.Topic
+	sub    *pubsub.Subscription
+	dtopic *pubsub.Topic
+	dsub   *pubsub.Subscription
 
 	mu       sync.Mutex
 	d        *delta.Doc
@@ -270,8 +273,17 @@ func (d *Doc) readLoop() {
 		}
 		d.mu.Unlock()
 		if gap {
-			p := pm.GetFrom()
-			d.m.spawn(func() { _ = d.catchUp(d.m.ctx, p) })
+			// Ask the neighbour that forwarded the update (it is connected, and
+			// has what the update depends on, or will soon), and the publisher
+			// too when it is a direct peer.
+			for _, p := range []peer.ID{pm.ReceivedFrom, pm.GetFrom()} {
+				if p != "" && d.m.h.Network().Connectedness(p) == network.Connected {
+					d.m.spawn(func() { _ = d.catchUp(d.m.ctx, p) })
+				}
+				if pm.ReceivedFrom == pm.GetFrom() {
+					break
+				}
+			}
 		}
 	}
 }
@@ -319,6 +331,10 @@ func (d *Doc) stop() {
 	d.sub.Cancel()
 	_ = d.m.ps.UnregisterTopicValidator(Topic(d.m.swarm, d.name))
 	_ = d.topic.Close()
+	if d.dsub != nil {
+		d.dsub.Cancel()
+		_ = d.dtopic.Close()
+	}
 }
 
 // Info summarises a document for listings.

@@ -208,6 +208,9 @@ func (m *Manager) openLocked(name string) (*Doc, error) {
 	}
 	d.topic, d.sub = t, sub
 	m.wg.Go(d.readLoop)
+	if err := d.startDigest(); err != nil {
+		m.log.Warnw("no clock digests for this document", "doc", name, "err", err)
+	}
 	return d, nil
 }
 
@@ -248,17 +251,28 @@ func (m *Manager) followPeers() {
 	}
 }
 
-// antiEntropy asks a random topic peer of each document for what it lacks.
+// antiEntropy asks a random topic peer of each document for what it lacks:
+// every interval, and every 200 ms while the document holds updates it
+// cannot apply yet (a gap its neighbours could not fill at once).
 func (m *Manager) antiEntropy() {
-	t := time.NewTicker(m.interval)
+	const fast = 200 * time.Millisecond
+	t := time.NewTicker(fast)
 	defer t.Stop()
+	last := time.Now()
 	for {
 		select {
 		case <-m.ctx.Done():
 			return
 		case <-t.C:
 		}
+		due := time.Since(last) >= m.interval
+		if due {
+			last = time.Now()
+		}
 		for _, d := range m.Docs() {
+			if !due && d.Info().Held == 0 {
+				continue
+			}
 			peers := d.topic.ListPeers()
 			if len(peers) > 0 {
 				p := peers[rand.IntN(len(peers))]

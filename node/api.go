@@ -171,6 +171,7 @@ func startAPI(n *Node, path string) (*apiServer, error) {
 		}
 		writeJSON(w, 200, res)
 	})
+	n.registerDocRoutes(mux)
 	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 200, n.Status())
 	})
@@ -535,3 +536,5 @@ func (c *Client) Connect(ctx context.Context, addr string) (string, error) {
 	err := c.do(ctx, "POST", "/v1/connect", map[string]string{"addr": addr}, &v)
 	return v["peerId"], err
 }
+
+func urlQueryEscape(s string) string { return url.QueryEscape(s) }

@@ -23,6 +23,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/nova-node/nova-node/agentcard"
+	"github.com/nova-node/nova-node/crdt"
 	"github.com/nova-node/nova-node/discovery"
 	"github.com/nova-node/nova-node/envelope"
 	"github.com/nova-node/nova-node/protocol"
@@ -55,6 +56,7 @@ type Node struct {
 	api      *apiServer
 	metrics  *metricsServer
 	disc     *discovery.Service
+	docs     *crdt.Manager
 	started  bool
 	closed   bool
 	cancel   context.CancelFunc
@@ -260,6 +262,11 @@ func (n *Node) Start(ctx context.Context) error {
 		closeEarly()
 		return err
 	}
+	docs, err := crdt.New(h, ps, n.cfg.Swarm, crdtStore{n.db}, 0)
+	if err != nil {
+		closeEarly()
+		return err
+	}
 	for id, hd := range n.handlers {
 		r.Handle(id, hd)
 	}
@@ -267,8 +274,14 @@ func (n *Node) Start(ctx context.Context) error {
 		closeEarly()
 		return err
 	}
+	if err := docs.Start(ctx); err != nil {
+		r.Close()
+		closeEarly()
+		return err
+	}
 	api, err := startAPI(n, n.cfg.apiSocket())
 	if err != nil {
+		docs.Close()
 		r.Close()
 		closeEarly()
 		return err
@@ -277,13 +290,14 @@ func (n *Node) Start(ctx context.Context) error {
 		ms, err := startMetrics(n.cfg.MetricsListen, n.obs.prom.reg, r.Channels)
 		if err != nil {
 			api.close()
+			docs.Close()
 			r.Close()
 			closeEarly()
 			return err
 		}
 		n.metrics = ms
 	}
-	n.host, n.router, n.api, n.disc, n.started = h, r, api, disc, true
+	n.host, n.router, n.api, n.disc, n.docs, n.started = h, r, api, disc, docs, true
 	n.cancel = cancel
 	if len(n.cfg.Peers) > 0 {
 		n.wg.Go(func() { n.keepPeers(runCtx) })
@@ -335,7 +349,7 @@ func (n *Node) Close() error {
 		return nil
 	}
 	n.closed = true
-	cancel, api, r, h, ms, disc := n.cancel, n.api, n.router, n.host, n.metrics, n.disc
+	cancel, api, r, h, ms, disc, docs := n.cancel, n.api, n.router, n.host, n.metrics, n.disc, n.docs
 	n.mu.Unlock()
 	if cancel != nil {
 		cancel()
@@ -348,6 +362,9 @@ func (n *Node) Close() error {
 		errs = append(errs, ms.close())
 	}
 	n.wg.Wait()
+	if docs != nil {
+		errs = append(errs, docs.Close())
+	}
 	if r != nil {
 		errs = append(errs, r.Close())
 	}
@@ -359,6 +376,13 @@ func (n *Node) Close() error {
 	}
 	errs = append(errs, n.obs.close(), n.db.close())
 	return errors.Join(errs...)
+}
+
+// Docs is the node's replicated documents; nil before Start.
+func (n *Node) Docs() *crdt.Manager {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.docs
 }
 
 // MetricsURL is where Prometheus metrics are served ("" when off or not started).

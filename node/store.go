@@ -202,3 +202,46 @@ func (o outboxStore) LoadWatermarks() (map[string]uint64, error) {
 	})
 	return out, err
 }
+
+var bucketCRDT = []byte("crdt")
+
+// crdtStore keeps each document's full state in bucket crdt (crdt.Store).
+type crdtStore struct{ s *store }
+
+func (c crdtStore) LoadDoc(name string) ([]byte, error) {
+	var out []byte
+	err := c.s.db.View(func(tx *bolt.Tx) error {
+		if b := tx.Bucket(bucketCRDT); b != nil {
+			if v := b.Get([]byte(name)); v != nil {
+				out = append([]byte(nil), v...)
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+func (c crdtStore) SaveDoc(name string, state []byte) error {
+	return c.s.db.Update(func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucketIfNotExists(bucketCRDT)
+		if err != nil {
+			return err
+		}
+		return b.Put([]byte(name), state)
+	})
+}
+
+func (c crdtStore) DocNames() ([]string, error) {
+	var out []string
+	err := c.s.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketCRDT)
+		if b == nil {
+			return nil
+		}
+		return b.ForEach(func(k, _ []byte) error {
+			out = append(out, string(k))
+			return nil
+		})
+	})
+	return out, err
+}

@@ -51,7 +51,7 @@ func TestVersionAndHelp(t *testing.T) {
 	if code != 0 || json.Unmarshal([]byte(out), &v) != nil || v["version"] != node.Version {
 		t.Fatalf("version --json: %q", out)
 	}
-	for _, cmd := range []string{"init", "run", "send", "agents", "id", "status", "events", "broadcast", "peers", "ping", "invite", "join"} {
+	for _, cmd := range []string{"init", "run", "send", "agents", "id", "status", "events", "broadcast", "peers", "ping", "invite", "join", "crdt"} {
 		out, _, code := runCLI(t, cmd, "--help")
 		if code != 0 || !strings.Contains(out, "Examples:") || !strings.Contains(out, "nova-node "+cmd) {
 			t.Errorf("%s --help should teach with examples:\n%s", cmd, out)
@@ -356,5 +356,72 @@ func TestQRCodeRendersAndHasQuietZone(t *testing.T) {
 	}
 	if !strings.ContainsAny(q, "█▀▄") {
 		t.Fatal("no modules drawn")
+	}
+}
+
+func TestCRDTCommands(t *testing.T) {
+	dirA, dirB := t.TempDir(), t.TempDir()
+	a := startNode(t, 0, dirA, node.DefaultAgent("alice"))
+	b := startNode(t, 1, dirB, node.DefaultAgent("bob"))
+	if _, err := a.Connect(t.Context(), b.Addrs()[0].String()); err != nil {
+		t.Fatal(err)
+	}
+	// Both open the document; B watches it.
+	if _, _, code := runCLI(t, "crdt", "get", "--data-dir", dirB, "plan"); code != 0 {
+		t.Fatal("get on B")
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	var w syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"crdt", "watch", "--data-dir", dirB, "plan", "--json"}, nil, &w, &bytes.Buffer{})
+	}()
+	out, errOut, code := runCLI(t, "crdt", "set", "--data-dir", dirA, "plan", "/goal", `"ship v1"`)
+	if code != 0 || !strings.Contains(out, `"ship v1"`) {
+		t.Fatalf("set: %d %s %s", code, out, errOut)
+	}
+	runCLI(t, "crdt", "add", "--data-dir", dirA, "plan", "/owners", `"alice"`)
+	runCLI(t, "crdt", "incr", "--data-dir", dirA, "plan", "/done", "2")
+	runCLI(t, "crdt", "add", "--data-dir", dirB, "plan", "/owners", `"bob"`)
+	testnet.Eventually(t, testnetWait, func() error {
+		out, _, _ := runCLI(t, "crdt", "get", "--data-dir", dirB, "plan", "--json")
+		var v node.DocView
+		if json.Unmarshal([]byte(out), &v) != nil {
+			return fmt.Errorf("bad output %q", out)
+		}
+		var doc struct {
+			Goal   string   `json:"goal"`
+			Owners []string `json:"owners"`
+			Done   int      `json:"done"`
+		}
+		json.Unmarshal(v.Value, &doc)
+		if doc.Goal != "ship v1" || len(doc.Owners) != 2 || doc.Done != 2 {
+			return fmt.Errorf("B sees %s", v.Value)
+		}
+		return nil
+	})
+	testnet.Eventually(t, testnetWait, func() error {
+		if !strings.Contains(w.String(), `"remote":true`) || !strings.Contains(w.String(), "/goal") {
+			return fmt.Errorf("watch printed %q", w.String())
+		}
+		return nil
+	})
+	cancel()
+	<-done
+	out, _, code = runCLI(t, "crdt", "docs", "--data-dir", dirA)
+	if code != 0 || !strings.Contains(out, "plan") || !strings.Contains(out, "peers") {
+		t.Fatalf("docs: %s", out)
+	}
+	for _, bad := range [][]string{
+		{"crdt", "set", "--data-dir", dirA, "plan", "/x", "{nope"},
+		{"crdt", "incr", "--data-dir", dirA, "plan", "/x", "lots"},
+		{"crdt", "set", "--data-dir", dirA, "plan"},
+	} {
+		if _, _, code := runCLI(t, bad...); code != 2 {
+			t.Errorf("%v: exit %d, want 2", bad, code)
+		}
+	}
+	if _, errOut, code := runCLI(t, "crdt", "set", "--data-dir", dirA, "plan", "no-slash", "1"); code != 1 || !strings.Contains(errOut, "path") {
+		t.Fatalf("bad path: %d %s", code, errOut)
 	}
 }

@@ -77,7 +77,7 @@ From another terminal, talk to it:
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return &exitError{code: 2, err: fmt.Errorf("%w\nrun `%s --help` for usage", err, c.CommandPath())}
 	})
-	root.AddCommand(newInitCmd(g), newRunCmd(g), newSendCmd(g), newAgentsCmd(g), newIDCmd(g), newBroadcastCmd(g), newStatusCmd(g), newEventsCmd(g), newPeersCmd(g), newPingCmd(g), newInviteCmd(g), newJoinCmd(g), newVersionCmd(g))
+	root.AddCommand(newInitCmd(g), newRunCmd(g), newSendCmd(g), newAgentsCmd(g), newIDCmd(g), newBroadcastCmd(g), newStatusCmd(g), newEventsCmd(g), newPeersCmd(g), newPingCmd(g), newInviteCmd(g), newJoinCmd(g), newCRDTCmd(g), newVersionCmd(g))
 	return root
 }
 

@@ -1,0 +1,185 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nova-node/nova-node/crdt"
+	"github.com/nova-node/nova-node/node"
+)
+
+func newCRDTCmd(g *globals) *cobra.Command {
+	var as string
+	root := &cobra.Command{
+		Use:   "crdt",
+		Short: "Read and write documents replicated across the swarm",
+		Long: `crdt works on named JSON documents that every node of the swarm can open and
+change, with no server: concurrent changes on different devices merge (CRDTs)
+and every node ends with the same document. Paths are JSON Pointers:
+"/tasks/t1/owner". A node that was offline, or joins later, is current one
+round trip after it connects.
+
+  set PATH JSON      write a value (last writer wins; concurrent values kept)
+  del PATH           delete a value or a subtree
+  add / remove PATH JSON   add to / remove from a set (add wins)
+  incr PATH [N]      add N (default 1, negative to subtract) to a counter`,
+		Example: `  nova-node crdt set plan /goal '"ship v1"'
+  nova-node crdt add plan /owners '"alice"'
+  nova-node crdt incr plan /done
+  nova-node crdt get plan
+  nova-node crdt watch plan --json
+  nova-node crdt docs`,
+	}
+	root.PersistentFlags().StringVar(&as, "as", "", "local agent making the change (default: the node's first agent)")
+	op := func(use, short, kind string, nargs int) *cobra.Command {
+		return &cobra.Command{
+			Use:   use,
+			Short: short,
+			Args: func(cmd *cobra.Command, args []string) error {
+				if len(args) < nargs || len(args) > nargs+1 || kind != "incr" && len(args) != nargs {
+					return &exitError{code: 2, err: fmt.Errorf("usage: nova-node crdt %s", use)}
+				}
+				return nil
+			},
+			RunE: func(cmd *cobra.Command, args []string) error {
+				o := node.DocOp{Op: kind, Path: args[1], Agent: as}
+				switch kind {
+				case "set", "add", "remove":
+					if !json.Valid([]byte(args[2])) {
+						return &exitError{code: 2, err: fmt.Errorf("%s is not valid JSON (quote strings: '\"text\"')", args[2])}
+					}
+					o.Value = json.RawMessage(args[2])
+				case "incr":
+					o.By = 1
+					if len(args) == 3 {
+						n, err := strconv.ParseInt(args[2], 10, 64)
+						if err != nil {
+							return &exitError{code: 2, err: fmt.Errorf("%q is not an integer", args[2])}
+						}
+						o.By = n
+					}
+				}
+				cl, err := g.client()
+				if err != nil {
+					return err
+				}
+				v, err := cl.ApplyDocOp(cmd.Context(), args[0], o)
+				if err != nil {
+					return err
+				}
+				return printDocView(g, v)
+			},
+		}
+	}
+	root.AddCommand(
+		op("set DOC PATH JSON", "Write a JSON value at a path", "set", 3),
+		op("del DOC PATH", "Delete a path and everything below it", "delete", 2),
+		op("add DOC PATH JSON", "Add an element to the set at a path", "add", 3),
+		op("remove DOC PATH JSON", "Remove an element from the set at a path", "remove", 3),
+		op("incr DOC PATH [N]", "Add N (default 1) to the counter at a path", "incr", 2),
+		&cobra.Command{
+			Use:   "get DOC [PATH]",
+			Short: "Print a document, or the value at a path",
+			Args: func(cmd *cobra.Command, args []string) error {
+				if len(args) < 1 || len(args) > 2 {
+					return &exitError{code: 2, err: fmt.Errorf("usage: nova-node crdt get DOC [PATH]")}
+				}
+				return nil
+			},
+			RunE: func(cmd *cobra.Command, args []string) error {
+				path := ""
+				if len(args) == 2 {
+					path = args[1]
+				}
+				cl, err := g.client()
+				if err != nil {
+					return err
+				}
+				v, err := cl.ReadDoc(cmd.Context(), args[0], path)
+				if err != nil {
+					return err
+				}
+				return printDocView(g, v)
+			},
+		},
+		&cobra.Command{
+			Use:   "watch DOC",
+			Short: "Print every change of a document as it happens (Ctrl-C to stop)",
+			Args: func(cmd *cobra.Command, args []string) error {
+				if len(args) != 1 {
+					return &exitError{code: 2, err: fmt.Errorf("usage: nova-node crdt watch DOC")}
+				}
+				return nil
+			},
+			RunE: func(cmd *cobra.Command, args []string) error {
+				cl, err := g.client()
+				if err != nil {
+					return err
+				}
+				enc := json.NewEncoder(g.stdout)
+				return cl.WatchDoc(cmd.Context(), args[0], func(c crdt.Change) error {
+					if g.json {
+						return enc.Encode(c)
+					}
+					where := "local"
+					if c.Remote {
+						where = "remote"
+					}
+					_, err := fmt.Fprintf(g.stdout, "%s %s by %s: %s\n", c.Doc, where, shortAddr(c.Source), strings.Join(c.Paths, " "))
+					return err
+				})
+			},
+		},
+		&cobra.Command{
+			Use:   "docs",
+			Short: "List open documents with their vector clocks",
+			Args:  noArgs,
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				cl, err := g.client()
+				if err != nil {
+					return err
+				}
+				docs, err := cl.Docs(cmd.Context())
+				if err != nil {
+					return err
+				}
+				if g.json {
+					return g.printJSON(docs)
+				}
+				if len(docs) == 0 {
+					fmt.Fprintln(g.stdout, "no documents")
+				}
+				for _, d := range docs {
+					var clock []string
+					for r, n := range d.Clock {
+						clock = append(clock, fmt.Sprintf("%s:%d", shortAddr("x@" + r)[2:], n))
+					}
+					sort.Strings(clock)
+					behind := ""
+					if d.Held > 0 {
+						behind = fmt.Sprintf("  (%d updates waiting for a catch-up: peers are ahead)", d.Held)
+					}
+					fmt.Fprintf(g.stdout, "%-20s %d paths  %d peers  clock %s%s\n", d.Name, d.Paths, d.Peers, strings.Join(clock, " "), behind)
+				}
+				return nil
+			},
+		},
+	)
+	return root
+}
+
+func printDocView(g *globals, v node.DocView) error {
+	if g.json {
+		return g.printJSON(v)
+	}
+	fmt.Fprintln(g.stdout, indentJSON(v.Value))
+	if len(v.Values) > 1 {
+		fmt.Fprintf(g.stdout, "(%d concurrent values; shown: the last writer's)\n", len(v.Values))
+	}
+	return nil
+}
