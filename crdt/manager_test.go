@@ -298,3 +298,30 @@ func TestNoGoroutineOutlivesTheManager(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestStoredStateIsBoundedByLiveData: 10,000 overwrites of the same 100
+// keys leave a persisted state of the size of 100 keys, not of the history.
+func TestStoredStateIsBoundedByLiveData(t *testing.T) {
+	r := newReplica(t, nil, nil)
+	d := open(t, r, "churn")
+	ctx := context.Background()
+	agent := "w@" + r.h.ID().String()
+	for k := 0; k < 100; k++ {
+		d.Set(ctx, agent, fmt.Sprintf("/k%d", k), json.RawMessage(`0`))
+	}
+	r.store.mu.Lock()
+	after100 := len(r.store.docs["churn"])
+	r.store.mu.Unlock()
+	for i := 0; i < 10000; i++ {
+		if err := d.Set(ctx, agent, fmt.Sprintf("/k%d", i%100), json.RawMessage(fmt.Sprint(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.store.mu.Lock()
+	size := len(r.store.docs["churn"])
+	r.store.mu.Unlock()
+	t.Logf("state: %d bytes after 100 writes, %d after 10,100", after100, size)
+	if size > 2*after100+1024 {
+		t.Fatalf("state grew with history: %d bytes after 10,100 writes of 100 keys (%d after the first 100)", size, after100)
+	}
+}

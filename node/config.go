@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/connmgr"
 	"github.com/multiformats/go-multiaddr"
 	"go.yaml.in/yaml/v3"
 
@@ -99,6 +100,10 @@ type Config struct {
 	// APISocket is the Unix socket of the local control API, reachable only
 	// by the user owning the data dir. Default <dataDir>/nova.sock.
 	APISocket string `yaml:"apiSocket,omitempty"`
+
+	// ConnectionGater, for Go programs embedding a node (and the testnet's
+	// partitions), decides which peers may connect. Not in the config file.
+	ConnectionGater connmgr.ConnectionGater `yaml:"-"`
 
 	// LogLevel is debug, info, warn or error. Default info. Env NOVA_LOG_LEVEL.
 	LogLevel string `yaml:"logLevel"`

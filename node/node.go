@@ -517,6 +517,9 @@ func (n *Node) newHost() (host.Host, error) {
 		libp2p.EnableAutoNATv2(),
 		libp2p.EnableRelayService(), // active only once AutoNAT finds this node publicly reachable
 	}
+	if n.cfg.ConnectionGater != nil {
+		opts = append(opts, libp2p.ConnectionGater(n.cfg.ConnectionGater))
+	}
 	if len(n.cfg.Relays) > 0 {
 		relays, err := discovery.ParseAddrs(n.cfg.Relays)
 		if err != nil {

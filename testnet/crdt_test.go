@@ -111,3 +111,77 @@ func TestDocumentSurvivesRestart(t *testing.T) {
 		return nil
 	})
 }
+
+// TestPartitionWriteBothSidesHeal: the swarm splits in two, both halves
+// write (including to the same key), the partition heals, and every node
+// ends with the same document with no update lost: the counter has every
+// increment, the set every element, and the conflicting key keeps both
+// values (the last writer's on read).
+func TestPartitionWriteBothSidesHeal(t *testing.T) {
+	net := testnet.New(t, 6)
+	net.FullMesh()
+	net.WaitForCards()
+	ctx := context.Background()
+	for _, nd := range net.Nodes {
+		nd.ReadDoc(ctx, "plan", "")
+	}
+	left, right := []int{0, 1, 2}, []int{3, 4, 5}
+	net.Partition(left, right)
+	write := func(i int, side string) {
+		nd := net.Nodes[i]
+		for _, o := range []node.DocOp{
+			{Op: "set", Path: "/owner", Value: json.RawMessage(fmt.Sprintf(`"%s-%d"`, side, i))},
+			{Op: "incr", Path: "/votes", By: 1},
+			{Op: "add", Path: "/tags", Value: json.RawMessage(fmt.Sprintf(`"%s%d"`, side, i))},
+			{Op: "set", Path: fmt.Sprintf("/%s/n%d", side, i), Value: json.RawMessage(`true`)},
+		} {
+			if _, err := nd.ApplyDocOp(ctx, "plan", o); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, i := range left {
+		write(i, "left")
+	}
+	for _, i := range right {
+		write(i, "right")
+	}
+	// Each side converges on its own writes and does not see the other's.
+	testnet.Eventually(t, 10*time.Second, func() error {
+		for _, i := range left {
+			v, _ := net.Nodes[i].ReadDoc(ctx, "plan", "/votes")
+			if string(v.Value) != "3" {
+				return fmt.Errorf("left node %d has %s votes", i, v.Value)
+			}
+		}
+		return nil
+	})
+	if v, _ := net.Nodes[0].ReadDoc(ctx, "plan", "/right"); string(v.Value) != "null" {
+		t.Fatalf("the left side sees the right side's writes through the partition: %s", v.Value)
+	}
+	net.Heal(left, right)
+	testnet.Eventually(t, 20*time.Second, func() error {
+		first, _ := net.Nodes[0].ReadDoc(ctx, "plan", "")
+		for i, nd := range net.Nodes[1:] {
+			v, _ := nd.ReadDoc(ctx, "plan", "")
+			if !bytes.Equal(v.Value, first.Value) {
+				return fmt.Errorf("node %d differs after healing", i+1)
+			}
+		}
+		return nil
+	})
+	v, _ := net.Nodes[4].ReadDoc(ctx, "plan", "/votes")
+	if string(v.Value) != "6" {
+		t.Fatalf("%s votes after healing, want 6", v.Value)
+	}
+	var tags []string
+	tv, _ := net.Nodes[1].ReadDoc(ctx, "plan", "/tags")
+	json.Unmarshal(tv.Value, &tags)
+	if len(tags) != 6 {
+		t.Fatalf("tags %v, want 6", tags)
+	}
+	owner, _ := net.Nodes[2].ReadDoc(ctx, "plan", "/owner")
+	if len(owner.Values) < 2 {
+		t.Fatalf("concurrent writes to /owner: %d values kept, want both sides' (%s)", len(owner.Values), owner.Value)
+	}
+}

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/p2p/net/conngater"
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/nova-node/nova-node/node"
@@ -40,8 +41,9 @@ const (
 
 // Net is a set of running nodes.
 type Net struct {
-	t     testing.TB
-	Nodes []*node.Node
+	t      testing.TB
+	Nodes  []*node.Node
+	gaters []*conngater.BasicConnectionGater
 }
 
 type options struct {
@@ -116,6 +118,12 @@ func New(t testing.TB, n int, opts ...Option) *Net {
 	net := &Net{t: t}
 	for i := 0; i < n; i++ {
 		cfg := Config(t, i, o.transport)
+		g, err := conngater.NewBasicConnectionGater(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.ConnectionGater = g
+		net.gaters = append(net.gaters, g)
 		if o.configure != nil {
 			o.configure(i, &cfg)
 		}
@@ -173,6 +181,37 @@ func (n *Net) Start(i int, cfg node.Config, prepare func(*node.Node)) *node.Node
 	}
 	n.Nodes[i] = nd
 	return nd
+}
+
+// Partition cuts every connection between the nodes of a and those of b
+// and keeps them from reconnecting (each node's connection gater blocks the
+// other side), until Heal.
+func (n *Net) Partition(a, b []int) {
+	n.t.Helper()
+	for _, i := range a {
+		for _, j := range b {
+			_ = n.gaters[i].BlockPeer(n.Nodes[j].ID())
+			_ = n.gaters[j].BlockPeer(n.Nodes[i].ID())
+			_ = n.Nodes[i].Host().Network().ClosePeer(n.Nodes[j].ID())
+			_ = n.Nodes[j].Host().Network().ClosePeer(n.Nodes[i].ID())
+		}
+	}
+}
+
+// Heal lifts every partition and reconnects each pair that Partition cut.
+func (n *Net) Heal(a, b []int) {
+	n.t.Helper()
+	for _, i := range a {
+		for _, j := range b {
+			_ = n.gaters[i].UnblockPeer(n.Nodes[j].ID())
+			_ = n.gaters[j].UnblockPeer(n.Nodes[i].ID())
+		}
+	}
+	for _, i := range a {
+		for _, j := range b {
+			n.Connect(i, j)
+		}
+	}
 }
 
 // Info is node i's dialable address info.
