@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -426,7 +427,7 @@ func (r *Router) resolve(env *envelope.Envelope) (from, to agentcard.Card, err e
 		}
 		return from, to, err
 	}
-	to, err = r.reg.Resolve(env.Recipient)
+	to, err = r.resolveFor(from, env.Recipient)
 	if errors.Is(err, agentcard.ErrAgentNotFound) && r.lookup(func(ctx context.Context, res Resolver) error {
 		if strings.Contains(env.Recipient, "@") {
 			_, err := res.Lookup(ctx, env.Recipient)
@@ -435,9 +436,46 @@ func (r *Router) resolve(env *envelope.Envelope) (from, to agentcard.Card, err e
 		_, err := res.FindByName(ctx, env.Recipient)
 		return err
 	}) {
-		to, err = r.reg.Resolve(env.Recipient)
+		to, err = r.resolveFor(from, env.Recipient)
 	}
 	return from, to, err
+}
+
+// resolveFor resolves addr as seen by agent from. A full address is exact
+// (the reach check then decides, with a security event on a violation). A
+// bare name is resolved among the agents from may discover (sandbox
+// discovery filter, requirement 10.4): unique, ambiguous or not found.
+func (r *Router) resolveFor(from agentcard.Card, addr string) (agentcard.Card, error) {
+	if strings.Contains(addr, "@") || !r.o.policy.Enforced {
+		return r.reg.Resolve(addr)
+	}
+	viewer := sandbox.Agent{ID: from.Address(), Sandbox: from.SandboxID}
+	var visible []agentcard.Card
+	total := 0
+	for _, c := range r.reg.List() {
+		if c.ID != addr {
+			continue
+		}
+		total++
+		if r.o.policy.CheckDiscover(viewer, sandbox.Agent{ID: c.Address(), Sandbox: c.SandboxID}).Allowed {
+			visible = append(visible, c)
+		}
+	}
+	switch len(visible) {
+	case 1:
+		return visible[0], nil
+	case 0:
+		if total == 0 {
+			return r.reg.Resolve(addr) // the registry's own not-found, naming what it searched
+		}
+		return agentcard.Card{}, &agentcard.NotFoundError{Query: addr, Where: fmt.Sprintf("the agents %s may discover", from.Address())}
+	}
+	cands := make([]string, len(visible))
+	for i, c := range visible {
+		cands[i] = c.Address()
+	}
+	sort.Strings(cands)
+	return agentcard.Card{}, &agentcard.AmbiguousError{Name: addr, Candidates: cands}
 }
 
 // Resolver finds remote agents the registry does not know yet (the
@@ -473,9 +511,13 @@ func (r *Router) localSender(addr string) (agentcard.Card, error) {
 // reach: local first, then remote (the registry's order).
 func (r *Router) byCapability(env *envelope.Envelope, from agentcard.Card) (agentcard.Card, error) {
 	cards := r.reg.FindByCapability(env.Recipient)
+	viewer := sandbox.Agent{ID: from.Address(), Sandbox: from.SandboxID}
 	for _, c := range cards {
 		if c.Address() == from.Address() {
 			continue
+		}
+		if !r.o.policy.CheckDiscover(viewer, sandbox.Agent{ID: c.Address(), Sandbox: c.SandboxID}).Allowed {
+			continue // what from may not discover, capability routing does not offer
 		}
 		if r.policyErr(env, from, c, false) == nil {
 			return c, nil

@@ -14,6 +14,7 @@ import (
 	"github.com/nova-node/nova-node/envelope"
 	"github.com/nova-node/nova-node/node"
 	"github.com/nova-node/nova-node/protocol"
+	"github.com/nova-node/nova-node/sandbox"
 	"github.com/nova-node/nova-node/testnet"
 )
 
@@ -360,5 +361,51 @@ func TestOpenChannelProtectsItsPeer(t *testing.T) {
 	chans := net.Nodes[0].Router().Channels()
 	if len(chans) != 1 || !cm.IsProtected(net.Nodes[1].ID(), "nova/channel/"+chans[0].ID) {
 		t.Fatalf("peer with an open channel is not protected from trimming: %+v", chans)
+	}
+}
+
+// TestSandboxDiscoveryFilterInRouting: a bare name and a capability are
+// resolved among the agents the sender may discover (requirement 10.4,
+// property 30); an exact address outside the sandbox is refused with
+// SANDBOX_VIOLATION and a security event (property 29).
+func TestSandboxDiscoveryFilterInRouting(t *testing.T) {
+	net := testnet.New(t, 3, testnet.WithConfig(func(i int, c *node.Config) {
+		switch i {
+		case 0:
+			c.Agents = append(c.Agents, node.AgentConfig{Name: "boxed", Sandbox: "lab", Capabilities: []node.CapabilityConfig{{ID: "echo"}}})
+		case 1:
+			c.Agents = append(c.Agents, node.AgentConfig{Name: "helper", Sandbox: "lab", Capabilities: []node.CapabilityConfig{{ID: "echo"}}})
+		case 2:
+			c.Agents = append(c.Agents, node.AgentConfig{Name: "helper", Capabilities: []node.CapabilityConfig{{ID: "echo"}, {ID: "assist"}}})
+		}
+	}))
+	net.FullMesh()
+	net.WaitForCards()
+	n0 := net.Nodes[0]
+	labHelper := "helper@" + net.Nodes[1].ID().String()
+	openHelper := "helper@" + net.Nodes[2].ID().String()
+	// The sandboxed agent sees only the lab's helper: the bare name resolves.
+	_, res, err := request(t, n0, "boxed", "helper", 1)
+	if err != nil || res.TargetAgentID != labHelper {
+		t.Fatalf("boxed -> helper: %+v %v, want %s", res, err, labHelper)
+	}
+	// The unsandboxed agent sees only the unsandboxed helper.
+	_, res, err = request(t, n0, "a0", "helper", 1)
+	if err != nil || res.TargetAgentID != openHelper {
+		t.Fatalf("a0 -> helper: %+v %v, want %s", res, err, openHelper)
+	}
+	// A capability only an agent outside the sandbox has is not found for it.
+	env, _ := n0.NewEnvelope("boxed", "assist", envelope.TypeRequest, nil)
+	env.Metadata = &envelope.Metadata{RoutingHint: envelope.RoutingHintCapability}
+	if _, _, err := n0.Request(t.Context(), env); !errors.Is(err, agentcard.ErrCapabilityNotFound) {
+		t.Fatalf("boxed by capability outside its sandbox: %v, want CAPABILITY_NOT_FOUND", err)
+	}
+	// The exact address outside the sandbox: refused, with a security event.
+	before := securityEvents(n0, sandbox.CodeSandboxViolation)
+	if _, _, err := request(t, n0, "boxed", openHelper, 1); !errors.Is(err, sandbox.ErrSandboxViolation) {
+		t.Fatalf("boxed -> %s: %v, want SANDBOX_VIOLATION", openHelper, err)
+	}
+	if securityEvents(n0, sandbox.CodeSandboxViolation) <= before {
+		t.Fatal("no security event for the sandbox violation")
 	}
 }
