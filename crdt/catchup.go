@@ -91,7 +91,7 @@ func (d *Doc) catchUp(ctx context.Context, p peer.ID) error {
 		before := d.d.Context()
 		d.d.Join(x)
 		if !d.d.Context().Equal(before) || len(x.Paths()) > 0 {
-			if err := d.persistLocked(); err != nil {
+			if err := d.persistLocked(x); err != nil {
 				d.m.log.Errorw("cannot persist a caught-up state", "doc", d.name, "err", err)
 			}
 			d.notifyLocked(Change{Doc: d.name, Source: "catch-up:" + p.String(), Paths: x.Paths(), Clock: d.d.Clock(), Remote: true})

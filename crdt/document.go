@@ -33,6 +33,7 @@ type Doc struct {
 	held     []held
 	watchers map[*Watch]struct{}
 	stopped  bool
+	logged   int // deltas in the store's log since the last snapshot
 }
 
 type held struct {
@@ -163,7 +164,7 @@ func (d *Doc) mutate(ctx context.Context, agent string, f func() (*delta.Delta, 
 		return err
 	}
 	d.d.Join(x)
-	if err := d.persistLocked(); err != nil {
+	if err := d.persistLocked(x); err != nil {
 		d.mu.Unlock()
 		return err
 	}
@@ -185,7 +186,21 @@ func (d *Doc) mutate(ctx context.Context, agent string, f func() (*delta.Delta, 
 	return nil
 }
 
-func (d *Doc) persistLocked() error {
+// persistLocked logs the joined delta x, or writes a snapshot (x == nil,
+// or every snapshotEvery deltas) which empties the log.
+func (d *Doc) persistLocked(x *delta.Delta) error {
+	if x != nil && d.logged < snapshotEvery {
+		b, err := delta.EncodeDelta(x)
+		if err == nil {
+			if err = d.m.store.AppendDelta(d.name, b); err == nil {
+				d.logged++
+				return nil
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("crdt: persist %s: %w", d.name, err)
+		}
+	}
 	b, err := delta.EncodeDoc(d.d)
 	if err != nil {
 		return err
@@ -193,6 +208,7 @@ func (d *Doc) persistLocked() error {
 	if err := d.m.store.SaveDoc(d.name, b); err != nil {
 		return fmt.Errorf("crdt: persist %s: %w", d.name, err)
 	}
+	d.logged = 0
 	return nil
 }
 
@@ -291,7 +307,7 @@ func (d *Doc) readLoop() {
 // applyLocked joins a remote delta, persists and notifies.
 func (d *Doc) applyLocked(x *delta.Delta, src string, remote bool) {
 	d.d.Join(x)
-	if err := d.persistLocked(); err != nil {
+	if err := d.persistLocked(x); err != nil {
 		d.m.log.Errorw("cannot persist a joined update", "doc", d.name, "err", err)
 	}
 	d.notifyLocked(Change{Doc: d.name, Source: src, Paths: x.Paths(), Clock: d.d.Clock(), Remote: remote})

@@ -37,13 +37,23 @@ var nameRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
 // ValidName reports whether name is a valid document name.
 func ValidName(name string) bool { return nameRe.MatchString(name) }
 
-// Store persists each document's full state. SaveDoc is called under the
-// document's lock, after each join and before anything is published.
+// Store persists each document as a snapshot plus a log of the deltas
+// joined since (so a write costs its delta, not the document). Calls come
+// under the document's lock, after each join and before anything is
+// published.
 type Store interface {
-	LoadDoc(name string) ([]byte, error) // nil, nil when absent
+	// LoadDoc returns the snapshot (nil when none) and the deltas logged
+	// after it, in order.
+	LoadDoc(name string) (state []byte, deltas [][]byte, err error)
+	// AppendDelta logs one joined delta.
+	AppendDelta(name string, delta []byte) error
+	// SaveDoc replaces the snapshot and empties the log, atomically.
 	SaveDoc(name string, state []byte) error
 	DocNames() ([]string, error)
 }
+
+// snapshotEvery is how many logged deltas trigger a new snapshot.
+const snapshotEvery = 256
 
 // Manager owns the open documents of one node.
 type Manager struct {
@@ -179,7 +189,7 @@ func (m *Manager) openLocked(name string) (*Doc, error) {
 	if err != nil {
 		return nil, err
 	}
-	b, err := m.store.LoadDoc(name)
+	b, logged, err := m.store.LoadDoc(name)
 	if err != nil {
 		return nil, fmt.Errorf("crdt: load %s: %w", name, err)
 	}
@@ -190,7 +200,14 @@ func (m *Manager) openLocked(name string) (*Doc, error) {
 		}
 		dd.JoinDoc(st)
 	}
-	d := &Doc{m: m, name: name, d: dd, watchers: map[*Watch]struct{}{}}
+	for i, lb := range logged {
+		x, err := delta.DecodeDelta(lb)
+		if err != nil {
+			return nil, fmt.Errorf("crdt: logged delta %d of %s: %w", i, name, err)
+		}
+		dd.Join(x)
+	}
+	d := &Doc{m: m, name: name, d: dd, watchers: map[*Watch]struct{}{}, logged: len(logged)}
 	topic := Topic(m.swarm, name)
 	if err := m.ps.RegisterTopicValidator(topic, d.validate); err != nil {
 		return nil, fmt.Errorf("crdt: validator for %s: %w", name, err)

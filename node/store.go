@@ -205,29 +205,79 @@ func (o outboxStore) LoadWatermarks() (map[string]uint64, error) {
 
 var bucketCRDT = []byte("crdt")
 
-// crdtStore keeps each document's full state in bucket crdt (crdt.Store).
+// crdtStore keeps each document in bucket crdt/<doc>: key "state" holds the
+// last snapshot, sub-bucket "log" the deltas joined since (crdt.Store).
 type crdtStore struct{ s *store }
 
-func (c crdtStore) LoadDoc(name string) ([]byte, error) {
-	var out []byte
+var (
+	keyState  = []byte("state")
+	bucketLog = []byte("log")
+)
+
+func (c crdtStore) LoadDoc(name string) ([]byte, [][]byte, error) {
+	var state []byte
+	var deltas [][]byte
 	err := c.s.db.View(func(tx *bolt.Tx) error {
-		if b := tx.Bucket(bucketCRDT); b != nil {
-			if v := b.Get([]byte(name)); v != nil {
-				out = append([]byte(nil), v...)
-			}
+		root := tx.Bucket(bucketCRDT)
+		if root == nil {
+			return nil
+		}
+		b := root.Bucket([]byte(name))
+		if b == nil {
+			return nil
+		}
+		if v := b.Get(keyState); v != nil {
+			state = append([]byte(nil), v...)
+		}
+		if l := b.Bucket(bucketLog); l != nil {
+			return l.ForEach(func(_, v []byte) error {
+				deltas = append(deltas, append([]byte(nil), v...))
+				return nil
+			})
 		}
 		return nil
 	})
-	return out, err
+	return state, deltas, err
+}
+
+func (c crdtStore) doc(tx *bolt.Tx, name string) (*bolt.Bucket, error) {
+	root, err := tx.CreateBucketIfNotExists(bucketCRDT)
+	if err != nil {
+		return nil, err
+	}
+	return root.CreateBucketIfNotExists([]byte(name))
+}
+
+func (c crdtStore) AppendDelta(name string, delta []byte) error {
+	return c.s.db.Update(func(tx *bolt.Tx) error {
+		b, err := c.doc(tx, name)
+		if err != nil {
+			return err
+		}
+		l, err := b.CreateBucketIfNotExists(bucketLog)
+		if err != nil {
+			return err
+		}
+		seq, err := l.NextSequence()
+		if err != nil {
+			return err
+		}
+		return l.Put(binary.BigEndian.AppendUint64(nil, seq), delta)
+	})
 }
 
 func (c crdtStore) SaveDoc(name string, state []byte) error {
 	return c.s.db.Update(func(tx *bolt.Tx) error {
-		b, err := tx.CreateBucketIfNotExists(bucketCRDT)
+		b, err := c.doc(tx, name)
 		if err != nil {
 			return err
 		}
-		return b.Put([]byte(name), state)
+		if b.Bucket(bucketLog) != nil {
+			if err := b.DeleteBucket(bucketLog); err != nil {
+				return err
+			}
+		}
+		return b.Put(keyState, state)
 	})
 }
 
@@ -238,7 +288,7 @@ func (c crdtStore) DocNames() ([]string, error) {
 		if b == nil {
 			return nil
 		}
-		return b.ForEach(func(k, _ []byte) error {
+		return b.ForEachBucket(func(k []byte) error {
 			out = append(out, string(k))
 			return nil
 		})
