@@ -99,6 +99,9 @@ func (d *Doc) digestReader() {
 		if !ahead {
 			continue
 		}
+		d.mu.Lock()
+		d.ahead = dg.Clock.Merge(d.ahead)
+		d.mu.Unlock()
 		target := from
 		if d.m.h.Network().Connectedness(from) != network.Connected {
 			target = pm.ReceivedFrom

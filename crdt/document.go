@@ -33,7 +33,8 @@ type Doc struct {
 	held     []held
 	watchers map[*Watch]struct{}
 	stopped  bool
-	logged   int // deltas in the store's log since the last snapshot
+	logged   int                 // deltas in the store's log since the last snapshot
+	ahead    delta.VersionVector // highest clocks peers' digests showed
 }
 
 type held struct {
@@ -360,11 +361,19 @@ type Info struct {
 	Peers int                 `json:"peers"`
 	Held  int                 `json:"held"` // updates waiting for what they depend on
 	Paths int                 `json:"paths"`
+	// PeersAhead: a peer's digest shows updates this node has not got yet
+	// (a catch-up is under way).
+	PeersAhead bool `json:"peersAhead"`
 }
 
 // Info returns the document's summary.
 func (d *Doc) Info() Info {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return Info{Name: d.name, Clock: d.d.Clock(), Peers: len(d.topic.ListPeers()), Held: len(d.held), Paths: len(d.d.Paths())}
+	clock := d.d.Clock()
+	ahead := false
+	for r, n := range d.ahead {
+		ahead = ahead || n > clock[r]
+	}
+	return Info{Name: d.name, Clock: clock, Peers: len(d.topic.ListPeers()), Held: len(d.held), Paths: len(d.d.Paths()), PeersAhead: ahead}
 }

@@ -408,10 +408,13 @@ func TestCRDTCommands(t *testing.T) {
 	})
 	cancel()
 	<-done
-	out, _, code = runCLI(t, "crdt", "docs", "--data-dir", dirA)
-	if code != 0 || !strings.Contains(out, "plan") || !strings.Contains(out, "peers") {
-		t.Fatalf("docs: %s", out)
-	}
+	testnet.Eventually(t, testnetWait, func() error {
+		out, _, code := runCLI(t, "crdt", "docs", "--data-dir", dirA)
+		if code != 0 || !strings.Contains(out, "plan") || !strings.Contains(out, "up to date with peers") {
+			return fmt.Errorf("docs: %s", out)
+		}
+		return nil
+	})
 	for _, bad := range [][]string{
 		{"crdt", "set", "--data-dir", dirA, "plan", "/x", "{nope"},
 		{"crdt", "incr", "--data-dir", dirA, "plan", "/x", "lots"},

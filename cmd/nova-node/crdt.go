@@ -160,9 +160,12 @@ round trip after it connects.
 						clock = append(clock, fmt.Sprintf("%s:%d", shortAddr("x@" + r)[2:], n))
 					}
 					sort.Strings(clock)
-					behind := ""
-					if d.Held > 0 {
-						behind = fmt.Sprintf("  (%d updates waiting for a catch-up: peers are ahead)", d.Held)
+					behind := "  up to date with peers"
+					switch {
+					case d.Held > 0:
+						behind = fmt.Sprintf("  peers are ahead (%d updates wait for a catch-up)", d.Held)
+					case d.PeersAhead:
+						behind = "  peers are ahead (catching up)"
 					}
 					fmt.Fprintf(g.stdout, "%-20s %d paths  %d peers  clock %s%s\n", d.Name, d.Paths, d.Peers, strings.Join(clock, " "), behind)
 				}
