@@ -84,6 +84,17 @@ func (d *Doc) catchUp(ctx context.Context, p peer.ID) error {
 	if x.Context().Max(own) > d.d.Context().Max(own) {
 		return errors.New("crdt: catch-up answer claims updates of this replica it never made")
 	}
+	if c := d.m.replicaCheck; c != nil {
+		for _, r := range x.Context().Replicas() {
+			if r == own {
+				continue
+			}
+			if err := c(d.name, r); err != nil {
+				d.m.log.Debugw("catch-up answer refused", "doc", d.name, "peer", p, "replica", r, "err", err)
+				return fmt.Errorf("crdt: catch-up answer from %s refused: %w", p, err)
+			}
+		}
+	}
 	// Always join (join is idempotent): a catch-up delta can carry removals
 	// and overwrites whose dots this replica has seen, which Seen, looking
 	// only at minted dots, would call old news.

@@ -154,6 +154,11 @@ func (d *Doc) Incr(ctx context.Context, agent, path string, by int64) error {
 
 // mutate makes one update: join, persist, notify, then publish.
 func (d *Doc) mutate(ctx context.Context, agent string, f func() (*delta.Delta, error)) error {
+	if d.m.check != nil {
+		if err := d.m.check(d.name, agent, d.m.h.ID()); err != nil {
+			return err
+		}
+	}
 	d.mu.Lock()
 	if d.stopped {
 		d.mu.Unlock()
@@ -254,6 +259,15 @@ func (d *Doc) validate(_ context.Context, _ peer.ID, pm *pubsub.Message) pubsub.
 	if _, host, ok := strings.Cut(msg.SourceAgentID, "@"); ok && host != publisher.String() {
 		d.m.log.Debugw("update from an agent the publisher does not host refused", "doc", d.name, "source", msg.SourceAgentID, "peer", publisher)
 		return pubsub.ValidationReject
+	}
+	if d.m.check != nil {
+		if err := d.m.check(d.name, msg.SourceAgentID, publisher); err != nil {
+			if errors.Is(err, ErrUnverifiable) {
+				return pubsub.ValidationIgnore
+			}
+			d.m.log.Debugw("update refused", "doc", d.name, "source", msg.SourceAgentID, "peer", publisher, "err", err)
+			return pubsub.ValidationReject
+		}
 	}
 	d.mu.Lock()
 	seen := d.d.Seen(x)

@@ -55,15 +55,44 @@ type Store interface {
 // snapshotEvery is how many logged deltas trigger a new snapshot.
 const snapshotEvery = 256
 
+// SourceCheck decides whether an update to document doc, made by agent
+// source (name@peerID) and published by peer publisher, may be applied. It
+// returns nil to accept, ErrUnverifiable when it cannot tell (the source's
+// card is unknown here), any other error to refuse. The node checks the
+// source's signed card: hosted by the publisher, and allowed to write doc
+// under the sandbox rules.
+type SourceCheck func(doc, source string, publisher peer.ID) error
+
+// ErrUnverifiable is returned by a SourceCheck that lacks the card it needs.
+var ErrUnverifiable = errors.New("crdt: source agent cannot be verified here")
+
+// Option configures a Manager.
+type Option func(*Manager)
+
+// ReplicaCheck decides whether replica (a peer ID) may have written
+// document doc; it is applied to every replica whose dots a catch-up answer
+// carries, since a catch-up delta, unlike a broadcast update, names no
+// source agent. nil accepts, an error refuses the whole answer.
+type ReplicaCheck func(doc, replica string) error
+
+// WithReplicaCheck sets the check of catch-up answers (default: none).
+func WithReplicaCheck(f ReplicaCheck) Option { return func(m *Manager) { m.replicaCheck = f } }
+
+// WithSourceCheck sets the check of every update's source agent, local and
+// remote (default: the source's host must be the publisher).
+func WithSourceCheck(f SourceCheck) Option { return func(m *Manager) { m.check = f } }
+
 // Manager owns the open documents of one node.
 type Manager struct {
-	h        host.Host
-	ps       *pubsub.PubSub
-	swarm    string
-	replica  string
-	store    Store
-	interval time.Duration
-	log      *zap.SugaredLogger
+	h            host.Host
+	ps           *pubsub.PubSub
+	swarm        string
+	replica      string
+	store        Store
+	interval     time.Duration
+	log          *zap.SugaredLogger
+	check        SourceCheck
+	replicaCheck ReplicaCheck
 
 	mu      sync.Mutex
 	docs    map[string]*Doc
@@ -79,15 +108,19 @@ type Manager struct {
 
 // New returns a Manager; it starts nothing. catchupInterval is the period of
 // the background anti-entropy round (default 10 s when <= 0).
-func New(h host.Host, ps *pubsub.PubSub, swarm string, store Store, catchupInterval time.Duration) (*Manager, error) {
+func New(h host.Host, ps *pubsub.PubSub, swarm string, store Store, catchupInterval time.Duration, opts ...Option) (*Manager, error) {
 	if h == nil || ps == nil || store == nil || swarm == "" {
 		return nil, errors.New("crdt: New needs a host, a pubsub, a swarm name and a store")
 	}
 	if catchupInterval <= 0 {
 		catchupInterval = 10 * time.Second
 	}
-	return &Manager{h: h, ps: ps, swarm: swarm, replica: h.ID().String(), store: store, interval: catchupInterval,
-		docs: map[string]*Doc{}, log: log.With("self", h.ID().String()[len(h.ID().String())-6:])}, nil
+	m := &Manager{h: h, ps: ps, swarm: swarm, replica: h.ID().String(), store: store, interval: catchupInterval,
+		docs: map[string]*Doc{}, log: log.With("self", h.ID().String()[len(h.ID().String())-6:])}
+	for _, o := range opts {
+		o(m)
+	}
+	return m, nil
 }
 
 // Start serves catch-up requests, reopens the documents in the store and
@@ -312,5 +345,3 @@ func (m *Manager) doc(name string) *Doc {
 	defer m.mu.Unlock()
 	return m.docs[name]
 }
-
-var _ = peer.ID("")

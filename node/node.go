@@ -262,7 +262,7 @@ func (n *Node) Start(ctx context.Context) error {
 		closeEarly()
 		return err
 	}
-	docs, err := crdt.New(h, ps, n.cfg.Swarm, crdtStore{n.db}, 0)
+	docs, err := crdt.New(h, ps, n.cfg.Swarm, crdtStore{n.db}, 0, crdt.WithSourceCheck(n.docSourceCheck), crdt.WithReplicaCheck(n.docReplicaCheck))
 	if err != nil {
 		closeEarly()
 		return err

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/nova-node/nova-node/node"
+	"github.com/nova-node/nova-node/sandbox"
 	"github.com/nova-node/nova-node/testnet"
 )
 
@@ -183,5 +185,64 @@ func TestPartitionWriteBothSidesHeal(t *testing.T) {
 	owner, _ := net.Nodes[2].ReadDoc(ctx, "plan", "/owner")
 	if len(owner.Values) < 2 {
 		t.Fatalf("concurrent writes to /owner: %d values kept, want both sides' (%s)", len(owner.Values), owner.Value)
+	}
+}
+
+// TestDocumentSandboxRules: a document "lab.<name>" belongs to sandbox lab:
+// its agents write it, others may not, a sandboxed agent cannot write a
+// shared document, and a node that does not enforce sandboxes cannot slip
+// an update into a sandbox's document: the other nodes refuse it.
+func TestDocumentSandboxRules(t *testing.T) {
+	net := testnet.New(t, 3, testnet.WithConfig(func(i int, c *node.Config) {
+		if i == 0 {
+			c.Agents = append(c.Agents, node.AgentConfig{Name: "boxed", Sandbox: "lab", Capabilities: []node.CapabilityConfig{{ID: "echo"}}})
+		}
+		if i == 2 {
+			c.Sandbox.Enforced = false // a careless (or hostile) member
+		}
+	}))
+	net.FullMesh()
+	net.WaitForCards()
+	ctx := context.Background()
+	for _, nd := range net.Nodes {
+		nd.ReadDoc(ctx, "lab.plan", "")
+	}
+	n0 := net.Nodes[0]
+	if _, err := n0.ApplyDocOp(ctx, "lab.plan", node.DocOp{Op: "set", Path: "/by", Value: json.RawMessage(`"boxed"`), Agent: "boxed"}); err != nil {
+		t.Fatalf("a lab agent writing the lab's document: %v", err)
+	}
+	if _, err := n0.ApplyDocOp(ctx, "plan", node.DocOp{Op: "set", Path: "/leak", Value: json.RawMessage(`1`), Agent: "boxed"}); !errors.Is(err, sandbox.ErrSandboxViolation) {
+		t.Fatalf("a lab agent writing a shared document: %v, want SANDBOX_VIOLATION", err)
+	}
+	if _, err := n0.ApplyDocOp(ctx, "lab.plan", node.DocOp{Op: "set", Path: "/x", Value: json.RawMessage(`1`), Agent: "a0"}); !errors.Is(err, sandbox.ErrSandboxViolation) {
+		t.Fatalf("an outside agent writing the lab's document: %v, want SANDBOX_VIOLATION", err)
+	}
+	testnet.Eventually(t, 10*time.Second, func() error {
+		v, _ := net.Nodes[1].ReadDoc(ctx, "lab.plan", "/by")
+		if string(v.Value) != `"boxed"` {
+			return fmt.Errorf("node 1 sees %s", v.Value)
+		}
+		return nil
+	})
+	// Node 2 does not enforce sandboxes: its agent writes the lab's document.
+	if _, err := net.Nodes[2].ApplyDocOp(ctx, "lab.plan", node.DocOp{Op: "set", Path: "/intruder", Value: json.RawMessage(`true`), Agent: "a2"}); err != nil {
+		t.Fatalf("node 2 (not enforcing) refused its own write: %v", err)
+	}
+	// A later legitimate update shows the enforcing nodes are current...
+	if _, err := n0.ApplyDocOp(ctx, "lab.plan", node.DocOp{Op: "set", Path: "/after", Value: json.RawMessage(`1`), Agent: "boxed"}); err != nil {
+		t.Fatal(err)
+	}
+	testnet.Eventually(t, 10*time.Second, func() error {
+		v, _ := net.Nodes[1].ReadDoc(ctx, "lab.plan", "/after")
+		if string(v.Value) != "1" {
+			return fmt.Errorf("node 1 not current")
+		}
+		return nil
+	})
+	// ...and never applied the intruder's update.
+	for _, i := range []int{0, 1} {
+		if v, _ := net.Nodes[i].ReadDoc(ctx, "lab.plan", "/intruder"); string(v.Value) != "null" {
+			t.Fatalf("node %d applied an update from outside the sandbox: %s", i, v.Value)
+		}
 	}
 }
