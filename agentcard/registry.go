@@ -388,6 +388,23 @@ func (r *Registry) Resolve(addr string) (Card, error) {
 	return Card{}, &AmbiguousError{Name: id, Candidates: cands}
 }
 
+// ByID returns the visible cards whose ID is id (local and remote), sorted
+// by address: the candidates of a bare name, without copying the rest of
+// the registry.
+func (r *Registry) ByID(id string) []Card {
+	now := r.now()
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	var out []Card
+	for _, e := range r.byID[id] {
+		if r.visible(e, now) {
+			out = append(out, e.card.Clone())
+		}
+	}
+	slices.SortFunc(out, func(a, b Card) int { return strings.Compare(a.Address(), b.Address()) })
+	return out
+}
+
 // FindByCapability returns the visible cards offering capability capID:
 // local cards first, then remote ones, each sorted by address.
 func (r *Registry) FindByCapability(capID string) []Card {

@@ -452,10 +452,7 @@ func (r *Router) resolveFor(from agentcard.Card, addr string) (agentcard.Card, e
 	viewer := sandbox.Agent{ID: from.Address(), Sandbox: from.SandboxID}
 	var visible []agentcard.Card
 	total := 0
-	for _, c := range r.reg.List() {
-		if c.ID != addr {
-			continue
-		}
+	for _, c := range r.reg.ByID(addr) {
 		total++
 		if r.o.policy.CheckDiscover(viewer, sandbox.Agent{ID: c.Address(), Sandbox: c.SandboxID}).Allowed {
 			visible = append(visible, c)
