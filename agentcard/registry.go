@@ -306,20 +306,28 @@ func (r *Registry) Expire() int {
 	return n
 }
 
+// exact is the fast path of Get and Resolve: the visible card at a full
+// address "id@peer" of a known card, found without base58-decoding the peer.
+func (r *Registry) exact(addr string) (Card, bool) {
+	if !strings.Contains(addr, "@") {
+		return Card{}, false
+	}
+	now := r.now()
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	e, ok := r.byAddr[addr]
+	if !ok || !r.visible(e, now) {
+		return Card{}, false
+	}
+	return e.card.Clone(), true
+}
+
 // Get returns the card at an exact address: "id" and "id@self" name a
 // local card, "id@other" a visible remote card. Unlike [Registry.Resolve],
 // a bare id never matches a remote card.
 func (r *Registry) Get(addr string) (Card, bool) {
-	if strings.Contains(addr, "@") {
-		// Fast path: exact address of a known card, no base58 decoding.
-		now := r.now()
-		r.mu.RLock()
-		e, ok := r.byAddr[addr]
-		if ok && r.visible(e, now) {
-			defer r.mu.RUnlock()
-			return e.card.Clone(), true
-		}
-		r.mu.RUnlock()
+	if c, ok := r.exact(addr); ok {
+		return c, true
 	}
 	id, host, err := SplitAddress(addr)
 	if err != nil {
@@ -345,15 +353,8 @@ func (r *Registry) Get(addr string) (Card, bool) {
 // one of them is local. A malformed address is an [*AddressError]. A
 // [*NotFoundError]'s Where says what was searched.
 func (r *Registry) Resolve(addr string) (Card, error) {
-	if strings.Contains(addr, "@") {
-		now := r.now()
-		r.mu.RLock()
-		e, ok := r.byAddr[addr]
-		if ok && r.visible(e, now) {
-			defer r.mu.RUnlock()
-			return e.card.Clone(), nil
-		}
-		r.mu.RUnlock()
+	if c, ok := r.exact(addr); ok {
+		return c, nil
 	}
 	id, host, err := SplitAddress(addr)
 	if err != nil {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -31,34 +30,11 @@ sender is not hosted by its publisher rejects it and logs a security event.`,
 				return &exitError{code: 2, err: err}
 			}
 			req.Type, req.To = t, envelope.Broadcast
-			if payload != "" {
-				if !json.Valid([]byte(payload)) {
-					return &exitError{code: 2, err: fmt.Errorf("--payload is not valid JSON: %s", payload)}
+			return sendAndReport(cmd, g, req, payload, func(res node.SendResult) {
+				if res.Result.Delivered {
+					fmt.Fprintf(g.stdout, "broadcast %s published (%.2f ms)\n", res.Sent.ID, res.Result.LatencyMs)
 				}
-				req.Payload = json.RawMessage(payload)
-			}
-			cl, err := g.client()
-			if err != nil {
-				return err
-			}
-			res, err := cl.Send(cmd.Context(), req)
-			if err != nil {
-				return err
-			}
-			if g.json {
-				if err := g.printJSON(res); err != nil {
-					return err
-				}
-			} else if res.Result.Delivered {
-				fmt.Fprintf(g.stdout, "broadcast %s published (%.2f ms)\n", res.Sent.ID, res.Result.LatencyMs)
-			}
-			if res.Error != nil {
-				if g.json {
-					return &exitError{code: 1}
-				}
-				return &exitError{code: 1, err: res.Error}
-			}
-			return nil
+			})
 		},
 	}
 	f := c.Flags()

@@ -50,34 +50,7 @@ Types: ` + typeList() + `.`,
 			case req.To == "":
 				return &exitError{code: 2, err: errors.New("--to is required (an agent name or name@peerID; see `nova-node agents`)")}
 			}
-			if payload != "" {
-				if !json.Valid([]byte(payload)) {
-					return &exitError{code: 2, err: fmt.Errorf("--payload is not valid JSON: %s (quote strings: '\"text\"')", payload)}
-				}
-				req.Payload = json.RawMessage(payload)
-			}
-			cl, err := g.client()
-			if err != nil {
-				return err
-			}
-			res, err := cl.Send(cmd.Context(), req)
-			if err != nil {
-				return err
-			}
-			if g.json {
-				if err := g.printJSON(res); err != nil {
-					return err
-				}
-			} else {
-				printSendResult(g, res)
-			}
-			if res.Error != nil {
-				if g.json {
-					return &exitError{code: 1}
-				}
-				return &exitError{code: 1, err: res.Error}
-			}
-			return nil
+			return sendAndReport(cmd, g, req, payload, func(res node.SendResult) { printSendResult(g, res) })
 		},
 	}
 	f := c.Flags()
@@ -90,6 +63,41 @@ Types: ` + typeList() + `.`,
 	f.StringVar(&req.Justification, "justification", "", "escalation justification (needed for L2/L3 -> L0/L1 task proposals)")
 	f.BoolVar(&req.NoWait, "no-wait", false, "for a request: do not wait for the answer")
 	return c
+}
+
+// sendAndReport sends req (with payload, if given, as its JSON payload)
+// through the running node and prints the outcome: JSON with --json, else
+// through human. Exit codes: 2 for a payload that is not JSON, 1 for a
+// refusal (with its code on stderr unless --json).
+func sendAndReport(cmd *cobra.Command, g *globals, req node.SendRequest, payload string, human func(node.SendResult)) error {
+	if payload != "" {
+		if !json.Valid([]byte(payload)) {
+			return &exitError{code: 2, err: fmt.Errorf("--payload is not valid JSON: %s (quote strings: '\"text\"')", payload)}
+		}
+		req.Payload = json.RawMessage(payload)
+	}
+	cl, err := g.client()
+	if err != nil {
+		return err
+	}
+	res, err := cl.Send(cmd.Context(), req)
+	if err != nil {
+		return err
+	}
+	if g.json {
+		if err := g.printJSON(res); err != nil {
+			return err
+		}
+	} else {
+		human(res)
+	}
+	if res.Error != nil {
+		if g.json {
+			return &exitError{code: 1}
+		}
+		return &exitError{code: 1, err: res.Error}
+	}
+	return nil
 }
 
 func typeList() string {
