@@ -210,9 +210,29 @@ func (m *Manager) Open(ctx context.Context, name string) (*Doc, error) {
 	}
 	m.docs[name] = d
 	m.mu.Unlock()
-	// Catch up with whoever already has it.
-	for _, p := range m.h.Network().Peers() {
-		m.wg.Go(func() { _ = d.catchUp(m.ctx, p) })
+	// Catch up with whoever already has it, and wait (up to 2 s, or ctx) for
+	// those answers: whoever opens a document sees it current.
+	peers := m.h.Network().Peers()
+	done := make(chan struct{}, len(peers))
+	started := 0
+	for _, p := range peers {
+		if m.spawn(func() {
+			_ = d.catchUp(m.ctx, p)
+			done <- struct{}{}
+		}) {
+			started++
+		}
+	}
+	wait := time.NewTimer(2 * time.Second)
+	defer wait.Stop()
+	for ; started > 0; started-- {
+		select {
+		case <-done:
+		case <-wait.C:
+			return d, nil
+		case <-ctx.Done():
+			return d, nil
+		}
 	}
 	return d, nil
 }
@@ -332,12 +352,14 @@ func (m *Manager) antiEntropy() {
 	}
 }
 
-func (m *Manager) spawn(f func()) {
+func (m *Manager) spawn(f func()) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if !m.closed {
-		m.wg.Go(f)
+	if m.closed {
+		return false
 	}
+	m.wg.Go(f)
+	return true
 }
 
 func (m *Manager) doc(name string) *Doc {

@@ -246,3 +246,20 @@ func TestDocumentSandboxRules(t *testing.T) {
 		}
 	}
 }
+
+// TestOpeningADocumentShowsItCurrent: a node that opens a document another
+// node wrote sees its content on the first read (Open waits for the initial
+// catch-up), without polling.
+func TestOpeningADocumentShowsItCurrent(t *testing.T) {
+	net := testnet.New(t, 2)
+	net.Connect(0, 1)
+	net.WaitForCards()
+	ctx := context.Background()
+	if _, err := net.Nodes[0].ApplyDocOp(ctx, "fresh", node.DocOp{Op: "set", Path: "/goal", Value: json.RawMessage(`"ship"`)}); err != nil {
+		t.Fatal(err)
+	}
+	v, err := net.Nodes[1].ReadDoc(ctx, "fresh", "/goal")
+	if err != nil || string(v.Value) != `"ship"` {
+		t.Fatalf("first read on the other node: %s (%v)", v.Value, err)
+	}
+}
