@@ -34,10 +34,19 @@ var payload256 = []byte(`"` + strings.Repeat("x", 254) + `"`)
 // p50/p99 in µs. See docs/benchmarks.md.
 func BenchmarkRoundTrip(b *testing.B) {
 	for _, tr := range []testnet.Transport{testnet.TCP, testnet.QUIC} {
-		b.Run("raw-stream-"+string(tr), func(b *testing.B) { benchRaw(b, tr) })
-		b.Run("nova-request-"+string(tr), func(b *testing.B) { benchNova(b, tr) })
+		b.Run("raw-stream-"+string(tr), func(b *testing.B) { benchRaw(b, tr, 0) })
+		b.Run("nova-request-"+string(tr), func(b *testing.B) { benchNova(b, tr, 0) })
 	}
 	b.Run("http-jsonrpc-keepalive", benchHTTP)
+}
+
+// BenchmarkRoundTripGaps is BenchmarkRoundTrip with 20 ms between requests
+// (connections idle, goroutines parked): the latency an agent sees when it
+// talks now and then rather than in a tight loop. Use -benchtime 200x.
+func BenchmarkRoundTripGaps(b *testing.B) {
+	const gap = 20 * time.Millisecond
+	b.Run("raw-stream-tcp", func(b *testing.B) { benchRaw(b, testnet.TCP, gap) })
+	b.Run("nova-request-tcp", func(b *testing.B) { benchNova(b, testnet.TCP, gap) })
 }
 
 // benchHTTP is a JSON-RPC 2.0 round trip over HTTP/1.1 keep-alive on
@@ -184,7 +193,7 @@ func pending(r interface{ Channels() []protocol.ChannelInfo }) int {
 	return n
 }
 
-func benchRaw(b *testing.B, tr testnet.Transport) {
+func benchRaw(b *testing.B, tr testnet.Transport, gap time.Duration) {
 	const proto = "/bench/echo/1.0.0"
 	srv, err := libp2p.New(libp2p.ListenAddrStrings(testnet.ListenAddrs(tr)...))
 	if err != nil {
@@ -224,6 +233,9 @@ func benchRaw(b *testing.B, tr testnet.Transport) {
 	msg := frame.Append(nil, payload256)
 	lat := make([]time.Duration, 0, 1<<16)
 	for b.Loop() {
+		if gap > 0 {
+			time.Sleep(gap)
+		}
 		t0 := time.Now()
 		if _, err := s.Write(msg); err != nil {
 			b.Fatal(err)
@@ -236,7 +248,7 @@ func benchRaw(b *testing.B, tr testnet.Transport) {
 	reportPercentiles(b, lat)
 }
 
-func benchNova(b *testing.B, tr testnet.Transport) {
+func benchNova(b *testing.B, tr testnet.Transport, gap time.Duration) {
 	net := testnet.New(b, 2, testnet.WithTransport(tr))
 	net.Connect(0, 1)
 	net.WaitForCards()
@@ -244,6 +256,9 @@ func benchNova(b *testing.B, tr testnet.Transport) {
 	ctx := context.Background()
 	lat := make([]time.Duration, 0, 1<<16)
 	for b.Loop() {
+		if gap > 0 {
+			time.Sleep(gap)
+		}
 		t0 := time.Now()
 		env, err := n.NewEnvelope("a0", "a1", envelope.TypeRequest, payload256)
 		if err != nil {
