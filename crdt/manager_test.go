@@ -6,8 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
-	"runtime"
-	"strings"
+	"github.com/nova-node/nova-node/internal/leakcheck"
 	"sync"
 	"testing"
 	"time"
@@ -304,23 +303,8 @@ func TestNoGoroutineOutlivesTheManager(t *testing.T) {
 	r := newReplica(t, nil, nil)
 	open(t, r, "x")
 	r.stop()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		buf := make([]byte, 1<<20)
-		n := runtime.Stack(buf, true)
-		leak := ""
-		for _, g := range strings.Split(string(buf[:n]), "\n\n") {
-			if strings.Contains(g, "nova-node/crdt.") && !strings.Contains(g, "TestNoGoroutine") {
-				leak = g
-			}
-		}
-		if leak == "" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("leaked:\n%s", leak)
-		}
-		time.Sleep(10 * time.Millisecond)
+	if leak := leakcheck.Wait("nova-node/crdt.", 5*time.Second); leak != "" {
+		t.Fatalf("leaked:\n%s", leak)
 	}
 }
 

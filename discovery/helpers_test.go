@@ -5,9 +5,8 @@ import (
 	"crypto/rand"
 	"flag"
 	"fmt"
+	"github.com/nova-node/nova-node/internal/leakcheck"
 	mrand "math/rand/v2"
-	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -225,40 +224,10 @@ func eventually(tb testing.TB, timeout time.Duration, f func() error) {
 func checkLeaks(tb testing.TB) {
 	tb.Helper()
 	tb.Cleanup(func() {
-		var last string
-		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-			if last = leaked(); last == "" {
-				return
-			}
+		if last := leakcheck.Wait("github.com/nova-node/nova-node/discovery", 5*time.Second); last != "" {
+			tb.Errorf("goroutines of discovery outlived Close:\n%s", last)
 		}
-		tb.Errorf("goroutines of discovery outlived Close:\n%s", last)
 	})
-}
-
-func leaked() string {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
-	var out []string
-	for _, g := range strings.Split(string(buf), "\n\n") {
-		if !strings.Contains(g, "github.com/nova-node/nova-node/discovery") {
-			continue
-		}
-		// The test goroutines themselves and this checker are not leaks.
-		if strings.Contains(g, "discovery_test.leaked") || strings.Contains(g, "testing.tRunner") ||
-			strings.Contains(g, "testing.(*T).Run") || strings.Contains(g, "testing.runCleanup") ||
-			strings.Contains(g, "testing.(*B).") || strings.Contains(g, "testing.(*F).") {
-			continue
-		}
-		out = append(out, g)
-	}
-	return strings.Join(out, "\n\n")
 }
 
 func nopLogger() *zap.SugaredLogger { return zap.NewNop().Sugar() }

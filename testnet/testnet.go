@@ -16,9 +16,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -26,6 +24,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/p2p/net/conngater"
 
+	"github.com/nova-node/nova-node/internal/leakcheck"
 	"github.com/nova-node/nova-node/node"
 )
 
@@ -306,40 +305,7 @@ func Eventually(t testing.TB, timeout time.Duration, f func() error) {
 // (after a grace period for them to unwind). Call it after closing nodes.
 func CheckLeaks(t testing.TB) {
 	t.Helper()
-	var last string
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		last = leakedStacks()
-		if last == "" {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
+	if last := leakcheck.Wait("github.com/nova-node/nova-node/", 5*time.Second); last != "" {
+		t.Errorf("testnet: goroutines outlived their owners:\n%s", last)
 	}
-	t.Errorf("testnet: goroutines outlived their owners:\n%s", last)
-}
-
-func leakedStacks() string {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
-	var leaked []string
-	for _, g := range strings.Split(string(buf), "\n\n") {
-		if !strings.Contains(g, "github.com/nova-node/nova-node/") {
-			continue
-		}
-		// The test's own goroutine, and the leak checker itself, are not leaks.
-		if strings.Contains(g, "testing.tRunner") || strings.Contains(g, "testnet.leakedStacks") ||
-			strings.Contains(g, "testing.(*T).Run") || strings.Contains(g, "testing.runCleanup") ||
-			strings.Contains(g, "testing.(*B).") || strings.Contains(g, "created by testing.") {
-			continue
-		}
-		leaked = append(leaked, g)
-	}
-	return strings.Join(leaked, "\n\n")
 }
