@@ -41,6 +41,23 @@ func startNode(t *testing.T, i int, dir string, agents ...node.AgentConfig) *nod
 	return n
 }
 
+// aliceAndBob starts two nodes hosting echo agents alice and bob, connects
+// them, and waits until alice's node knows bob.
+func aliceAndBob(t *testing.T) (a, b *node.Node, dirA, dirB string) {
+	t.Helper()
+	dirA, dirB = t.TempDir(), t.TempDir()
+	a = startNode(t, 0, dirA, node.DefaultAgent("alice"))
+	b = startNode(t, 1, dirB, node.DefaultAgent("bob"))
+	if _, err := a.Connect(t.Context(), b.Addrs()[0].String()); err != nil {
+		t.Fatal(err)
+	}
+	testnet.Eventually(t, testnetWait, func() error {
+		_, err := a.Registry().Resolve("bob")
+		return err
+	})
+	return a, b, dirA, dirB
+}
+
 func TestVersionAndHelp(t *testing.T) {
 	out, _, code := runCLI(t, "version")
 	if code != 0 || !strings.Contains(out, node.Version) {
@@ -159,16 +176,7 @@ func TestNoRunningNodeIsAClearError(t *testing.T) {
 }
 
 func TestStatusAndEvents(t *testing.T) {
-	dirA, dirB := t.TempDir(), t.TempDir()
-	a := startNode(t, 0, dirA, node.DefaultAgent("alice"))
-	b := startNode(t, 1, dirB, node.DefaultAgent("bob"))
-	if _, err := a.Connect(t.Context(), b.Addrs()[0].String()); err != nil {
-		t.Fatal(err)
-	}
-	testnet.Eventually(t, testnetWait, func() error {
-		_, err := a.Registry().Resolve("bob")
-		return err
-	})
+	_, b, dirA, _ := aliceAndBob(t)
 	if _, _, code := runCLI(t, "send", "--data-dir", dirA, "--to", "bob", "--payload", "1"); code != 0 {
 		t.Fatal("send failed")
 	}
@@ -238,12 +246,7 @@ func (s *syncBuffer) String() string {
 }
 
 func TestBroadcastCommand(t *testing.T) {
-	dirA, dirB := t.TempDir(), t.TempDir()
-	a := startNode(t, 0, dirA, node.DefaultAgent("alice"))
-	b := startNode(t, 1, dirB, node.DefaultAgent("bob"))
-	if _, err := a.Connect(t.Context(), b.Addrs()[0].String()); err != nil {
-		t.Fatal(err)
-	}
+	a, b, dirA, _ := aliceAndBob(t)
 	testnet.Eventually(t, testnetWait, func() error {
 		if len(a.Router().TopicPeers()) == 0 {
 			return fmt.Errorf("no topic peers yet")
@@ -266,16 +269,7 @@ func TestBroadcastCommand(t *testing.T) {
 }
 
 func TestDiscoveryCommands(t *testing.T) {
-	dirA, dirB := t.TempDir(), t.TempDir()
-	a := startNode(t, 0, dirA, node.DefaultAgent("alice"))
-	b := startNode(t, 1, dirB, node.DefaultAgent("bob"))
-	if _, err := a.Connect(t.Context(), b.Addrs()[0].String()); err != nil {
-		t.Fatal(err)
-	}
-	testnet.Eventually(t, testnetWait, func() error {
-		_, err := a.Registry().Resolve("bob")
-		return err
-	})
+	a, b, dirA, dirB := aliceAndBob(t)
 	out, _, code := runCLI(t, "agents", "find", "--data-dir", dirA, "--capability", "echo")
 	if code != 0 || !strings.Contains(out, "bob@"+b.ID().String()) || !strings.Contains(out, "alice@") {
 		t.Fatalf("agents find --capability:\n%s", out)
@@ -360,12 +354,7 @@ func TestQRCodeRendersAndHasQuietZone(t *testing.T) {
 }
 
 func TestCRDTCommands(t *testing.T) {
-	dirA, dirB := t.TempDir(), t.TempDir()
-	a := startNode(t, 0, dirA, node.DefaultAgent("alice"))
-	b := startNode(t, 1, dirB, node.DefaultAgent("bob"))
-	if _, err := a.Connect(t.Context(), b.Addrs()[0].String()); err != nil {
-		t.Fatal(err)
-	}
+	_, _, dirA, dirB := aliceAndBob(t)
 	// Both open the document; B watches it.
 	if _, _, code := runCLI(t, "crdt", "get", "--data-dir", dirB, "plan"); code != 0 {
 		t.Fatal("get on B")
