@@ -10,55 +10,37 @@ import (
 	"github.com/nova-node/nova-node/sandbox"
 )
 
-// DocSandbox returns the sandbox a document belongs to: "lab" for a
-// document named "lab.plan", "" (shared) for a name without a dot.
-func DocSandbox(doc string) string {
-	s, _, ok := strings.Cut(doc, ".")
-	if !ok {
-		return ""
-	}
-	return s
-}
-
-// docSourceCheck is the node's rule for who may change a document, applied
-// to local writes and, on every receiving node, to remote updates:
+// docSourceCheck applies, to local writes and on every receiving node to
+// remote updates, who may change a replicated document:
 //   - the source must be an agent hosted by the publisher, with a signed
 //     card this node knows (else the update cannot be verified: it is not
 //     applied or forwarded when the document belongs to a sandbox, and is
 //     accepted for a shared document, its host being proven by the
 //     publisher's signature);
-//   - with sandboxes enforced, a document "<sandbox>.<name>" may be written
-//     only by agents of that sandbox or on the cross-sandbox allow list, and
-//     a sandboxed agent may write only its own sandbox's documents.
+//   - the sandbox rule sandbox.Policy.CheckWrite (a document
+//     "<sandbox>.<name>" belongs to that sandbox).
 func (n *Node) docSourceCheck(doc, source string, publisher peer.ID) error {
 	id, host, qualified := strings.Cut(source, "@")
 	if !qualified {
-		if publisher == n.id {
-			source = id + "@" + n.id.String()
-			host = n.id.String()
-		} else {
+		if publisher != n.id {
 			return fmt.Errorf("node: update source %q is not an agent address", source)
 		}
+		source, host = id+"@"+n.id.String(), n.id.String()
 	}
 	if host != publisher.String() {
 		return fmt.Errorf("node: update source %s is not hosted by its publisher %s", source, publisher)
 	}
 	card, ok := n.reg.Get(source)
-	docSandbox := DocSandbox(doc)
 	if !ok {
-		if docSandbox != "" {
+		if sandbox.DocumentSandbox(doc) != "" {
 			return crdt.ErrUnverifiable
 		}
 		return nil
 	}
-	if !n.cfg.Sandbox.Enforced {
-		return nil
+	if d := n.cfg.Sandbox.CheckWrite(sandbox.Agent{ID: card.Address(), Sandbox: card.SandboxID}, doc); !d.Allowed {
+		return d.Err
 	}
-	a := sandbox.Agent{ID: card.Address(), Sandbox: card.SandboxID}
-	if card.SandboxID == docSandbox || n.cfg.Sandbox.Allowlisted(a) {
-		return nil
-	}
-	return &sandbox.ViolationError{Action: "write document " + doc, From: a, To: sandbox.Agent{ID: doc, Sandbox: docSandbox}}
+	return nil
 }
 
 // docReplicaCheck: a replica may appear in a catch-up answer for a
@@ -67,15 +49,11 @@ func (n *Node) docSourceCheck(doc, source string, publisher peer.ID) error {
 // others is trusted for all of them: a catch-up delta names replicas, not
 // agents.)
 func (n *Node) docReplicaCheck(doc, replica string) error {
-	docSandbox := DocSandbox(doc)
-	if docSandbox == "" || !n.cfg.Sandbox.Enforced {
+	if sandbox.DocumentSandbox(doc) == "" || !n.cfg.Sandbox.Enforced {
 		return nil
 	}
 	for _, c := range n.reg.List() {
-		if c.Host != replica {
-			continue
-		}
-		if c.SandboxID == docSandbox || n.cfg.Sandbox.Allowlisted(sandbox.Agent{ID: c.Address(), Sandbox: c.SandboxID}) {
+		if c.Host == replica && n.cfg.Sandbox.CheckWrite(sandbox.Agent{ID: c.Address(), Sandbox: c.SandboxID}, doc).Allowed {
 			return nil
 		}
 	}

@@ -15,8 +15,8 @@ var ErrSandboxViolation = errors.New("sandbox: sandbox violation")
 
 // ViolationError reports a denied reach or discovery.
 type ViolationError struct {
-	Action   string // ActionReach or ActionDiscover
-	From, To Agent  // for discovery, From is the viewer and To the target
+	Action   string // ActionReach, ActionDiscover or ActionWrite
+	From, To Agent  // for discovery, From is the viewer and To the target; for a write, To is the document
 }
 
 func (e *ViolationError) Error() string {

@@ -6,6 +6,7 @@ import "strings"
 const (
 	ActionReach    = "reach"    // send a message to an agent
 	ActionDiscover = "discover" // see an agent's card in a lookup
+	ActionWrite    = "write"    // change a replicated document
 
 	// EventKindSandboxViolation is SecurityEvent.Kind for a denied reach.
 	EventKindSandboxViolation = "sandbox-violation"
@@ -114,4 +115,40 @@ func Filter[T any](p Policy, viewer Agent, items []T, agentOf func(T) Agent) []T
 		}
 	}
 	return out
+}
+
+// DocumentSandbox returns the sandbox a replicated document belongs to: the
+// part of its name before the first '.' ("lab" for "lab.plan"), or "" for a
+// name without a dot, which is a document shared by the whole swarm.
+func DocumentSandbox(doc string) string {
+	s, _, ok := strings.Cut(doc, ".")
+	if !ok {
+		return ""
+	}
+	return s
+}
+
+// CheckWrite decides whether agent a may change replicated document doc:
+// allowed when the policy is not enforced, when a is in the document's
+// sandbox ("" for a shared document, so a sandboxed agent writes only its
+// own sandbox's documents), or when a is on the allow list. A denial
+// carries a [*ViolationError] and a [SecurityEvent].
+func (p Policy) CheckWrite(a Agent, doc string) Decision {
+	docSandbox := DocumentSandbox(doc)
+	if !p.Enforced || a.Sandbox == docSandbox || p.Allowlisted(a) {
+		return Decision{Allowed: true}
+	}
+	to := Agent{ID: doc, Sandbox: docSandbox}
+	err := &ViolationError{Action: ActionWrite, From: a, To: to}
+	return Decision{
+		Err: err,
+		Event: &SecurityEvent{
+			Kind:   EventKindSandboxViolation,
+			Code:   CodeSandboxViolation,
+			Action: ActionWrite,
+			From:   a,
+			To:     to,
+			Reason: err.reason(),
+		},
+	}
 }

@@ -251,3 +251,40 @@ func TestPolicyJSON(t *testing.T) {
 		t.Error("error code differs from the seed's")
 	}
 }
+
+func TestCheckWrite(t *testing.T) {
+	lab := sandbox.Agent{ID: "io@p", Sandbox: "lab"}
+	open := sandbox.Agent{ID: "sun@p"}
+	granted := sandbox.Agent{ID: "atlas@p"}
+	on := sandbox.Policy{Enforced: true, CrossSandboxAllowList: []string{"atlas"}}
+	cases := []struct {
+		name   string
+		p      sandbox.Policy
+		a      sandbox.Agent
+		doc    string
+		allow  bool
+		docBox string
+	}{
+		{"sandboxed agent, own sandbox's document", on, lab, "lab.plan", true, "lab"},
+		{"sandboxed agent, shared document", on, lab, "plan", false, ""},
+		{"sandboxed agent, another sandbox's document", on, lab, "ops.plan", false, "ops"},
+		{"unsandboxed agent, shared document", on, open, "plan", true, ""},
+		{"unsandboxed agent, a sandbox's document", on, open, "lab.plan", false, "lab"},
+		{"allowlisted agent, a sandbox's document", on, granted, "lab.plan", true, "lab"},
+		{"not enforced", sandbox.Policy{}, lab, "plan", true, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := sandbox.DocumentSandbox(tc.doc); got != tc.docBox {
+				t.Fatalf("DocumentSandbox(%q) = %q, want %q", tc.doc, got, tc.docBox)
+			}
+			d := tc.p.CheckWrite(tc.a, tc.doc)
+			if d.Allowed != tc.allow {
+				t.Fatalf("allowed = %v, want %v", d.Allowed, tc.allow)
+			}
+			if !d.Allowed && (!errors.Is(d.Err, sandbox.ErrSandboxViolation) || d.Event == nil || d.Event.Action != sandbox.ActionWrite) {
+				t.Fatalf("denial without a typed error and a write security event: %+v", d)
+			}
+		})
+	}
+}
