@@ -173,9 +173,7 @@ func (r *Router) deliverSync(env *envelope.Envelope, from, to agentcard.Card, ou
 	if h == nil {
 		return &deliveryError{Target: to.Address(), Reason: "the agent has no handler on its node"}
 	}
-	if env.Type == envelope.TypeRequest || env.Type == envelope.TypeTaskProposal {
-		r.answerable.put(env.ID, agentPair{from: from.Address(), to: to.Address()})
-	}
+	r.noteAsked(env, from, to)
 	r.seen.put(from.Address()+"\x00"+env.ID, struct{}{})
 	r.emitReceived(env, from, to, via)
 	r.runHandler(h, env, from, to)

@@ -214,6 +214,7 @@ func (r *Router) receive(p peer.ID, pStr string, ic *inChannel, raw []byte) (*en
 		pr := r.pending[env.CorrelationID]
 		reply = pr != nil && pr.from == to.Address() && pr.to == from.Address()
 		r.mu.Unlock()
+		reply = reply || r.isAnswer(env, from, to)
 	}
 	if err := r.checkPolicy(env, from, to, reply, p); err != nil {
 		return env, err

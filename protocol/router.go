@@ -68,8 +68,8 @@ type Router struct {
 	opening    map[peer.ID]chan struct{}
 	inbound    map[network.Stream]struct{}
 	pending    map[string]*pendingReq
-	answerable *bounded[agentPair]
-	peerIDs    *bounded[peer.ID] // card host string -> decoded peer ID
+	answerable *bounded[struct{}] // answerKey of every request/proposal sent or received
+	peerIDs    *bounded[peer.ID]  // card host string -> decoded peer ID
 	seen       *bounded[struct{}]
 	sealed     map[string]sealedCard
 	threads    *envelope.Threads
@@ -132,7 +132,7 @@ func New(h host.Host, reg *agentcard.Registry, opts ...Option) (*Router, error) 
 		opening:    make(map[peer.ID]chan struct{}),
 		inbound:    make(map[network.Stream]struct{}),
 		pending:    make(map[string]*pendingReq),
-		answerable: newBounded[agentPair](16384),
+		answerable: newBounded[struct{}](16384),
 		seen:       newBounded[struct{}](65536),
 		sealed:     make(map[string]sealedCard),
 		threads:    envelope.NewThreads(10000),
@@ -543,19 +543,54 @@ func (r *Router) prepare(env *envelope.Envelope) (from, to agentcard.Card, err e
 		env.Metadata = md
 	}
 	md.Tier, md.SandboxID, md.RoutingHint = uint8(from.Tier), from.SandboxID, ""
-	reply := false
-	if isAnswerType(env.Type) && env.CorrelationID != "" {
-		p, ok := r.answerable.get(env.CorrelationID)
-		reply = ok && p.from == to.Address() && p.to == from.Address()
-	}
-	if err := r.checkPolicy(env, from, to, reply, r.self); err != nil {
+	if err := r.checkPolicy(env, from, to, r.isAnswer(env, from, to), r.self); err != nil {
 		return from, to, err
 	}
+	r.noteAsked(env, from, to)
 	return from, to, nil
 }
 
+// isAnswerType reports whether envelopes of type t answer an earlier request
+// or task proposal in their thread.
 func isAnswerType(t envelope.Type) bool {
-	return t == envelope.TypeResponse || t == envelope.TypeError
+	switch t {
+	case envelope.TypeResponse, envelope.TypeError, envelope.TypeTaskAccept, envelope.TypeTaskReject:
+		return true
+	}
+	return false
+}
+
+// asksForAnswer reports whether envelopes of type t may be answered.
+func asksForAnswer(t envelope.Type) bool {
+	return t == envelope.TypeRequest || t == envelope.TypeTaskProposal
+}
+
+// answerKey names one question: a request or proposal in thread from asker
+// to answerer. Keyed by thread rather than envelope ID so that the requests
+// of a long task (all in the proposal's thread, property 24) can each be
+// answered, by every agent that was asked.
+func answerKey(thread, asker, answerer string) string {
+	return thread + "\x00" + asker + "\x00" + answerer
+}
+
+// noteAsked records that from asked to something in env's thread, on the
+// asking node (when it leaves) and on the answering node (when it arrives),
+// so that the answer passes both nodes' policy as a reply.
+func (r *Router) noteAsked(env *envelope.Envelope, from, to agentcard.Card) {
+	if asksForAnswer(env.Type) {
+		r.answerable.put(answerKey(env.ThreadID(), from.Address(), to.Address()), struct{}{})
+	}
+}
+
+// isAnswer reports whether env, from -> to, answers a question that to asked
+// from in env's thread. Tier rules do not apply to answers: whoever may ask
+// may be answered.
+func (r *Router) isAnswer(env *envelope.Envelope, from, to agentcard.Card) bool {
+	if !isAnswerType(env.Type) || env.CorrelationID == "" {
+		return false
+	}
+	_, ok := r.answerable.get(answerKey(env.CorrelationID, to.Address(), from.Address()))
+	return ok
 }
 
 func (r *Router) policyErr(env *envelope.Envelope, from, to agentcard.Card, reply bool) error {
@@ -626,9 +661,7 @@ func (r *Router) deliverLocal(env *envelope.Envelope, from, to agentcard.Card, v
 	if h == nil {
 		return &deliveryError{Target: to.Address(), Reason: "the agent has no handler on its node"}
 	}
-	if env.Type == envelope.TypeRequest || env.Type == envelope.TypeTaskProposal {
-		r.answerable.put(env.ID, agentPair{from: from.Address(), to: to.Address()})
-	}
+	r.noteAsked(env, from, to)
 	select {
 	case r.sem <- struct{}{}:
 	case <-r.ctx.Done():

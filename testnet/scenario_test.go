@@ -16,6 +16,7 @@ import (
 	"github.com/nova-node/nova-node/protocol"
 	"github.com/nova-node/nova-node/sandbox"
 	"github.com/nova-node/nova-node/testnet"
+	"github.com/nova-node/nova-node/tiers"
 )
 
 func request(t *testing.T, n *node.Node, from, to string, payload any) (*envelope.Envelope, protocol.RoutingResult, error) {
@@ -407,5 +408,82 @@ func TestSandboxDiscoveryFilterInRouting(t *testing.T) {
 	}
 	if securityEvents(n0, sandbox.CodeSandboxViolation) <= before {
 		t.Fatal("no security event for the sandbox violation")
+	}
+}
+
+// TestAnswersInAThreadPassTierRules: every envelope of a task shares the
+// proposal's thread (property 24), and an answer in that thread passes both
+// nodes' tier rules as a reply even where the answering tier could not start
+// a conversation (L1 -> L2), while the same envelope outside a thread it was
+// asked in is a tier violation.
+func TestAnswersInAThreadPassTierRules(t *testing.T) {
+	l1, l2 := tiers.L1, tiers.L2
+	net := testnet.New(t, 2)
+	got := make(chan *envelope.Envelope, 8)
+	record := func(_ context.Context, env *envelope.Envelope) (any, error) {
+		got <- env
+		return nil, nil
+	}
+	planner := node.AgentConfig{Name: "planner", Tier: &l2, Capabilities: []node.CapabilityConfig{{ID: "plan"}}}.Card()
+	strat := node.AgentConfig{Name: "strat", Tier: &l1, Capabilities: []node.CapabilityConfig{{ID: "strategy"}}}.Card()
+	if _, err := net.Nodes[0].RegisterAgent(planner, record); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := net.Nodes[1].RegisterAgent(strat, record); err != nil {
+		t.Fatal(err)
+	}
+	net.Connect(0, 1)
+	net.WaitForCards()
+	a, b := net.Nodes[0], net.Nodes[1]
+	next := func(want envelope.Type) *envelope.Envelope {
+		t.Helper()
+		select {
+		case e := <-got:
+			if e.Type != want {
+				t.Fatalf("received %s, want %s: %+v", e.Type, want, e)
+			}
+			return e
+		case <-time.After(5 * time.Second):
+			t.Fatalf("no %s delivered", want)
+		}
+		return nil
+	}
+	post := func(n *node.Node, env *envelope.Envelope) error {
+		_, err := n.Router().Post(t.Context(), env)
+		return err
+	}
+
+	prop, _ := a.NewEnvelope("planner", "strat", envelope.TypeTaskProposal, map[string]string{"taskDescription": "plan"})
+	prop.Metadata = &envelope.Metadata{EscalationJustification: "needs a strategist"}
+	if err := post(a, prop); err != nil {
+		t.Fatal(err)
+	}
+	in := next(envelope.TypeTaskProposal)
+	accept, _ := envelope.NewFactory().ReplyAs("strat", in, envelope.TypeTaskAccept, map[string]string{"acceptedBy": "strat"})
+	if err := post(b, accept); err != nil {
+		t.Fatalf("accept in the proposal's thread: %v", err)
+	}
+	if e := next(envelope.TypeTaskAccept); e.CorrelationID != prop.ID {
+		t.Fatalf("accept thread %q, want %q", e.CorrelationID, prop.ID)
+	}
+	// A later request of the task, in the same thread, and its answer.
+	sub, _ := a.NewEnvelope("planner", "strat", envelope.TypeRequest, "step 1")
+	sub.CorrelationID = prop.ID
+	if err := post(a, sub); err != nil {
+		t.Fatal(err)
+	}
+	in = next(envelope.TypeRequest)
+	resp, _ := envelope.NewFactory().ReplyAs("strat", in, envelope.TypeResponse, "done")
+	if err := post(b, resp); err != nil {
+		t.Fatalf("response in the thread: %v", err)
+	}
+	if e := next(envelope.TypeResponse); e.CorrelationID != prop.ID {
+		t.Fatalf("response thread %q, want %q", e.CorrelationID, prop.ID)
+	}
+	// Not an answer: a thread strat was never asked in.
+	stray, _ := b.NewEnvelope("strat", "planner", envelope.TypeTaskAccept, nil)
+	stray.CorrelationID = "never-asked"
+	if err := post(b, stray); !errors.Is(err, tiers.ErrTierViolation) {
+		t.Fatalf("unsolicited accept: %v, want a tier violation", err)
 	}
 }
