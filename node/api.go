@@ -172,6 +172,8 @@ func startAPI(n *Node, path string) (*apiServer, error) {
 		writeJSON(w, 200, res)
 	})
 	n.registerDocRoutes(mux)
+	n.registerTaskRoutes(mux)
+	n.registerMCPRoutes(mux)
 	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 200, n.Status())
 	})

@@ -69,7 +69,9 @@ type metricsServer struct {
 	done chan struct{}
 }
 
-func startMetrics(addr string, reg *prometheus.Registry, channels func() []protocol.ChannelInfo) (*metricsServer, error) {
+// startMetrics serves /metrics, /healthz and, when mcp is not nil, the MCP
+// streamable HTTP face at /mcp on addr (loopback by default).
+func startMetrics(addr string, reg *prometheus.Registry, channels func() []protocol.ChannelInfo, mcp http.Handler) (*metricsServer, error) {
 	pending := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "nova", Name: "channel_pending_envelopes",
 		Help: "Envelopes waiting for acknowledgement on all outbound channels."}, func() float64 {
 		n := 0
@@ -91,6 +93,9 @@ func startMetrics(addr string, reg *prometheus.Registry, channels func() []proto
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	if mcp != nil {
+		mux.Handle("/mcp", mcp)
+	}
 	s := &metricsServer{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}, ln: ln, done: make(chan struct{})}
 	go func() { // owned by metricsServer: close() waits on done
 		defer close(s.done)

@@ -51,6 +51,8 @@ type Node struct {
 
 	mu       sync.Mutex
 	handlers map[string]protocol.Handler
+	tasks    *taskState // tasks.go: negotiation, swarms; nil before Start
+	mcp      *mcpState  // mcp.go: the MCP bridge; nil before Start
 	host     host.Host
 	router   *protocol.Router
 	api      *apiServer
@@ -185,6 +187,7 @@ func (n *Node) RegisterAgent(c agentcard.Card, h protocol.Handler) (agentcard.Ca
 	if err := n.db.putCard(reg); err != nil {
 		return agentcard.Card{}, fmt.Errorf("node: persist card %s: %w", c.ID, err)
 	}
+	h = n.wrapTaskHandler(c.ID, h)
 	n.handlers[c.ID] = h
 	if n.router != nil {
 		n.router.Handle(c.ID, h)
@@ -279,17 +282,34 @@ func (n *Node) Start(ctx context.Context) error {
 		closeEarly()
 		return err
 	}
+	// Tasks, swarms and the MCP bridge run on the router and documents;
+	// they are stopped before them (closeExtensions).
+	if err := n.startTasks(runCtx, r, docs); err != nil {
+		docs.Close()
+		r.Close()
+		closeEarly()
+		return err
+	}
+	if err := n.startMCP(runCtx, h); err != nil {
+		n.closeTasks()
+		docs.Close()
+		r.Close()
+		closeEarly()
+		return err
+	}
 	api, err := startAPI(n, n.cfg.apiSocket())
 	if err != nil {
+		n.closeExtensions()
 		docs.Close()
 		r.Close()
 		closeEarly()
 		return err
 	}
 	if n.cfg.MetricsListen != "off" {
-		ms, err := startMetrics(n.cfg.MetricsListen, n.obs.prom.reg, r.Channels)
+		ms, err := startMetrics(n.cfg.MetricsListen, n.obs.prom.reg, r.Channels, n.mcpHTTP())
 		if err != nil {
 			api.close()
+			n.closeExtensions()
 			docs.Close()
 			r.Close()
 			closeEarly()
@@ -362,6 +382,7 @@ func (n *Node) Close() error {
 		errs = append(errs, ms.close())
 	}
 	n.wg.Wait()
+	n.closeExtensions()
 	if docs != nil {
 		errs = append(errs, docs.Close())
 	}
@@ -567,4 +588,11 @@ func EnsureDataDir(cfg Config) (created bool, err error) {
 		return created, err
 	}
 	return created, InitStore(cfg.DataDir)
+}
+
+// closeExtensions stops the MCP bridge, then tasks and swarms. Safe to call
+// more than once and before they started.
+func (n *Node) closeExtensions() {
+	n.closeMCP()
+	n.closeTasks()
 }

@@ -78,6 +78,8 @@ From another terminal, talk to it:
 		return &exitError{code: 2, err: fmt.Errorf("%w\nrun `%s --help` for usage", err, c.CommandPath())}
 	})
 	root.AddCommand(newInitCmd(g), newRunCmd(g), newSendCmd(g), newAgentsCmd(g), newIDCmd(g), newBroadcastCmd(g), newStatusCmd(g), newEventsCmd(g), newPeersCmd(g), newPingCmd(g), newInviteCmd(g), newJoinCmd(g), newCRDTCmd(g), newVersionCmd(g))
+	root.AddCommand(taskCommands(g)...)
+	root.AddCommand(mcpCommands(g)...)
 	return root
 }
 
