@@ -104,7 +104,12 @@ type resourceEntry struct {
 
 type promptEntry struct {
 	info PromptInfo
+	get  PromptFunc // nil: render the template
 }
+
+// PromptFunc produces a prompt's text from its arguments (a backend's
+// prompt, which the backend renders).
+type PromptFunc func(ctx context.Context, args map[string]string) (string, error)
 
 // Registry holds the tools, resources and prompts of the agents, each with
 // its source agent. It is safe for concurrent use. Handlers and loaders run
@@ -118,7 +123,94 @@ type Registry struct {
 	promptWire *WireNames
 	metrics    *Metrics
 	hook       InvocationHook
+	onChange   func()
 	now        func() time.Time
+}
+
+// OnChange sets a function called (outside the lock) after every
+// registration or removal.
+func (r *Registry) OnChange(f func()) {
+	r.mu.Lock()
+	r.onChange = f
+	r.mu.Unlock()
+}
+
+func (r *Registry) changed() {
+	r.mu.RLock()
+	f := r.onChange
+	r.mu.RUnlock()
+	if f != nil {
+		f()
+	}
+}
+
+// RegisterPromptFunc adds a prompt whose text get produces (its Template is
+// ignored). Same rules and errors as [Registry.RegisterPrompt].
+func (r *Registry) RegisterPromptFunc(p Prompt, get PromptFunc) error {
+	if get == nil {
+		return &DefinitionError{What: "prompt", Name: p.Agent + "." + p.Name, Reason: "nil prompt function"}
+	}
+	if err := r.registerPrompt(p); err != nil {
+		return err
+	}
+	canon, _ := Canonical(p.Agent, p.Name)
+	r.mu.Lock()
+	if e := r.prompts[canon]; e != nil {
+		e.get = get
+	}
+	r.mu.Unlock()
+	r.changed()
+	return nil
+}
+
+// GetPromptContext is [Registry.GetPrompt] for prompts of either kind: a
+// template is rendered, a [PromptFunc] is called under ctx.
+func (r *Registry) GetPromptContext(ctx context.Context, name string, args map[string]string) (string, error) {
+	r.mu.RLock()
+	e, ok := r.prompts[name]
+	if !ok {
+		if canon, found := r.promptWire.Canonical(name); found {
+			e, ok = r.prompts[canon]
+		}
+	}
+	r.mu.RUnlock()
+	if !ok {
+		return "", &PromptNotFoundError{Name: name}
+	}
+	if e.get == nil {
+		return Render(e.info.Prompt, args)
+	}
+	for _, a := range e.info.Arguments {
+		if _, ok := args[a.Name]; a.Required && !ok {
+			return "", &MissingArgumentError{Prompt: e.info.Canonical, Argument: a.Name}
+		}
+	}
+	return e.get(ctx, args)
+}
+
+// UnregisterResource removes a resource by URI.
+func (r *Registry) UnregisterResource(uri string) bool {
+	r.mu.Lock()
+	_, ok := r.resources[uri]
+	delete(r.resources, uri)
+	r.mu.Unlock()
+	if ok {
+		r.changed()
+	}
+	return ok
+}
+
+// UnregisterPrompt removes a prompt by canonical name.
+func (r *Registry) UnregisterPrompt(canonical string) bool {
+	r.mu.Lock()
+	_, ok := r.prompts[canonical]
+	delete(r.prompts, canonical)
+	r.promptWire.Remove(canonical)
+	r.mu.Unlock()
+	if ok {
+		r.changed()
+	}
+	return ok
 }
 
 // NewRegistry returns an empty registry.
@@ -197,7 +289,7 @@ func cloneRaw(b json.RawMessage) json.RawMessage {
 // (INVALID_SCHEMA), *[DefinitionError] (nil handler) and
 // *[DuplicateToolError] (DUPLICATE_TOOL) when the canonical name is taken;
 // nothing is registered on error.
-func (r *Registry) RegisterTool(t Tool, handler ToolHandler) error {
+func (r *Registry) registerTool(t Tool, handler ToolHandler) error {
 	canon, err := Canonical(t.Agent, t.Name)
 	if err != nil {
 		return err
@@ -231,7 +323,7 @@ func (r *Registry) RegisterTool(t Tool, handler ToolHandler) error {
 
 // UnregisterTool removes a tool by canonical or wire name and reports
 // whether it existed.
-func (r *Registry) UnregisterTool(name string) bool {
+func (r *Registry) unregisterTool(name string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	e := r.lookupToolLocked(name)
@@ -245,7 +337,7 @@ func (r *Registry) UnregisterTool(name string) bool {
 
 // RemoveAgent removes every tool, resource and prompt of agent (for a
 // backend that went away) and returns how many entries were removed.
-func (r *Registry) RemoveAgent(agent string) int {
+func (r *Registry) removeAgent(agent string) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	n := 0
@@ -398,7 +490,7 @@ func runHandler(ctx context.Context, h ToolHandler, args json.RawMessage) (res R
 // RegisterResource adds a resource keyed by its URI. Errors: *[NameError]
 // for a bad agent, *[DefinitionError] for an empty URI or name, a bad MIME
 // type or a nil loader, *[DuplicateResourceError] for a URI in use.
-func (r *Registry) RegisterResource(res Resource, loader ResourceLoader) error {
+func (r *Registry) registerResource(res Resource, loader ResourceLoader) error {
 	if err := checkAgent(res.Agent); err != nil {
 		return err
 	}
@@ -459,7 +551,7 @@ func runLoader(ctx context.Context, l ResourceLoader) (data []byte, err error) {
 // RegisterPrompt adds a prompt under its canonical name "agent.name".
 // Argument names must match ^[A-Za-z_][A-Za-z0-9_]*$ and be distinct.
 // Errors: *[NameError], *[DefinitionError], *[DuplicatePromptError].
-func (r *Registry) RegisterPrompt(p Prompt) error {
+func (r *Registry) registerPrompt(p Prompt) error {
 	canon, err := Canonical(p.Agent, p.Name)
 	if err != nil {
 		return err
@@ -518,4 +610,61 @@ func (r *Registry) GetPrompt(name string, args map[string]string) (string, error
 		return "", &PromptNotFoundError{Name: name}
 	}
 	return Render(e.info.Prompt, args)
+}
+
+// RegisterTool: see registerTool; it also calls the OnChange function.
+func (r *Registry) RegisterTool(t Tool, handler ToolHandler) error {
+	err := r.registerTool(t, handler)
+	if err == nil {
+		r.changed()
+	}
+	return err
+}
+
+// UnregisterTool: see unregisterTool; it also calls the OnChange function.
+func (r *Registry) UnregisterTool(name string) bool {
+	ok := r.unregisterTool(name)
+	if ok {
+		r.changed()
+	}
+	return ok
+}
+
+// RemoveAgent: see removeAgent; it also calls the OnChange function.
+func (r *Registry) RemoveAgent(agent string) int {
+	n := r.removeAgent(agent)
+	if n > 0 {
+		r.changed()
+	}
+	return n
+}
+
+// RegisterResource: see registerResource; it also calls the OnChange function.
+func (r *Registry) RegisterResource(res Resource, loader ResourceLoader) error {
+	err := r.registerResource(res, loader)
+	if err == nil {
+		r.changed()
+	}
+	return err
+}
+
+// RegisterPrompt: see registerPrompt; it also calls the OnChange function.
+func (r *Registry) RegisterPrompt(p Prompt) error {
+	err := r.registerPrompt(p)
+	if err == nil {
+		r.changed()
+	}
+	return err
+}
+
+// record counts an invocation made elsewhere (a remote tool called through
+// this node) in the metrics and passes it to the hook.
+func (r *Registry) record(rec InvocationRecord) {
+	r.mu.RLock()
+	hook := r.hook
+	r.mu.RUnlock()
+	r.metrics.Record(rec)
+	if hook != nil {
+		hook(rec)
+	}
 }

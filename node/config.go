@@ -16,6 +16,7 @@ import (
 	"github.com/multiformats/go-multiaddr"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/nova-node/nova-node/mcpbridge"
 	"github.com/nova-node/nova-node/sandbox"
 	"github.com/nova-node/nova-node/tiers"
 )
@@ -107,6 +108,9 @@ type Config struct {
 
 	// LogLevel is debug, info, warn or error. Default info. Env NOVA_LOG_LEVEL.
 	LogLevel string `yaml:"logLevel"`
+
+	// MCP configures the MCP faces of the node.
+	MCP MCPConfig `yaml:"mcp,omitempty"`
 }
 
 // AgentConfig declares one agent hosted by the node.
@@ -126,6 +130,19 @@ type AgentConfig struct {
 	Capabilities []CapabilityConfig `yaml:"capabilities"`
 	// Sandbox the agent runs in; empty for none.
 	Sandbox string `yaml:"sandbox,omitempty"`
+	// MCPServers are the MCP servers serving this agent, by name, in the
+	// mcpServers shape of Claude Desktop: {command, args, env, cwd} for
+	// stdio, {type: http, url, headers} for streamable HTTP. Their tools,
+	// resources and prompts become the agent's, named agent.tool, callable
+	// from every node of the swarm.
+	MCPServers map[string]mcpbridge.ServerConfig `yaml:"mcpServers,omitempty"`
+}
+
+// MCPConfig configures the node's MCP faces (nova-node mcp, /mcp).
+type MCPConfig struct {
+	// As is the local agent whose tier and sandbox apply to calls made
+	// through the node's MCP faces and the CLI. Default: the first agent.
+	As string `yaml:"as,omitempty"`
 }
 
 // CapabilityConfig is a capability id, or an object with more detail.
@@ -261,6 +278,17 @@ func (c *Config) Validate() error {
 				bad(fmt.Sprintf("%s.capabilities[%d].id", f, j), "required")
 			}
 		}
+		for name, sc := range a.MCPServers {
+			if err := sc.Validate(); err != nil {
+				bad(fmt.Sprintf("%s.mcpServers.%s", f, name), "%v", err)
+			}
+			if len(a.MCPServers) > 0 && !mcpbridge.ValidAgentName(a.Name) {
+				bad(f+".name", "%q cannot prefix tool names (agent.tool): use letters, digits, '_' and '-'", a.Name)
+			}
+		}
+	}
+	if c.MCP.As != "" && !seen[c.MCP.As] {
+		bad("mcp.as", "%q is not an agent of this node", c.MCP.As)
 	}
 	if c.TierRules != nil {
 		if err := c.TierRules.Validate(); err != nil {

@@ -1,19 +1,359 @@
 package node
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
 	"net/http"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/nova-node/nova-node/agentcard"
+	"github.com/nova-node/nova-node/mcpbridge"
+	"github.com/nova-node/nova-node/protocol"
+	"github.com/nova-node/nova-node/tiers"
 )
 
-// mcpState is the node's MCP bridge.
-type mcpState struct{}
+// EventMCPInvocation is the event of one MCP tool call made or served
+// through this node (property 33).
+const EventMCPInvocation = "mcp-invocation"
 
-func (n *Node) startMCP(ctx context.Context, h host.Host) error { return nil }
+// mcpState is the node's MCP bridge: the registry of its agents' tools, the
+// backends serving them, and the bridge that shares them with the mesh.
+type mcpState struct {
+	reg      *mcpbridge.Registry
+	bridge   *mcpbridge.Bridge
+	backends []*mcpbridge.Backend
+	kick     chan struct{}
+	stop     context.CancelFunc
+	wg       sync.WaitGroup
+	calls    *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+}
 
-func (n *Node) closeMCP() {}
+// MCPUpgrade is the Upgrade token of the local API's MCP relay.
+const MCPUpgrade = "nova-mcp"
 
-func (n *Node) mcpHTTP() http.Handler { return nil }
+// startMCP starts the bridge and the configured backends. Called from Start
+// with n.mu held.
+func (n *Node) startMCP(ctx context.Context, h host.Host) error {
+	rules := n.cfg.TierRules
+	if rules == nil {
+		rules = tiers.DefaultRules()
+	}
+	st := &mcpState{reg: mcpbridge.NewRegistry(), kick: make(chan struct{}, 1)}
+	st.calls = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "nova", Name: "mcp_invocations_total",
+		Help: "MCP tool calls served or made through this node, by canonical tool and outcome."}, []string{"tool", "success"})
+	st.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "nova", Name: "mcp_invocation_seconds",
+		Help: "Duration of MCP tool calls, by canonical tool.", Buckets: prometheus.ExponentialBuckets(100e-6, 2, 18)}, []string{"tool"})
+	for _, c := range []prometheus.Collector{st.calls, st.duration} {
+		if err := n.obs.prom.reg.Register(c); err != nil {
+			var are prometheus.AlreadyRegisteredError
+			if !errors.As(err, &are) {
+				return err
+			}
+		}
+	}
+	st.reg.SetInvocationHook(func(rec mcpbridge.InvocationRecord) {
+		ok := "true"
+		if !rec.Success {
+			ok = "false"
+		}
+		st.calls.WithLabelValues(rec.Tool, ok).Inc()
+		st.duration.WithLabelValues(rec.Tool).Observe(rec.DurationMs / 1000)
+		ev := protocol.Event{Type: EventMCPInvocation, Time: time.UnixMilli(rec.Time), Sender: rec.Agent, Detail: rec.Tool,
+			Success: rec.Success, Latency: time.Duration(rec.DurationMs * float64(time.Millisecond)), SourceTier: -1, TargetTier: -1}
+		if !rec.Success {
+			ev.Code, _, _ = strings.Cut(rec.Error, ":")
+			ev.Detail = rec.Tool + ": " + rec.Error
+		}
+		n.obs.Emit(ev)
+	})
+	pol := &mcpbridge.Policy{Cards: n.reg, Tiers: rules, Sandbox: n.cfg.Sandbox,
+		Security: func(code, detail string, p peer.ID) {
+			n.obs.Emit(protocol.Event{Type: protocol.EventSecurity, Time: time.Now(), Code: code, Detail: detail, Peer: p, SourceTier: -1, TargetTier: -1})
+		}}
+	b, err := mcpbridge.New(mcpbridge.Config{Host: h, Registry: st.reg, Policy: pol, As: n.mcpAs, Version: Version,
+		OnLocalChange: func() {
+			select {
+			case st.kick <- struct{}{}:
+			default:
+			}
+		}})
+	if err != nil {
+		return err
+	}
+	st.bridge = b
+	b.Start()
+	for _, a := range n.cfg.Agents {
+		names := make([]string, 0, len(a.MCPServers))
+		for name := range a.MCPServers {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			be, err := mcpbridge.StartBackend(a.Name, name, a.MCPServers[name], st.reg, Version)
+			if err != nil {
+				for _, x := range st.backends {
+					x.Close()
+				}
+				b.Close()
+				return err
+			}
+			st.backends = append(st.backends, be)
+		}
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	st.stop = cancel
+	st.wg.Go(func() { n.publishTools(cctx, st) })
+	n.mcp = st
+	return nil
+}
 
-func (n *Node) registerMCPRoutes(mux *http.ServeMux) {}
+// closeMCP stops the backends (their process groups) and the bridge.
+func (n *Node) closeMCP() {
+	n.mu.Lock()
+	st := n.mcp
+	n.mu.Unlock()
+	if st == nil {
+		return
+	}
+	st.stop()
+	st.wg.Wait()
+	for _, be := range st.backends {
+		be.Close()
+	}
+	st.bridge.Close()
+}
+
+// mcpAs is the local agent the node's own MCP faces call as.
+func (n *Node) mcpAs() string {
+	if n.cfg.MCP.As != "" {
+		return n.cfg.MCP.As + "@" + n.id.String()
+	}
+	if len(n.cfg.Agents) > 0 {
+		return n.cfg.Agents[0].Name + "@" + n.id.String()
+	}
+	local := n.reg.Local()
+	if len(local) == 0 {
+		return ""
+	}
+	sort.Slice(local, func(i, j int) bool { return local[i].ID < local[j].ID })
+	return local[0].Address()
+}
+
+// publishTools keeps each agent's card in line with its MCP tools: a
+// capability "agent.tool" per tool, and the /nova/mcp/1.0.0 protocol so
+// peers know to list them. Debounced: a server listing many tools yields
+// one new card revision.
+func (n *Node) publishTools(ctx context.Context, st *mcpState) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-st.kick:
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
+		byAgent := map[string][]mcpbridge.ToolInfo{}
+		for _, t := range st.reg.ListTools() {
+			byAgent[t.Agent] = append(byAgent[t.Agent], t)
+		}
+		serves := map[string]bool{}
+		for _, r := range st.reg.ListResources() {
+			serves[r.Agent] = true
+		}
+		for _, p := range st.reg.ListPrompts() {
+			serves[p.Agent] = true
+		}
+		for _, a := range n.cfg.Agents {
+			if len(a.MCPServers) == 0 {
+				continue
+			}
+			c := a.Card()
+			if len(byAgent[a.Name]) > 0 || serves[a.Name] {
+				c.Protocols = append(c.Protocols, mcpbridge.ProtocolID)
+			}
+			for _, t := range byAgent[a.Name] {
+				if !c.HasCapability(t.Canonical) {
+					c.Capabilities = append(c.Capabilities, agentcard.Capability{ID: t.Canonical, Name: t.Name, Description: t.Description, InputSchema: t.InputSchema})
+				}
+			}
+			if err := n.updateCard(c); err != nil {
+				n.log.Warnw("publish MCP tools in the agent card", "agent", a.Name, "err", err)
+			}
+		}
+	}
+}
+
+// updateCard registers a changed card of a hosted agent (same handler) and
+// announces it; an unchanged card is left alone.
+func (n *Node) updateCard(c agentcard.Card) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		return protocol.ErrChannelClosed
+	}
+	if cur, ok := n.reg.Get(c.ID); ok && sameCardContent(cur, c) {
+		return nil
+	}
+	reg, err := n.reg.Register(c)
+	if err != nil {
+		return err
+	}
+	if err := n.db.putCard(reg); err != nil {
+		return err
+	}
+	if n.router != nil {
+		n.router.Announce()
+	}
+	if n.disc != nil {
+		n.disc.Announce()
+	}
+	return nil
+}
+
+func sameCardContent(a, b agentcard.Card) bool {
+	if !slices.Equal(a.Protocols, b.Protocols) || len(a.Capabilities) != len(b.Capabilities) || a.Description != b.Description || a.Tier != b.Tier || a.SandboxID != b.SandboxID {
+		return false
+	}
+	for i := range a.Capabilities {
+		x, y := a.Capabilities[i], b.Capabilities[i]
+		if x.ID != y.ID || x.Name != y.Name || x.Description != y.Description || string(x.InputSchema) != string(y.InputSchema) {
+			return false
+		}
+	}
+	return true
+}
+
+// mcpHTTP is the streamable HTTP face, mounted at /mcp on the loopback
+// listener.
+func (n *Node) mcpHTTP() http.Handler {
+	if n.mcp == nil {
+		return nil
+	}
+	return n.mcp.bridge.HTTPHandler()
+}
+
+// MCP returns the node's MCP bridge; nil before Start.
+func (n *Node) MCP() *mcpbridge.Bridge {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.mcp == nil {
+		return nil
+	}
+	return n.mcp.bridge
+}
+
+// MCPBackends reports the state of the node's MCP servers.
+func (n *Node) MCPBackends() []mcpbridge.BackendStatus {
+	n.mu.Lock()
+	st := n.mcp
+	n.mu.Unlock()
+	if st == nil {
+		return nil
+	}
+	out := make([]mcpbridge.BackendStatus, 0, len(st.backends))
+	for _, be := range st.backends {
+		out = append(out, be.Status())
+	}
+	return out
+}
+
+// registerMCPRoutes adds the MCP relay (an HTTP Upgrade to newline-delimited
+// JSON-RPC on the local socket, what `nova-node mcp` relays stdio to) and
+// the backends' status.
+func (n *Node) registerMCPRoutes(mux *http.ServeMux) {
+	mux.HandleFunc("GET /v1/mcp/backends", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, n.MCPBackends())
+	})
+	mux.HandleFunc("POST /v1/mcp", func(w http.ResponseWriter, r *http.Request) {
+		b := n.MCP()
+		if b == nil {
+			writeJSON(w, http.StatusServiceUnavailable, &APIError{Code: "NOT_STARTED", Message: "the node is not running"})
+			return
+		}
+		if !strings.EqualFold(r.Header.Get("Upgrade"), MCPUpgrade) {
+			writeJSON(w, http.StatusBadRequest, &APIError{Code: "BAD_REQUEST", Message: "send Upgrade: " + MCPUpgrade})
+			return
+		}
+		hj, ok := w.(http.Hijacker)
+		if !ok {
+			writeJSON(w, http.StatusInternalServerError, &APIError{Code: "INTERNAL", Message: "connection cannot be upgraded"})
+			return
+		}
+		conn, rw, err := hj.Hijack()
+		if err != nil {
+			return
+		}
+		_ = conn.SetDeadline(time.Time{})
+		_, _ = rw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: " + MCPUpgrade + "\r\n\r\n")
+		if err := rw.Flush(); err != nil {
+			conn.Close()
+			return
+		}
+		_ = b.ServeConn(context.Background(), &hijacked{Reader: rw.Reader, Conn: conn})
+		conn.Close()
+	})
+}
+
+// hijacked reads through the server's buffer (it may hold the client's
+// first bytes) and writes to the connection.
+type hijacked struct {
+	*bufio.Reader
+	net.Conn
+}
+
+func (h *hijacked) Read(p []byte) (int, error) { return h.Reader.Read(p) }
+
+// DialMCP opens the local API's MCP relay: a byte stream of newline-delimited
+// JSON-RPC to the node's aggregated MCP server.
+func (c *Client) DialMCP(ctx context.Context) (io.ReadWriteCloser, error) {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "unix", c.path)
+	if err != nil {
+		return nil, fmt.Errorf("%w (socket %s): start one with `nova-node run`", ErrNoNode, c.path)
+	}
+	if _, err := io.WriteString(conn, "POST /v1/mcp HTTP/1.1\r\nHost: nova\r\nConnection: Upgrade\r\nUpgrade: "+MCPUpgrade+"\r\nContent-Length: 0\r\n\r\n"); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusSwitchingProtocols {
+		var e APIError
+		_ = json.NewDecoder(io.LimitReader(resp.Body, 1<<16)).Decode(&e)
+		resp.Body.Close()
+		conn.Close()
+		if e.Code == "" {
+			e = APIError{Code: "UNAVAILABLE", Message: resp.Status}
+		}
+		return nil, &e
+	}
+	return &hijacked{Reader: br, Conn: conn}, nil
+}
+
+// MCPBackends asks the node for its MCP servers' state.
+func (c *Client) MCPBackends(ctx context.Context) ([]mcpbridge.BackendStatus, error) {
+	var out []mcpbridge.BackendStatus
+	err := c.do(ctx, http.MethodGet, "/v1/mcp/backends", nil, &out)
+	return out, err
+}

@@ -1,0 +1,677 @@
+package mcpbridge
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	golog "github.com/ipfs/go-log/v2"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/nova-node/nova-node/agentcard"
+)
+
+var log = golog.Logger("nova/mcp")
+
+// faceTTL is how stale the aggregated face may be when a client lists it;
+// peers' own lists are cached longer (Config.ListTTL) and dropped on their
+// list_changed notifications.
+const faceTTL = 2 * time.Second
+
+// Config configures a [Bridge].
+type Config struct {
+	// Host carries /nova/mcp/1.0.0.
+	Host host.Host
+	// Registry holds the tools, resources and prompts of this node's agents.
+	Registry *Registry
+	// Policy is enforced on every call from a peer and from the local faces.
+	Policy *Policy
+	// As names the local agent that the node's own MCP faces (stdio, HTTP,
+	// CLI) call as: its tier and sandbox apply to those calls.
+	As func() string
+	// Version is the server version shown to MCP clients.
+	Version string
+	// ListTTL is how long a peer's tool list is cached (list_changed
+	// notifications invalidate it sooner). Default 30 s.
+	ListTTL time.Duration
+	// SessionTimeout closes idle HTTP sessions. Default 10 minutes.
+	SessionTimeout time.Duration
+	// CallTimeout bounds a call to a remote tool. Default 2 minutes.
+	CallTimeout time.Duration
+	// OnLocalChange, when set, is called after the local registry changed
+	// (a backend's tools appeared, changed or went away).
+	OnLocalChange func()
+}
+
+// Bridge shares MCP tools, resources and prompts across the mesh: it serves
+// this node's agents' items to peers over /nova/mcp/1.0.0 (one long-lived
+// session per peer pair), and offers every item of the swarm to local MCP
+// clients through one aggregated server (stdio relay and streamable HTTP).
+type Bridge struct {
+	cfg    Config
+	h      host.Host
+	self   peer.ID
+	reg    *Registry
+	pol    *Policy
+	client *mcp.Client
+	agg    *mcp.Server
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	kick   chan struct{}
+
+	mu          sync.Mutex
+	closed      bool
+	served      map[*mcp.Server]peer.ID
+	servedItems map[*mcp.Server]servedItems
+	peers       map[peer.ID]*peerConn
+	dialing     map[peer.ID]chan struct{}
+	byClient    map[*mcp.ClientSession]peer.ID
+	face        faceState
+	refreshMu   sync.Mutex
+	refreshed   time.Time
+	dirty       bool
+}
+
+// New returns a Bridge; Start serves it.
+func New(cfg Config) (*Bridge, error) {
+	if cfg.Host == nil || cfg.Registry == nil || cfg.Policy == nil || cfg.Policy.Cards == nil {
+		return nil, errors.New("mcpbridge: New needs a host, a registry and a policy with cards")
+	}
+	if cfg.As == nil {
+		cfg.As = func() string { return "" }
+	}
+	if cfg.ListTTL <= 0 {
+		cfg.ListTTL = 30 * time.Second
+	}
+	if cfg.SessionTimeout <= 0 {
+		cfg.SessionTimeout = 10 * time.Minute
+	}
+	if cfg.CallTimeout <= 0 {
+		cfg.CallTimeout = 2 * time.Minute
+	}
+	if cfg.Version == "" {
+		cfg.Version = "dev"
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	b := &Bridge{
+		cfg: cfg, h: cfg.Host, self: cfg.Host.ID(), reg: cfg.Registry, pol: cfg.Policy,
+		ctx: ctx, cancel: cancel, kick: make(chan struct{}, 1),
+		served: map[*mcp.Server]peer.ID{}, servedItems: map[*mcp.Server]servedItems{},
+		peers: map[peer.ID]*peerConn{}, dialing: map[peer.ID]chan struct{}{},
+		byClient: map[*mcp.ClientSession]peer.ID{}, dirty: true,
+	}
+	b.client = mcp.NewClient(&mcp.Implementation{Name: "nova-node", Version: cfg.Version}, &mcp.ClientOptions{
+		ToolListChangedHandler:     func(_ context.Context, req *mcp.ToolListChangedRequest) { b.invalidateSession(req.Session) },
+		ResourceListChangedHandler: func(_ context.Context, req *mcp.ResourceListChangedRequest) { b.invalidateSession(req.Session) },
+		PromptListChangedHandler:   func(_ context.Context, req *mcp.PromptListChangedRequest) { b.invalidateSession(req.Session) },
+	})
+	b.agg = mcp.NewServer(&mcp.Implementation{Name: "nova-node", Title: "nova-node: every MCP tool of the swarm", Version: cfg.Version}, &mcp.ServerOptions{
+		HasTools: true, HasResources: true, HasPrompts: true,
+		Instructions: "Tools, resources and prompts of every agent in this nova-node swarm. Tool titles give the canonical agent.tool name; calls accept it too.",
+	})
+	b.agg.AddReceivingMiddleware(b.faceMiddleware)
+	b.face = newFaceState()
+	return b, nil
+}
+
+// Start serves /nova/mcp/1.0.0 and keeps the aggregated face current.
+func (b *Bridge) Start() {
+	b.h.SetStreamHandler(ProtocolID, b.servePeer)
+	b.reg.OnChange(b.localChanged)
+	b.wg.Go(b.refresher)
+}
+
+// Close stops serving and closes every session. Safe to call twice.
+func (b *Bridge) Close() error {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil
+	}
+	b.closed = true
+	peers := make([]*peerConn, 0, len(b.peers))
+	for _, pc := range b.peers {
+		peers = append(peers, pc)
+	}
+	b.mu.Unlock()
+	b.h.RemoveStreamHandler(ProtocolID)
+	b.reg.OnChange(nil)
+	b.cancel()
+	for _, pc := range peers {
+		_ = pc.cs.Close()
+	}
+	for ss := range b.agg.Sessions() {
+		_ = ss.Close()
+	}
+	b.wg.Wait()
+	return nil
+}
+
+// Invalidate marks the aggregated face stale (cards or peers changed); it is
+// rebuilt in the background and list_changed goes to its clients.
+func (b *Bridge) Invalidate() {
+	b.mu.Lock()
+	b.dirty = true
+	for _, pc := range b.peers {
+		pc.tools = nil
+	}
+	b.mu.Unlock()
+	select {
+	case b.kick <- struct{}{}:
+	default:
+	}
+}
+
+// localChanged reloads every peer session's server and the face.
+func (b *Bridge) localChanged() {
+	for srv, p := range b.servedServers() {
+		b.fillPeerServer(srv, p)
+	}
+	b.Invalidate()
+	if b.cfg.OnLocalChange != nil {
+		b.cfg.OnLocalChange()
+	}
+}
+
+// refresher rebuilds the face when kicked, debounced.
+func (b *Bridge) refresher() {
+	for {
+		select {
+		case <-b.ctx.Done():
+			return
+		case <-b.kick:
+		}
+		select {
+		case <-b.ctx.Done():
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+		ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+		b.refresh(ctx)
+		cancel()
+	}
+}
+
+// Entry is one tool, resource or prompt on the aggregated face.
+type Entry struct {
+	// Kind is "tool", "resource" or "prompt".
+	Kind string `json:"kind"`
+	// Name is the name on the face: the wire name of a tool or prompt, the
+	// URI of a resource.
+	Name string `json:"name"`
+	// Canonical is "agent.tool" (or "agent.prompt"); empty for resources.
+	Canonical string `json:"canonical,omitempty"`
+	// Agent is the source agent's address ("name@peerID").
+	Agent       string          `json:"agent"`
+	Description string          `json:"description,omitempty"`
+	InputSchema json.RawMessage `json:"inputSchema,omitempty"`
+	MIMEType    string          `json:"mimeType,omitempty"`
+	Local       bool            `json:"local"`
+
+	peer      peer.ID
+	remote    string // the item's name on the peer's server
+	arguments []*mcp.PromptArgument
+	output    json.RawMessage
+}
+
+// faceState is the aggregated face's current content.
+type faceState struct {
+	tools     map[string]Entry    // wire -> entry
+	byCanon   map[string][]string // canonical -> wire names
+	resources map[string]Entry    // uri -> entry
+	prompts   map[string]Entry
+}
+
+func newFaceState() faceState {
+	return faceState{tools: map[string]Entry{}, byCanon: map[string][]string{}, resources: map[string]Entry{}, prompts: map[string]Entry{}}
+}
+
+// Entries returns the face's tools, resources and prompts, refreshed if
+// stale, sorted by kind and name.
+func (b *Bridge) Entries(ctx context.Context) []Entry {
+	b.ensureFresh(ctx)
+	b.mu.Lock()
+	var out []Entry
+	for _, m := range []map[string]Entry{b.face.tools, b.face.resources, b.face.prompts} {
+		for _, e := range m {
+			out = append(out, e)
+		}
+	}
+	b.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Kind != out[j].Kind {
+			return out[i].Kind > out[j].Kind // tools, then resources, then prompts
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}
+
+func (b *Bridge) ensureFresh(ctx context.Context) {
+	b.mu.Lock()
+	stale := b.dirty || time.Since(b.refreshed) > faceTTL
+	b.mu.Unlock()
+	if stale {
+		b.refresh(ctx)
+	}
+}
+
+// refresh rebuilds the face from the local registry and every MCP peer,
+// then updates the aggregated server (which notifies its sessions).
+func (b *Bridge) refresh(ctx context.Context) {
+	b.refreshMu.Lock()
+	defer b.refreshMu.Unlock()
+	b.mu.Lock()
+	b.dirty = false
+	b.mu.Unlock()
+	as := b.cfg.As()
+	next := newFaceState()
+	takenTool := func(s string) bool { _, ok := next.tools[s]; return ok }
+	takenPrompt := func(s string) bool { _, ok := next.prompts[s]; return ok }
+	selfStr := b.self.String()
+	addTool := func(e Entry, agent, tool string) {
+		e.Kind, e.Canonical = "tool", agent+"."+tool
+		if len(next.byCanon[e.Canonical]) > 0 {
+			agent += "-" + shortPeer(e.peer)
+		}
+		e.Name = WireName(agent, tool, takenTool)
+		next.tools[e.Name] = e
+		next.byCanon[e.Canonical] = append(next.byCanon[e.Canonical], e.Name)
+	}
+	addPrompt := func(e Entry, agent, name string) {
+		e.Kind, e.Canonical = "prompt", agent+"."+name
+		if _, dup := next.prompts[WireName(agent, name, nil)]; dup {
+			agent += "-" + shortPeer(e.peer)
+		}
+		e.Name = WireName(agent, name, takenPrompt)
+		next.prompts[e.Name] = e
+	}
+	for _, t := range b.reg.ListTools() {
+		addTool(Entry{Agent: t.Agent + "@" + selfStr, Description: t.Description, InputSchema: t.InputSchema, output: t.OutputSchema, Local: true, peer: b.self, remote: t.Canonical}, t.Agent, t.Name)
+	}
+	for _, r := range b.reg.ListResources() {
+		next.resources[r.URI] = Entry{Kind: "resource", Name: r.URI, Agent: r.Agent + "@" + selfStr, Description: r.Name, MIMEType: r.MIMEType, Local: true, peer: b.self, remote: r.URI}
+	}
+	for _, p := range b.reg.ListPrompts() {
+		addPrompt(Entry{Agent: p.Agent + "@" + selfStr, Description: p.Description, Local: true, peer: b.self, remote: p.Canonical, arguments: promptArgs(p.Arguments)}, p.Agent, p.Name)
+	}
+	for _, p := range b.mcpPeers() {
+		pc, err := b.peerLists(ctx, p, as)
+		if err != nil {
+			log.Debugw("peer MCP lists unavailable", "peer", p, "err", err)
+			continue
+		}
+		b.mu.Lock()
+		tools, res, prompts := pc.tools, pc.res, pc.prompts
+		b.mu.Unlock()
+		for _, t := range tools {
+			agent, name, err := SplitCanonical(t.Name)
+			if err != nil {
+				continue
+			}
+			schema, _ := json.Marshal(t.InputSchema)
+			var out json.RawMessage
+			if t.OutputSchema != nil {
+				out, _ = json.Marshal(t.OutputSchema)
+			}
+			addTool(Entry{Agent: agent + "@" + p.String(), Description: t.Description, InputSchema: schema, output: out, peer: p, remote: t.Name}, agent, name)
+		}
+		for _, r := range res {
+			if _, dup := next.resources[r.URI]; dup {
+				continue // local first, then peers in ID order
+			}
+			agent, _ := r.Meta["nova/agent"].(string)
+			next.resources[r.URI] = Entry{Kind: "resource", Name: r.URI, Agent: agent + "@" + p.String(), Description: r.Name, MIMEType: r.MIMEType, peer: p, remote: r.URI}
+		}
+		for _, pr := range prompts {
+			agent, name, err := SplitCanonical(pr.Name)
+			if err != nil {
+				continue
+			}
+			addPrompt(Entry{Agent: agent + "@" + p.String(), Description: pr.Description, peer: p, remote: pr.Name, arguments: pr.Arguments}, agent, name)
+		}
+	}
+	b.mu.Lock()
+	old := b.face
+	b.face = next
+	b.refreshed = time.Now()
+	b.mu.Unlock()
+	b.applyFace(old, next)
+}
+
+func shortPeer(p peer.ID) string {
+	s := p.String()
+	if len(s) > 6 {
+		s = s[len(s)-6:]
+	}
+	return s
+}
+
+// applyFace brings the aggregated server in line with next.
+func (b *Bridge) applyFace(old, next faceState) {
+	var gone []string
+	for name := range old.tools {
+		if _, ok := next.tools[name]; !ok {
+			gone = append(gone, name)
+		}
+	}
+	b.agg.RemoveTools(gone...)
+	for name, e := range next.tools {
+		if o, ok := old.tools[name]; ok && sameEntry(o, e) {
+			continue
+		}
+		schema := e.InputSchema
+		if len(schema) == 0 || string(schema) == "null" {
+			schema = json.RawMessage(`{"type":"object"}`)
+		}
+		t := &mcp.Tool{Name: name, Title: e.Canonical, Description: e.Description, InputSchema: schema,
+			Meta: mcp.Meta{"nova/canonical": e.Canonical, "nova/agent": e.Agent}}
+		if len(e.output) > 0 && string(e.output) != "null" {
+			t.OutputSchema = e.output
+		}
+		e := e
+		safeAddTool(b.agg, t, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return b.callEntry(ctx, e, b.cfg.As(), req.Params.Arguments)
+		})
+	}
+	gone = gone[:0]
+	for uri := range old.resources {
+		if _, ok := next.resources[uri]; !ok {
+			gone = append(gone, uri)
+		}
+	}
+	b.agg.RemoveResources(gone...)
+	for uri, e := range next.resources {
+		if o, ok := old.resources[uri]; ok && sameEntry(o, e) {
+			continue
+		}
+		e := e
+		b.agg.AddResource(&mcp.Resource{URI: uri, Name: e.Description, MIMEType: e.MIMEType, Meta: mcp.Meta{"nova/agent": e.Agent}},
+			func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+				return b.readEntry(ctx, e)
+			})
+	}
+	gone = gone[:0]
+	for name := range old.prompts {
+		if _, ok := next.prompts[name]; !ok {
+			gone = append(gone, name)
+		}
+	}
+	b.agg.RemovePrompts(gone...)
+	for name, e := range next.prompts {
+		if o, ok := old.prompts[name]; ok && sameEntry(o, e) {
+			continue
+		}
+		e := e
+		b.agg.AddPrompt(&mcp.Prompt{Name: name, Title: e.Canonical, Description: e.Description, Arguments: e.arguments, Meta: mcp.Meta{"nova/canonical": e.Canonical, "nova/agent": e.Agent}},
+			func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+				return b.promptEntry(ctx, e, req.Params.Arguments)
+			})
+	}
+}
+
+func sameEntry(a, b Entry) bool {
+	return a.Agent == b.Agent && a.Description == b.Description && string(a.InputSchema) == string(b.InputSchema) &&
+		a.peer == b.peer && a.remote == b.remote && a.MIMEType == b.MIMEType && string(a.output) == string(b.output) && len(a.arguments) == len(b.arguments)
+}
+
+// faceMiddleware lets calls and prompt gets name items by their canonical
+// "agent.tool" as well as by their wire name.
+func (b *Bridge) faceMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		switch method {
+		case "tools/list", "resources/list", "prompts/list":
+			b.ensureFresh(ctx)
+		case "tools/call":
+			if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok {
+				name, err := b.faceName(ctx, p.Name)
+				if err != nil {
+					return nil, RPCError(err)
+				}
+				p.Name = name
+			}
+		case "resources/read":
+			if p, ok := req.GetParams().(*mcp.ReadResourceParams); ok {
+				b.ensureFresh(ctx)
+				b.mu.Lock()
+				_, known := b.face.resources[p.URI]
+				b.mu.Unlock()
+				if !known {
+					return nil, resourceNotFound(p.URI)
+				}
+			}
+		case "prompts/get":
+			if p, ok := req.GetParams().(*mcp.GetPromptParams); ok {
+				b.ensureFresh(ctx)
+				b.mu.Lock()
+				if _, ok := b.face.prompts[p.Name]; !ok {
+					for w, e := range b.face.prompts {
+						if e.Canonical == p.Name {
+							p.Name = w
+							break
+						}
+					}
+				}
+				b.mu.Unlock()
+			}
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// faceName maps a tool name given by a client (wire or canonical) to its
+// wire name.
+func (b *Bridge) faceName(ctx context.Context, name string) (string, error) {
+	for attempt := 0; attempt < 2; attempt++ {
+		b.mu.Lock()
+		_, isWire := b.face.tools[name]
+		wires := b.face.byCanon[name]
+		b.mu.Unlock()
+		switch {
+		case isWire:
+			return name, nil
+		case len(wires) == 1:
+			return wires[0], nil
+		case len(wires) > 1:
+			return "", &agentcard.AmbiguousError{Name: name, Candidates: wires}
+		}
+		if attempt == 0 {
+			b.refresh(ctx)
+		}
+	}
+	return "", &ToolNotFoundError{Name: name}
+}
+
+// CallTool calls a tool of the swarm by wire or canonical name, as the
+// face's agent; used by the CLI through the local API.
+func (b *Bridge) CallTool(ctx context.Context, name string, args json.RawMessage) (*mcp.CallToolResult, error) {
+	return b.CallToolAs(ctx, b.cfg.As(), name, args)
+}
+
+// CallToolAs is CallTool as the local agent as (an address).
+func (b *Bridge) CallToolAs(ctx context.Context, as, name string, args json.RawMessage) (*mcp.CallToolResult, error) {
+	b.ensureFresh(ctx)
+	wire, err := b.faceName(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	e := b.face.tools[wire]
+	b.mu.Unlock()
+	return b.callEntry(ctx, e, as, args)
+}
+
+// Metrics is the invocation metrics of calls served or made by this node.
+func (b *Bridge) Metrics() MetricsSnapshot { return b.reg.Metrics().Snapshot() }
+
+// callEntry runs a face tool: locally through the registry (after the same
+// policy checks a peer would get), or on its peer. Never retried.
+func (b *Bridge) callEntry(ctx context.Context, e Entry, as string, args json.RawMessage) (*mcp.CallToolResult, error) {
+	if e.Local {
+		agent, _, _ := SplitCanonical(e.remote)
+		if _, err := b.authorize(b.self, as, agent); err != nil {
+			return nil, RPCError(err)
+		}
+		res, err := b.reg.CallTool(ctx, e.remote, args)
+		if err != nil {
+			return nil, RPCError(err)
+		}
+		return toMCPResult(res), nil
+	}
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, b.cfg.CallTimeout)
+	defer cancel()
+	out, err := b.callRemote(ctx, e, as, args)
+	rec := InvocationRecord{Tool: e.Canonical, Agent: e.Agent, Arguments: args, DurationMs: float64(time.Since(start)) / float64(time.Millisecond), Time: start.UnixMilli()}
+	if len(rec.Arguments) == 0 {
+		rec.Arguments = json.RawMessage(`{}`)
+	}
+	switch {
+	case err != nil:
+		rec.Error = CodeOf(err) + ": " + err.Error()
+	case out.IsError:
+		r, _ := fromMCPResult(out)
+		rec.Error = r.Error.ErrCode + ": " + r.Error.Message
+	default:
+		rec.Success = true
+		rec.Result, _ = json.Marshal(out)
+	}
+	b.reg.record(rec)
+	if err != nil {
+		return nil, RPCError(err)
+	}
+	return out, nil
+}
+
+func (b *Bridge) callRemote(ctx context.Context, e Entry, as string, args json.RawMessage) (*mcp.CallToolResult, error) {
+	pc, err := b.session(ctx, e.peer)
+	if err != nil {
+		return nil, err
+	}
+	if len(args) == 0 {
+		args = json.RawMessage(`{}`)
+	}
+	return pc.cs.CallTool(ctx, &mcp.CallToolParams{Meta: mcp.Meta{MetaCaller: as}, Name: e.remote, Arguments: args})
+}
+
+// ReadResource reads a resource of the swarm by URI, as the face's agent.
+func (b *Bridge) ReadResource(ctx context.Context, uri string) (*mcp.ReadResourceResult, error) {
+	b.ensureFresh(ctx)
+	b.mu.Lock()
+	e, ok := b.face.resources[uri]
+	b.mu.Unlock()
+	if !ok {
+		return nil, &ResourceNotFoundError{URI: uri}
+	}
+	return b.readEntry(ctx, e)
+}
+
+func (b *Bridge) readEntry(ctx context.Context, e Entry) (*mcp.ReadResourceResult, error) {
+	as := b.cfg.As()
+	if e.Local {
+		agent := strings.SplitN(e.Agent, "@", 2)[0]
+		if _, err := b.authorize(b.self, as, agent); err != nil {
+			return nil, RPCError(err)
+		}
+		rc, err := b.reg.ReadResource(ctx, e.remote)
+		if err != nil {
+			return nil, RPCError(err)
+		}
+		return toResourceResult(rc), nil
+	}
+	pc, err := b.session(ctx, e.peer)
+	if err != nil {
+		return nil, RPCError(err)
+	}
+	return pc.cs.ReadResource(ctx, &mcp.ReadResourceParams{Meta: mcp.Meta{MetaCaller: as}, URI: e.remote})
+}
+
+// GetPrompt renders a prompt of the swarm by wire or canonical name.
+func (b *Bridge) GetPrompt(ctx context.Context, name string, args map[string]string) (*mcp.GetPromptResult, error) {
+	b.ensureFresh(ctx)
+	b.mu.Lock()
+	e, ok := b.face.prompts[name]
+	if !ok {
+		for _, x := range b.face.prompts {
+			if x.Canonical == name {
+				e, ok = x, true
+				break
+			}
+		}
+	}
+	b.mu.Unlock()
+	if !ok {
+		return nil, &PromptNotFoundError{Name: name}
+	}
+	return b.promptEntry(ctx, e, args)
+}
+
+func (b *Bridge) promptEntry(ctx context.Context, e Entry, args map[string]string) (*mcp.GetPromptResult, error) {
+	as := b.cfg.As()
+	if e.Local {
+		agent, _, _ := SplitCanonical(e.remote)
+		if _, err := b.authorize(b.self, as, agent); err != nil {
+			return nil, RPCError(err)
+		}
+		text, err := b.reg.GetPromptContext(ctx, e.remote, args)
+		if err != nil {
+			return nil, RPCError(err)
+		}
+		return &mcp.GetPromptResult{Description: e.Description, Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: text}}}}, nil
+	}
+	pc, err := b.session(ctx, e.peer)
+	if err != nil {
+		return nil, RPCError(err)
+	}
+	return pc.cs.GetPrompt(ctx, &mcp.GetPromptParams{Meta: mcp.Meta{MetaCaller: as}, Name: e.remote, Arguments: args})
+}
+
+// ServeConn serves the aggregated face on one byte stream (newline-delimited
+// JSON-RPC, as on stdio) until the client leaves or the bridge closes: what
+// `nova-node mcp` relays to.
+func (b *Bridge) ServeConn(ctx context.Context, rwc io.ReadWriteCloser) error {
+	ss, err := b.agg.Connect(ctx, &mcp.IOTransport{Reader: rwc, Writer: rwc, MaxLineLength: MaxLine}, nil)
+	if err != nil {
+		return fmt.Errorf("mcpbridge: serve connection: %w", err)
+	}
+	stop := context.AfterFunc(b.ctx, func() { _ = ss.Close() })
+	defer stop()
+	return ss.Wait()
+}
+
+// HTTPHandler is the streamable HTTP face. Each request is routed by its
+// Mcp-Protocol-Version header: clients of spec 2026-07-28 and later go to
+// the SDK's stateless handler (the stateful one refuses them); older ones,
+// and initialize requests without the header, to the stateful handler,
+// which can push notifications and whose idle sessions time out.
+func (b *Bridge) HTTPHandler() http.Handler {
+	get := func(*http.Request) *mcp.Server { return b.agg }
+	stateful := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{SessionTimeout: b.cfg.SessionTimeout, MaxRequestBodyBytes: 4 << 20})
+	stateless := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Stateless: true, MaxRequestBodyBytes: 4 << 20})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if v := r.Header.Get("Mcp-Protocol-Version"); v >= "2026-07-28" {
+			stateless.ServeHTTP(w, r)
+			return
+		}
+		stateful.ServeHTTP(w, r)
+	})
+}
+
+// resourceNotFound is MCP's resource-not-found error (-32002), naming the
+// URI in the message and in data, with the seed code.
+func resourceNotFound(uri string) *jsonrpc.Error {
+	data, _ := json.Marshal(map[string]string{"uri": uri, "code": CodeResourceNotFound})
+	return &jsonrpc.Error{Code: -32002, Message: fmt.Sprintf("resource not found: %s (list resources to see what the swarm offers)", uri), Data: data}
+}

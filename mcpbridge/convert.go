@@ -1,0 +1,177 @@
+package mcpbridge
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// toMCPResult turns a registry Result into an MCP tool result. A backend's
+// result is stored as the JSON of an mcp.CallToolResult and comes back as
+// is; any other JSON becomes structured content plus its text. An isError
+// result names the code and the source agent (requirement 5.4), in the text
+// and in structuredContent.error.
+func toMCPResult(res Result) *mcp.CallToolResult {
+	if res.IsError {
+		e := res.Error
+		if e == nil {
+			e = &ToolError{ErrCode: CodeToolFailed, Message: "tool reported an error"}
+		}
+		out := &mcp.CallToolResult{IsError: true}
+		// A backend's own isError content is kept ahead of our summary.
+		if len(res.Content) > 0 {
+			var inner mcp.CallToolResult
+			if json.Unmarshal(res.Content, &inner) == nil {
+				out.Content = inner.Content
+			}
+		}
+		out.Content = append(out.Content, &mcp.TextContent{Text: fmt.Sprintf("%s: %s (agent %s, tool %s)", e.ErrCode, e.Message, e.Agent, e.Tool)})
+		out.StructuredContent = map[string]any{"error": map[string]any{
+			"code": e.ErrCode, "message": e.Message, "agent": e.Agent, "tool": e.Tool,
+		}}
+		return out
+	}
+	if len(bytes.TrimSpace(res.Content)) == 0 {
+		return &mcp.CallToolResult{Content: []mcp.Content{}}
+	}
+	if isCallToolResult(res.Content) {
+		var out mcp.CallToolResult
+		if err := json.Unmarshal(res.Content, &out); err == nil {
+			return &out
+		}
+	}
+	var v any
+	_ = json.Unmarshal(res.Content, &v)
+	out := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(res.Content)}}}
+	if _, ok := v.(map[string]any); ok {
+		out.StructuredContent = json.RawMessage(res.Content)
+	}
+	return out
+}
+
+// isCallToolResult reports whether raw is a JSON object with a "content"
+// array, the shape of an MCP tool result.
+func isCallToolResult(raw json.RawMessage) bool {
+	var probe struct {
+		Content json.RawMessage `json:"content"`
+	}
+	if json.Unmarshal(raw, &probe) != nil {
+		return false
+	}
+	t := bytes.TrimSpace(probe.Content)
+	return len(t) > 0 && t[0] == '['
+}
+
+// fromMCPResult is the registry Result of a backend's (or a peer's) answer.
+func fromMCPResult(r *mcp.CallToolResult) (Result, error) {
+	if r == nil {
+		return Result{Content: json.RawMessage(`{"content":[]}`)}, nil
+	}
+	c := *r
+	isErr := c.IsError
+	c.IsError = false
+	raw, err := json.Marshal(&c)
+	if err != nil {
+		return Result{}, fmt.Errorf("mcpbridge: encode tool result: %w", err)
+	}
+	res := Result{Content: raw, IsError: isErr}
+	if isErr {
+		res.Error = &ToolError{ErrCode: CodeToolFailed, Message: resultText(r)}
+		if m, ok := r.StructuredContent.(map[string]any); ok {
+			if e, ok := m["error"].(map[string]any); ok {
+				if code, _ := e["code"].(string); code != "" {
+					res.Error.ErrCode = code
+				}
+				if msg, _ := e["message"].(string); msg != "" {
+					res.Error.Message = msg
+				}
+				if a, _ := e["agent"].(string); a != "" {
+					res.Error.Agent = a
+				}
+			}
+		}
+	}
+	return res, nil
+}
+
+// resultText joins the text content of r, capped.
+func resultText(r *mcp.CallToolResult) string {
+	var parts []string
+	for _, c := range r.Content {
+		if t, ok := c.(*mcp.TextContent); ok {
+			parts = append(parts, t.Text)
+		}
+	}
+	s := strings.Join(parts, "\n")
+	if len(s) > 1024 {
+		s = s[:1024]
+		for !utf8.ValidString(s) {
+			s = s[:len(s)-1]
+		}
+		s += "…"
+	}
+	if s == "" {
+		s = "tool reported an error"
+	}
+	return s
+}
+
+// toResourceResult is the MCP answer to a resource read.
+func toResourceResult(rc ResourceContent) *mcp.ReadResourceResult {
+	c := &mcp.ResourceContents{URI: rc.URI, MIMEType: rc.MIMEType}
+	if isText(rc.MIMEType, rc.Data) {
+		c.Text = string(rc.Data)
+	} else {
+		c.Blob = rc.Data
+	}
+	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{c}}
+}
+
+func isText(mime string, data []byte) bool {
+	if strings.HasPrefix(mime, "text/") || strings.HasSuffix(mime, "json") || strings.HasSuffix(mime, "xml") || strings.HasSuffix(mime, "yaml") {
+		return utf8.Valid(data)
+	}
+	return mime == "" && utf8.Valid(data)
+}
+
+// fromResourceResult keeps the first content of a read (text or blob).
+func fromResourceResult(uri string, r *mcp.ReadResourceResult) ResourceContent {
+	out := ResourceContent{URI: uri}
+	if r == nil || len(r.Contents) == 0 || r.Contents[0] == nil {
+		return out
+	}
+	c := r.Contents[0]
+	out.MIMEType = c.MIMEType
+	if c.Blob != nil {
+		out.Data = c.Blob
+	} else {
+		out.Data = []byte(c.Text)
+	}
+	return out
+}
+
+// promptText joins the text of a prompt's messages.
+func promptText(r *mcp.GetPromptResult) string {
+	var parts []string
+	for _, m := range r.Messages {
+		if m == nil {
+			continue
+		}
+		if t, ok := m.Content.(*mcp.TextContent); ok {
+			parts = append(parts, t.Text)
+		}
+	}
+	return strings.Join(parts, "\n\n")
+}
+
+func promptArgs(args []PromptArg) []*mcp.PromptArgument {
+	out := make([]*mcp.PromptArgument, 0, len(args))
+	for _, a := range args {
+		out = append(out, &mcp.PromptArgument{Name: a.Name, Description: a.Description, Required: a.Required})
+	}
+	return out
+}

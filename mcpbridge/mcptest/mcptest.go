@@ -1,0 +1,72 @@
+// Package mcptest is a small MCP server for tests, benchmarks and demos:
+// tools say, add, fail and crash, a resource and a prompt. A test binary
+// serves it on stdio when started with NOVA_MCPTEST_SERVE=1 (call
+// MaybeServe first thing in TestMain), so tests can declare it as a stdio
+// backend with Command os.Args[0].
+package mcptest
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// EnvServe makes MaybeServe serve on stdio and exit.
+const EnvServe = "NOVA_MCPTEST_SERVE"
+
+// ReadmeURI is the test server's resource.
+const ReadmeURI = "nova://mcptest/readme"
+
+type sayIn struct {
+	Text string `json:"text" jsonschema:"the text to say back"`
+}
+
+type addIn struct {
+	A float64 `json:"a"`
+	B float64 `json:"b"`
+}
+
+type addOut struct {
+	Sum float64 `json:"sum"`
+}
+
+// Server returns the test MCP server.
+func Server() *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: "mcptest", Version: "1.0.0"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "say", Description: "Says the text back."}, func(ctx context.Context, req *mcp.CallToolRequest, in sayIn) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "add", Description: "Adds two numbers."}, func(ctx context.Context, req *mcp.CallToolRequest, in addIn) (*mcp.CallToolResult, addOut, error) {
+		return nil, addOut{Sum: in.A + in.B}, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "fail", Description: "Always fails."}, func(ctx context.Context, req *mcp.CallToolRequest, in struct{}) (*mcp.CallToolResult, any, error) {
+		return nil, nil, fmt.Errorf("this tool always fails")
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "crash", Description: "Exits the server process (for recovery tests)."}, func(ctx context.Context, req *mcp.CallToolRequest, in struct{}) (*mcp.CallToolResult, any, error) {
+		os.Exit(3)
+		return nil, nil, nil
+	})
+	s.AddResource(&mcp.Resource{URI: ReadmeURI, Name: "readme", MIMEType: "text/markdown"}, func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: ReadmeURI, MIMEType: "text/markdown", Text: "# mcptest\nA test server.\n"}}}, nil
+	})
+	s.AddPrompt(&mcp.Prompt{Name: "greet", Description: "Greets someone.", Arguments: []*mcp.PromptArgument{{Name: "name", Required: true}}},
+		func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "Hello, " + req.Params.Arguments["name"] + "!"}}}}, nil
+		})
+	return s
+}
+
+// MaybeServe serves Server on stdio and exits when EnvServe is set.
+func MaybeServe() {
+	if os.Getenv(EnvServe) != "1" {
+		return
+	}
+	err := Server().Run(context.Background(), &mcp.StdioTransport{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "mcptest:", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}

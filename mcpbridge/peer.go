@@ -1,0 +1,399 @@
+package mcpbridge
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/nova-node/nova-node/agentcard"
+)
+
+// ProtocolID is the libp2p protocol of MCP between nodes: newline-delimited
+// JSON-RPC, the go-sdk's IOTransport framing, one line at most MaxLine bytes.
+const ProtocolID = "/nova/mcp/1.0.0"
+
+// MaxLine caps one JSON-RPC message on /nova/mcp/1.0.0.
+const MaxLine = 1 << 20
+
+// peerProtocolVersion is spoken between nodes: the initialize handshake, so
+// list_changed notifications flow on the long-lived session.
+const peerProtocolVersion = "2025-11-25"
+
+// servePeer answers one /nova/mcp/1.0.0 stream: an MCP server holding the
+// tools, resources and prompts of this node's agents (never remote ones, so
+// nothing loops), with every call checked against the calling peer.
+func (b *Bridge) servePeer(s network.Stream) {
+	p := s.Conn().RemotePeer()
+	srv := b.newPeerServer(p)
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		_ = s.Reset()
+		return
+	}
+	b.served[srv] = p
+	b.mu.Unlock()
+	defer func() {
+		b.mu.Lock()
+		delete(b.served, srv)
+		b.mu.Unlock()
+	}()
+	ss, err := srv.Connect(b.ctx, &mcp.IOTransport{Reader: s, Writer: s, MaxLineLength: MaxLine}, nil)
+	if err != nil {
+		_ = s.Reset()
+		return
+	}
+	stop := context.AfterFunc(b.ctx, func() { _ = ss.Close() })
+	defer stop()
+	_ = ss.Wait()
+	_ = s.Close()
+}
+
+// newPeerServer builds the server of one peer session.
+func (b *Bridge) newPeerServer(p peer.ID) *mcp.Server {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "nova-node", Version: b.cfg.Version}, &mcp.ServerOptions{
+		HasTools: true, HasResources: true, HasPrompts: true,
+	})
+	srv.AddReceivingMiddleware(b.peerMiddleware(p))
+	b.fillPeerServer(srv, p)
+	return srv
+}
+
+// fillPeerServer (re)loads srv with the local registry's items.
+func (b *Bridge) fillPeerServer(srv *mcp.Server, p peer.ID) {
+	var tools, uris, prompts []string
+	for _, t := range b.reg.ListTools() {
+		t := t
+		tool := &mcp.Tool{Name: t.Canonical, Title: t.Canonical, Description: t.Description, InputSchema: json.RawMessage(t.InputSchema)}
+		if len(t.OutputSchema) > 0 {
+			tool.OutputSchema = json.RawMessage(t.OutputSchema)
+		}
+		tool.Meta = mcp.Meta{"nova/agent": t.Agent}
+		if safeAddTool(srv, tool, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			if _, err := b.authorize(p, metaCaller(req), t.Agent); err != nil {
+				return nil, RPCError(err)
+			}
+			res, err := b.reg.CallTool(ctx, t.Canonical, req.Params.Arguments)
+			if err != nil {
+				return nil, RPCError(err)
+			}
+			return toMCPResult(res), nil
+		}) {
+			tools = append(tools, t.Canonical)
+		}
+	}
+	for _, r := range b.reg.ListResources() {
+		r := r
+		srv.AddResource(&mcp.Resource{URI: r.URI, Name: r.Name, MIMEType: r.MIMEType, Meta: mcp.Meta{"nova/agent": r.Agent}},
+			func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+				if _, err := b.authorize(p, metaCaller(req), r.Agent); err != nil {
+					return nil, RPCError(err)
+				}
+				rc, err := b.reg.ReadResource(ctx, r.URI)
+				if err != nil {
+					return nil, RPCError(err)
+				}
+				return toResourceResult(rc), nil
+			})
+		uris = append(uris, r.URI)
+	}
+	for _, pr := range b.reg.ListPrompts() {
+		pr := pr
+		srv.AddPrompt(&mcp.Prompt{Name: pr.Canonical, Title: pr.Canonical, Description: pr.Description, Arguments: promptArgs(pr.Arguments), Meta: mcp.Meta{"nova/agent": pr.Agent}},
+			func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+				if _, err := b.authorize(p, metaCaller(req), pr.Agent); err != nil {
+					return nil, RPCError(err)
+				}
+				text, err := b.reg.GetPromptContext(ctx, pr.Canonical, req.Params.Arguments)
+				if err != nil {
+					return nil, RPCError(err)
+				}
+				return &mcp.GetPromptResult{Description: pr.Description, Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: text}}}}, nil
+			})
+		prompts = append(prompts, pr.Canonical)
+	}
+	b.mu.Lock()
+	old := b.servedItems[srv]
+	b.servedItems[srv] = servedItems{tools: tools, uris: uris, prompts: prompts}
+	b.mu.Unlock()
+	srv.RemoveTools(missing(old.tools, tools)...)
+	srv.RemoveResources(missing(old.uris, uris)...)
+	srv.RemovePrompts(missing(old.prompts, prompts)...)
+}
+
+type servedItems struct{ tools, uris, prompts []string }
+
+// missing returns the elements of old that are not in now.
+func missing(old, now []string) []string {
+	keep := make(map[string]bool, len(now))
+	for _, s := range now {
+		keep[s] = true
+	}
+	var out []string
+	for _, s := range old {
+		if !keep[s] {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// safeAddTool adds a tool, refusing (instead of panicking) one the SDK
+// rejects.
+func safeAddTool(srv *mcp.Server, t *mcp.Tool, h mcp.ToolHandler) (ok bool) {
+	defer func() {
+		if p := recover(); p != nil {
+			log.Warnw("tool refused by the MCP SDK", "tool", t.Name, "err", p)
+			ok = false
+		}
+	}()
+	srv.AddTool(t, h)
+	return true
+}
+
+// authorize checks a call from the claimed caller on peer p to a local
+// agent's item: caller hosted by p, tier and sandbox rules.
+func (b *Bridge) authorize(p peer.ID, caller, agent string) (agentcard.Card, error) {
+	c, err := b.pol.Caller(p, caller)
+	if err != nil {
+		return c, err
+	}
+	target, ok := b.pol.Cards.Get(agent)
+	if !ok || target.Host != b.self.String() {
+		return c, &agentcard.NotFoundError{Query: agent}
+	}
+	return c, b.pol.Check(p, c, target)
+}
+
+// peerMiddleware filters list results by the sandbox discovery rule for the
+// caller named in the request's _meta.
+func (b *Bridge) peerMiddleware(p peer.ID) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			res, err := next(ctx, method, req)
+			if err != nil {
+				return res, err
+			}
+			switch method {
+			case "tools/list", "resources/list", "prompts/list":
+			default:
+				return res, nil
+			}
+			caller, cerr := b.pol.Caller(p, metaCaller(req))
+			visible := func(m mcp.Meta) bool {
+				if cerr != nil {
+					return false
+				}
+				a, _ := m["nova/agent"].(string)
+				t, ok := b.pol.Cards.Get(a)
+				return ok && b.pol.Visible(caller, t)
+			}
+			switch r := res.(type) {
+			case *mcp.ListToolsResult:
+				r.Tools = filter(r.Tools, func(t *mcp.Tool) bool { return visible(t.Meta) })
+			case *mcp.ListResourcesResult:
+				r.Resources = filter(r.Resources, func(x *mcp.Resource) bool { return visible(x.Meta) })
+			case *mcp.ListPromptsResult:
+				r.Prompts = filter(r.Prompts, func(x *mcp.Prompt) bool { return visible(x.Meta) })
+			}
+			return res, nil
+		}
+	}
+}
+
+func filter[T any](xs []T, keep func(T) bool) []T {
+	out := xs[:0:0]
+	for _, x := range xs {
+		if keep(x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// peerConn is one outbound MCP session to a peer.
+type peerConn struct {
+	cs      *mcp.ClientSession
+	tools   []*mcp.Tool // cached list (nil: unknown)
+	res     []*mcp.Resource
+	prompts []*mcp.Prompt
+	fetched time.Time
+}
+
+// session returns the long-lived session to p, opening it if needed.
+// Concurrent callers share one dial.
+func (b *Bridge) session(ctx context.Context, p peer.ID) (*peerConn, error) {
+	for {
+		b.mu.Lock()
+		if b.closed {
+			b.mu.Unlock()
+			return nil, errors.New("mcpbridge: closed")
+		}
+		if pc := b.peers[p]; pc != nil {
+			b.mu.Unlock()
+			return pc, nil
+		}
+		wait, dialing := b.dialing[p]
+		if !dialing {
+			wait = make(chan struct{})
+			b.dialing[p] = wait
+		}
+		b.mu.Unlock()
+		if dialing {
+			select {
+			case <-wait:
+				continue
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		pc, err := b.dial(ctx, p)
+		b.mu.Lock()
+		delete(b.dialing, p)
+		if err == nil {
+			b.peers[p] = pc
+			b.byClient[pc.cs] = p
+		}
+		b.mu.Unlock()
+		close(wait)
+		if err != nil {
+			return nil, &unreachableError{Peer: p, Err: err}
+		}
+		b.wg.Go(func() {
+			_ = pc.cs.Wait()
+			b.mu.Lock()
+			if b.peers[p] == pc {
+				delete(b.peers, p)
+			}
+			delete(b.byClient, pc.cs)
+			b.mu.Unlock()
+		})
+		return pc, nil
+	}
+}
+
+func (b *Bridge) dial(ctx context.Context, p peer.ID) (*peerConn, error) {
+	s, err := b.h.NewStream(ctx, p, ProtocolID)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := b.client.Connect(ctx, &mcp.IOTransport{Reader: s, Writer: s, MaxLineLength: MaxLine}, &mcp.ClientSessionOptions{ProtocolVersion: peerProtocolVersion})
+	if err != nil {
+		_ = s.Reset()
+		return nil, err
+	}
+	return &peerConn{cs: cs}, nil
+}
+
+type unreachableError struct {
+	Peer peer.ID
+	Err  error
+}
+
+func (e *unreachableError) Error() string {
+	return fmt.Sprintf("mcpbridge: cannot open an MCP session to %s: %v (is the node up and connected? try `nova-node ping`)", e.Peer, e.Err)
+}
+func (e *unreachableError) Code() string  { return CodePeerUnreachable }
+func (e *unreachableError) Unwrap() error { return e.Err }
+
+// peerLists returns p's tools, resources and prompts as visible to caller,
+// from the cache when fresh.
+func (b *Bridge) peerLists(ctx context.Context, p peer.ID, caller string) (*peerConn, error) {
+	pc, err := b.session(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	fresh := pc.tools != nil && time.Since(pc.fetched) < b.cfg.ListTTL
+	b.mu.Unlock()
+	if fresh {
+		return pc, nil
+	}
+	meta := mcp.Meta{MetaCaller: caller}
+	var tools []*mcp.Tool
+	for t, err := range pc.cs.Tools(ctx, &mcp.ListToolsParams{Meta: meta}) {
+		if err != nil {
+			return nil, err
+		}
+		tools = append(tools, t)
+	}
+	var res []*mcp.Resource
+	for r, err := range pc.cs.Resources(ctx, &mcp.ListResourcesParams{Meta: meta}) {
+		if err != nil {
+			return nil, err
+		}
+		res = append(res, r)
+	}
+	var prompts []*mcp.Prompt
+	for pr, err := range pc.cs.Prompts(ctx, &mcp.ListPromptsParams{Meta: meta}) {
+		if err != nil {
+			return nil, err
+		}
+		prompts = append(prompts, pr)
+	}
+	if tools == nil {
+		tools = []*mcp.Tool{}
+	}
+	b.mu.Lock()
+	pc.tools, pc.res, pc.prompts, pc.fetched = tools, res, prompts, time.Now()
+	b.mu.Unlock()
+	return pc, nil
+}
+
+// invalidatePeer drops the cached lists of the session's peer.
+func (b *Bridge) invalidateSession(cs *mcp.ClientSession) {
+	b.mu.Lock()
+	if p, ok := b.byClient[cs]; ok {
+		if pc := b.peers[p]; pc != nil {
+			pc.tools = nil
+		}
+	}
+	b.mu.Unlock()
+	b.Invalidate()
+}
+
+// mcpPeers returns the peers hosting agents that serve MCP, sorted.
+func (b *Bridge) mcpPeers() []peer.ID {
+	seen := map[string]bool{}
+	var out []peer.ID
+	for _, c := range b.pol.Cards.Remote() {
+		if seen[c.Host] || !hasProtocol(c, ProtocolID) {
+			continue
+		}
+		seen[c.Host] = true
+		p, err := peer.Decode(c.Host)
+		if err == nil {
+			out = append(out, p)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+func hasProtocol(c agentcard.Card, id string) bool {
+	for _, p := range c.Protocols {
+		if p == id {
+			return true
+		}
+	}
+	return false
+}
+
+// servedServers returns the live peer servers with their peers.
+func (b *Bridge) servedServers() map[*mcp.Server]peer.ID {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make(map[*mcp.Server]peer.ID, len(b.served))
+	for s, p := range b.served {
+		out[s] = p
+	}
+	return out
+}
+

@@ -1,0 +1,164 @@
+package mcpbridge
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/nova-node/nova-node/agentcard"
+	"github.com/nova-node/nova-node/sandbox"
+	"github.com/nova-node/nova-node/tiers"
+)
+
+// MetaCaller is the _meta key that carries the calling agent's address on
+// /nova/mcp/1.0.0. The receiving node checks that the calling peer hosts it.
+const MetaCaller = "nova/caller"
+
+// CodeUnauthorizedCaller refuses a call whose claimed caller is missing or
+// not hosted by the calling peer.
+const CodeUnauthorizedCaller = "UNAUTHORIZED_CALLER"
+
+// CodeBackendUnavailable is the error of a call to a tool whose MCP server
+// is down (it is being restarted with backoff).
+const CodeBackendUnavailable = "BACKEND_UNAVAILABLE"
+
+// CodePeerUnreachable is the error of a call to a remote tool whose node
+// cannot be reached.
+const CodePeerUnreachable = "PEER_UNREACHABLE"
+
+// JSON-RPC error codes of denials. They lie outside the range the JSON-RPC
+// spec reserves (-32768..-32000); the seed code travels in the error's data
+// as {"code": ...}.
+var rpcCodes = map[string]int64{
+	CodeUnauthorizedCaller:          -31001,
+	tiers.CodeTierViolation:         -31002,
+	tiers.CodeEscalationRequired:    -31003,
+	sandbox.CodeSandboxViolation:    -31004,
+	agentcard.CodeAgentNotFound:     -31005,
+	agentcard.CodeAmbiguousAgent:    -31006,
+	CodeToolNotFound:                -31007,
+	CodeResourceNotFound:            -31008,
+	CodePromptNotFound:              -31009,
+	CodeMissingArgument:             -31010,
+	CodeInvalidArguments:            -31011,
+	CodeBackendUnavailable:          -31012,
+	CodePeerUnreachable:             -31013,
+	CodeResourceReadFailed:          -31014,
+	agentcard.CodeCapabilityNotFound: -31015,
+}
+
+// RPCError turns err into a JSON-RPC error carrying its seed code: the code
+// in data.code, the JSON-RPC code from a fixed table (-31000 for a code the
+// table does not know).
+func RPCError(err error) *jsonrpc.Error {
+	var je *jsonrpc.Error
+	if errors.As(err, &je) {
+		return je
+	}
+	code := CodeOf(err)
+	n, ok := rpcCodes[code]
+	if !ok {
+		n = -31000
+	}
+	data := fmt.Appendf(nil, `{"code":%q}`, code)
+	return &jsonrpc.Error{Code: n, Message: fmt.Sprintf("%s: %v", code, err), Data: data}
+}
+
+// CodeOf returns the seed code of err (its Code() method), or
+// TOOL_EXECUTION_FAILED.
+func CodeOf(err error) string {
+	var c interface{ Code() string }
+	if errors.As(err, &c) && c.Code() != "" {
+		return c.Code()
+	}
+	var je *jsonrpc.Error
+	if errors.As(err, &je) && len(je.Data) > 0 {
+		var d struct {
+			Code string `json:"code"`
+		}
+		if json.Unmarshal(je.Data, &d) == nil && d.Code != "" {
+			return d.Code
+		}
+	}
+	return CodeToolFailed
+}
+
+// callerError is a refused caller claim.
+type callerError struct {
+	Caller string
+	Peer   peer.ID
+	Reason string
+}
+
+func (e *callerError) Error() string {
+	return fmt.Sprintf("mcpbridge: caller %q from peer %s refused: %s", e.Caller, e.Peer, e.Reason)
+}
+func (e *callerError) Code() string { return CodeUnauthorizedCaller }
+
+// Policy is what the receiving node enforces on every call, read and prompt:
+// the claimed caller must be hosted by the calling peer, and the tier and
+// sandbox rules between caller and target must allow the call.
+type Policy struct {
+	Cards   *agentcard.Registry
+	Tiers   tiers.Rules
+	Sandbox sandbox.Policy
+	// Security, when set, is told of every refused caller and every tier or
+	// sandbox violation.
+	Security func(code, detail string, p peer.ID)
+}
+
+// Caller returns the card of the agent claimed as caller, which peer p must
+// host.
+func (pol *Policy) Caller(p peer.ID, claimed string) (agentcard.Card, error) {
+	if claimed == "" {
+		return agentcard.Card{}, pol.refuse(&callerError{Caller: claimed, Peer: p, Reason: "no calling agent in _meta." + MetaCaller}, p)
+	}
+	c, err := pol.Cards.Resolve(claimed)
+	if err != nil {
+		return agentcard.Card{}, pol.refuse(&callerError{Caller: claimed, Peer: p, Reason: err.Error()}, p)
+	}
+	if c.Host != p.String() {
+		return agentcard.Card{}, pol.refuse(&callerError{Caller: claimed, Peer: p, Reason: "that agent is hosted by " + c.Host}, p)
+	}
+	return c, nil
+}
+
+// Check applies the tier and sandbox rules to a call from caller to the
+// agent target (a request).
+func (pol *Policy) Check(p peer.ID, caller, target agentcard.Card) error {
+	if err := pol.Tiers.Check(tiers.Message{Source: caller.Tier, Target: target.Tier, Type: "request"}); err != nil {
+		return pol.refuse(err, p)
+	}
+	d := pol.Sandbox.CheckReach(sandbox.Agent{ID: caller.Address(), Sandbox: caller.SandboxID}, sandbox.Agent{ID: target.Address(), Sandbox: target.SandboxID})
+	if !d.Allowed {
+		return pol.refuse(d.Err, p)
+	}
+	return nil
+}
+
+// Visible applies the sandbox discovery rule: may viewer see target's items
+// in a list?
+func (pol *Policy) Visible(viewer, target agentcard.Card) bool {
+	return pol.Sandbox.CheckDiscover(sandbox.Agent{ID: viewer.Address(), Sandbox: viewer.SandboxID}, sandbox.Agent{ID: target.Address(), Sandbox: target.SandboxID}).Allowed
+}
+
+func (pol *Policy) refuse(err error, p peer.ID) error {
+	if pol.Security != nil && !errors.Is(err, tiers.ErrEscalationRequired) {
+		pol.Security(CodeOf(err), err.Error(), p)
+	}
+	return err
+}
+
+// metaCaller returns the caller claimed in a request's _meta.
+func metaCaller(req mcp.Request) string {
+	if req == nil || req.GetParams() == nil {
+		return ""
+	}
+	m := req.GetParams().GetMeta()
+	s, _ := m[MetaCaller].(string)
+	return s
+}
