@@ -396,4 +396,3 @@ func (b *Bridge) servedServers() map[*mcp.Server]peer.ID {
 	}
 	return out
 }
-
