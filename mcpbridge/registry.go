@@ -422,8 +422,8 @@ func (r *Registry) CallTool(ctx context.Context, name string, args json.RawMessa
 		return Result{}, &ToolNotFoundError{Name: name}
 	}
 	info := e.info
-	if len(bytes.TrimSpace(args)) == 0 {
-		args = json.RawMessage(`{}`)
+	if t := bytes.TrimSpace(args); len(t) == 0 || string(t) == "null" {
+		args = json.RawMessage(`{}`) // no arguments
 	} else {
 		var obj map[string]json.RawMessage
 		if !json.Valid(args) {

@@ -68,7 +68,7 @@ func TestVersionAndHelp(t *testing.T) {
 	if code != 0 || json.Unmarshal([]byte(out), &v) != nil || v["version"] != node.Version {
 		t.Fatalf("version --json: %q", out)
 	}
-	for _, cmd := range []string{"init", "run", "send", "agents", "id", "status", "events", "broadcast", "peers", "ping", "invite", "join", "crdt"} {
+	for _, cmd := range []string{"init", "run", "send", "agents", "id", "status", "events", "broadcast", "peers", "ping", "invite", "join", "crdt", "mcp", "tools", "resources", "prompts"} {
 		out, _, code := runCLI(t, cmd, "--help")
 		if code != 0 || !strings.Contains(out, "Examples:") || !strings.Contains(out, "nova-node "+cmd) {
 			t.Errorf("%s --help should teach with examples:\n%s", cmd, out)

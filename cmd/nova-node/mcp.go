@@ -1,6 +1,371 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"text/tabwriter"
 
-// mcpCommands: mcp, tools, resources, prompts (issue 5).
-func mcpCommands(g *globals) []*cobra.Command { return nil }
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
+
+	"github.com/nova-node/nova-node/mcpbridge"
+	"github.com/nova-node/nova-node/node"
+)
+
+// mcpCommands: mcp, tools, resources, prompts.
+func mcpCommands(g *globals) []*cobra.Command {
+	return []*cobra.Command{newMCPCmd(g), newToolsCmd(g), newResourcesCmd(g), newPromptsCmd(g)}
+}
+
+func newMCPCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "mcp",
+		Short: "Serve every MCP tool, resource and prompt of the swarm on stdio (for Claude Desktop, IDEs, any MCP client)",
+		Long: `Serve the swarm's MCP tools, resources and prompts to an MCP client over stdio.
+
+The command relays stdin/stdout to the node running on this data dir (start
+it with "nova-node run"), so each device runs one node however many clients
+connect. Tools are named agent_tool (legal for strict clients); the title
+carries the canonical agent.tool, which calls also accept. Calls run as the
+node's first agent (or mcp.as in config.yaml), under its tier and sandbox.
+
+Claude Desktop (claude_desktop_config.json):
+
+  {"mcpServers": {"nova": {"command": "nova-node", "args": ["mcp"]}}}
+
+The same face is on streamable HTTP at http://127.0.0.1:<port>/mcp (the
+port "nova-node status" shows for metrics).`,
+		Example: `  nova-node mcp
+  nova-node mcp --data-dir ~/.nova-work`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cl, err := g.client()
+			if err != nil {
+				return err
+			}
+			conn, err := cl.DialMCP(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer conn.Close()
+			return relay(cmd.Context(), cmd.InOrStdin(), g.stdout, conn)
+		},
+	}
+}
+
+// relay copies in to conn and conn to out until either side ends.
+func relay(ctx context.Context, in io.Reader, out io.Writer, conn io.ReadWriteCloser) error {
+	done := make(chan error, 2)
+	var wg sync.WaitGroup
+	wg.Go(func() { _, err := io.Copy(conn, in); done <- err })
+	wg.Go(func() { _, err := io.Copy(out, conn); done <- err })
+	var err error
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+	}
+	conn.Close() // ends the copy from conn; the copy from stdin ends with stdin
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrClosedPipe) {
+		err = nil
+	}
+	return err
+}
+
+// mcpSession connects an MCP client to the node's aggregated face.
+func (g *globals) mcpSession(ctx context.Context) (*mcp.ClientSession, error) {
+	cl, err := g.client()
+	if err != nil {
+		return nil, err
+	}
+	conn, err := cl.DialMCP(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c := mcp.NewClient(&mcp.Implementation{Name: "nova-node-cli", Version: node.Version}, nil)
+	cs, err := c.Connect(ctx, &mcp.IOTransport{Reader: conn, Writer: conn, MaxLineLength: mcpbridge.MaxLine}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("connect to the node's MCP face: %w", err)
+	}
+	return cs, nil
+}
+
+// mcpErr explains a JSON-RPC error with its seed code.
+func mcpErr(err error) error {
+	code := mcpbridge.CodeOf(err)
+	if code == mcpbridge.CodeToolFailed {
+		return err
+	}
+	return &exitError{code: 1, err: fmt.Errorf("%s: %v", code, err)}
+}
+
+func newToolsCmd(g *globals) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "tools",
+		Short: "List and call the MCP tools of every agent in the swarm",
+		Example: `  nova-node tools list
+  nova-node tools call files.read --args '{"path":"README.md"}'`,
+	}
+	c.AddCommand(&cobra.Command{
+		Use:   "list",
+		Short: "List every tool in the swarm: name on the MCP face, canonical agent.tool, source agent",
+		Example: `  nova-node tools list
+  nova-node tools list --json`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cs, err := g.mcpSession(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer cs.Close()
+			var tools []*mcp.Tool
+			for t, err := range cs.Tools(cmd.Context(), nil) {
+				if err != nil {
+					return mcpErr(err)
+				}
+				tools = append(tools, t)
+			}
+			if g.json {
+				return g.printJSON(tools)
+			}
+			if len(tools) == 0 {
+				fmt.Fprintln(g.stdout, "no tools in the swarm yet (declare mcpServers for an agent in config.yaml)")
+				return nil
+			}
+			tw := tabwriter.NewWriter(g.stdout, 2, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tCANONICAL\tAGENT\tDESCRIPTION")
+			for _, t := range tools {
+				agent, _ := t.Meta["nova/agent"].(string)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.Name, t.Title, agent, firstLine(t.Description))
+			}
+			return tw.Flush()
+		},
+	})
+	var args string
+	call := &cobra.Command{
+		Use:   "call TOOL",
+		Short: "Call a tool by agent.tool (or its agent_tool name) with JSON arguments",
+		Long: `Call a tool of any agent in the swarm, wherever it runs. The call is made
+once (never retried). A tool that fails prints its error, naming the source
+agent and the code, and exits 1.`,
+		Example: `  nova-node tools call toolsmith.say --args '{"text":"hi"}'
+  nova-node tools call toolsmith_add --args '{"a":2,"b":3}' --json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			argv := map[string]any{}
+			if strings.TrimSpace(args) != "" {
+				if err := json.Unmarshal([]byte(args), &argv); err != nil {
+					return &exitError{code: 2, err: fmt.Errorf("--args must be a JSON object, like '{\"text\":\"hi\"}': %v", err)}
+				}
+			}
+			cs, err := g.mcpSession(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer cs.Close()
+			res, err := cs.CallTool(cmd.Context(), &mcp.CallToolParams{Name: a[0], Arguments: argv})
+			if err != nil {
+				return mcpErr(err)
+			}
+			if g.json {
+				if err := g.printJSON(res); err != nil {
+					return err
+				}
+			} else {
+				printContent(g.stdout, res.Content)
+				if res.StructuredContent != nil && !res.IsError {
+					b, _ := json.MarshalIndent(res.StructuredContent, "", "  ")
+					fmt.Fprintln(g.stdout, string(b))
+				}
+			}
+			if res.IsError {
+				return &exitError{code: 1}
+			}
+			return nil
+		},
+	}
+	call.Flags().StringVar(&args, "args", "", "tool arguments as a JSON object")
+	c.AddCommand(call)
+	return c
+}
+
+func printContent(w io.Writer, cs []mcp.Content) {
+	for _, c := range cs {
+		switch v := c.(type) {
+		case *mcp.TextContent:
+			fmt.Fprintln(w, v.Text)
+		case *mcp.ImageContent:
+			fmt.Fprintf(w, "[image %s, %d bytes]\n", v.MIMEType, len(v.Data))
+		case *mcp.AudioContent:
+			fmt.Fprintf(w, "[audio %s, %d bytes]\n", v.MIMEType, len(v.Data))
+		default:
+			b, _ := json.Marshal(c)
+			fmt.Fprintln(w, string(b))
+		}
+	}
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	if len(s) > 80 {
+		s = s[:77] + "..."
+	}
+	return s
+}
+
+func newResourcesCmd(g *globals) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "resources",
+		Short: "List and read the MCP resources of the swarm",
+		Example: `  nova-node resources list
+  nova-node resources read nova://notes/today`,
+	}
+	c.AddCommand(&cobra.Command{
+		Use:   "list",
+		Short: "List every resource in the swarm",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cs, err := g.mcpSession(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer cs.Close()
+			var rs []*mcp.Resource
+			for r, err := range cs.Resources(cmd.Context(), nil) {
+				if err != nil {
+					return mcpErr(err)
+				}
+				rs = append(rs, r)
+			}
+			if g.json {
+				return g.printJSON(rs)
+			}
+			tw := tabwriter.NewWriter(g.stdout, 2, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "URI\tMIME\tAGENT\tNAME")
+			for _, r := range rs {
+				agent, _ := r.Meta["nova/agent"].(string)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.URI, r.MIMEType, agent, r.Name)
+			}
+			return tw.Flush()
+		},
+	})
+	c.AddCommand(&cobra.Command{
+		Use:     "read URI",
+		Short:   "Read a resource: its text, or its size for binary content (--json for everything)",
+		Example: `  nova-node resources read nova://mcptest/readme`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			cs, err := g.mcpSession(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer cs.Close()
+			res, err := cs.ReadResource(cmd.Context(), &mcp.ReadResourceParams{URI: a[0]})
+			if err != nil {
+				return mcpErr(err)
+			}
+			if g.json {
+				return g.printJSON(res)
+			}
+			for _, c := range res.Contents {
+				if c.Blob != nil {
+					fmt.Fprintf(g.stdout, "[%s, %d bytes; use --json for the base64 content]\n", c.MIMEType, len(c.Blob))
+					continue
+				}
+				fmt.Fprint(g.stdout, c.Text)
+				if !strings.HasSuffix(c.Text, "\n") {
+					fmt.Fprintln(g.stdout)
+				}
+			}
+			return nil
+		},
+	})
+	return c
+}
+
+func newPromptsCmd(g *globals) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "prompts",
+		Short: "List and render the MCP prompts of the swarm",
+		Example: `  nova-node prompts list
+  nova-node prompts get toolsmith.greet --arg name=Ada`,
+	}
+	c.AddCommand(&cobra.Command{
+		Use:   "list",
+		Short: "List every prompt in the swarm with its arguments",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cs, err := g.mcpSession(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer cs.Close()
+			var ps []*mcp.Prompt
+			for p, err := range cs.Prompts(cmd.Context(), nil) {
+				if err != nil {
+					return mcpErr(err)
+				}
+				ps = append(ps, p)
+			}
+			if g.json {
+				return g.printJSON(ps)
+			}
+			tw := tabwriter.NewWriter(g.stdout, 2, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tCANONICAL\tARGUMENTS\tDESCRIPTION")
+			for _, p := range ps {
+				var args []string
+				for _, a := range p.Arguments {
+					s := a.Name
+					if a.Required {
+						s += "*"
+					}
+					args = append(args, s)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.Name, p.Title, strings.Join(args, ","), firstLine(p.Description))
+			}
+			return tw.Flush()
+		},
+	})
+	var kv []string
+	get := &cobra.Command{
+		Use:     "get NAME",
+		Short:   "Render a prompt with arguments (--arg k=v, repeatable; * marks required ones in list)",
+		Example: `  nova-node prompts get toolsmith.greet --arg name=Ada`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			args := map[string]string{}
+			for _, s := range kv {
+				k, v, ok := strings.Cut(s, "=")
+				if !ok || k == "" {
+					return &exitError{code: 2, err: fmt.Errorf("--arg %q: use name=value", s)}
+				}
+				args[k] = v
+			}
+			cs, err := g.mcpSession(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer cs.Close()
+			res, err := cs.GetPrompt(cmd.Context(), &mcp.GetPromptParams{Name: a[0], Arguments: args})
+			if err != nil {
+				return mcpErr(err)
+			}
+			if g.json {
+				return g.printJSON(res)
+			}
+			for _, m := range res.Messages {
+				fmt.Fprintf(g.stdout, "[%s]\n", m.Role)
+				printContent(g.stdout, []mcp.Content{m.Content})
+			}
+			return nil
+		},
+	}
+	get.Flags().StringArrayVar(&kv, "arg", nil, "prompt argument name=value (repeatable)")
+	c.AddCommand(get)
+	return c
+}

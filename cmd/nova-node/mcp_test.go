@@ -1,0 +1,105 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/nova-node/nova-node/mcpbridge"
+	"github.com/nova-node/nova-node/mcpbridge/mcptest"
+	"github.com/nova-node/nova-node/node"
+	"github.com/nova-node/nova-node/testnet"
+)
+
+// TestMCPCommands: a tool served by an MCP server on bob's node is listed
+// and called from alice's CLI; resources and prompts too; `nova-node mcp`
+// relays an MCP client's stdio to the node.
+func TestMCPCommands(t *testing.T) {
+	dirA, dirB := t.TempDir(), t.TempDir()
+	a := startNode(t, 0, dirA, node.DefaultAgent("alice"))
+	smith := node.AgentConfig{Name: "toolsmith", Capabilities: []node.CapabilityConfig{{ID: "tools"}},
+		MCPServers: map[string]mcpbridge.ServerConfig{"test": {Command: os.Args[0], Env: map[string]string{mcptest.EnvServe: "1"}}}}
+	b := startNode(t, 1, dirB, smith)
+	if _, err := a.Connect(t.Context(), b.Addrs()[0].String()); err != nil {
+		t.Fatal(err)
+	}
+	testnet.Eventually(t, testnetWait, func() error {
+		_, err := a.MCP().CallTool(t.Context(), "toolsmith.say", json.RawMessage(`{"text":"x"}`))
+		return err
+	})
+
+	out, errOut, code := runCLI(t, "tools", "list", "--data-dir", dirA)
+	if code != 0 || !strings.Contains(out, "toolsmith_say") || !strings.Contains(out, "toolsmith.say") {
+		t.Fatalf("tools list: %d %q %q", code, out, errOut)
+	}
+	out, _, code = runCLI(t, "tools", "list", "--data-dir", dirA, "--json")
+	var tools []mcp.Tool
+	if code != 0 || json.Unmarshal([]byte(out), &tools) != nil || len(tools) < 4 {
+		t.Fatalf("tools list --json: %d %q", code, out)
+	}
+	out, _, code = runCLI(t, "tools", "call", "toolsmith.say", "--args", `{"text":"hi from alice"}`, "--data-dir", dirA)
+	if code != 0 || strings.TrimSpace(out) != "hi from alice" {
+		t.Fatalf("tools call: %d %q", code, out)
+	}
+	out, errOut, code = runCLI(t, "tools", "call", "toolsmith_fail", "--data-dir", dirA)
+	if code != 1 || !strings.Contains(out, "toolsmith") || !strings.Contains(out, "always fails") {
+		t.Fatalf("failing tool: %d %q %q", code, out, errOut)
+	}
+	_, errOut, code = runCLI(t, "tools", "call", "nobody.nothing", "--data-dir", dirA)
+	if code != 1 || !strings.Contains(errOut, mcpbridge.CodeToolNotFound) {
+		t.Fatalf("unknown tool: %d %q", code, errOut)
+	}
+	_, errOut, code = runCLI(t, "tools", "call", "toolsmith.say", "--args", "{nope", "--data-dir", dirA)
+	if code != 2 || !strings.Contains(errOut, "JSON object") {
+		t.Fatalf("bad --args: %d %q", code, errOut)
+	}
+	out, _, code = runCLI(t, "resources", "read", mcptest.ReadmeURI, "--data-dir", dirA)
+	if code != 0 || !strings.Contains(out, "# mcptest") {
+		t.Fatalf("resources read: %d %q", code, out)
+	}
+	out, _, code = runCLI(t, "prompts", "get", "toolsmith.greet", "--arg", "name=Ada", "--data-dir", dirA)
+	if code != 0 || !strings.Contains(out, "Hello, Ada!") {
+		t.Fatalf("prompts get: %d %q", code, out)
+	}
+
+	// nova-node mcp: an MCP client on the command's stdin/stdout.
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan int, 1)
+	go func() {
+		g := &globals{dataDir: dirA, stdout: outW, stderr: io.Discard, environ: []string{"HOME=" + t.TempDir()}}
+		root := newRoot(g)
+		root.SetArgs([]string{"mcp", "--data-dir", dirA})
+		root.SetIn(inR)
+		root.SetOut(outW)
+		err := root.ExecuteContext(t.Context())
+		outW.Close()
+		if err != nil {
+			done <- 1
+			return
+		}
+		done <- 0
+	}()
+	c := mcp.NewClient(&mcp.Implementation{Name: "stdio-client", Version: "1"}, nil)
+	cs, err := c.Connect(t.Context(), &mcp.IOTransport{Reader: outR, Writer: inW}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "toolsmith_say", Arguments: map[string]any{"text": "over stdio"}})
+	if err != nil || r.IsError || r.Content[0].(*mcp.TextContent).Text != "over stdio" {
+		t.Fatalf("stdio relay call: %v %+v", err, r)
+	}
+	cs.Close()
+	if code := <-done; code != 0 {
+		t.Fatalf("nova-node mcp exited %d", code)
+	}
+}
+
+func TestMain(m *testing.M) {
+	mcptest.MaybeServe()
+	os.Exit(m.Run())
+}
