@@ -217,3 +217,60 @@ func callAs(t *testing.T, net *testnet.Net, as, tool string) error {
 	_, err := net.Nodes[0].MCP().CallToolAs(t.Context(), as+"@"+net.Nodes[0].ID().String(), tool, json.RawMessage(`{"text":"x"}`))
 	return err
 }
+
+// TestMCPReceivingNodeEnforces: a peer speaking /nova/mcp/1.0.0 directly
+// (no face, forged _meta) is held to the rules by the node hosting the
+// tool: an impersonated caller is refused, a sandbox violation is refused,
+// and lists hide what the caller may not discover.
+func TestMCPReceivingNodeEnforces(t *testing.T) {
+	net := testnet.New(t, 2, testnet.WithConfig(func(i int, c *node.Config) {
+		if i == 1 {
+			c.Agents = append(c.Agents, node.AgentConfig{Name: "labtools", Sandbox: "lab", Capabilities: []node.CapabilityConfig{{ID: "tools"}}, MCPServers: testBackend()})
+		}
+	}))
+	net.Connect(0, 1)
+	net.WaitForCards()
+	a, b := net.Nodes[0], net.Nodes[1]
+	ctx := t.Context()
+	testnet.Eventually(t, 15*time.Second, func() error {
+		c, ok := a.Registry().Get("labtools@" + b.ID().String())
+		if !ok || !c.HasCapability("labtools.say") {
+			return errors.New("labtools card without its tools yet")
+		}
+		return nil
+	})
+	// The face (as a0, outside the sandbox) does not show lab's tools.
+	for _, e := range a.MCP().Entries(ctx) {
+		if strings.HasPrefix(e.Name, "labtools") {
+			t.Fatalf("sandboxed tool visible across the sandbox: %+v", e)
+		}
+	}
+	// Raw MCP to B.
+	s, err := a.Host().NewStream(ctx, b.ID(), mcpbridge.ProtocolID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := mcp.NewClient(&mcp.Implementation{Name: "raw", Version: "1"}, nil)
+	cs, err := c.Connect(ctx, &mcp.IOTransport{Reader: s, Writer: s}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	call := func(caller string) error {
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Meta: mcp.Meta{mcpbridge.MetaCaller: caller}, Name: "labtools.say", Arguments: map[string]any{"text": "x"}})
+		return err
+	}
+	if err := call("labtools@" + b.ID().String()); mcpbridge.CodeOf(err) != mcpbridge.CodeUnauthorizedCaller {
+		t.Fatalf("impersonating B's agent: %v", err)
+	}
+	if err := call(""); mcpbridge.CodeOf(err) != mcpbridge.CodeUnauthorizedCaller {
+		t.Fatalf("no caller: %v", err)
+	}
+	if err := call("a0@" + a.ID().String()); mcpbridge.CodeOf(err) != "SANDBOX_VIOLATION" {
+		t.Fatalf("a0 -> lab tool: %v, want SANDBOX_VIOLATION", err)
+	}
+	lt, err := cs.ListTools(ctx, &mcp.ListToolsParams{Meta: mcp.Meta{mcpbridge.MetaCaller: "a0@" + a.ID().String()}})
+	if err != nil || len(lt.Tools) != 0 {
+		t.Fatalf("list as a0: %v %d tools, want none", err, len(lt.Tools))
+	}
+}
