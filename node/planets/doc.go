@@ -1,0 +1,13 @@
+// Package planets holds the 21 planetary agents of the seed for the demo
+// (`nova-node demo`) and for tests: who they are, the tier each has in the
+// seed's default tier table, the capabilities each declares, and
+// deterministic built-in handlers: [Work] for swarm sub-tasks, [Answer] for
+// plain requests and [Decide] for task proposals.
+//
+// The package is data and pure functions. It starts no goroutine, does no
+// I/O and reads no clock: the same input gives the same output, so demo
+// runs and tests are reproducible. node builds cards with [Agent.Card],
+// registers each agent with a router handler that passes sub-task requests
+// to a swarm.Participant running [Work] and other requests to [Answer], and
+// registers [Decide] with the negotiation.Negotiator.
+package planets
