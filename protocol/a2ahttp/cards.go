@@ -1,0 +1,272 @@
+package a2ahttp
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/a2aproject/a2a-go/a2a"
+
+	"github.com/nova-node/nova-node/agentcard"
+)
+
+// Agent cards, produced from mesh cards. Each agent has a v0.3 card (the
+// default, and the only one at the pre-0.3 path agent.json) and a v1.0 card
+// (for requests with A2A-Version: 1.x). The v0.3 card at agent-card.json
+// also lists the v1.0 "supportedInterfaces", as @a2a-js/sdk's compat layer
+// does, so one fetch serves clients of either version.
+
+const bearerScheme = "bearer"
+
+var (
+	defaultInputModes  = []string{"text/plain", "application/json", "application/octet-stream"}
+	defaultOutputModes = []string{"text/plain", "application/json"}
+)
+
+// v1 card types.
+
+type v1AgentInterface struct {
+	URL             string `json:"url"`
+	ProtocolBinding string `json:"protocolBinding"`
+	Tenant          string `json:"tenant,omitempty"`
+	ProtocolVersion string `json:"protocolVersion"`
+}
+
+type v1Provider struct {
+	URL          string `json:"url"`
+	Organization string `json:"organization"`
+}
+
+type v1Capabilities struct {
+	Streaming         *bool `json:"streaming,omitempty"`
+	PushNotifications *bool `json:"pushNotifications,omitempty"`
+	ExtendedAgentCard *bool `json:"extendedAgentCard,omitempty"`
+}
+
+type v1Skill struct {
+	ID          string   `json:"id"`
+	Name        string   `json:"name"`
+	Description string   `json:"description"`
+	Tags        []string `json:"tags"`
+	Examples    []string `json:"examples,omitempty"`
+	InputModes  []string `json:"inputModes,omitempty"`
+	OutputModes []string `json:"outputModes,omitempty"`
+}
+
+type v1StringList struct {
+	List []string `json:"list"`
+}
+
+type v1SecurityRequirement struct {
+	Schemes map[string]v1StringList `json:"schemes"`
+}
+
+type v1AgentCard struct {
+	Name                 string                     `json:"name"`
+	Description          string                     `json:"description"`
+	SupportedInterfaces  []v1AgentInterface         `json:"supportedInterfaces"`
+	Provider             *v1Provider                `json:"provider,omitempty"`
+	Version              string                     `json:"version"`
+	DocumentationURL     string                     `json:"documentationUrl,omitempty"`
+	Capabilities         v1Capabilities             `json:"capabilities"`
+	SecuritySchemes      map[string]json.RawMessage `json:"securitySchemes,omitempty"`
+	SecurityRequirements []v1SecurityRequirement    `json:"securityRequirements,omitempty"`
+	DefaultInputModes    []string                   `json:"defaultInputModes"`
+	DefaultOutputModes   []string                   `json:"defaultOutputModes"`
+	Skills               []v1Skill                  `json:"skills"`
+	IconURL              string                     `json:"iconUrl,omitempty"`
+}
+
+// v03Card is a2a-go's card plus the v1.0 interfaces.
+type v03Card struct {
+	a2a.AgentCard
+	SupportedInterfaces []v1AgentInterface `json:"supportedInterfaces,omitempty"`
+}
+
+// cardInfo is what both versions of one card are built from.
+type cardInfo struct {
+	name, description, version string
+	endpoint                   string // JSON-RPC URL
+	skills                     []a2a.AgentSkill
+	push, auth                 bool
+	providerOrg, providerURL   string
+}
+
+// agentEndpoint is the JSON-RPC URL of an agent: base + /a2a/<name>/.
+func agentEndpoint(base, name string) string {
+	return strings.TrimSuffix(base, "/") + "/a2a/" + url.PathEscape(name) + "/"
+}
+
+// skillsOf maps a mesh card's capabilities to skills. An MCP tool published
+// through the bridge is a capability "<agent>.<tool>"; its skill is named
+// after the tool and tagged "mcp-tool". A card without capabilities gets one
+// skill named after the agent, so that the list is never empty.
+func skillsOf(c agentcard.Card) []a2a.AgentSkill {
+	tier := "tier:" + c.Tier.String()
+	var out []a2a.AgentSkill
+	for _, cp := range c.Capabilities {
+		s := a2a.AgentSkill{
+			ID:          cp.ID,
+			Name:        cp.Name,
+			Description: cp.Description,
+			Tags:        []string{"nova", tier},
+		}
+		if tool, ok := strings.CutPrefix(cp.ID, c.ID+"."); ok && tool != "" {
+			s.Tags = append(s.Tags, "mcp-tool")
+			if s.Name == "" {
+				s.Name = tool
+			}
+		}
+		if s.Name == "" {
+			s.Name = cp.ID
+		}
+		if s.Description == "" {
+			s.Description = s.Name
+		}
+		if len(cp.InputSchema) > 0 {
+			s.InputModes = []string{"application/json"}
+		}
+		if len(cp.OutputSchema) > 0 {
+			s.OutputModes = []string{"application/json"}
+		}
+		out = append(out, s)
+	}
+	if len(out) == 0 {
+		name := c.Name
+		if name == "" {
+			name = c.ID
+		}
+		out = append(out, a2a.AgentSkill{
+			ID: c.ID, Name: name, Description: describe(c), Tags: []string{"nova", tier},
+		})
+	}
+	return out
+}
+
+func describe(c agentcard.Card) string {
+	if c.Description != "" {
+		return c.Description
+	}
+	return fmt.Sprintf("nova-node mesh agent %s", c.Address())
+}
+
+func (g *Gateway) agentInfo(base, name string, c agentcard.Card) cardInfo {
+	n := c.Name
+	if n == "" {
+		n = c.ID
+	}
+	v := c.Version
+	if v == "" {
+		v = "0.0.0"
+	}
+	return cardInfo{
+		name: n, description: describe(c), version: v,
+		endpoint: agentEndpoint(base, name),
+		skills:   skillsOf(c),
+		push:     g.cfg.PushEnabled, auth: len(g.tokens) > 0,
+		providerOrg: g.cfg.ProviderOrganization, providerURL: g.cfg.ProviderURL,
+	}
+}
+
+// nodeInfo is the aggregate card: one skill per agent (its skills' union
+// would hide which agent offers what), JSON-RPC at /a2a/ with routing by
+// message.metadata.agent.
+func (g *Gateway) nodeInfo(base string, agents []agentcard.Card) cardInfo {
+	info := cardInfo{
+		name: g.cfg.NodeName, description: g.cfg.NodeDescription, version: g.cfg.NodeVersion,
+		endpoint: strings.TrimSuffix(base, "/") + "/a2a/",
+		push:     g.cfg.PushEnabled, auth: len(g.tokens) > 0,
+		providerOrg: g.cfg.ProviderOrganization, providerURL: g.cfg.ProviderURL,
+	}
+	for _, c := range agents {
+		ex := fmt.Sprintf(`send with message.metadata.agent = %q, or use %s`, c.Address(), agentEndpoint(base, c.Address()))
+		info.skills = append(info.skills, a2a.AgentSkill{
+			ID: c.Address(), Name: firstNonEmpty(c.Name, c.ID), Description: describe(c),
+			Tags: []string{"nova", "agent", "tier:" + c.Tier.String()}, Examples: []string{ex},
+		})
+	}
+	if info.skills == nil {
+		info.skills = []a2a.AgentSkill{}
+	}
+	return info
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, x := range s {
+		if x != "" {
+			return x
+		}
+	}
+	return ""
+}
+
+func (ci cardInfo) interfaces() []v1AgentInterface {
+	return []v1AgentInterface{
+		{URL: ci.endpoint, ProtocolBinding: "JSONRPC", ProtocolVersion: Version10},
+		{URL: ci.endpoint, ProtocolBinding: "JSONRPC", ProtocolVersion: Version03},
+	}
+}
+
+// v03 returns the v0.3 card; withV1 adds the v1.0 interfaces.
+func (ci cardInfo) v03(withV1 bool) *v03Card {
+	c := &v03Card{AgentCard: a2a.AgentCard{
+		Name:        ci.name,
+		Description: ci.description,
+		Version:     ci.version,
+		URL:         ci.endpoint,
+		// Always set: a2a-go's client rejects a card without it.
+		PreferredTransport: a2a.TransportProtocolJSONRPC,
+		ProtocolVersion:    "0.3.0",
+		Capabilities: a2a.AgentCapabilities{
+			Streaming:         true,
+			PushNotifications: ci.push,
+		},
+		DefaultInputModes:  defaultInputModes,
+		DefaultOutputModes: defaultOutputModes,
+		Skills:             ci.skills,
+	}}
+	if ci.providerOrg != "" {
+		c.Provider = &a2a.AgentProvider{Org: ci.providerOrg, URL: ci.providerURL}
+	}
+	if ci.auth {
+		c.SecuritySchemes = a2a.NamedSecuritySchemes{
+			bearerScheme: a2a.HTTPAuthSecurityScheme{Scheme: "bearer", Description: "Bearer token issued by the node operator"},
+		}
+		c.Security = []a2a.SecurityRequirements{{bearerScheme: a2a.SecuritySchemeScopes{}}}
+	}
+	if withV1 {
+		c.SupportedInterfaces = ci.interfaces()
+	}
+	return c
+}
+
+func (ci cardInfo) v1() *v1AgentCard {
+	t, push, f := true, ci.push, false
+	c := &v1AgentCard{
+		Name:                ci.name,
+		Description:         ci.description,
+		Version:             ci.version,
+		SupportedInterfaces: ci.interfaces(),
+		Capabilities:        v1Capabilities{Streaming: &t, PushNotifications: &push, ExtendedAgentCard: &f},
+		DefaultInputModes:   defaultInputModes,
+		DefaultOutputModes:  defaultOutputModes,
+		Skills:              make([]v1Skill, 0, len(ci.skills)),
+	}
+	if ci.providerOrg != "" {
+		c.Provider = &v1Provider{Organization: ci.providerOrg, URL: ci.providerURL}
+	}
+	for _, s := range ci.skills {
+		c.Skills = append(c.Skills, v1Skill{
+			ID: s.ID, Name: s.Name, Description: s.Description, Tags: s.Tags,
+			Examples: s.Examples, InputModes: s.InputModes, OutputModes: s.OutputModes,
+		})
+	}
+	if ci.auth {
+		c.SecuritySchemes = map[string]json.RawMessage{
+			bearerScheme: json.RawMessage(`{"httpAuthSecurityScheme":{"scheme":"Bearer","description":"Bearer token issued by the node operator"}}`),
+		}
+		c.SecurityRequirements = []v1SecurityRequirement{{Schemes: map[string]v1StringList{bearerScheme: {List: []string{}}}}}
+	}
+	return c
+}
