@@ -31,10 +31,16 @@ func TestInteropA2AJS(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "node_modules")); err != nil {
+		if os.Getenv("NOVA_INTEROP") == "1" {
+			t.Fatal("NOVA_INTEROP=1 but protocol/a2ahttp/interop/node_modules is missing: run npm ci --prefix protocol/a2ahttp/interop")
+		}
 		t.Skip("interop: protocol/a2ahttp/interop/node_modules is missing; run `npm ci` in protocol/a2ahttp/interop to run this test")
 	}
 	node, err := exec.LookPath("node")
 	if err != nil {
+		if os.Getenv("NOVA_INTEROP") == "1" {
+			t.Fatal("NOVA_INTEROP=1 but node is not on PATH")
+		}
 		t.Skip("interop: node is not on PATH")
 	}
 
