@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -49,6 +50,9 @@ type IDInfo struct {
 	Agents     []string `json:"agents"`
 	Peers      int      `json:"connectedPeers"`
 	MetricsURL string   `json:"metricsUrl,omitempty"`
+	// MCPURL is the streamable HTTP MCP face; A2AURL the A2A gateway.
+	MCPURL string `json:"mcpUrl,omitempty"`
+	A2AURL string `json:"a2aUrl,omitempty"`
 }
 
 // SendRequest asks the node to send an envelope from one of its agents.
@@ -324,6 +328,10 @@ func (n *Node) Info() IDInfo {
 		info.Peers = len(h.Network().Peers())
 	}
 	info.MetricsURL = n.MetricsURL()
+	if info.MetricsURL != "" && n.MCP() != nil {
+		info.MCPURL = strings.TrimSuffix(info.MetricsURL, "/metrics") + "/mcp"
+	}
+	info.A2AURL = n.A2AURL()
 	return info
 }
 

@@ -111,6 +111,34 @@ type Config struct {
 
 	// MCP configures the MCP faces of the node.
 	MCP MCPConfig `yaml:"mcp,omitempty"`
+
+	// A2A configures the standard A2A gateway (docs/a2a.md).
+	A2A A2AConfig `yaml:"a2a,omitempty"`
+}
+
+// A2AConfig configures the A2A gateway: every mesh agent at
+// http://<listen>/a2a/<agent>/, v0.3 and v1.0 JSON-RPC.
+type A2AConfig struct {
+	// Listen is the gateway's host:port. Default 127.0.0.1:0 (loopback, a
+	// free port shown by run and status); "off" disables it. Bound to
+	// anything but loopback it requires bearer tokens. Env NOVA_A2A_LISTEN.
+	Listen string `yaml:"listen,omitempty"`
+	// BaseURL is the URL clients reach the gateway at, if not the listen
+	// address (behind a proxy).
+	BaseURL string `yaml:"baseURL,omitempty"`
+	// TokenHashes are accepted bearer tokens as hex SHA-256 (`nova-node a2a
+	// token` makes one); the tokens themselves are never stored.
+	TokenHashes []string `yaml:"tokenHashes,omitempty"`
+	// As is the local agent that A2A clients' messages come from: its tier
+	// and sandbox apply. Default: the first agent.
+	As string `yaml:"as,omitempty"`
+	// PushAllowHosts may receive push notifications on private, loopback
+	// or link-local addresses (IPs, CIDRs, host names, *.domain).
+	PushAllowHosts []string `yaml:"pushAllowHosts,omitempty"`
+	// TaskTimeout fails a task working longer (default 5m); MaxTasks caps
+	// stored tasks (default 1000, terminal ones pruned oldest first).
+	TaskTimeout time.Duration `yaml:"taskTimeout,omitempty"`
+	MaxTasks    int           `yaml:"maxTasks,omitempty"`
 }
 
 // AgentConfig declares one agent hosted by the node.
@@ -130,6 +158,10 @@ type AgentConfig struct {
 	Capabilities []CapabilityConfig `yaml:"capabilities"`
 	// Sandbox the agent runs in; empty for none.
 	Sandbox string `yaml:"sandbox,omitempty"`
+	// A2AURL makes this agent an existing A2A agent (any framework) at that
+	// URL: the node fetches its card, publishes it on the mesh and forwards
+	// mesh messages to it.
+	A2AURL string `yaml:"a2aUrl,omitempty"`
 	// MCPServers are the MCP servers serving this agent, by name, in the
 	// mcpServers shape of Claude Desktop: {command, args, env, cwd} for
 	// stdio, {type: http, url, headers} for streamable HTTP. Their tools,
@@ -200,6 +232,7 @@ func DefaultConfig() Config {
 		RequestTimeout: 30 * time.Second,
 		RetryDelay:     500 * time.Millisecond,
 		MetricsListen:  "127.0.0.1:0",
+		A2A:            A2AConfig{Listen: "127.0.0.1:0"},
 		Retries:        3,
 		LogLevel:       "info",
 	}
@@ -286,6 +319,14 @@ func (c *Config) Validate() error {
 				bad(f+".name", "%q cannot prefix tool names (agent.tool): use letters, digits, '_' and '-'", a.Name)
 			}
 		}
+	}
+	if c.A2A.Listen != "" && c.A2A.Listen != "off" {
+		if _, _, err := net.SplitHostPort(c.A2A.Listen); err != nil {
+			bad("a2a.listen", "%q must be host:port (like 127.0.0.1:4713) or \"off\"", c.A2A.Listen)
+		}
+	}
+	if c.A2A.As != "" && !seen[c.A2A.As] {
+		bad("a2a.as", "%q is not an agent of this node", c.A2A.As)
 	}
 	if c.MCP.As != "" && !seen[c.MCP.As] {
 		bad("mcp.as", "%q is not an agent of this node", c.MCP.As)
@@ -400,6 +441,9 @@ func (c *Config) ApplyEnv(env map[string]string) error {
 	}
 	if v, ok := env["NOVA_SWARM_SECRET"]; ok {
 		c.SwarmSecret = v
+	}
+	if v, ok := env["NOVA_A2A_LISTEN"]; ok {
+		c.A2A.Listen = v
 	}
 	if v, ok := env["NOVA_METRICS_LISTEN"]; ok {
 		c.MetricsListen = v

@@ -123,9 +123,9 @@ func (n *Node) startMCP(ctx context.Context, h host.Host) error {
 
 // closeMCP stops the backends (their process groups) and the bridge.
 func (n *Node) closeMCP() {
-	n.mu.Lock()
+	// No n.mu here: Close calls this after its last use of the lock, and
+	// Start's failure paths with the lock held.
 	st := n.mcp
-	n.mu.Unlock()
 	if st == nil {
 		return
 	}

@@ -53,6 +53,7 @@ type Node struct {
 	handlers map[string]protocol.Handler
 	tasks    *taskState // tasks.go: negotiation, swarms; nil before Start
 	mcp      *mcpState  // mcp.go: the MCP bridge; nil before Start
+	a2a      *a2aState  // a2a.go: the A2A gateway; nil when off or before Start
 	host     host.Host
 	router   *protocol.Router
 	api      *apiServer
@@ -317,11 +318,24 @@ func (n *Node) Start(ctx context.Context) error {
 		}
 		n.metrics = ms
 	}
+	if err := n.startA2A(runCtx); err != nil {
+		if n.metrics != nil {
+			n.metrics.close()
+			n.metrics = nil
+		}
+		api.close()
+		n.closeExtensions()
+		docs.Close()
+		r.Close()
+		closeEarly()
+		return err
+	}
 	n.host, n.router, n.api, n.disc, n.docs, n.started = h, r, api, disc, docs, true
 	n.cancel = cancel
 	if len(n.cfg.Peers) > 0 {
 		n.wg.Go(func() { n.keepPeers(runCtx) })
 	}
+	n.hostRemoteA2A(runCtx)
 	n.log.Infow("node started", "peer", n.id, "addrs", h.Addrs(), "agents", len(n.reg.Local()))
 	return nil
 }
@@ -593,6 +607,7 @@ func EnsureDataDir(cfg Config) (created bool, err error) {
 // closeExtensions stops the MCP bridge, then tasks and swarms. Safe to call
 // more than once and before they started.
 func (n *Node) closeExtensions() {
+	n.closeA2A()
 	n.closeMCP()
 	n.closeTasks()
 }

@@ -19,7 +19,7 @@ import (
 
 // mcpCommands: mcp, tools, resources, prompts.
 func mcpCommands(g *globals) []*cobra.Command {
-	return []*cobra.Command{newMCPCmd(g), newToolsCmd(g), newResourcesCmd(g), newPromptsCmd(g)}
+	return []*cobra.Command{newMCPCmd(g), newToolsCmd(g), newResourcesCmd(g), newPromptsCmd(g), newA2ACmd(g)}
 }
 
 func newMCPCmd(g *globals) *cobra.Command {

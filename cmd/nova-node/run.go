@@ -90,6 +90,12 @@ Settings come from config.yaml, then NOVA_* variables, then these flags.`,
 				for _, a := range n.Registry().Local() {
 					fmt.Fprintf(g.stdout, "    %-16s %s  %s\n", a.ID, a.Tier, capIDs(a.Capabilities))
 				}
+				if info.MCPURL != "" {
+					fmt.Fprintf(g.stdout, "  mcp      %s  (or: nova-node mcp)\n", info.MCPURL)
+				}
+				if info.A2AURL != "" {
+					fmt.Fprintf(g.stdout, "  a2a      %s/a2a/<agent>/\n", info.A2AURL)
+				}
 				if info.MetricsURL != "" {
 					fmt.Fprintf(g.stdout, "  metrics  %s\n", info.MetricsURL)
 				}
