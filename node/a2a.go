@@ -189,4 +189,3 @@ func (n *Node) hostRemoteA2A(ctx context.Context) {
 		})
 	}
 }
-
