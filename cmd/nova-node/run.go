@@ -2,6 +2,9 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/crypto"
@@ -101,7 +104,37 @@ Settings come from config.yaml, then NOVA_* variables, then these flags.`,
 				}
 				fmt.Fprintln(g.stdout, "Press Ctrl-C to stop.")
 			}
-			<-ctx.Done()
+			// SIGHUP reloads the agents from config.yaml (and NOVA_*): new
+			// ones are hosted, changed ones republished, removed ones withdrawn.
+			hup := make(chan os.Signal, 1)
+			signal.Notify(hup, syscall.SIGHUP)
+			defer signal.Stop(hup)
+		wait:
+			for {
+				select {
+				case <-ctx.Done():
+					break wait
+				case <-hup:
+					next, err := g.config()
+					if err == nil {
+						// Flags keep overriding what they overrode at start.
+						next.Listen, next.Peers, next.Swarm, next.LogLevel = cfg.Listen, cfg.Peers, cfg.Swarm, cfg.LogLevel
+						if len(agents) > 0 {
+							next.Agents = cfg.Agents
+						}
+						var res node.ReloadResult
+						if res, err = n.Reload(next); err == nil {
+							fmt.Fprintf(g.stderr, "reloaded: added %v, changed %v, removed %v\n", res.Added, res.Changed, res.Removed)
+							if len(res.Restart) > 0 {
+								fmt.Fprintf(g.stderr, "restart to apply: %v\n", res.Restart)
+							}
+						}
+					}
+					if err != nil {
+						fmt.Fprintf(g.stderr, "reload refused, keeping the running configuration: %v\n", err)
+					}
+				}
+			}
 			fmt.Fprintln(g.stderr, "stopping...")
 			start := time.Now()
 			if err := n.Close(); err != nil {
