@@ -195,3 +195,22 @@ func DemoMesh(delay time.Duration) *Mesh {
 	})
 	return m
 }
+
+// Entries returns every agent's card and handler, sorted by id, so a test
+// can host the same agents on real nodes.
+func (m *Mesh) Entries() ([]agentcard.Card, []HandlerFunc) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ids := make([]string, 0, len(m.agents))
+	for id := range m.agents {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	cards := make([]agentcard.Card, 0, len(ids))
+	hs := make([]HandlerFunc, 0, len(ids))
+	for _, id := range ids {
+		cards = append(cards, m.agents[id].card)
+		hs = append(hs, m.agents[id].h)
+	}
+	return cards, hs
+}
