@@ -51,7 +51,7 @@ type Node struct {
 
 	mu       sync.Mutex
 	handlers map[string]protocol.Handler
-	tasks    *taskState // tasks.go: negotiation, swarms; nil before Start
+	tasks    *taskState // tasks.go: negotiation, swarms; made at the first RegisterAgent or ConfigureTasks, running between Start and Close
 	mcp      *mcpState  // mcp.go: the MCP bridge; nil before Start
 	a2a      *a2aState  // a2a.go: the A2A gateway; nil when off or before Start
 	host     host.Host

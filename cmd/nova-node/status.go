@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nova-node/nova-node/node"
 	"github.com/nova-node/nova-node/protocol"
 )
 
@@ -103,6 +104,11 @@ func shortAddr(a string) string {
 func formatEvent(e protocol.Event) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %-16s", e.Time.Local().Format("15:04:05.000"), e.Type)
+	task := strings.HasPrefix(e.Type, "proposal-") || strings.HasPrefix(e.Type, "swarm-") || e.Type == "peer-gone"
+	if task && e.EnvelopeID != "" {
+		fmt.Fprintf(&b, " %s", e.EnvelopeID) // the proposal or swarm id
+	}
+	task = task || e.Type == node.EventMCPInvocation
 	if e.MessageType != "" {
 		fmt.Fprintf(&b, " %s", e.MessageType)
 	}
@@ -119,7 +125,7 @@ func formatEvent(e protocol.Event) string {
 	if e.Code != "" {
 		fmt.Fprintf(&b, " %s", e.Code)
 	}
-	if e.Detail != "" && e.Code != "" || e.Type == protocol.EventChannel {
+	if e.Detail != "" && (e.Code != "" || e.Type == protocol.EventChannel || task) {
 		fmt.Fprintf(&b, ": %s", e.Detail)
 	}
 	return b.String()

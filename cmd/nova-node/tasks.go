@@ -1,7 +1,359 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
 
-// newTasksCmd, newSwarmCmd and newDemoCmd: task negotiation, swarms and the
-// demo (issue 7).
-func taskCommands(g *globals) []*cobra.Command { return nil }
+	"github.com/spf13/cobra"
+
+	"github.com/nova-node/nova-node/node"
+	"github.com/nova-node/nova-node/protocol/negotiation"
+)
+
+// taskCommands are the commands of task negotiation, swarms and the demo
+// (issue 7): tasks, swarm, demo.
+func taskCommands(g *globals) []*cobra.Command {
+	return []*cobra.Command{newTasksCmd(g), newSwarmCmd(g), newDemoCmd(g)}
+}
+
+func newTasksCmd(g *globals) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "tasks",
+		Short: "Propose tasks to agents, and accept or reject the ones proposed to yours",
+		Long: `tasks negotiates work between agents. One agent proposes a task to another
+(a "task-proposal" envelope: description, required capabilities, complexity,
+and a deadline to answer by). The target accepts (with an estimated
+completion time) or rejects (with a reason code such as BUSY and, optionally,
+another agent to ask). A proposal not answered by its deadline times out
+(PROPOSAL_TIMEOUT) and the proposer is told. Every later message of an
+accepted task shares the proposal's correlation thread.
+
+Proposals are kept in the node's store: they survive restarts of either
+node. Proposals to the agents of a node from its config file wait in
+` + "`tasks pending`" + ` for you to answer them.
+
+Tier rules apply: an L2 or L3 agent proposing to an L0 or L1 agent must give
+--justification, or the proposal is refused with ESCALATION_REQUIRED.`,
+		Example: `  nova-node tasks propose --to bob --task "translate the README" --cap translate.fr
+  nova-node tasks pending
+  nova-node tasks accept 3f2a... --eta 20m
+  nova-node tasks reject 3f2a... --reason BUSY --alternative carol
+  nova-node tasks list --json`,
+		Args: noArgs,
+	}
+	c.AddCommand(newTasksProposeCmd(g), newTasksPendingCmd(g, true), newTasksPendingCmd(g, false),
+		newTasksShowCmd(g), newTasksAnswerCmd(g, true), newTasksAnswerCmd(g, false))
+	return c
+}
+
+func newTasksProposeCmd(g *globals) *cobra.Command {
+	var req node.ProposeRequest
+	var complexity string
+	var deadline time.Duration
+	var wait bool
+	c := &cobra.Command{
+		Use:   "propose",
+		Short: "Propose a task from a local agent to another agent",
+		Long: `propose sends a task proposal from one of this node's agents (--as, default
+its first agent) to an agent anywhere in the swarm (--to, a name or
+name@peerID), or with --by-capability to the first reachable agent that has
+the capability given to --to. It prints the proposal's id, which is also the
+task's correlation thread. With --wait it waits for the answer: exit 0 when
+accepted, 1 when rejected or timed out.`,
+		Example: `  nova-node tasks propose --to bob --task "summarise the logs" --cap text.summarize
+  nova-node tasks propose --to sun --as callisto --task "approve the v2 docs" --cap review.approve \
+      --justification "release sign-off needs the orchestrator" --wait
+  nova-node tasks propose --to code.review --by-capability --task "review PR 42" --deadline 2m --json`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			switch {
+			case req.To == "":
+				return usage(cmd, "--to is required: an agent name, name@peerID, or a capability with --by-capability")
+			case strings.TrimSpace(req.Task) == "":
+				return usage(cmd, "--task is required: what to do")
+			case deadline <= 0:
+				return usage(cmd, "--deadline must be positive, like 30s or 10m")
+			}
+			if complexity != "" {
+				req.Complexity = negotiation.Complexity(complexity)
+				if !req.Complexity.Valid() {
+					return usage(cmd, fmt.Sprintf("--complexity must be simple, medium or complex, not %q", complexity))
+				}
+			}
+			req.TimeoutMs = deadline.Milliseconds()
+			cl, err := g.client()
+			if err != nil {
+				return err
+			}
+			rec, err := cl.ProposeTask(cmd.Context(), req)
+			if err != nil {
+				return err
+			}
+			if !wait {
+				if g.json {
+					return g.printJSON(rec)
+				}
+				fmt.Fprintf(g.stdout, "proposal %s sent: %s -> %s, answer by %s\n", rec.ProposalID, shortAddr(rec.Proposer),
+					rec.Target, time.UnixMilli(rec.Proposal.DeadlineMs).Local().Format("15:04:05"))
+				return nil
+			}
+			if !g.json {
+				fmt.Fprintf(g.stdout, "proposal %s sent to %s; waiting for the answer...\n", rec.ProposalID, rec.Target)
+			}
+			rec, err = waitProposal(cmd.Context(), cl, rec.ProposalID)
+			if err != nil {
+				return err
+			}
+			if g.json {
+				if err := g.printJSON(rec); err != nil {
+					return err
+				}
+			} else {
+				printOutcome(g, rec)
+			}
+			if rec.Status != negotiation.StatusAccepted {
+				if g.json {
+					return &exitError{code: 1}
+				}
+				return &exitError{code: 1, err: fmt.Errorf("proposal %s was %s", rec.ProposalID, rec.Status)}
+			}
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&req.To, "to", "", "agent to propose to (name or name@peerID); a capability with --by-capability")
+	f.BoolVar(&req.ByCapability, "by-capability", false, "--to is a capability: the first reachable agent that has it answers")
+	f.StringVar(&req.Task, "task", "", "what to do")
+	f.StringArrayVar(&req.Capabilities, "cap", nil, "required capability id (repeatable)")
+	f.StringVar(&complexity, "complexity", "", "simple, medium (default) or complex")
+	f.DurationVar(&deadline, "deadline", node.DefaultProposalTimeout, "how long the target has to answer")
+	f.StringVar(&req.From, "as", "", "local agent proposing (default: the node's first agent)")
+	f.StringVar(&req.Justification, "justification", "", "escalation justification (L2/L3 proposing to L0/L1)")
+	f.BoolVar(&wait, "wait", false, "wait for the answer (exit 1 unless accepted)")
+	return c
+}
+
+// waitProposal polls a sent proposal until it is decided.
+func waitProposal(ctx context.Context, cl *node.Client, id string) (negotiation.Record, error) {
+	t := time.NewTicker(200 * time.Millisecond)
+	defer t.Stop()
+	for {
+		rec, err := cl.Task(ctx, id)
+		if err != nil {
+			return rec, err
+		}
+		if rec.Terminal() {
+			return rec, nil
+		}
+		select {
+		case <-ctx.Done():
+			return rec, ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+func printOutcome(g *globals, r negotiation.Record) {
+	switch r.Status {
+	case negotiation.StatusAccepted:
+		fmt.Fprintf(g.stdout, "accepted by %s, estimated completion %s; task thread %s\n", shortAddr(r.AcceptedBy),
+			time.Duration(r.EstimatedCompletionMs)*time.Millisecond, r.Thread)
+	case negotiation.StatusRejected:
+		alt := ""
+		if r.AlternativeSuggestion != "" {
+			alt = "; try " + r.AlternativeSuggestion
+		}
+		fmt.Fprintf(g.stdout, "rejected by %s: %s%s\n", shortAddr(r.AnsweredBy), r.RejectionReason, alt)
+	case negotiation.StatusTimedOut:
+		fmt.Fprintf(g.stdout, "no answer by the deadline: %s\n", negotiation.CodeProposalTimeout)
+	default:
+		fmt.Fprintf(g.stdout, "%s\n", r.Status)
+	}
+}
+
+func newTasksPendingCmd(g *globals, pendingOnly bool) *cobra.Command {
+	use, short, example := "pending", "List proposals waiting for an answer (received and sent)",
+		"  nova-node tasks pending\n  nova-node tasks pending --json"
+	if !pendingOnly {
+		use, short, example = "list", "List every proposal this node sent or received, with its outcome",
+			"  nova-node tasks list\n  nova-node tasks list --json | jq '.[] | select(.status==\"rejected\")'"
+	}
+	return &cobra.Command{
+		Use:     use,
+		Short:   short,
+		Example: example,
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cl, err := g.client()
+			if err != nil {
+				return err
+			}
+			recs, err := cl.Tasks(cmd.Context(), pendingOnly)
+			if err != nil {
+				return err
+			}
+			if g.json {
+				return g.printJSON(recs)
+			}
+			if len(recs) == 0 {
+				if pendingOnly {
+					fmt.Fprintln(g.stdout, "no pending proposals")
+				} else {
+					fmt.Fprintln(g.stdout, "no proposals")
+				}
+				return nil
+			}
+			fmt.Fprintf(g.stdout, "%-32s %-8s %-9s %-22s %-22s %-8s %s\n", "ID", "DIR", "STATUS", "FROM", "TO", "ANSWER BY", "TASK")
+			for _, r := range recs {
+				fmt.Fprintf(g.stdout, "%-32s %-8s %-9s %-22s %-22s %-8s %s\n", r.ProposalID, r.Direction, r.Status,
+					shortAddr(r.Proposer), shortAddr(r.Target), time.UnixMilli(r.Proposal.DeadlineMs).Local().Format("15:04:05"),
+					clip(r.Proposal.TaskDescription, 60))
+			}
+			if pendingOnly {
+				fmt.Fprintln(g.stdout, "\nanswer a received one: nova-node tasks accept ID | nova-node tasks reject ID --reason BUSY")
+			}
+			return nil
+		},
+	}
+}
+
+func newTasksShowCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:     "show ID",
+		Short:   "Show one proposal",
+		Example: "  nova-node tasks show 3f2a9c...\n  nova-node tasks show 3f2a9c... --json",
+		Args:    oneID("show"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, err := g.client()
+			if err != nil {
+				return err
+			}
+			id, err := resolveProposal(cmd.Context(), cl, args[0], false)
+			if err != nil {
+				return err
+			}
+			rec, err := cl.Task(cmd.Context(), id)
+			if err != nil {
+				return err
+			}
+			if g.json {
+				return g.printJSON(rec)
+			}
+			p := rec.Proposal
+			fmt.Fprintf(g.stdout, "proposal   %s (%s, thread %s)\nfrom       %s\nto         %s\ntask       %s\nneeds      %s\ncomplexity %s\nanswer by  %s\nstatus     %s\n",
+				rec.ProposalID, rec.Direction, rec.Thread, rec.Proposer, rec.Target, p.TaskDescription,
+				strings.Join(p.RequiredCapabilities, ", "), p.EstimatedComplexity,
+				time.UnixMilli(p.DeadlineMs).Local().Format(time.DateTime), rec.Status)
+			if rec.Terminal() {
+				printOutcome(g, rec)
+			}
+			return nil
+		},
+	}
+}
+
+func newTasksAnswerCmd(g *globals, accept bool) *cobra.Command {
+	var eta time.Duration
+	var req node.AnswerRequest
+	c := &cobra.Command{
+		Use:     "accept ID",
+		Short:   "Accept a proposal received by one of this node's agents",
+		Example: "  nova-node tasks accept 3f2a9c...\n  nova-node tasks accept 3f2a --eta 2h   # a unique prefix is enough",
+		Args:    oneID("accept"),
+	}
+	if !accept {
+		c.Use, c.Short = "reject ID", "Reject a proposal received by one of this node's agents"
+		c.Example = "  nova-node tasks reject 3f2a9c... --reason BUSY\n  nova-node tasks reject 3f2a --reason CAPABILITY_MISSING --alternative carol"
+		c.Args = oneID("reject")
+	}
+	c.RunE = func(cmd *cobra.Command, args []string) error {
+		if accept {
+			if eta <= 0 {
+				return usage(cmd, "--eta must be positive, like 10m")
+			}
+			req.EstimatedCompletionMs = eta.Milliseconds()
+		} else if req.Reason == "" {
+			return usage(cmd, "--reason is required: a code such as BUSY, CAPABILITY_MISSING or DECLINED")
+		}
+		cl, err := g.client()
+		if err != nil {
+			return err
+		}
+		id, err := resolveProposal(cmd.Context(), cl, args[0], true)
+		if err != nil {
+			return err
+		}
+		answer := cl.RejectTask
+		if accept {
+			answer = cl.AcceptTask
+		}
+		rec, err := answer(cmd.Context(), id, req)
+		if err != nil {
+			return err
+		}
+		if g.json {
+			return g.printJSON(rec)
+		}
+		fmt.Fprintf(g.stdout, "%s %s from %s (thread %s)\n", rec.Status, rec.ProposalID, shortAddr(rec.Proposer), rec.Thread)
+		return nil
+	}
+	if accept {
+		c.Flags().DurationVar(&eta, "eta", node.DefaultEstimate, "estimated time to complete the task")
+	} else {
+		c.Flags().StringVar(&req.Reason, "reason", "", "reason code: BUSY, CAPABILITY_MISSING, DECLINED, ... (required)")
+		c.Flags().StringVar(&req.Alternative, "alternative", "", "agent better suited to the task")
+	}
+	return c
+}
+
+// resolveProposal expands a unique prefix of a proposal id (among received
+// pending ones when received is set, else among all).
+func resolveProposal(ctx context.Context, cl *node.Client, prefix string, received bool) (string, error) {
+	if len(prefix) >= 32 {
+		return prefix, nil
+	}
+	recs, err := cl.Tasks(ctx, received)
+	if err != nil {
+		return "", err
+	}
+	var match []string
+	for _, r := range recs {
+		if strings.HasPrefix(r.ProposalID, prefix) && (!received || r.Direction == negotiation.Received) && !slices.Contains(match, r.ProposalID) {
+			match = append(match, r.ProposalID)
+		}
+	}
+	switch len(match) {
+	case 1:
+		return match[0], nil
+	case 0:
+		return prefix, nil // let the node say it is not found
+	}
+	return "", &exitError{code: 2, err: fmt.Errorf("%q matches %d proposals (%s): give more of the id", prefix, len(match), strings.Join(match, ", "))}
+}
+
+func oneID(verb string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != 1 {
+			return &exitError{code: 2, err: fmt.Errorf("%s takes one id (or a unique prefix of one)\nrun `%s --help` for usage", verb, cmd.CommandPath())}
+		}
+		return nil
+	}
+}
+
+// usage is a usage error (exit 2) naming the command's help.
+func usage(cmd *cobra.Command, msg string) error {
+	return &exitError{code: 2, err: fmt.Errorf("%s\nrun `%s --help` for usage", msg, cmd.CommandPath())}
+}
+
+// clip shortens s to n runes for a table.
+func clip(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}

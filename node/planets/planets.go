@@ -147,9 +147,12 @@ func capabilityInfo(id string) Capability {
 // planetary agent. Its Code is AGENT_NOT_FOUND.
 var ErrUnknownAgent error = &codedError{agentcard.CodeAgentNotFound, "planets: not a planetary agent: register one of the 21 (see Agents)"}
 
+// CodeSimulatedFailure is the code of [ErrSimulatedFailure].
+const CodeSimulatedFailure = "SIMULATED_FAILURE"
+
 // ErrSimulatedFailure is the failure [FailingOnce] injects. Its Code is
-// SIMULATED_FAILURE.
-var ErrSimulatedFailure error = &codedError{"SIMULATED_FAILURE", "planets: simulated failure of a first attempt (the demo's injected fault)"}
+// [CodeSimulatedFailure].
+var ErrSimulatedFailure error = &codedError{CodeSimulatedFailure, "planets: simulated failure of a first attempt (the demo's injected fault)"}
 
 type codedError struct{ code, msg string }
 

@@ -147,6 +147,10 @@ type action struct {
 	swarm     Swarm
 	st        SubTask
 	reason    string
+	// resend marks a request sent again for the same attempt (resume,
+	// PeerBack): its failure leaves the attempt running, since the
+	// participant may still answer; SubTaskTimeout and PeerGone bound it.
+	resend bool
 }
 
 // effects collects actions in order.
@@ -223,7 +227,9 @@ func New(cfg Config) (*Coordinator, error) {
 // Start loads the stored swarms, subscribes to the Negotiator's outcomes and
 // starts the Coordinator's goroutine, which then resumes every unfinished
 // swarm: recruiting ones continue, running sub-tasks are sent again (same
-// attempt), and a swarm that was completing is reported. Start may be
+// attempt; when that send fails, for example because the agent's node has
+// not reconnected yet, the attempt stays running until PeerBack, PeerGone or
+// SubTaskTimeout), and a swarm that was completing is reported. Start may be
 // called once.
 func (c *Coordinator) Start(ctx context.Context) error {
 	var f effects
@@ -445,7 +451,7 @@ func (c *Coordinator) run(ctx context.Context, f effects, inLoop bool) {
 			if err != nil {
 				c.emit(Event{Type: EvtSendFailed, Time: c.cfg.Now(), SwarmID: a.swarmID, SubTaskID: a.subTaskID,
 					Agent: a.agent, Attempt: a.attempt, Code: codeOf(err), Detail: err.Error()})
-				if a.subTaskID != "" && a.attempt > 0 {
+				if a.subTaskID != "" && a.attempt > 0 && !a.resend {
 					acts = append(acts, c.sendFailed(a, err)...)
 				}
 			}
@@ -996,12 +1002,12 @@ func (c *Coordinator) startLocked(s *Swarm, st *SubTask, agent string, now time.
 	c.emitLocked(f, t, s, func(e *Event) {
 		e.SubTaskID, e.Agent, e.Attempt, e.Detail = st.ID, agent, st.Attempts, st.Description
 	})
-	c.requestLocked(s, st, f)
+	c.requestLocked(s, st, false, f)
 }
 
 // requestLocked queues the request envelope of st's current attempt, in
-// the assigned agent's thread.
-func (c *Coordinator) requestLocked(s *Swarm, st *SubTask, f *effects) {
+// the assigned agent's thread; resend marks the same attempt sent again.
+func (c *Coordinator) requestLocked(s *Swarm, st *SubTask, resend bool, f *effects) {
 	task := Task{SwarmID: s.ID, SubTaskID: st.ID, Attempt: st.Attempts, Description: st.Description,
 		RequiredCapabilities: st.RequiredCapabilities}
 	env, err := c.cfg.Factory.New(s.Creator, st.AssignedAgent, envelope.TypeRequest, task)
@@ -1011,7 +1017,7 @@ func (c *Coordinator) requestLocked(s *Swarm, st *SubTask, f *effects) {
 			err = env.Validate()
 		}
 	}
-	f.add(action{kind: actSend, env: env, err: err, swarmID: s.ID, subTaskID: st.ID, agent: st.AssignedAgent, attempt: st.Attempts})
+	f.add(action{kind: actSend, env: env, err: err, swarmID: s.ID, subTaskID: st.ID, agent: st.AssignedAgent, attempt: st.Attempts, resend: resend})
 }
 
 // sendFailed fails the attempt whose request could not be posted.
@@ -1513,6 +1519,39 @@ func (c *Coordinator) peerGone(ctx context.Context, peerID string) {
 	c.run(ctx, f, true)
 }
 
+// PeerBack tells the Coordinator that the node with this peer ID is
+// reachable (again): it connected, or presented its cards, after a restart
+// or a disconnection of either side. The current attempt of every running
+// sub-task assigned to one of its agents is sent again; the participant runs
+// an attempt once, and answers a repeat of one it finished with the same
+// answer, so nothing is done twice and an answer lost meanwhile arrives. It
+// returns at once; the work is done on the Coordinator's goroutine.
+func (c *Coordinator) PeerBack(peerID string) {
+	if peerID == "" || !c.running() {
+		return
+	}
+	c.enqueue(func(ctx context.Context) { c.peerBack(ctx, peerID) })
+}
+
+func (c *Coordinator) peerBack(ctx context.Context, peerID string) {
+	suffix := "@" + peerID
+	var f effects
+	c.mu.Lock()
+	for _, s := range c.sortedLocked() {
+		if s.Status != StatusActive {
+			continue
+		}
+		for i := range s.SubTasks {
+			st := &s.SubTasks[i]
+			if st.Status == SubTaskRunning && strings.HasSuffix(st.AssignedAgent, suffix) {
+				c.requestLocked(s, st, true, &f)
+			}
+		}
+	}
+	c.mu.Unlock()
+	c.run(ctx, f, true)
+}
+
 // resume reconciles the swarms loaded at Start (ids) with the Negotiator's
 // records and picks up where they were.
 func (c *Coordinator) resume(ctx context.Context, ids []string) {
@@ -1572,7 +1611,11 @@ func (c *Coordinator) resume(ctx context.Context, ids []string) {
 		case StatusActive:
 			for _, a := range running {
 				if st := s.subTask(a.id); st != nil && st.Status == SubTaskRunning && st.Attempts == a.n {
-					c.requestLocked(s, st, &f) // same attempt: the participant answers once
+					// Same attempt: the participant answers once. Right after
+					// a restart the agent may be unknown until its node
+					// reconnects: a failure here leaves the attempt running,
+					// and PeerBack sends it again then.
+					c.requestLocked(s, st, true, &f)
 				}
 			}
 			for i := range s.SubTasks {

@@ -698,3 +698,72 @@ func TestParkedSubTaskWaitsForOpenRecruit(t *testing.T) {
 		}
 	})
 }
+
+// TestResumeKeepsAttemptsWhenPeerUnreachable: a coordinator that restarts
+// while a participant's node is unreachable keeps the running attempts
+// (the participant may still answer) instead of failing them, and
+// PeerBack, when that node is back, sends them again and the swarm
+// completes without re-running work.
+func TestResumeKeepsAttemptsWhenPeerUnreachable(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := newMesh(t)
+		defer m.close()
+		sun := m.addAgent("sun", "n1", tiers.L0)
+		m.addAgent("mars", "n2", tiers.L2, "code.write")
+		m.addAgent("venus", "n3", tiers.L2, "code.write")
+		n1 := m.addNode("n1", acceptAll)
+		n2 := m.addNode("n2", acceptAll)
+		n3 := m.addNode("n3", acceptAll)
+		gate := make(chan struct{})
+		var runs atomic.Int32
+		work := func(ctx context.Context, agent string, t swarm.Task) (json.RawMessage, error) {
+			runs.Add(1)
+			select {
+			case <-gate:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			return defaultWork(agent, t), nil
+		}
+		n2.setWork(work)
+		n3.setWork(work)
+		var rec recorder
+		c := n1.startCoordinator(rec.coordinatorConfig())
+		s, err := c.Create(t.Context(), sun, "write twice", []string{"code.write"}, swarm.CreateOptions{
+			SubTasks: []swarm.SubTaskSpec{{Description: "one"}, {Description: "two"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		settle(0)
+		n1.stopCoordinator()
+		m.setDown("n2")
+		close(gate) // both finish; mars's answer cannot leave n2, venus's finds nobody
+		settle(0)
+		n1.startNegotiator(acceptAll)
+		var rec2 recorder
+		c2 := n1.startCoordinator(rec2.coordinatorConfig())
+		settle(0)
+		s = mustGet(t, c2, s.ID)
+		if s.Status != swarm.StatusActive || len(s.Results) != 1 {
+			t.Fatalf("after restart with n2 down: %s, %d results\n%s", s.Status, len(s.Results), &rec2)
+		}
+		for _, st := range s.SubTasks {
+			if st.Attempts != 1 || len(st.Tried) != 0 {
+				t.Fatalf("an unreachable participant's attempt was failed: %+v\n%s", st, &rec2)
+			}
+		}
+		m.mu.Lock()
+		delete(m.down, "n2")
+		m.mu.Unlock()
+		c2.PeerBack("n2")
+		settle(0)
+		s = mustGet(t, c2, s.ID)
+		if s.Status != swarm.StatusCompleted || len(s.Results) != 2 {
+			t.Fatalf("after PeerBack: %s %v\n%s", s.Status, s.Results, &rec2)
+		}
+		if n := runs.Load(); n != 2 {
+			t.Fatalf("work ran %d times, want once per sub-task", n)
+		}
+		resultsOnce(t, &rec2, s)
+	})
+}

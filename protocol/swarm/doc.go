@@ -48,8 +48,11 @@
 // the router's Post, starts the Negotiator before the Coordinator, routes
 // "response" and "error" envelopes for local agents to Coordinator.Handle
 // and "request" envelopes to Participant.Handle (each returns handled=false
-// for envelopes that are not its own), and calls PeerGone when a peer
-// disconnects. The package must not import the router (protocol) or node.
+// for envelopes that are not its own), calls PeerGone when a peer has left
+// (not for a transient disconnection), and PeerBack when a peer connects or
+// presents its agents' cards (again), so that running attempts are sent
+// again after a restart of either side. The package must not import the
+// router (protocol) or node.
 //
 // # Goroutines
 //

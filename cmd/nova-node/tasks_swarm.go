@@ -1,0 +1,383 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nova-node/nova-node/node"
+	"github.com/nova-node/nova-node/protocol/negotiation"
+	"github.com/nova-node/nova-node/protocol/swarm"
+)
+
+func newSwarmCmd(g *globals) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "swarm",
+		Short: "Run a task as a swarm of capable agents across the mesh",
+		Long: `swarm runs one task with several agents, coordinated by this node (any node
+can coordinate; there is no central server). ` + "`swarm create`" + ` proposes the task to
+every agent, local or remote, whose card lists one of the required
+capabilities; when they have answered, it splits the work into sub-tasks and
+assigns them to the acceptors by capability and current load, each getting
+at least one. Results come back in each agent's task thread.
+
+A sub-task that fails, or whose agent's node leaves the mesh, is reassigned
+to another capable agent; when none remains, the L0 agent is notified and
+the swarm fails. Status goes recruiting -> active -> completing -> completed
+(or failed), each step an event (` + "`nova-node events`" + `).
+
+The swarm's state is also a replicated document named after the swarm id,
+which every node can read and watch: ` + "`nova-node crdt watch <swarm id>`" + `.
+A coordinating node that restarts resumes its swarms from its store.`,
+		Example: `  nova-node swarm create --task "ship the release notes generator" \
+      --cap code.write --cap code.review --cap docs.write --wait
+  nova-node swarm create --task "audit the API" --cap security.audit --cap code.review \
+      --subtask "security.audit: audit the auth endpoints" \
+      --subtask "code.review: review the session handling" --as sun
+  nova-node swarm status swarm-3f2a...
+  nova-node swarm list --json`,
+		Args: noArgs,
+	}
+	c.AddCommand(newSwarmCreateCmd(g), newSwarmStatusCmd(g), newSwarmListCmd(g))
+	return c
+}
+
+var capPrefixRe = regexp.MustCompile(`^\s*([A-Za-z0-9][A-Za-z0-9_.\-]*(?:\s*,\s*[A-Za-z0-9][A-Za-z0-9_.\-]*)*)\s*:\s*(\S.*)$`)
+
+// parseSubTask reads "[CAP[,CAP...]:] DESCRIPTION": a leading list of the
+// swarm's capabilities followed by a colon names what the sub-task needs.
+func parseSubTask(s string, caps []string) node.SubTaskRequest {
+	if m := capPrefixRe.FindStringSubmatch(s); m != nil {
+		var need []string
+		for _, c := range strings.Split(m[1], ",") {
+			need = append(need, strings.TrimSpace(c))
+		}
+		all := true
+		for _, c := range need {
+			all = all && slices.Contains(caps, c)
+		}
+		if all {
+			return node.SubTaskRequest{Description: m[2], Capabilities: need}
+		}
+	}
+	return node.SubTaskRequest{Description: strings.TrimSpace(s)}
+}
+
+func newSwarmCreateCmd(g *globals) *cobra.Command {
+	var req node.CreateSwarmRequest
+	var subtasks []string
+	var complexity string
+	var wait bool
+	c := &cobra.Command{
+		Use:   "create",
+		Short: "Start a swarm: propose the task to capable agents, split and assign it",
+		Long: `create starts a swarm coordinated by this node, as one of its agents (--as,
+default its first agent). --cap lists the required capabilities (at least
+one). Without --subtask there is one sub-task per capability; each --subtask
+is "DESCRIPTION", or "CAP[,CAP]: DESCRIPTION" to say which of the swarm's
+capabilities it needs. With --wait it follows the swarm until it ends: exit
+0 when completed, 1 when failed.`,
+		Example: `  nova-node swarm create --task "ship the release notes generator" --cap code.write --cap docs.write
+  nova-node swarm create --task "port the CLI" --cap code.write --cap test.write \
+      --subtask "code.write: port the commands" --subtask "test.write: port the tests" --wait
+  nova-node swarm create --as callisto --task "final review" --cap review.approve \
+      --justification "the release needs L0 sign-off" --json`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if strings.TrimSpace(req.Task) == "" {
+				return usage(cmd, "--task is required: what the swarm should do")
+			}
+			if len(req.Capabilities) == 0 {
+				return usage(cmd, "give at least one --cap: the capabilities the work needs")
+			}
+			if complexity != "" {
+				req.Complexity = negotiation.Complexity(complexity)
+				if !req.Complexity.Valid() {
+					return usage(cmd, fmt.Sprintf("--complexity must be simple, medium or complex, not %q", complexity))
+				}
+			}
+			for _, s := range subtasks {
+				req.SubTasks = append(req.SubTasks, parseSubTask(s, req.Capabilities))
+			}
+			cl, err := g.client()
+			if err != nil {
+				return err
+			}
+			s, err := cl.CreateSwarm(cmd.Context(), req)
+			if err != nil && s.ID == "" {
+				return err
+			}
+			if err != nil || !wait {
+				if g.json {
+					if perr := g.printJSON(s); perr != nil {
+						return perr
+					}
+				} else {
+					fmt.Fprintf(g.stdout, "swarm %s %s: proposed to %s, %s\n", s.ID, s.Status, plural(len(s.Recruits), "capable agent"), plural(len(s.SubTasks), "sub-task"))
+					if err == nil {
+						fmt.Fprintf(g.stdout, "follow it: nova-node swarm status %s%s\n", s.ID, dataDirFlag(g))
+					}
+				}
+				if err != nil {
+					if g.json {
+						return &exitError{code: 1}
+					}
+					return err
+				}
+				return nil
+			}
+			return followSwarm(cmd, g, cl, s.ID)
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&req.Task, "task", "", "what the swarm should do")
+	f.StringArrayVar(&req.Capabilities, "cap", nil, "required capability id (repeatable, at least one)")
+	f.StringArrayVar(&subtasks, "subtask", nil, `sub-task "DESCRIPTION" or "CAP[,CAP]: DESCRIPTION" (repeatable)`)
+	f.StringVar(&req.As, "as", "", "local agent creating the swarm (default: the node's first agent)")
+	f.StringVar(&req.Justification, "justification", "", "escalation justification sent with every proposal (L2/L3 to L0/L1)")
+	f.StringVar(&complexity, "complexity", "", "simple, medium (default) or complex")
+	f.BoolVar(&wait, "wait", false, "follow the swarm until it ends (exit 1 if it fails)")
+	return c
+}
+
+func newSwarmStatusCmd(g *globals) *cobra.Command {
+	var follow bool
+	c := &cobra.Command{
+		Use:   "status ID",
+		Short: "Show a swarm's progress: live with a progress bar on a terminal",
+		Long: `status shows a swarm: its status, progress, participants and each sub-task.
+On a terminal it stays live, with a progress bar, until the swarm is
+completed or failed; --follow does the same when the output is not a
+terminal (one line per change); --json prints one snapshot. On a node that
+does not coordinate the swarm, the state comes from its replicated
+document.`,
+		Example: `  nova-node swarm status swarm-3f2a...
+  nova-node swarm status swarm-3f2a... --json
+  nova-node swarm status swarm-3f2a... --follow | tee swarm.log`,
+		Args: oneID("status"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, err := g.client()
+			if err != nil {
+				return err
+			}
+			id := args[0]
+			if g.json || !(follow || isTerminal(g.stdout)) {
+				s, err := cl.Swarm(cmd.Context(), id)
+				if err != nil {
+					return err
+				}
+				if g.json {
+					return g.printJSON(s)
+				}
+				printSwarm(g.stdout, s)
+				return nil
+			}
+			return followSwarm(cmd, g, cl, id)
+		},
+	}
+	c.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing changes until the swarm ends, even when not on a terminal")
+	return c
+}
+
+func newSwarmListCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:     "list",
+		Short:   "List the swarms this node coordinates",
+		Example: "  nova-node swarm list\n  nova-node swarm list --json",
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cl, err := g.client()
+			if err != nil {
+				return err
+			}
+			list, err := cl.Swarms(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if g.json {
+				return g.printJSON(list)
+			}
+			if len(list) == 0 {
+				fmt.Fprintln(g.stdout, "no swarms: start one with `nova-node swarm create`")
+				return nil
+			}
+			fmt.Fprintf(g.stdout, "%-38s %-10s %-9s %-8s %s\n", "ID", "STATUS", "PROGRESS", "AGENTS", "TASK")
+			for _, s := range list {
+				done, total := progress(s)
+				fmt.Fprintf(g.stdout, "%-38s %-10s %-9s %-8d %s\n", s.ID, s.Status, fmt.Sprintf("%d/%d", done, total), len(s.Participants), clip(s.TaskDescription, 50))
+			}
+			return nil
+		},
+	}
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+func progress(s swarm.Swarm) (done, total int) {
+	for _, st := range s.SubTasks {
+		if st.Status == swarm.SubTaskCompleted {
+			done++
+		}
+	}
+	return done, len(s.SubTasks)
+}
+
+func bar(done, total, width int) string {
+	if total == 0 {
+		return "[" + strings.Repeat("-", width) + "]"
+	}
+	n := done * width / total
+	return "[" + strings.Repeat("#", n) + strings.Repeat("-", width-n) + "]"
+}
+
+// printSwarm prints a snapshot.
+func printSwarm(w io.Writer, s swarm.Swarm) {
+	done, total := progress(s)
+	fmt.Fprintf(w, "swarm    %s\ntask     %s\ncreator  %s\nstatus   %s %s %d/%d\n", s.ID, s.TaskDescription, shortAddr(s.Creator),
+		s.Status, bar(done, total, 20), done, total)
+	if s.Error != "" {
+		fmt.Fprintf(w, "error    %s\n", s.Error)
+	}
+	var parts []string
+	for _, p := range s.Participants {
+		parts = append(parts, shortAddr(p))
+	}
+	fmt.Fprintf(w, "agents   %s\n", strings.Join(parts, ", "))
+	accepted := 0
+	for _, r := range s.Recruits {
+		if r.Status == swarm.RecruitAccepted || r.Status == swarm.RecruitReleased || r.Status == swarm.RecruitDropped {
+			accepted++
+		}
+	}
+	fmt.Fprintf(w, "recruits %d proposed, %d accepted\n\nSUB-TASKS\n", len(s.Recruits), accepted)
+	for _, st := range s.SubTasks {
+		fmt.Fprintf(w, "  %-6s %-10s %-24s attempt %d  %s\n", st.ID, st.Status, shortAddr(st.AssignedAgent), st.Attempts, clip(st.Description, 50))
+		if st.Error != "" && st.Status != swarm.SubTaskCompleted {
+			fmt.Fprintf(w, "         last error: %s\n", clip(st.Error, 100))
+		}
+		if r := s.Results[st.ID]; len(r) > 0 {
+			fmt.Fprintf(w, "         result: %s\n", clip(resultText(r), 100))
+		}
+	}
+}
+
+// resultText is a short readable form of a result: its "summary" or
+// "done" field if it has one, else the JSON.
+func resultText(r json.RawMessage) string {
+	var m map[string]any
+	if json.Unmarshal(r, &m) == nil {
+		for _, k := range []string{"summary", "done", "result", "text"} {
+			if s, ok := m[k].(string); ok {
+				return s
+			}
+		}
+	}
+	return string(r)
+}
+
+// followSwarm follows a swarm until it ends: on a terminal, changes scroll
+// above a progress bar redrawn in place; otherwise one line per change.
+// With --json it prints the final state. Exit 1 when the swarm failed.
+func followSwarm(cmd *cobra.Command, g *globals, cl *node.Client, id string) error {
+	tty := isTerminal(g.stdout) && !g.json
+	seen := map[string]string{}
+	var last swarm.Swarm
+	lastStatus := swarm.Status("")
+	barShown := false
+	clear := func() {
+		if barShown {
+			fmt.Fprint(g.stdout, "\r\033[K")
+			barShown = false
+		}
+	}
+	err := cl.FollowSwarm(cmd.Context(), id, func(s swarm.Swarm) error {
+		last = s
+		if g.json {
+			return nil
+		}
+		var lines []string
+		if s.Status != lastStatus {
+			if lastStatus == "" {
+				lines = append(lines, fmt.Sprintf("swarm %s: %s (proposed to %s, %s)", s.ID, s.Status, plural(len(s.Recruits), "agent"), plural(len(s.SubTasks), "sub-task")))
+			} else {
+				lines = append(lines, fmt.Sprintf("status %s -> %s", lastStatus, s.Status))
+			}
+			lastStatus = s.Status
+		}
+		for _, st := range s.SubTasks {
+			key := fmt.Sprintf("%s/%d/%s", st.Status, st.Attempts, st.AssignedAgent)
+			if seen[st.ID] == key {
+				continue
+			}
+			seen[st.ID] = key
+			switch st.Status {
+			case swarm.SubTaskRunning:
+				lines = append(lines, fmt.Sprintf("  %s -> %s (attempt %d): %s", st.ID, shortAddr(st.AssignedAgent), st.Attempts, clip(st.Description, 60)))
+			case swarm.SubTaskCompleted:
+				lines = append(lines, fmt.Sprintf("  %s done by %s: %s", st.ID, shortAddr(st.AssignedAgent), clip(resultText(s.Results[st.ID]), 70)))
+			case swarm.SubTaskPending:
+				if st.Error != "" {
+					lines = append(lines, fmt.Sprintf("  %s failed, being reassigned: %s", st.ID, clip(st.Error, 70)))
+				}
+			case swarm.SubTaskFailed:
+				lines = append(lines, fmt.Sprintf("  %s escalated: %s", st.ID, clip(st.Error, 70)))
+			}
+		}
+		clear()
+		for _, l := range lines {
+			fmt.Fprintln(g.stdout, l)
+		}
+		if tty && !s.Status.Terminal() {
+			done, total := progress(s)
+			fmt.Fprintf(g.stdout, "%s %s %d/%d sub-tasks", s.Status, bar(done, total, 30), done, total)
+			barShown = true
+		}
+		return nil
+	})
+	clear()
+	if err != nil {
+		return err
+	}
+	if g.json {
+		if err := g.printJSON(last); err != nil {
+			return err
+		}
+	} else if last.Status.Terminal() {
+		done, total := progress(last)
+		fmt.Fprintf(g.stdout, "%s %s %d/%d sub-tasks\n", last.Status, bar(done, total, 30), done, total)
+		if last.Status == swarm.StatusCompleted {
+			fmt.Fprintln(g.stdout, "\nRESULTS")
+			for _, st := range last.SubTasks {
+				fmt.Fprintf(g.stdout, "  %s %s\n", st.ID, resultText(last.Results[st.ID]))
+			}
+		}
+	}
+	if last.Status == swarm.StatusFailed {
+		if g.json {
+			return &exitError{code: 1}
+		}
+		return &exitError{code: 1, err: fmt.Errorf("swarm %s failed: %s", last.ID, last.Error)}
+	}
+	return nil
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}

@@ -1,0 +1,242 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/event"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/p2p/host/eventbus"
+
+	"github.com/nova-node/nova-node/agentcard"
+	"github.com/nova-node/nova-node/discovery"
+	"github.com/nova-node/nova-node/protocol"
+	"github.com/nova-node/nova-node/sandbox"
+)
+
+// capabilityLookupTimeout bounds the DHT lookup of a capability that no
+// known card offers.
+const capabilityLookupTimeout = 5 * time.Second
+
+// taskDirectory is the swarm.Directory of a node: the agents that have a
+// capability, local and remote, as the local agent `as` may discover them
+// (sandbox discovery filter), without the agents of peers that left.
+//
+// The registry is asked first: it holds the cards of every connected peer
+// (presented on connection) and of earlier lookups. The swarm's DHT is asked
+// only when the registry has none, so that creating a swarm does not wait
+// for a lookup when the agents are known.
+type taskDirectory struct{ ts *taskState }
+
+func (d taskDirectory) Capable(ctx context.Context, as, capability string) ([]agentcard.Card, error) {
+	n := d.ts.n
+	viewer, ok := n.reg.Get(as)
+	if !ok || viewer.Origin != agentcard.OriginLocal {
+		return nil, &agentcard.NotFoundError{Query: as, Where: "agents hosted on this node (a swarm's creator must be local)"}
+	}
+	cards := d.visible(viewer, n.reg.FindByCapability(capability))
+	if len(cards) == 0 {
+		d.ts.mu.Lock()
+		disc := d.ts.disc
+		d.ts.mu.Unlock()
+		if disc != nil {
+			lctx, cancel := context.WithTimeout(ctx, capabilityLookupTimeout)
+			_, _ = disc.FindByCapability(lctx, capability) // found cards land in the registry
+			cancel()
+			cards = d.visible(viewer, n.reg.FindByCapability(capability))
+		}
+	}
+	if len(cards) == 0 {
+		return nil, &agentcard.CapabilityNotFoundError{Capability: capability, Where: "the registry and the swarm's DHT, as " + viewer.Address() + " may see them"}
+	}
+	return cards, nil
+}
+
+func (d taskDirectory) visible(viewer agentcard.Card, cards []agentcard.Card) []agentcard.Card {
+	n := d.ts.n
+	out := cards[:0:0]
+	for _, c := range cards {
+		if c.Origin != agentcard.OriginLocal && d.ts.isGone(c.Host) {
+			continue
+		}
+		out = append(out, c)
+	}
+	return sandbox.Filter(n.cfg.Sandbox, sandbox.Agent{ID: viewer.Address(), Sandbox: viewer.SandboxID}, out,
+		func(c agentcard.Card) sandbox.Agent { return sandbox.Agent{ID: c.Address(), Sandbox: c.SandboxID} })
+}
+
+// EvtPeerGone is the event type of a peer that left: it stayed
+// disconnected for TaskOptions.PeerGoneAfter and could not be dialled. Its
+// running sub-tasks are reassigned.
+const EvtPeerGone = "peer-gone"
+
+// watchPeers follows the host's connections for the Coordinator: a peer
+// whose last connection closed, that is still disconnected after
+// PeerGoneAfter and that does not answer one dial, has left, and
+// Coordinator.PeerGone reassigns what its agents were doing. A peer that
+// connects again is no longer gone.
+//
+// The host is not known yet when startTasks runs (Start assigns it after),
+// and startTasks runs under Node.mu, so this goroutine waits for Start to
+// finish with TryLock rather than Lock: Start's error path stops tasks
+// (waiting for this goroutine) while it holds Node.mu.
+func (ts *taskState) watchPeers(ctx context.Context) {
+	n := ts.n
+	var h host.Host
+	var disc *discovery.Service
+	for h == nil {
+		if n.mu.TryLock() {
+			if n.started {
+				h, disc = n.host, n.disc
+			}
+			n.mu.Unlock()
+		}
+		if h != nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	ts.mu.Lock()
+	ts.host, ts.disc = h, disc
+	ts.mu.Unlock()
+	sub, err := h.EventBus().Subscribe(new(event.EvtPeerConnectednessChanged), eventbus.BufSize(256))
+	if err != nil {
+		n.log.Warnw("cannot follow peer departures: swarm sub-tasks of departed peers wait for their timeout", "err", err)
+		return
+	}
+	defer sub.Close()
+	cards := n.obs.Subscribe(256) // cards-received: a peer's agents are known (again)
+	defer cards.Close()
+	due := map[peer.ID]time.Time{} // disconnected peers, checked at this time
+	backed := map[peer.ID]bool{}   // peers told to the Coordinator as back since they connected
+	back := func(p peer.ID) {
+		if backed[p] {
+			return
+		}
+		backed[p] = true
+		ts.peerBack(p)
+	}
+	for _, p := range h.Network().Peers() { // connected before this goroutine subscribed
+		if ts.knowsAgentsOf(p) {
+			back(p)
+		}
+	}
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	probes := make(chan peer.ID, 64)
+	for {
+		next := time.Now().Add(time.Hour)
+		for _, t := range due {
+			if t.Before(next) {
+				next = t
+			}
+		}
+		timer.Reset(time.Until(next))
+		select {
+		case <-ctx.Done():
+			return
+		case e, ok := <-sub.Out():
+			if !ok {
+				return
+			}
+			ev := e.(event.EvtPeerConnectednessChanged)
+			if ev.Connectedness == network.Connected {
+				delete(due, ev.Peer)
+				ts.mu.Lock()
+				delete(ts.gone, ev.Peer)
+				ts.mu.Unlock()
+				if ts.knowsAgentsOf(ev.Peer) {
+					back(ev.Peer)
+				}
+				continue
+			}
+			if ev.Connectedness == network.NotConnected {
+				delete(backed, ev.Peer)
+				after := ts.options().PeerGoneAfter
+				if after <= 0 {
+					after = DefaultPeerGoneAfter
+				}
+				due[ev.Peer] = time.Now().Add(after)
+			}
+		case e, ok := <-cards.C:
+			if !ok {
+				return
+			}
+			if e.Type == protocol.EventCardsReceived && e.Peer != "" && h.Network().Connectedness(e.Peer) == network.Connected {
+				back(e.Peer)
+			}
+		case p := <-probes:
+			ts.peerGone(p)
+		case <-timer.C:
+			now := time.Now()
+			for p, t := range due {
+				if t.After(now) {
+					continue
+				}
+				delete(due, p)
+				if h.Network().Connectedness(p) == network.Connected {
+					continue
+				}
+				ts.wg.Go(func() { // one dial, off this loop
+					dctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+					err := h.Connect(dctx, peer.AddrInfo{ID: p})
+					cancel()
+					if err != nil && ctx.Err() == nil {
+						select {
+						case probes <- p:
+						case <-ctx.Done():
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+// knowsAgentsOf reports whether the registry holds cards hosted by p.
+func (ts *taskState) knowsAgentsOf(p peer.ID) bool {
+	ps := p.String()
+	for _, c := range ts.n.reg.Remote() {
+		if c.Host == ps {
+			return true
+		}
+	}
+	return false
+}
+
+// peerBack tells the Coordinator that p is reachable: the running
+// sub-tasks of its agents are sent again (same attempt).
+func (ts *taskState) peerBack(p peer.ID) {
+	ts.mu.Lock()
+	coord := ts.coord
+	ts.mu.Unlock()
+	if coord != nil {
+		coord.PeerBack(p.String())
+	}
+}
+
+// peerGone marks p as gone and tells the Coordinator.
+func (ts *taskState) peerGone(p peer.ID) {
+	ts.mu.Lock()
+	already := ts.gone[p]
+	ts.gone[p] = true
+	coord := ts.coord
+	host := ts.host
+	ts.mu.Unlock()
+	if already || coord == nil || host != nil && host.Network().Connectedness(p) == network.Connected {
+		return
+	}
+	ts.n.obs.Emit(protocol.Event{Type: EvtPeerGone, Time: time.Now(), Peer: p, Success: true,
+		Detail: fmt.Sprintf("%s left: its running sub-tasks are reassigned", p), SourceTier: -1, TargetTier: -1})
+	coord.PeerGone(p.String())
+}
+
+var errNoTasks = errors.New("node: not started: tasks and swarms run on a started node")
