@@ -209,6 +209,14 @@ func TestLimits(t *testing.T) {
 	})
 	defer wg.Wait()
 	defer cancel()
+	// Probe only once the blocking send holds the slot: a probe racing it
+	// for the slot would make it the one refused.
+	eventually(t, 5*time.Second, func() error {
+		if e.mesh.Calls() < 1 {
+			return errors.New("the blocking send has not reached the mesh")
+		}
+		return nil
+	})
 	eventually(t, 5*time.Second, func() error {
 		resp, err := http.Post(e.srv.URL+"/a2a/echo/", "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"id":"x"}}`))
 		if err != nil {
