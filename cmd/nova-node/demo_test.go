@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nova-node/nova-node/node/demo"
 	"github.com/nova-node/nova-node/protocol/swarm"
 	"github.com/nova-node/nova-node/testnet"
 )
@@ -20,11 +21,11 @@ func TestDemo(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("demo exit %d: %s\n%s", code, errOut, out)
 	}
-	var sum demoSummary
+	var sum demo.Summary
 	if err := json.Unmarshal([]byte(out), &sum); err != nil {
 		t.Fatalf("summary is not JSON: %v\n%s", err, out)
 	}
-	if !sum.OK || sum.Agents != 21 || len(sum.Nodes) != demoNodes {
+	if !sum.OK || sum.Agents != 21 || len(sum.Nodes) != demo.NodeCount {
 		t.Fatalf("summary %+v", sum)
 	}
 	for _, n := range sum.Nodes {

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nova-node/nova-node/node"
+	"github.com/nova-node/nova-node/node/demo"
 	"github.com/nova-node/nova-node/protocol/negotiation"
 )
 
@@ -210,7 +211,7 @@ func newTasksPendingCmd(g *globals, pendingOnly bool) *cobra.Command {
 			for _, r := range recs {
 				fmt.Fprintf(g.stdout, "%-32s %-8s %-9s %-22s %-22s %-8s %s\n", r.ProposalID, r.Direction, r.Status,
 					shortAddr(r.Proposer), shortAddr(r.Target), time.UnixMilli(r.Proposal.DeadlineMs).Local().Format("15:04:05"),
-					clip(r.Proposal.TaskDescription, 60))
+					demo.Clip(r.Proposal.TaskDescription, 60))
 			}
 			if pendingOnly {
 				fmt.Fprintln(g.stdout, "\nanswer a received one: nova-node tasks accept ID | nova-node tasks reject ID --reason BUSY")
@@ -346,14 +347,4 @@ func oneID(verb string) cobra.PositionalArgs {
 // usage is a usage error (exit 2) naming the command's help.
 func usage(cmd *cobra.Command, msg string) error {
 	return &exitError{code: 2, err: fmt.Errorf("%s\nrun `%s --help` for usage", msg, cmd.CommandPath())}
-}
-
-// clip shortens s to n runes for a table.
-func clip(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n-1]) + "…"
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nova-node/nova-node/node"
+	"github.com/nova-node/nova-node/node/demo"
 	"github.com/nova-node/nova-node/protocol/negotiation"
 	"github.com/nova-node/nova-node/protocol/swarm"
 )
@@ -210,7 +210,7 @@ func newSwarmListCmd(g *globals) *cobra.Command {
 			fmt.Fprintf(g.stdout, "%-38s %-10s %-9s %-8s %s\n", "ID", "STATUS", "PROGRESS", "AGENTS", "TASK")
 			for _, s := range list {
 				done, total := progress(s)
-				fmt.Fprintf(g.stdout, "%-38s %-10s %-9s %-8d %s\n", s.ID, s.Status, fmt.Sprintf("%d/%d", done, total), len(s.Participants), clip(s.TaskDescription, 50))
+				fmt.Fprintf(g.stdout, "%-38s %-10s %-9s %-8d %s\n", s.ID, s.Status, fmt.Sprintf("%d/%d", done, total), len(s.Participants), demo.Clip(s.TaskDescription, 50))
 			}
 			return nil
 		},
@@ -265,28 +265,14 @@ func printSwarm(w io.Writer, s swarm.Swarm) {
 	}
 	fmt.Fprintf(w, "recruits %d proposed, %d accepted\n\nSUB-TASKS\n", len(s.Recruits), accepted)
 	for _, st := range s.SubTasks {
-		fmt.Fprintf(w, "  %-6s %-10s %-24s attempt %d  %s\n", st.ID, st.Status, shortAddr(st.AssignedAgent), st.Attempts, clip(st.Description, 50))
+		fmt.Fprintf(w, "  %-6s %-10s %-24s attempt %d  %s\n", st.ID, st.Status, shortAddr(st.AssignedAgent), st.Attempts, demo.Clip(st.Description, 50))
 		if st.Error != "" && st.Status != swarm.SubTaskCompleted {
-			fmt.Fprintf(w, "         last error: %s\n", clip(st.Error, 100))
+			fmt.Fprintf(w, "         last error: %s\n", demo.Clip(st.Error, 100))
 		}
 		if r := s.Results[st.ID]; len(r) > 0 {
-			fmt.Fprintf(w, "         result: %s\n", clip(resultText(r), 100))
+			fmt.Fprintf(w, "         result: %s\n", demo.Clip(demo.ResultText(r), 100))
 		}
 	}
-}
-
-// resultText is a short readable form of a result: its "summary" or
-// "done" field if it has one, else the JSON.
-func resultText(r json.RawMessage) string {
-	var m map[string]any
-	if json.Unmarshal(r, &m) == nil {
-		for _, k := range []string{"summary", "done", "result", "text"} {
-			if s, ok := m[k].(string); ok {
-				return s
-			}
-		}
-	}
-	return string(r)
 }
 
 // followSwarm follows a swarm until it ends: on a terminal, changes scroll
@@ -326,15 +312,15 @@ func followSwarm(cmd *cobra.Command, g *globals, cl *node.Client, id string) err
 			seen[st.ID] = key
 			switch st.Status {
 			case swarm.SubTaskRunning:
-				lines = append(lines, fmt.Sprintf("  %s -> %s (attempt %d): %s", st.ID, shortAddr(st.AssignedAgent), st.Attempts, clip(st.Description, 60)))
+				lines = append(lines, fmt.Sprintf("  %s -> %s (attempt %d): %s", st.ID, shortAddr(st.AssignedAgent), st.Attempts, demo.Clip(st.Description, 60)))
 			case swarm.SubTaskCompleted:
-				lines = append(lines, fmt.Sprintf("  %s done by %s: %s", st.ID, shortAddr(st.AssignedAgent), clip(resultText(s.Results[st.ID]), 70)))
+				lines = append(lines, fmt.Sprintf("  %s done by %s: %s", st.ID, shortAddr(st.AssignedAgent), demo.Clip(demo.ResultText(s.Results[st.ID]), 70)))
 			case swarm.SubTaskPending:
 				if st.Error != "" {
-					lines = append(lines, fmt.Sprintf("  %s failed, being reassigned: %s", st.ID, clip(st.Error, 70)))
+					lines = append(lines, fmt.Sprintf("  %s failed, being reassigned: %s", st.ID, demo.Clip(st.Error, 70)))
 				}
 			case swarm.SubTaskFailed:
-				lines = append(lines, fmt.Sprintf("  %s escalated: %s", st.ID, clip(st.Error, 70)))
+				lines = append(lines, fmt.Sprintf("  %s escalated: %s", st.ID, demo.Clip(st.Error, 70)))
 			}
 		}
 		clear()
@@ -362,7 +348,7 @@ func followSwarm(cmd *cobra.Command, g *globals, cl *node.Client, id string) err
 		if last.Status == swarm.StatusCompleted {
 			fmt.Fprintln(g.stdout, "\nRESULTS")
 			for _, st := range last.SubTasks {
-				fmt.Fprintf(g.stdout, "  %s %s\n", st.ID, resultText(last.Results[st.ID]))
+				fmt.Fprintf(g.stdout, "  %s %s\n", st.ID, demo.ResultText(last.Results[st.ID]))
 			}
 		}
 	}
