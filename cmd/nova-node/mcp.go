@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"strings"
-	"sync"
 	"text/tabwriter"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -58,19 +58,23 @@ port "nova-node status" shows for metrics).`,
 	}
 }
 
-// relay copies in to conn and conn to out until either side ends.
+// relay copies in to conn and conn to out until either side ends. It waits
+// for the copy to out; the copy from in ends when in does (a read of stdin
+// cannot be interrupted, and the process exits right after).
 func relay(ctx context.Context, in io.Reader, out io.Writer, conn io.ReadWriteCloser) error {
-	done := make(chan error, 2)
-	var wg sync.WaitGroup
-	wg.Go(func() { _, err := io.Copy(conn, in); done <- err })
-	wg.Go(func() { _, err := io.Copy(out, conn); done <- err })
+	fromIn, toOut := make(chan error, 1), make(chan error, 1)
+	go func() { _, err := io.Copy(conn, in); fromIn <- err }()
+	go func() { _, err := io.Copy(out, conn); toOut <- err }()
 	var err error
 	select {
-	case err = <-done:
+	case err = <-fromIn:
+	case err = <-toOut:
+		toOut <- err
 	case <-ctx.Done():
 	}
-	conn.Close() // ends the copy from conn; the copy from stdin ends with stdin
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrClosedPipe) {
+	conn.Close() // ends the copy from conn
+	<-toOut
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrClosedPipe) || errors.Is(err, net.ErrClosed) {
 		err = nil
 	}
 	return err
