@@ -131,7 +131,7 @@ func (r *Router) validateBroadcast(_ context.Context, from peer.ID, msg *pubsub.
 		r.security(Event{Code: CodeOf(err), Detail: "malformed broadcast: " + err.Error(), Peer: publisher, SourceTier: -1, TargetTier: -1})
 		return pubsub.ValidationReject
 	}
-	if _, dup := r.seen.get("*\x00" + env.Sender + "\x00" + env.ID); dup {
+	if _, dup := r.seen.get(seenKey{env.Sender, env.ID, true}); dup {
 		return pubsub.ValidationIgnore
 	}
 	card, err := r.attributeAddr(publisher, publisher.String(), env.Sender)
@@ -171,11 +171,9 @@ func (r *Router) broadcastLoop() {
 		if !ok {
 			continue
 		}
-		key := "*\x00" + in.env.Sender + "\x00" + in.env.ID
-		if _, dup := r.seen.get(key); dup {
+		if !r.seen.putNew(seenKey{in.env.Sender, in.env.ID, true}, struct{}{}) {
 			continue
 		}
-		r.seen.put(key, struct{}{})
 		if !in.known {
 			r.log.Debugw("broadcast from an agent whose card is unknown here: forwarded, not delivered", "sender", in.env.Sender)
 			continue

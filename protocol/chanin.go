@@ -12,13 +12,30 @@ import (
 	"github.com/nova-node/nova-node/protocol/frame"
 )
 
+// Acknowledgements are coalesced: a receiver acknowledges a channel's
+// watermark at most ackDelay after it advanced, or at once when ackEvery
+// envelopes are unacknowledged or the sender asked (envMsg.AckNow, set by
+// Router.Send, which waits for it). A request needs no prompt ack (its
+// answer shows it arrived), and a one-way stream needs one ack per batch,
+// not per envelope: each ack frame costs a transport write on one side and
+// a read on the other (see "Performance rules" in the design).
+const (
+	ackDelay = 2 * time.Millisecond
+	ackEvery = 256
+)
+
 // inStream is the writing half of an inbound stream: the stream loop and
-// the channel workers send opened/ack/nack frames through it.
+// the channel workers send opened/ack/nack frames through it, and its ack
+// timer sends the coalesced acknowledgements.
 type inStream struct {
 	st  network.Stream
 	mu  sync.Mutex
 	bw  *bufio.Writer
 	err error
+
+	due   map[*inChannel]struct{} // channels whose watermark awaits an ack
+	timer *time.Timer             // sends due acks; armed while due is not empty
+	armed bool
 }
 
 func newInStream(st network.Stream) *inStream {
@@ -34,6 +51,10 @@ func (s *inStream) send(m *wireMsg, flush bool) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.writeLocked(b, flush)
+}
+
+func (s *inStream) writeLocked(b []byte, flush bool) {
 	if s.err != nil {
 		return
 	}
@@ -60,6 +81,75 @@ func (s *inStream) flush() {
 	}
 }
 
+// ack acknowledges ic's watermark now (flushed if asked), unless an ack
+// already covers it.
+func (s *inStream) ack(ic *inChannel, flush bool) {
+	ic.mu.Lock()
+	w := ic.watermark
+	stale := w <= ic.acked
+	if !stale {
+		ic.acked = w
+	}
+	ic.mu.Unlock()
+	if stale {
+		if flush {
+			s.flush()
+		}
+		return
+	}
+	s.send(&wireMsg{Kind: kindAck, Ch: ic.id, Seq: w}, flush)
+}
+
+// ackLater schedules an acknowledgement of ic's watermark within ackDelay.
+func (s *inStream) ackLater(ic *inChannel) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return
+	}
+	if s.due == nil {
+		s.due = make(map[*inChannel]struct{}, 1)
+	}
+	s.due[ic] = struct{}{}
+	if s.armed {
+		return
+	}
+	s.armed = true
+	if s.timer == nil {
+		s.timer = time.AfterFunc(ackDelay, s.sendDue)
+	} else {
+		s.timer.Reset(ackDelay)
+	}
+}
+
+// sendDue runs on the ack timer: it acknowledges every due channel in one
+// flush.
+func (s *inStream) sendDue() {
+	s.mu.Lock()
+	due := s.due
+	s.due, s.armed = nil, false
+	s.mu.Unlock()
+	for ic := range due {
+		s.ack(ic, false)
+	}
+	s.flush()
+}
+
+// close stops the ack timer when the stream ends; acks still due are
+// dropped (the sender retransmits what it has not seen acknowledged, and
+// the watermark makes that a duplicate).
+func (s *inStream) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err == nil {
+		s.err = ErrChannelClosed
+	}
+	if s.timer != nil {
+		s.timer.Stop()
+	}
+	s.due = nil
+}
+
 // inChannel is the receiving side of one channel. Envelopes are queued in
 // sequence order by the stream loop and handed to the agent's handler one at
 // a time by a worker goroutine (owned by the Router, alive only while the
@@ -74,17 +164,20 @@ type inChannel struct {
 
 	mu        sync.Mutex
 	watermark uint64
+	acked     uint64 // highest watermark sent in an ack
 	queued    uint64 // highest sequence accepted into the queue
 	queue     []inItem
 	running   bool
+	ackNow    bool // an item handled since the last ack asked for a prompt one
 	out       *inStream
 	dirty     bool
 }
 
 type inItem struct {
-	seq uint64
-	env *envelope.Envelope
-	err error // refused: nack instead of delivering
+	seq    uint64
+	env    *envelope.Envelope
+	err    error // refused: nack instead of delivering
+	ackNow bool  // the sender waits for the acknowledgement
 }
 
 // accept queues one envelope (or its refusal) unless it is a duplicate, and
@@ -93,6 +186,7 @@ func (r *Router) accept(ic *inChannel, out *inStream, it inItem) bool {
 	ic.mu.Lock()
 	ic.out = out
 	if it.seq <= ic.queued {
+		// A retransmission: the sender has not seen our ack, say it again.
 		w := ic.watermark
 		idle := !ic.running
 		ic.mu.Unlock()
@@ -102,6 +196,7 @@ func (r *Router) accept(ic *inChannel, out *inStream, it inItem) bool {
 		return true
 	}
 	ic.queued = it.seq
+	ic.ackNow = ic.ackNow || it.ackNow
 	// Fast path: the answer to a request this node is waiting for, with
 	// nothing queued before it, is handed over here without waking a worker
 	// (order is kept: the queue is empty). Handlers never run here.
@@ -113,9 +208,8 @@ func (r *Router) accept(ic *inChannel, out *inStream, it inItem) bool {
 		ic.watermark, ic.dirty = it.seq, true
 		if len(ic.queue) == 0 {
 			ic.running = false
-			w := ic.watermark
 			ic.mu.Unlock()
-			out.send(&wireMsg{Kind: kindAck, Ch: ic.id, Seq: w}, false)
+			r.ackDrained(ic, out, false)
 			return false
 		}
 		ic.mu.Unlock()
@@ -144,10 +238,10 @@ func (r *Router) work(ic *inChannel) {
 		ic.mu.Lock()
 		if len(ic.queue) == 0 || r.ctx.Err() != nil {
 			ic.running = false
-			w, out := ic.watermark, ic.out
+			out := ic.out
 			ic.mu.Unlock()
-			if out != nil && w > 0 {
-				out.send(&wireMsg{Kind: kindAck, Ch: ic.id, Seq: w}, true)
+			if out != nil {
+				r.ackDrained(ic, out, true)
 			}
 			return
 		}
@@ -165,6 +259,24 @@ func (r *Router) work(ic *inChannel) {
 		ic.watermark = it.seq
 		ic.dirty = true
 		ic.mu.Unlock()
+	}
+}
+
+// ackDrained acknowledges ic once its queue drained: at once (flushed if
+// flush) when the sender waits for it or many envelopes are unacknowledged,
+// otherwise within ackDelay.
+func (r *Router) ackDrained(ic *inChannel, out *inStream, flush bool) {
+	ic.mu.Lock()
+	now := ic.ackNow || ic.watermark-ic.acked >= ackEvery
+	ic.ackNow = false
+	zero := ic.watermark == 0
+	ic.mu.Unlock()
+	switch {
+	case zero:
+	case now:
+		out.ack(ic, flush)
+	default:
+		out.ackLater(ic)
 	}
 }
 
@@ -188,7 +300,8 @@ func (r *Router) dirtyWatermarks() map[string]uint64 {
 	return out
 }
 
-// isAwaited reports whether env answers a request waiting on this node.
+// isAwaited reports whether env (received: canonical addresses) answers a
+// request waiting on this node.
 func (r *Router) isAwaited(env *envelope.Envelope, ic *inChannel) bool {
 	if !isAnswerType(env.Type) || env.CorrelationID == "" {
 		return false
@@ -196,5 +309,5 @@ func (r *Router) isAwaited(env *envelope.Envelope, ic *inChannel) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	pr := r.pending[env.CorrelationID]
-	return pr != nil && pr.from == ic.to.Address() && pr.to == ic.from.Address()
+	return pr != nil && pr.from == env.Recipient && pr.to == env.Sender
 }

@@ -50,7 +50,8 @@ type outItem struct {
 	env       *envelope.Envelope
 	body      []byte // encoded frame, once the sequence is known
 	done      func(error)
-	urgent    bool
+	urgent    bool // flush at once: someone waits for this envelope or its answer
+	ackNow    bool // the sender waits for the acknowledgement itself
 	enq       time.Time
 	persisted bool
 	raw       []byte // the envelope's CBOR, for the outbox
@@ -98,7 +99,7 @@ func (c *outChannel) isClosed() bool {
 
 // enqueue hands env to the channel. done (which must not block) is called
 // once with nil when the receiver took it, or with the reason it never will.
-func (c *outChannel) enqueue(env *envelope.Envelope, raw []byte, urgent bool, done func(error)) error {
+func (c *outChannel) enqueue(env *envelope.Envelope, raw []byte, urgent, ackNow bool, done func(error)) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.stopped {
@@ -107,7 +108,7 @@ func (c *outChannel) enqueue(env *envelope.Envelope, raw []byte, urgent bool, do
 	if len(c.m.Pending()) >= maxPending {
 		return &deliveryError{Target: c.to, Reason: fmt.Sprintf("%d envelopes already wait for acknowledgement on this channel", maxPending)}
 	}
-	acts, err := c.m.Step(channel.Enqueue{Data: &outItem{env: env, raw: raw, done: done, urgent: urgent, enq: time.Now()}})
+	acts, err := c.m.Step(channel.Enqueue{Data: &outItem{env: env, raw: raw, done: done, urgent: urgent, ackNow: ackNow, enq: time.Now()}})
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrChannelClosed, err)
 	}
@@ -237,7 +238,7 @@ func (c *outChannel) transmit(items []channel.Item) {
 	for _, it := range items {
 		oi := it.Data.(*outItem)
 		if oi.body == nil {
-			b, err := envelope.EncMode().Marshal(&envMsg{Kind: kindEnvelope, Ch: c.id, Seq: it.Seq, Env: oi.raw})
+			b, err := envelope.EncMode().Marshal(&envMsg{Kind: kindEnvelope, Ch: c.id, Seq: it.Seq, Env: oi.raw, AckNow: oi.ackNow})
 			if err != nil {
 				continue // cannot happen for a validated envelope
 			}

@@ -29,15 +29,16 @@ func (r *Router) sendChannel(ctx context.Context, from string, to agentcard.Card
 		return &envelope.InvalidError{Field: "payload", Reason: fmt.Sprintf("envelope encodes to %d bytes, over the %d-byte frame limit", len(raw), r.o.maxFrame)}
 	}
 	var wait chan error
-	if done == nil {
+	ackNow := done == nil
+	if ackNow {
 		wait = make(chan error, 1)
 		done = func(err error) { wait <- err }
 	}
 	// If the pair's channel closed meanwhile (a refusal, or retries spent),
 	// a new channel is opened for the next envelope.
 	for attempt := 0; ; attempt++ {
-		c := r.outChannelFor(from, to.Address(), p)
-		err = c.enqueue(env, raw, urgent, done)
+		c := r.outChannelFor(from, env.Recipient, p)
+		err = c.enqueue(env, raw, urgent, ackNow, done)
 		if err == nil || attempt > 0 || r.isClosed() {
 			break
 		}
@@ -60,19 +61,24 @@ func (r *Router) sendChannel(ctx context.Context, from string, to agentcard.Card
 // receiver's refusal code) otherwise, exactly once per envelope.
 func (r *Router) Post(ctx context.Context, env *envelope.Envelope) (RoutingResult, error) {
 	start := time.Now()
-	res := RoutingResult{Path: PathLocal}
 	if env == nil {
-		return res, &envelope.InvalidError{Field: "envelope", Reason: "nil"}
+		return RoutingResult{Path: PathLocal}, &envelope.InvalidError{Field: "envelope", Reason: "nil"}
 	}
-	res.TargetAgentID = env.Recipient
 	env = env.Clone()
 	from, to, err := r.prepare(env)
+	return r.post(ctx, env, from, to, err, start)
+}
+
+// post delivers env, which was prepared (or admitted) with from, to and err
+// (a failure is only reported), without waiting for a remote
+// acknowledgement.
+func (r *Router) post(ctx context.Context, env *envelope.Envelope, from, to agentcard.Card, err error, start time.Time) (RoutingResult, error) {
+	res := RoutingResult{Path: PathLocal, TargetAgentID: env.Recipient}
 	if err != nil {
 		res.Error = fmt.Sprintf("%s: %v", CodeOf(err), err)
 		r.emitRoute(env, from, to, res.Path, start, err)
 		return res, err
 	}
-	res.TargetAgentID = to.Address()
 	r.recordThread(env)
 	if to.Host == r.selfStr {
 		err = r.deliverLocal(env, from, to, r.self)
@@ -81,7 +87,7 @@ func (r *Router) Post(ctx context.Context, env *envelope.Envelope) (RoutingResul
 		res.Path = PathRemote
 		// A failure is reported once, by the channel (emitFailure). An answer
 		// has someone waiting for it: it is flushed at once.
-		err = r.sendChannel(ctx, from.Address(), to, env, isAnswerType(env.Type), func(err error) {
+		err = r.sendChannel(ctx, env.Sender, to, env, isAnswerType(env.Type), func(err error) {
 			if err == nil {
 				r.emitSent(env, from, to, PathRemote, start)
 			}
@@ -152,18 +158,20 @@ func (r *Router) emitFailure(env *envelope.Envelope, c *outChannel, err error) {
 
 // deliverSync hands an envelope that arrived on a channel to its agent, on
 // the channel's worker: the handler runs now, in order. A request's answer
-// is posted back on the reverse channel.
+// is posted back on the reverse channel. env's addresses are canonical
+// (receive checked them against the channel's cards).
 func (r *Router) deliverSync(env *envelope.Envelope, from, to agentcard.Card, out *inStream) error {
 	via := r.self
 	if p, err := r.peerOf(from.Host); err == nil {
 		via = p
 	}
-	if _, dup := r.seen.get(from.Address() + "\x00" + env.ID); dup {
+	key := seenKey{from: env.Sender, id: env.ID}
+	if _, dup := r.seen.get(key); dup {
 		return nil
 	}
 	r.recordThread(env)
-	if r.matchAnswer(env, from, to) {
-		r.seen.put(from.Address()+"\x00"+env.ID, struct{}{})
+	if r.matchAnswer(env) {
+		r.seen.put(key, struct{}{})
 		r.emitReceived(env, from, to, via)
 		return nil
 	}
@@ -171,23 +179,24 @@ func (r *Router) deliverSync(env *envelope.Envelope, from, to agentcard.Card, ou
 	h := r.handlers[to.ID]
 	r.mu.Unlock()
 	if h == nil {
-		return &deliveryError{Target: to.Address(), Reason: "the agent has no handler on its node"}
+		return &deliveryError{Target: env.Recipient, Reason: "the agent has no handler on its node"}
 	}
-	r.noteAsked(env, from, to)
-	r.seen.put(from.Address()+"\x00"+env.ID, struct{}{})
+	r.noteAsked(env)
+	r.seen.put(key, struct{}{})
 	r.emitReceived(env, from, to, via)
 	r.runHandler(h, env, from, to)
 	return nil
 }
 
-// matchAnswer completes a waiting Request with its answer.
-func (r *Router) matchAnswer(env *envelope.Envelope, from, to agentcard.Card) bool {
+// matchAnswer completes a waiting Request with its answer. env's addresses
+// are canonical.
+func (r *Router) matchAnswer(env *envelope.Envelope) bool {
 	if !isAnswerType(env.Type) || env.CorrelationID == "" {
 		return false
 	}
 	r.mu.Lock()
 	pr := r.pending[env.CorrelationID]
-	if pr == nil || pr.from != to.Address() || pr.to != from.Address() {
+	if pr == nil || pr.from != env.Recipient || pr.to != env.Sender {
 		r.mu.Unlock()
 		return false
 	}

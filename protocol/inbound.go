@@ -46,6 +46,7 @@ func (r *Router) handleStream(st network.Stream) {
 
 	fr := frame.NewReader(st, r.o.maxFrame)
 	out := newInStream(st)
+	defer out.close()
 	for {
 		_ = st.SetReadDeadline(time.Now().Add(r.o.idleTimeout))
 		body, err := fr.Next()
@@ -87,7 +88,7 @@ func (r *Router) handleStream(st network.Stream) {
 			ic.mu.Lock()
 			dup := m.Seq <= ic.queued
 			ic.mu.Unlock()
-			it := inItem{seq: m.Seq}
+			it := inItem{seq: m.Seq, ackNow: m.Ack}
 			if !dup {
 				it.env, it.err = r.receive(p, pStr, ic, m.Env)
 			}
@@ -191,7 +192,7 @@ func (r *Router) receive(p peer.ID, pStr string, ic *inChannel, raw []byte) (*en
 		return nil, err
 	}
 	from, err := r.attribute(p, pStr, env)
-	if err == nil && env.Sender != ic.from.Address() {
+	if err == nil && !sameAddr(env.Sender, ic.from) {
 		err = &senderError{Sender: env.Sender, Peer: p, Reason: "the envelope's sender is not the agent this channel was opened for"}
 	}
 	if err != nil {
@@ -205,16 +206,19 @@ func (r *Router) receive(p peer.ID, pStr string, ic *inChannel, raw []byte) (*en
 	if err != nil {
 		return env, err
 	}
-	if to.Address() != ic.to.Address() {
+	if to.ID != ic.to.ID || to.Host != ic.to.Host {
 		return env, &senderError{Sender: env.Sender, Peer: p, Reason: "the envelope's recipient is not the agent this channel was opened for"}
+	}
+	if !sameAddr(env.Recipient, to) {
+		env.Recipient = to.Address() // canonical from here on
 	}
 	reply := false
 	if isAnswerType(env.Type) && env.CorrelationID != "" {
 		r.mu.Lock()
 		pr := r.pending[env.CorrelationID]
-		reply = pr != nil && pr.from == to.Address() && pr.to == from.Address()
+		reply = pr != nil && pr.from == env.Recipient && pr.to == env.Sender
 		r.mu.Unlock()
-		reply = reply || r.isAnswer(env, from, to)
+		reply = reply || r.isAnswer(env)
 	}
 	if err := r.checkPolicy(env, from, to, reply, p); err != nil {
 		return env, err

@@ -68,9 +68,9 @@ type Router struct {
 	opening    map[peer.ID]chan struct{}
 	inbound    map[network.Stream]struct{}
 	pending    map[string]*pendingReq
-	answerable *bounded[struct{}] // answerKey of every request/proposal sent or received
-	peerIDs    *bounded[peer.ID]  // card host string -> decoded peer ID
-	seen       *bounded[struct{}]
+	answerable *bounded[askKey, struct{}]  // every request/proposal sent or received
+	peerIDs    *bounded[string, peer.ID]   // card host string -> decoded peer ID
+	seen       *bounded[seenKey, struct{}] // envelopes delivered here
 	sealed     map[string]sealedCard
 	threads    *envelope.Threads
 
@@ -118,7 +118,7 @@ func New(h host.Host, reg *agentcard.Registry, opts ...Option) (*Router, error) 
 		h:          h,
 		self:       h.ID(),
 		selfStr:    h.ID().String(),
-		peerIDs:    newBounded[peer.ID](4096),
+		peerIDs:    newBounded[string, peer.ID](4096),
 		reg:        reg,
 		key:        key,
 		o:          o,
@@ -132,8 +132,8 @@ func New(h host.Host, reg *agentcard.Registry, opts ...Option) (*Router, error) 
 		opening:    make(map[peer.ID]chan struct{}),
 		inbound:    make(map[network.Stream]struct{}),
 		pending:    make(map[string]*pendingReq),
-		answerable: newBounded[struct{}](16384),
-		seen:       newBounded[struct{}](65536),
+		answerable: newBounded[askKey, struct{}](16384),
+		seen:       newBounded[seenKey, struct{}](65536),
 		sealed:     make(map[string]sealedCard),
 		threads:    envelope.NewThreads(10000),
 		sem:        make(chan struct{}, o.concurrency),
@@ -292,16 +292,22 @@ func (r *Router) Send(ctx context.Context, env *envelope.Envelope) (RoutingResul
 // emitFailure.
 func (r *Router) send(ctx context.Context, env *envelope.Envelope, wait bool) (RoutingResult, error) {
 	start := time.Now()
-	res := RoutingResult{Path: PathLocal}
 	if env == nil {
-		return res, &envelope.InvalidError{Field: "envelope", Reason: "nil"}
+		return RoutingResult{Path: PathLocal}, &envelope.InvalidError{Field: "envelope", Reason: "nil"}
 	}
-	res.TargetAgentID = env.Recipient
 	env = env.Clone()
 	if env.Recipient == envelope.Broadcast {
 		return r.sendBroadcast(ctx, env, start)
 	}
 	from, to, err := r.prepare(env)
+	return r.dispatch(ctx, env, from, to, err, wait, start)
+}
+
+// dispatch delivers env, which prepare returned with from, to and err (a
+// failure is only reported), and emits the routing decision and the
+// message-sent or error events.
+func (r *Router) dispatch(ctx context.Context, env *envelope.Envelope, from, to agentcard.Card, err error, wait bool, start time.Time) (RoutingResult, error) {
+	res := RoutingResult{Path: PathLocal, TargetAgentID: env.Recipient}
 	if err == nil {
 		// Recorded before it leaves: its answer may arrive before the ack.
 		r.recordThread(env)
@@ -313,13 +319,14 @@ func (r *Router) send(ctx context.Context, env *envelope.Envelope, wait bool) (R
 			if !wait {
 				done = func(error) {}
 			}
-			err = r.sendChannel(ctx, from.Address(), to, env, true, done)
+			err = r.sendChannel(ctx, env.Sender, to, env, true, done)
 		}
 	}
-	res.LatencyMs = float64(time.Since(start).Microseconds()) / 1000
+	now := time.Now()
+	res.LatencyMs = float64(now.Sub(start).Microseconds()) / 1000
 	ev := Event{
-		Type: EventRoutingDecision, Time: time.Now(), EnvelopeID: env.ID, Sender: env.Sender,
-		Recipient: env.Recipient, MessageType: env.Type, Path: res.Path, Latency: time.Since(start),
+		Type: EventRoutingDecision, Time: now, EnvelopeID: env.ID, Sender: env.Sender,
+		Recipient: env.Recipient, MessageType: env.Type, Path: res.Path, Latency: now.Sub(start),
 		Success: err == nil, SourceTier: -1, TargetTier: -1,
 	}
 	if from.ID != "" {
@@ -327,7 +334,6 @@ func (r *Router) send(ctx context.Context, env *envelope.Envelope, wait bool) (R
 	}
 	if to.ID != "" {
 		ev.TargetTier = int(to.Tier)
-		res.TargetAgentID = to.Address()
 	}
 	if err != nil {
 		res.Error = fmt.Sprintf("%s: %v", CodeOf(err), err)
@@ -351,17 +357,19 @@ func (r *Router) Request(ctx context.Context, env *envelope.Envelope) (*envelope
 	if env == nil {
 		return nil, RoutingResult{}, &envelope.InvalidError{Field: "envelope", Reason: "nil"}
 	}
+	if env.Recipient == envelope.Broadcast {
+		return r.sendErr(ctx, env, nil)
+	}
+	start := time.Now()
 	env = env.Clone()
-	// Resolve first so the waiter knows whom to expect the answer from.
-	from, to, err := r.resolve(env)
+	// Prepared (resolved, checked, canonical) first, so the waiter knows
+	// whom to expect the answer from.
+	from, to, err := r.prepare(env)
 	if err != nil {
-		return r.sendErr(ctx, env, err)
+		res, err := r.dispatch(ctx, env, from, to, err, false, start)
+		return nil, res, err
 	}
-	env.Sender, env.Recipient = from.Address(), to.Address()
-	if env.Metadata != nil {
-		env.Metadata.RoutingHint = ""
-	}
-	pr := &pendingReq{agentPair{from: from.Address(), to: to.Address()}, make(chan *envelope.Envelope, 1), make(chan error, 1)}
+	pr := &pendingReq{agentPair{from: env.Sender, to: env.Recipient}, make(chan *envelope.Envelope, 1), make(chan error, 1)}
 	r.mu.Lock()
 	r.pending[env.ID] = pr
 	r.mu.Unlock()
@@ -370,7 +378,7 @@ func (r *Router) Request(ctx context.Context, env *envelope.Envelope) (*envelope
 		delete(r.pending, env.ID)
 		r.mu.Unlock()
 	}()
-	res, err := r.send(ctx, env, false)
+	res, err := r.dispatch(ctx, env, from, to, nil, false, start)
 	if err != nil {
 		return nil, res, err
 	}
@@ -386,7 +394,7 @@ func (r *Router) Request(ctx context.Context, env *envelope.Envelope) (*envelope
 		}
 		return resp, res, nil
 	case <-ctx.Done():
-		return nil, res, fmt.Errorf("protocol: waiting for the answer of %s: %w", to.Address(), ctx.Err())
+		return nil, res, fmt.Errorf("protocol: waiting for the answer of %s: %w", env.Recipient, ctx.Err())
 	}
 }
 
@@ -508,15 +516,17 @@ func (r *Router) localSender(addr string) (agentcard.Card, error) {
 // reach: local first, then remote (the registry's order).
 func (r *Router) byCapability(env *envelope.Envelope, from agentcard.Card) (agentcard.Card, error) {
 	cards := r.reg.FindByCapability(env.Recipient)
-	viewer := sandbox.Agent{ID: from.Address(), Sandbox: from.SandboxID}
+	fromAddr := from.Address()
+	viewer := sandbox.Agent{ID: fromAddr, Sandbox: from.SandboxID}
 	for _, c := range cards {
-		if c.Address() == from.Address() {
+		if sameAddr(fromAddr, c) {
 			continue
 		}
-		if !r.o.policy.CheckDiscover(viewer, sandbox.Agent{ID: c.Address(), Sandbox: c.SandboxID}).Allowed {
+		cAddr := c.Address()
+		if !r.o.policy.CheckDiscover(viewer, sandbox.Agent{ID: cAddr, Sandbox: c.SandboxID}).Allowed {
 			continue // what from may not discover, capability routing does not offer
 		}
-		if r.policyErr(env, from, c, false) == nil {
+		if r.policyErr(env, from, c, fromAddr, cAddr, false) == nil {
 			return c, nil
 		}
 	}
@@ -536,18 +546,39 @@ func (r *Router) prepare(env *envelope.Envelope) (from, to agentcard.Card, err e
 	if err != nil {
 		return from, to, err
 	}
-	env.Sender, env.Recipient = from.Address(), to.Address()
+	return from, to, r.admit(env, from, to)
+}
+
+// admit canonicalises valid env, from local agent from to agent to: full
+// addresses, metadata from the sender's card; then applies the policy and
+// notes a question.
+func (r *Router) admit(env *envelope.Envelope, from, to agentcard.Card) error {
+	if !sameAddr(env.Sender, from) {
+		env.Sender = from.Address()
+	}
+	if !sameAddr(env.Recipient, to) {
+		env.Recipient = to.Address()
+	}
 	md := env.Metadata
 	if md == nil {
 		md = &envelope.Metadata{}
 		env.Metadata = md
 	}
 	md.Tier, md.SandboxID, md.RoutingHint = uint8(from.Tier), from.SandboxID, ""
-	if err := r.checkPolicy(env, from, to, r.isAnswer(env, from, to), r.self); err != nil {
-		return from, to, err
+	if err := r.checkPolicy(env, from, to, r.isAnswer(env), r.self); err != nil {
+		return err
 	}
-	r.noteAsked(env, from, to)
-	return from, to, nil
+	r.noteAsked(env)
+	return nil
+}
+
+// addrOf returns c's canonical address, which is hint when hint already is
+// it (no string is built then).
+func addrOf(c agentcard.Card, hint string) string {
+	if sameAddr(hint, c) {
+		return hint
+	}
+	return c.Address()
 }
 
 // isAnswerType reports whether envelopes of type t answer an earlier request
@@ -565,35 +596,30 @@ func asksForAnswer(t envelope.Type) bool {
 	return t == envelope.TypeRequest || t == envelope.TypeTaskProposal
 }
 
-// answerKey names one question: a request or proposal in thread from asker
-// to answerer. Keyed by thread rather than envelope ID so that the requests
-// of a long task (all in the proposal's thread, property 24) can each be
-// answered, by every agent that was asked.
-func answerKey(thread, asker, answerer string) string {
-	return thread + "\x00" + asker + "\x00" + answerer
-}
-
-// noteAsked records that from asked to something in env's thread, on the
-// asking node (when it leaves) and on the answering node (when it arrives),
-// so that the answer passes both nodes' policy as a reply.
-func (r *Router) noteAsked(env *envelope.Envelope, from, to agentcard.Card) {
+// noteAsked records that env's sender asked its recipient something in
+// env's thread, on the asking node (when it leaves) and on the answering
+// node (when it arrives), so that the answer passes both nodes' policy as a
+// reply. env's addresses are canonical (prepared or received).
+func (r *Router) noteAsked(env *envelope.Envelope) {
 	if asksForAnswer(env.Type) {
-		r.answerable.put(answerKey(env.ThreadID(), from.Address(), to.Address()), struct{}{})
+		r.answerable.put(askKey{env.ThreadID(), env.Sender, env.Recipient}, struct{}{})
 	}
 }
 
-// isAnswer reports whether env, from -> to, answers a question that to asked
-// from in env's thread. Tier rules do not apply to answers: whoever may ask
-// may be answered.
-func (r *Router) isAnswer(env *envelope.Envelope, from, to agentcard.Card) bool {
+// isAnswer reports whether env answers a question that its recipient asked
+// its sender in env's thread. Tier rules do not apply to answers: whoever
+// may ask may be answered. env's addresses are canonical.
+func (r *Router) isAnswer(env *envelope.Envelope) bool {
 	if !isAnswerType(env.Type) || env.CorrelationID == "" {
 		return false
 	}
-	_, ok := r.answerable.get(answerKey(env.CorrelationID, to.Address(), from.Address()))
+	_, ok := r.answerable.get(askKey{env.CorrelationID, env.Recipient, env.Sender})
 	return ok
 }
 
-func (r *Router) policyErr(env *envelope.Envelope, from, to agentcard.Card, reply bool) error {
+// policyErr applies the tier and sandbox rules to env from -> to, whose
+// canonical addresses are fromAddr and toAddr.
+func (r *Router) policyErr(env *envelope.Envelope, from, to agentcard.Card, fromAddr, toAddr string, reply bool) error {
 	just := ""
 	if env.Metadata != nil {
 		just = env.Metadata.EscalationJustification
@@ -603,23 +629,28 @@ func (r *Router) policyErr(env *envelope.Envelope, from, to agentcard.Card, repl
 	}); err != nil {
 		return err
 	}
-	d := r.o.policy.CheckReach(sandbox.Agent{ID: from.Address(), Sandbox: from.SandboxID}, sandbox.Agent{ID: to.Address(), Sandbox: to.SandboxID})
+	if !r.o.policy.Enforced {
+		return nil
+	}
+	d := r.o.policy.CheckReach(sandbox.Agent{ID: fromAddr, Sandbox: from.SandboxID}, sandbox.Agent{ID: toAddr, Sandbox: to.SandboxID})
 	if !d.Allowed {
 		return d.Err
 	}
 	return nil
 }
 
-// checkPolicy applies tier and sandbox rules and emits a security event for
-// a violation (escalation-required is a plain refusal, not an attack).
+// checkPolicy applies tier and sandbox rules to env, whose addresses are
+// canonical (env.Sender is from's, env.Recipient is to's), and emits a
+// security event for a violation (escalation-required is a plain refusal,
+// not an attack).
 func (r *Router) checkPolicy(env *envelope.Envelope, from, to agentcard.Card, reply bool, via peer.ID) error {
-	err := r.policyErr(env, from, to, reply)
+	err := r.policyErr(env, from, to, env.Sender, env.Recipient, reply)
 	if err == nil {
 		return nil
 	}
 	if errors.Is(err, tiers.ErrTierViolation) || errors.Is(err, sandbox.ErrSandboxViolation) {
 		r.security(Event{
-			EnvelopeID: env.ID, Sender: from.Address(), Recipient: to.Address(), MessageType: env.Type,
+			EnvelopeID: env.ID, Sender: env.Sender, Recipient: env.Recipient, MessageType: env.Type,
 			Code: CodeOf(err), Detail: err.Error(), Peer: via, SourceTier: int(from.Tier), TargetTier: int(to.Tier),
 		})
 	}
@@ -638,30 +669,23 @@ func (r *Router) security(ev Event) {
 // deliverLocal hands env to local agent `to`. via is the peer it came from
 // (self for local traffic).
 func (r *Router) deliverLocal(env *envelope.Envelope, from, to agentcard.Card, via peer.ID) error {
-	if _, dup := r.seen.get(from.Address() + "\x00" + env.ID); dup {
+	key := seenKey{from: env.Sender, id: env.ID}
+	if _, dup := r.seen.get(key); dup {
 		return nil // a retry of something already delivered: acknowledge, do not redeliver
 	}
 	r.recordThread(env)
-	if isAnswerType(env.Type) && env.CorrelationID != "" {
-		r.mu.Lock()
-		pr := r.pending[env.CorrelationID]
-		if pr != nil && pr.from == to.Address() && pr.to == from.Address() {
-			delete(r.pending, env.CorrelationID)
-			r.mu.Unlock()
-			r.seen.put(from.Address()+"\x00"+env.ID, struct{}{})
-			pr.ch <- env
-			r.emitReceived(env, from, to, via)
-			return nil
-		}
-		r.mu.Unlock()
+	if r.matchAnswer(env) {
+		r.seen.put(key, struct{}{})
+		r.emitReceived(env, from, to, via)
+		return nil
 	}
 	r.mu.Lock()
 	h := r.handlers[to.ID]
 	r.mu.Unlock()
 	if h == nil {
-		return &deliveryError{Target: to.Address(), Reason: "the agent has no handler on its node"}
+		return &deliveryError{Target: env.Recipient, Reason: "the agent has no handler on its node"}
 	}
-	r.noteAsked(env, from, to)
+	r.noteAsked(env)
 	select {
 	case r.sem <- struct{}{}:
 	case <-r.ctx.Done():
@@ -674,7 +698,7 @@ func (r *Router) deliverLocal(env *envelope.Envelope, from, to agentcard.Card, v
 		<-r.sem
 		return ErrChannelClosed
 	}
-	r.seen.put(from.Address()+"\x00"+env.ID, struct{}{})
+	r.seen.put(key, struct{}{})
 	r.emitReceived(env, from, to, via)
 	return nil
 }
@@ -685,8 +709,8 @@ func (r *Router) emitReceived(env *envelope.Envelope, from, to agentcard.Card, v
 		path = PathRemote
 	}
 	r.o.sink.Emit(Event{
-		Type: EventMessageReceived, Time: time.Now(), EnvelopeID: env.ID, Sender: from.Address(),
-		Recipient: to.Address(), MessageType: env.Type, Path: path, Success: true, Peer: via,
+		Type: EventMessageReceived, Time: time.Now(), EnvelopeID: env.ID, Sender: env.Sender,
+		Recipient: env.Recipient, MessageType: env.Type, Path: path, Success: true, Peer: via,
 		SourceTier: int(from.Tier), TargetTier: int(to.Tier),
 	})
 }
@@ -701,31 +725,47 @@ func (r *Router) runHandler(h Handler, env *envelope.Envelope, from, to agentcar
 		}
 		return
 	}
+	start := time.Now()
+	// A broadcast's recipient is "*": the replying agent is to.
+	toAddr, fromAddr := addrOf(to, env.Recipient), addrOf(from, env.Sender)
 	var resp *envelope.Envelope
 	var err error
 	switch {
 	case herr != nil:
-		resp, err = r.o.factory.ReplyAs(to.Address(), env, envelope.TypeError, ErrorPayload{Code: CodeOf(herr), Message: herr.Error()})
+		resp, err = r.o.factory.ReplyAs(toAddr, env, envelope.TypeError, ErrorPayload{Code: CodeOf(herr), Message: herr.Error()})
 	default:
 		if e, ok := reply.(*envelope.Envelope); ok && e != nil {
-			resp = e
+			// The agent's own envelope: copied (the agent keeps its own) and
+			// checked like any envelope it would send.
+			resp = e.Clone()
+			err = resp.Validate()
 		} else {
-			resp, err = r.o.factory.ReplyAs(to.Address(), env, envelope.TypeResponse, reply)
+			resp, err = r.o.factory.ReplyAs(toAddr, env, envelope.TypeResponse, reply)
 		}
 	}
 	if err != nil {
-		resp, err = r.o.factory.ReplyAs(to.Address(), env, envelope.TypeError, ErrorPayload{Code: CodeInternal, Message: "agent reply is not encodable: " + err.Error()})
+		resp, err = r.o.factory.ReplyAs(toAddr, env, envelope.TypeError, ErrorPayload{Code: CodeInternal, Message: "agent reply is not encodable: " + err.Error()})
 		if err != nil {
 			return
 		}
 	}
-	resp.Sender, resp.Recipient = to.Address(), from.Address()
+	resp.Sender, resp.Recipient = toAddr, fromAddr
 	if resp.CorrelationID == "" {
 		resp.CorrelationID = env.ThreadID()
 	}
-	if _, err := r.Post(ctx, resp); err != nil {
-		r.log.Debugw("reply not sent", "agent", to.ID, "to", from.Address(), "err", err)
+	// The reply goes back to the cards just used: no new resolution.
+	err = r.admitOpen(resp, to, from)
+	if _, err := r.post(ctx, resp, to, from, err, start); err != nil {
+		r.log.Debugw("reply not sent", "agent", to.ID, "to", fromAddr, "err", err)
 	}
+}
+
+// admitOpen is admit for a router that is still open.
+func (r *Router) admitOpen(env *envelope.Envelope, from, to agentcard.Card) error {
+	if r.isClosed() {
+		return ErrChannelClosed
+	}
+	return r.admit(env, from, to)
 }
 
 // safeCall runs a handler, turning a panic into an error so one bad agent

@@ -42,12 +42,16 @@ type wireMsg struct {
 }
 
 // envMsg is an envelope frame as sent: the envelope is already encoded
-// (envelope.EncodeCBOR, done once per envelope) and embedded as is.
+// (envelope.EncodeCBOR, done once per envelope) and embedded as is. AckNow
+// asks the receiver to acknowledge as soon as the envelope is handled,
+// because the sender is waiting for that acknowledgement (Router.Send);
+// otherwise the receiver coalesces acknowledgements (see ackDelay).
 type envMsg struct {
-	Kind uint8           `cbor:"k"`
-	Seq  uint64          `cbor:"s"`
-	Ch   string          `cbor:"h"`
-	Env  cbor.RawMessage `cbor:"e"`
+	Kind   uint8           `cbor:"k"`
+	Seq    uint64          `cbor:"s"`
+	Ch     string          `cbor:"h"`
+	Env    cbor.RawMessage `cbor:"e"`
+	AckNow bool            `cbor:"a,omitempty"`
 }
 
 // inMsg is wireMsg as received: the envelope stays raw CBOR until
@@ -65,6 +69,7 @@ type inMsg struct {
 	Cards [][]byte        `cbor:"c,omitempty"`
 	Code  string          `cbor:"x,omitempty"`
 	Msg   string          `cbor:"m,omitempty"`
+	Ack   bool            `cbor:"a,omitempty"`
 }
 
 func encodeMsg(m *wireMsg) ([]byte, error) {

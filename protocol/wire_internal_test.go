@@ -69,7 +69,7 @@ func FuzzDecodeMsg(f *testing.F) {
 }
 
 func TestBoundedForgetsOldest(t *testing.T) {
-	b := newBounded[int](3)
+	b := newBounded[string, int](3)
 	for i, k := range []string{"a", "b", "c", "d"} {
 		b.put(k, i)
 	}
