@@ -147,3 +147,31 @@ func BenchmarkRegistryGet(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkRegistryGetShared is [BenchmarkRegistryGet] without the copies.
+func BenchmarkRegistryGetShared(b *testing.B) {
+	r, local, localFull, remote := getBench(b)
+	for _, addr := range []struct{ name, addr string }{{"local", local}, {"local-full", localFull}, {"remote", remote}} {
+		b.Run(addr.name, func(b *testing.B) {
+			for b.Loop() {
+				if _, ok := r.GetShared(addr.addr); !ok {
+					b.Fatal("not found")
+				}
+			}
+		})
+	}
+	b.Run("remote+addr", func(b *testing.B) {
+		for b.Loop() {
+			if _, a, ok := r.GetSharedAddr(remote); !ok || a != remote {
+				b.Fatal("not found")
+			}
+		}
+	})
+	b.Run("resolve-full", func(b *testing.B) {
+		for b.Loop() {
+			if _, _, err := r.ResolveShared(remote); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
