@@ -174,4 +174,11 @@ func BenchmarkRegistryGetShared(b *testing.B) {
 			}
 		}
 	})
+	b.Run("first-capability", func(b *testing.B) {
+		for b.Loop() {
+			if _, _, ok := r.FirstByCapabilityShared("cap-3"); !ok {
+				b.Fatal("not found")
+			}
+		}
+	})
 }

@@ -469,6 +469,30 @@ func (r *Registry) FindByCapability(capID string) []Card {
 	return r.collect(r.byCap[capID], now)
 }
 
+// FirstByCapabilityShared returns the card [Registry.FindByCapability]
+// would return first, and its address, for routing by capability, where the
+// first match wins: one pass over the capability's index, without copying
+// or sorting the other cards. ok is false when no visible card offers capID.
+// The card shares its slices with the registry: the caller must not modify
+// their elements (see [Registry.GetShared]).
+func (r *Registry) FirstByCapabilityShared(capID string) (c Card, address string, ok bool) {
+	now := r.now()
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	var first *entry
+	for _, e := range r.byCap[capID] {
+		// Addresses are unique, so the least entry is the same whatever
+		// the map's iteration order.
+		if r.visible(e, now) && (first == nil || compareEntries(e, first) < 0) {
+			first = e
+		}
+	}
+	if first == nil {
+		return Card{}, "", false
+	}
+	return first.card, first.addr, true
+}
+
 // ResolveCapability is [Registry.FindByCapability] for callers that need at
 // least one card: none is a [*CapabilityNotFoundError] saying what was
 // searched.
@@ -722,15 +746,19 @@ func cards(es []*entry) []Card {
 }
 
 func sortEntries(es []*entry) {
-	slices.SortFunc(es, func(a, b *entry) int {
-		if a.local != b.local {
-			if a.local {
-				return -1
-			}
-			return 1
+	slices.SortFunc(es, compareEntries)
+}
+
+// compareEntries is the order of every query: local cards first, then
+// remote ones, each by address.
+func compareEntries(a, b *entry) int {
+	if a.local != b.local {
+		if a.local {
+			return -1
 		}
-		return cmp.Compare(a.addr, b.addr)
-	})
+		return 1
+	}
+	return cmp.Compare(a.addr, b.addr)
 }
 
 // where describes a whole-registry search for error messages.

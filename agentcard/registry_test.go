@@ -418,6 +418,9 @@ func TestQueryOrder(t *testing.T) {
 	if !slices.IsSortedFunc(got[:3], byAddress) || !slices.IsSortedFunc(got[3:], byAddress) {
 		t.Fatalf("not sorted: %v", addresses(got))
 	}
+	if first, addr, ok := r.FirstByCapabilityShared("x"); !ok || !reflect.DeepEqual(first, got[0]) || addr != got[0].Address() {
+		t.Fatalf("FirstByCapabilityShared = %s, %v; FindByCapability = %v", addr, ok, addresses(got))
+	}
 	if l := r.FindByTier(tiers.L0); len(l) != 1 || l[0].ID != "mars" {
 		t.Fatalf("FindByTier(L0) = %v", addresses(l))
 	}
@@ -599,11 +602,15 @@ func TestSharedCardsAreNeverModified(t *testing.T) {
 	if !ok || addr != remote.Address() {
 		t.Fatalf("GetSharedAddr = %q, %v", addr, ok)
 	}
+	byCap, _, ok := r.FirstByCapabilityShared("codegen.react")
+	if !ok || byCap.ID != "venus" {
+		t.Fatalf("FirstByCapabilityShared = %q, %v", byCap.ID, ok)
+	}
 	resolved, _, err := r.ResolveShared("mercury")
 	if err != nil {
 		t.Fatal(err)
 	}
-	shared := []agentcard.Card{local, rem, resolved}
+	shared := []agentcard.Card{local, rem, byCap, resolved}
 	want := make([]agentcard.Card, len(shared))
 	for i, c := range shared {
 		want[i] = c.Clone()
@@ -693,6 +700,13 @@ func TestSharedMatchesCopies(t *testing.T) {
 				t.Errorf("Resolve(%q) = %v %v, ResolveShared = %v %q %v", addr, res.Address(), err, rs.Address(), ra, err2)
 			}
 		}
+		for _, capID := range []string{"x", "y", "z", "w", "old", "none"} {
+			all := r.FindByCapability(capID)
+			c, ca, ok := r.FirstByCapabilityShared(capID)
+			if ok != (len(all) > 0) || (ok && (!reflect.DeepEqual(c, all[0]) || ca != all[0].Address())) {
+				t.Errorf("FirstByCapabilityShared(%q) = %v %q %v, FindByCapability = %v", capID, c.Address(), ca, ok, addresses(all))
+			}
+		}
 	}
 	t.Run("ttl", check)
 	r.Expire()
@@ -751,6 +765,7 @@ func TestSharedUnderConcurrentWrites(t *testing.T) {
 					func() (agentcard.Card, bool) { return r.GetShared("venus") },
 					func() (agentcard.Card, bool) { c, _, ok := r.GetSharedAddr(remote); return c, ok },
 					func() (agentcard.Card, bool) { c, _, err := r.ResolveShared("mercury"); return c, err == nil },
+					func() (agentcard.Card, bool) { c, _, ok := r.FirstByCapabilityShared("x"); return c, ok },
 				} {
 					if c, ok := get(); ok {
 						if !consistent(c) {
