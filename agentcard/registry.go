@@ -736,13 +736,49 @@ func (r *Registry) collect(m map[key]*entry, now time.Time) []Card {
 }
 
 // cards sorts es (local first, then by address) and copies their cards.
+// The copies' slices are cut from one array of each kind rather than
+// allocated card by card: a query returns up to every card, and those
+// allocations were most of its cost. Each slice's capacity is its length,
+// so appending to one card's slice copies it instead of writing over the
+// next card's.
 func cards(es []*entry) []Card {
 	sortEntries(es)
+	var np, ne, nc, nb int
+	for _, e := range es {
+		np += len(e.card.Protocols)
+		ne += len(e.card.Endpoints)
+		nc += len(e.card.Capabilities)
+		for i := range e.card.Capabilities {
+			nb += len(e.card.Capabilities[i].InputSchema) + len(e.card.Capabilities[i].OutputSchema)
+		}
+	}
+	protos, ends, caps, schemas := make([]string, 0, np), make([]Endpoint, 0, ne), make([]Capability, 0, nc), make(json.RawMessage, 0, nb)
 	out := make([]Card, len(es))
 	for i, e := range es {
-		out[i] = e.card.Clone()
+		c := e.card
+		c.Protocols = carve(&protos, c.Protocols)
+		c.Endpoints = carve(&ends, c.Endpoints)
+		c.Capabilities = carve(&caps, c.Capabilities)
+		for j := range c.Capabilities {
+			cp := &c.Capabilities[j] // in caps, the copy
+			cp.InputSchema = carve(&schemas, cp.InputSchema)
+			cp.OutputSchema = carve(&schemas, cp.OutputSchema)
+		}
+		out[i] = c
 	}
 	return out
+}
+
+// carve appends s to the array *a, which has room for it, and returns the
+// copy, capped at its length. Like [Card.Clone], nil stays nil and empty
+// stays empty.
+func carve[S ~[]E, E any](a *S, s S) S {
+	if s == nil {
+		return nil
+	}
+	n := len(*a)
+	*a = append(*a, s...)
+	return (*a)[n:len(*a):len(*a)]
 }
 
 func sortEntries(es []*entry) {

@@ -453,6 +453,59 @@ func TestReturnedCardsAreCopies(t *testing.T) {
 	}
 }
 
+// TestQueryCardsAreIndependentCopies checks the copies of the list queries,
+// whose slices share arrays with each other but not with the registry:
+// changing or appending to one card's slices changes no other card, and
+// nil and empty slices come back as they were stored.
+func TestQueryCardsAreIndependentCopies(t *testing.T) {
+	nodes := testNodes(t)
+	r := agentcard.NewRegistry(nodes[0].id)
+	mustRegister(t, r, benchCard())
+	bare := sampleCard("bare")
+	bare.Protocols, bare.Endpoints = nil, []agentcard.Endpoint{}
+	bare.Capabilities = []agentcard.Capability{{ID: "x", InputSchema: json.RawMessage{}}}
+	mustRegister(t, r, bare)
+	mustRegister(t, r, sampleCard("empty"))
+	c := benchCard()
+	c.ID = "mercury"
+	c.Host = nodes[1].id.String()
+	mustMerge(t, r, c)
+
+	want := r.List()
+	for _, w := range want {
+		if g, _ := r.Get(w.Address()); !reflect.DeepEqual(g, w) {
+			t.Fatalf("List gave %+v, Get %+v", w, g)
+		}
+	}
+	for i := range want {
+		got := r.List()
+		g := &got[i]
+		for j := range g.Protocols {
+			g.Protocols[j] = "changed"
+		}
+		for j := range g.Endpoints {
+			g.Endpoints[j].Address = "changed"
+		}
+		for j := range g.Capabilities {
+			g.Capabilities[j].ID = "changed"
+			for k := range g.Capabilities[j].InputSchema {
+				g.Capabilities[j].InputSchema[k] = ' '
+			}
+		}
+		g.Protocols = append(g.Protocols, "appended")
+		g.Endpoints = append(g.Endpoints, agentcard.Endpoint{Address: "appended"})
+		g.Capabilities = append(g.Capabilities, agentcard.Capability{ID: "appended"})
+		for j := range got {
+			if j != i && !reflect.DeepEqual(got[j], want[j]) {
+				t.Fatalf("changing %s changed %s: %+v", want[i].ID, want[j].ID, got[j])
+			}
+		}
+		if again := r.List(); !reflect.DeepEqual(again, want) {
+			t.Fatalf("changing %s changed the registry", want[i].ID)
+		}
+	}
+}
+
 func TestSerializeRoundTrip(t *testing.T) {
 	nodes := testNodes(t)
 	self, a := nodes[0].id, nodes[1].id
