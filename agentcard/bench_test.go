@@ -42,9 +42,9 @@ func BenchmarkOpen(b *testing.B) {
 	}
 }
 
-// BenchmarkResolve resolves names in a registry of 1,000 cards: 200 local
-// and 800 remote on 4 peers, 100 names hosted on two nodes.
-func BenchmarkResolve(b *testing.B) {
+// benchRegistry is a registry of 1,000 cards: 200 local and 800 remote on
+// 4 peers, 100 names hosted on two nodes, 10 capabilities of 100 cards each.
+func benchRegistry(b *testing.B) (*agentcard.Registry, []node) {
 	nodes := testNodes(b)
 	r := agentcard.NewRegistry(nodes[0].id)
 	for i := range 200 {
@@ -65,6 +65,12 @@ func BenchmarkResolve(b *testing.B) {
 	if n := len(r.List()); n != 1000 {
 		b.Fatalf("registry holds %d cards", n)
 	}
+	return r, nodes
+}
+
+// BenchmarkResolve resolves names in [benchRegistry].
+func BenchmarkResolve(b *testing.B) {
+	r, nodes := benchRegistry(b)
 	full := "remote-500@" + nodes[1].id.String()
 	b.Run("bare", func(b *testing.B) {
 		for b.Loop() {
@@ -98,6 +104,80 @@ func BenchmarkResolve(b *testing.B) {
 		for b.Loop() {
 			if got := r.FindByCapability("cap-3"); len(got) != 100 {
 				b.Fatalf("found %d", len(got))
+			}
+		}
+	})
+}
+
+// getBench is what the router looks up per message: its sender, a local
+// agent by bare name and by full address, and a remote recipient, each a
+// typical card ([benchCard]) in [benchRegistry].
+func getBench(b *testing.B) (r *agentcard.Registry, local, localFull, remote string) {
+	r, nodes := benchRegistry(b)
+	if _, err := r.Register(benchCard()); err != nil {
+		b.Fatal(err)
+	}
+	c := benchCard()
+	c.ID = "mercury"
+	c.Host = nodes[1].id.String()
+	if _, err := r.MergeRemote(c); err != nil {
+		b.Fatal(err)
+	}
+	return r, "venus", "venus@" + nodes[0].id.String(), c.Address()
+}
+
+func BenchmarkRegistryGet(b *testing.B) {
+	r, local, localFull, remote := getBench(b)
+	for _, addr := range []struct{ name, addr string }{{"local", local}, {"local-full", localFull}, {"remote", remote}} {
+		b.Run(addr.name, func(b *testing.B) {
+			for b.Loop() {
+				if _, ok := r.Get(addr.addr); !ok {
+					b.Fatal("not found")
+				}
+			}
+		})
+	}
+	// The router's pattern before GetSharedAddr: the card, then its address.
+	b.Run("remote+addr", func(b *testing.B) {
+		for b.Loop() {
+			c, ok := r.Get(remote)
+			if !ok || c.Address() != remote {
+				b.Fatal("not found")
+			}
+		}
+	})
+}
+
+// BenchmarkRegistryGetShared is [BenchmarkRegistryGet] without the copies.
+func BenchmarkRegistryGetShared(b *testing.B) {
+	r, local, localFull, remote := getBench(b)
+	for _, addr := range []struct{ name, addr string }{{"local", local}, {"local-full", localFull}, {"remote", remote}} {
+		b.Run(addr.name, func(b *testing.B) {
+			for b.Loop() {
+				if _, ok := r.GetShared(addr.addr); !ok {
+					b.Fatal("not found")
+				}
+			}
+		})
+	}
+	b.Run("remote+addr", func(b *testing.B) {
+		for b.Loop() {
+			if _, a, ok := r.GetSharedAddr(remote); !ok || a != remote {
+				b.Fatal("not found")
+			}
+		}
+	})
+	b.Run("resolve-full", func(b *testing.B) {
+		for b.Loop() {
+			if _, _, err := r.ResolveShared(remote); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("first-capability", func(b *testing.B) {
+		for b.Loop() {
+			if _, _, ok := r.FirstByCapabilityShared("cap-3"); !ok {
+				b.Fatal("not found")
 			}
 		}
 	})

@@ -81,6 +81,15 @@
 // candidate's full address, none a [*NotFoundError] saying what was
 // searched.
 //
+// Every card the registry returns is a deep copy, but for the router's
+// per-message lookups, which would spend more on the copies than on the
+// lookup: [Registry.GetShared], [Registry.GetSharedAddr],
+// [Registry.ResolveShared] and [Registry.FirstByCapabilityShared] return
+// the stored card with its slices shared, never to be modified by the
+// caller, and its address without building it.
+// The registry never edits a stored card, it replaces it, so a shared card
+// stays as it was whatever happens to the registry afterwards.
+//
 // # Errors
 //
 // Every error returned by this package carries a seed error code through a

@@ -20,7 +20,17 @@ import (
 // cards expire by comparing their last merge time with the injected clock
 // on every call. All methods are safe for concurrent use (one RWMutex).
 //
-// Every card it returns is a deep copy: callers may modify it freely.
+// Every card it returns is a deep copy, which callers may modify freely,
+// except those of the *Shared methods ([Registry.GetShared] and others),
+// which share their slices with the registry so that the router's
+// per-message lookups allocate nothing.
+//
+// That sharing is safe because a stored card's slices and schemas are never
+// written after it is stored (copy-on-write): every write path stores a new
+// deep copy in a new entry (put) and only ever drops old ones.
+// The one in-place update, the refresh of an equal revision in
+// [Registry.MergeRemote], sets LastSeenAt, a plain field that readers copy
+// under the lock with the rest of the Card value.
 type Registry struct {
 	self    peer.ID
 	selfStr string
@@ -44,8 +54,8 @@ type key struct {
 }
 
 type entry struct {
-	card  Card
-	addr  string
+	card  Card      // never modified in place but for LastSeenAt; see Registry
+	addr  string    // card.Address(), computed once for GetSharedAddr and sorting
 	seen  time.Time // last Register/MergeRemote, for the TTL of remote cards
 	local bool
 }
@@ -231,6 +241,8 @@ func (r *Registry) merge(c Card, seen, now time.Time) (changed bool, err error) 
 			return false, nil
 		case s.Revision == old.card.Revision:
 			if seen.After(old.seen) {
+				// In place, under the write lock: LastSeenAt is not shared
+				// with the copies GetShared handed out, only slices are.
 				old.seen = seen
 				old.card.LastSeenAt = s.LastSeenAt
 			}
@@ -306,44 +318,70 @@ func (r *Registry) Expire() int {
 	return n
 }
 
-// exact is the fast path of Get and Resolve: the visible card at a full
-// address "id@peer" of a known card, found without base58-decoding the peer.
-func (r *Registry) exact(addr string) (Card, bool) {
-	if !strings.Contains(addr, "@") {
-		return Card{}, false
+// exact is the fast path of every lookup by address: the visible card at a
+// full address "id@peer" of a known card and that address, found without
+// base58-decoding the peer. A miss may still be a card under another
+// spelling of the peer ID, which the callers' slow paths find.
+func (r *Registry) exact(addr string) (Card, string, bool) {
+	if strings.IndexByte(addr, '@') < 0 {
+		return Card{}, "", false
 	}
-	now := r.now()
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	e, ok := r.byAddr[addr]
-	if !ok || !r.visible(e, now) {
-		return Card{}, false
+	if !ok || !r.live(e) {
+		return Card{}, "", false
 	}
-	return e.card.Clone(), true
+	return e.card, e.addr, true
 }
 
 // Get returns the card at an exact address: "id" and "id@self" name a
 // local card, "id@other" a visible remote card. Unlike [Registry.Resolve],
 // a bare id never matches a remote card.
 func (r *Registry) Get(addr string) (Card, bool) {
-	if c, ok := r.exact(addr); ok {
-		return c, true
+	c, _, ok := r.GetSharedAddr(addr)
+	return c.Clone(), ok
+}
+
+// GetShared is [Registry.Get] without the deep copy, for hot paths such as
+// the router's per-message lookups. The card's Protocols, Endpoints and
+// Capabilities (and the capabilities' schemas) are the registry's own: the
+// caller must not modify their elements. Appending is safe (the stored
+// slices have no spare capacity, so append copies), and so is assigning a
+// new slice or any other field, as the Card itself is a copy. The card
+// never changes under the caller: the registry replaces stored cards, it
+// never edits them, so a later Register or MergeRemote leaves it as it was.
+func (r *Registry) GetShared(addr string) (Card, bool) {
+	c, _, ok := r.GetSharedAddr(addr)
+	return c, ok
+}
+
+// GetSharedAddr is [Registry.GetShared] that also returns the card's
+// address, c.Address(), which the registry keeps: the router needs it for
+// every message, and Card.Address allocates it anew on every call.
+func (r *Registry) GetSharedAddr(addr string) (c Card, address string, ok bool) {
+	if c, a, ok := r.exact(addr); ok {
+		return c, a, true
 	}
-	id, host, err := SplitAddress(addr)
-	if err != nil {
-		return Card{}, false
+	var k key
+	if strings.IndexByte(addr, '@') < 0 {
+		// A bare id is local. Every stored id is valid, so an invalid one
+		// misses without SplitAddress checking it.
+		k = key{r.self, addr}
+	} else {
+		id, host, err := SplitAddress(addr)
+		if err != nil {
+			return Card{}, "", false
+		}
+		k = key{host, id}
 	}
-	if host == "" {
-		host = r.self
-	}
-	now := r.now()
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	e, ok := r.cards[key{host, id}]
-	if !ok || !r.visible(e, now) {
-		return Card{}, false
+	e, ok := r.cards[k]
+	if !ok || !r.live(e) {
+		return Card{}, "", false
 	}
-	return e.card.Clone(), true
+	return e.card, e.addr, true
 }
 
 // Resolve finds the card an address names. "id@peer" is exact (a
@@ -353,40 +391,56 @@ func (r *Registry) Get(addr string) (Card, bool) {
 // one of them is local. A malformed address is an [*AddressError]. A
 // [*NotFoundError]'s Where says what was searched.
 func (r *Registry) Resolve(addr string) (Card, error) {
-	if c, ok := r.exact(addr); ok {
-		return c, nil
+	c, _, err := r.ResolveShared(addr)
+	if err != nil {
+		return Card{}, err
+	}
+	return c.Clone(), nil
+}
+
+// ResolveShared is [Registry.Resolve] without the deep copy, and with the
+// card's address as [Registry.GetSharedAddr] returns it. The card shares
+// its slices with the registry: the caller must not modify their elements
+// (see [Registry.GetShared]).
+func (r *Registry) ResolveShared(addr string) (c Card, address string, err error) {
+	if c, a, ok := r.exact(addr); ok {
+		return c, a, nil
 	}
 	id, host, err := SplitAddress(addr)
 	if err != nil {
-		return Card{}, err
+		return Card{}, "", err
 	}
 	now := r.now()
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	if host != "" {
 		if e, ok := r.cards[key{host, id}]; ok && r.visible(e, now) {
-			return e.card.Clone(), nil
+			return e.card, e.addr, nil
 		}
-		return Card{}, &NotFoundError{Query: addr, Where: r.whereHost(host, now)}
+		return Card{}, "", &NotFoundError{Query: addr, Where: r.whereHost(host, now)}
 	}
-	var found []*entry
+	var found *entry
+	n := 0
 	for _, e := range r.byID[id] {
 		if r.visible(e, now) {
-			found = append(found, e)
+			found = e
+			n++
 		}
 	}
-	switch len(found) {
+	switch n {
 	case 0:
-		return Card{}, &NotFoundError{Query: addr, Where: r.where(now)}
+		return Card{}, "", &NotFoundError{Query: addr, Where: r.where(now)}
 	case 1:
-		return found[0].card.Clone(), nil
+		return found.card, found.addr, nil
 	}
-	cands := make([]string, len(found))
-	for i, e := range found {
-		cands[i] = e.addr
+	cands := make([]string, 0, n)
+	for _, e := range r.byID[id] {
+		if r.visible(e, now) {
+			cands = append(cands, e.addr)
+		}
 	}
 	slices.Sort(cands)
-	return Card{}, &AmbiguousError{Name: id, Candidates: cands}
+	return Card{}, "", &AmbiguousError{Name: id, Candidates: cands}
 }
 
 // ByID returns the visible cards whose ID is id (local and remote), sorted
@@ -413,6 +467,30 @@ func (r *Registry) FindByCapability(capID string) []Card {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	return r.collect(r.byCap[capID], now)
+}
+
+// FirstByCapabilityShared returns the card [Registry.FindByCapability]
+// would return first, and its address, for routing by capability, where the
+// first match wins: one pass over the capability's index, without copying
+// or sorting the other cards. ok is false when no visible card offers capID.
+// The card shares its slices with the registry: the caller must not modify
+// their elements (see [Registry.GetShared]).
+func (r *Registry) FirstByCapabilityShared(capID string) (c Card, address string, ok bool) {
+	now := r.now()
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	var first *entry
+	for _, e := range r.byCap[capID] {
+		// Addresses are unique, so the least entry is the same whatever
+		// the map's iteration order.
+		if r.visible(e, now) && (first == nil || compareEntries(e, first) < 0) {
+			first = e
+		}
+	}
+	if first == nil {
+		return Card{}, "", false
+	}
+	return first.card, first.addr, true
 }
 
 // ResolveCapability is [Registry.FindByCapability] for callers that need at
@@ -570,9 +648,17 @@ func (r *Registry) visible(e *entry, now time.Time) bool {
 	return e.local || r.ttl <= 0 || now.Sub(e.seen) < r.ttl
 }
 
+// live is visible at the clock's current time, reading the clock only for a
+// remote card that expires: the lookups of local agents, the commonest on
+// the router's path, then skip it.
+func (r *Registry) live(e *entry) bool {
+	return e.local || r.ttl <= 0 || r.now().Sub(e.seen) < r.ttl
+}
+
 // put stores e under k, replacing and unindexing any previous entry.
 // r.mu must be held for writing.
 func (r *Registry) put(k key, e *entry) {
+	clip(&e.card)
 	r.remove(k)
 	r.cards[k] = e
 	r.byAddr[e.addr] = e
@@ -605,6 +691,21 @@ func (r *Registry) remove(k key) {
 	delete(r.byTier[e.card.Tier], k)
 }
 
+// clip removes the spare capacity of a card about to be stored, so that a
+// caller of GetShared appending to one of its slices gets a new array
+// instead of writing past the end of the registry's, which other callers
+// share. c must be the registry's own copy, not yet shared.
+func clip(c *Card) {
+	c.Protocols = slices.Clip(c.Protocols)
+	c.Endpoints = slices.Clip(c.Endpoints)
+	c.Capabilities = slices.Clip(c.Capabilities)
+	for i := range c.Capabilities {
+		cp := &c.Capabilities[i]
+		cp.InputSchema = slices.Clip(cp.InputSchema)
+		cp.OutputSchema = slices.Clip(cp.OutputSchema)
+	}
+}
+
 func index(m map[string]map[key]*entry, name string, k key, e *entry) {
 	s := m[name]
 	if s == nil {
@@ -635,25 +736,65 @@ func (r *Registry) collect(m map[key]*entry, now time.Time) []Card {
 }
 
 // cards sorts es (local first, then by address) and copies their cards.
+// The copies' slices are cut from one array of each kind rather than
+// allocated card by card: a query returns up to every card, and those
+// allocations were most of its cost. Each slice's capacity is its length,
+// so appending to one card's slice copies it instead of writing over the
+// next card's.
 func cards(es []*entry) []Card {
 	sortEntries(es)
+	var np, ne, nc, nb int
+	for _, e := range es {
+		np += len(e.card.Protocols)
+		ne += len(e.card.Endpoints)
+		nc += len(e.card.Capabilities)
+		for i := range e.card.Capabilities {
+			nb += len(e.card.Capabilities[i].InputSchema) + len(e.card.Capabilities[i].OutputSchema)
+		}
+	}
+	protos, ends, caps, schemas := make([]string, 0, np), make([]Endpoint, 0, ne), make([]Capability, 0, nc), make(json.RawMessage, 0, nb)
 	out := make([]Card, len(es))
 	for i, e := range es {
-		out[i] = e.card.Clone()
+		c := e.card
+		c.Protocols = carve(&protos, c.Protocols)
+		c.Endpoints = carve(&ends, c.Endpoints)
+		c.Capabilities = carve(&caps, c.Capabilities)
+		for j := range c.Capabilities {
+			cp := &c.Capabilities[j] // in caps, the copy
+			cp.InputSchema = carve(&schemas, cp.InputSchema)
+			cp.OutputSchema = carve(&schemas, cp.OutputSchema)
+		}
+		out[i] = c
 	}
 	return out
 }
 
+// carve appends s to the array *a, which has room for it, and returns the
+// copy, capped at its length. Like [Card.Clone], nil stays nil and empty
+// stays empty.
+func carve[S ~[]E, E any](a *S, s S) S {
+	if s == nil {
+		return nil
+	}
+	n := len(*a)
+	*a = append(*a, s...)
+	return (*a)[n:len(*a):len(*a)]
+}
+
 func sortEntries(es []*entry) {
-	slices.SortFunc(es, func(a, b *entry) int {
-		if a.local != b.local {
-			if a.local {
-				return -1
-			}
-			return 1
+	slices.SortFunc(es, compareEntries)
+}
+
+// compareEntries is the order of every query: local cards first, then
+// remote ones, each by address.
+func compareEntries(a, b *entry) int {
+	if a.local != b.local {
+		if a.local {
+			return -1
 		}
-		return cmp.Compare(a.addr, b.addr)
-	})
+		return 1
+	}
+	return cmp.Compare(a.addr, b.addr)
 }
 
 // where describes a whole-registry search for error messages.

@@ -1,8 +1,10 @@
 package agentcard_test
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -416,6 +418,9 @@ func TestQueryOrder(t *testing.T) {
 	if !slices.IsSortedFunc(got[:3], byAddress) || !slices.IsSortedFunc(got[3:], byAddress) {
 		t.Fatalf("not sorted: %v", addresses(got))
 	}
+	if first, addr, ok := r.FirstByCapabilityShared("x"); !ok || !reflect.DeepEqual(first, got[0]) || addr != got[0].Address() {
+		t.Fatalf("FirstByCapabilityShared = %s, %v; FindByCapability = %v", addr, ok, addresses(got))
+	}
 	if l := r.FindByTier(tiers.L0); len(l) != 1 || l[0].ID != "mars" {
 		t.Fatalf("FindByTier(L0) = %v", addresses(l))
 	}
@@ -445,6 +450,59 @@ func TestReturnedCardsAreCopies(t *testing.T) {
 	}
 	if len(r.FindByCapability("x")) != 1 {
 		t.Fatal("index corrupted by a caller's change")
+	}
+}
+
+// TestQueryCardsAreIndependentCopies checks the copies of the list queries,
+// whose slices share arrays with each other but not with the registry:
+// changing or appending to one card's slices changes no other card, and
+// nil and empty slices come back as they were stored.
+func TestQueryCardsAreIndependentCopies(t *testing.T) {
+	nodes := testNodes(t)
+	r := agentcard.NewRegistry(nodes[0].id)
+	mustRegister(t, r, benchCard())
+	bare := sampleCard("bare")
+	bare.Protocols, bare.Endpoints = nil, []agentcard.Endpoint{}
+	bare.Capabilities = []agentcard.Capability{{ID: "x", InputSchema: json.RawMessage{}}}
+	mustRegister(t, r, bare)
+	mustRegister(t, r, sampleCard("empty"))
+	c := benchCard()
+	c.ID = "mercury"
+	c.Host = nodes[1].id.String()
+	mustMerge(t, r, c)
+
+	want := r.List()
+	for _, w := range want {
+		if g, _ := r.Get(w.Address()); !reflect.DeepEqual(g, w) {
+			t.Fatalf("List gave %+v, Get %+v", w, g)
+		}
+	}
+	for i := range want {
+		got := r.List()
+		g := &got[i]
+		for j := range g.Protocols {
+			g.Protocols[j] = "changed"
+		}
+		for j := range g.Endpoints {
+			g.Endpoints[j].Address = "changed"
+		}
+		for j := range g.Capabilities {
+			g.Capabilities[j].ID = "changed"
+			for k := range g.Capabilities[j].InputSchema {
+				g.Capabilities[j].InputSchema[k] = ' '
+			}
+		}
+		g.Protocols = append(g.Protocols, "appended")
+		g.Endpoints = append(g.Endpoints, agentcard.Endpoint{Address: "appended"})
+		g.Capabilities = append(g.Capabilities, agentcard.Capability{ID: "appended"})
+		for j := range got {
+			if j != i && !reflect.DeepEqual(got[j], want[j]) {
+				t.Fatalf("changing %s changed %s: %+v", want[i].ID, want[j].ID, got[j])
+			}
+		}
+		if again := r.List(); !reflect.DeepEqual(again, want) {
+			t.Fatalf("changing %s changed the registry", want[i].ID)
+		}
 	}
 }
 
@@ -572,4 +630,212 @@ func TestRequirement10_3_SandboxTagTravelsWithTheCard(t *testing.T) {
 	if err != nil || got.SandboxID != "ultra-sandbox-7" {
 		t.Fatalf("remote copy has sandbox %q (%v)", got.SandboxID, err)
 	}
+}
+
+// TestSharedCardsAreNeverModified checks the copy-on-write contract of the
+// *Shared methods: a card they returned stays as it was however the
+// registry changes afterwards, and appending to its slices does not reach
+// the registry or other callers.
+func TestSharedCardsAreNeverModified(t *testing.T) {
+	nodes := testNodes(t)
+	clock := newClock()
+	r := agentcard.NewRegistry(nodes[0].id, agentcard.WithClock(clock.Now))
+	mustRegister(t, r, benchCard())
+	remote := benchCard()
+	remote.ID = "mercury"
+	remote.Host = nodes[1].id.String()
+	remote.Revision = 1
+	mustMerge(t, r, remote)
+
+	local, ok := r.GetShared("venus")
+	if !ok {
+		t.Fatal("GetShared(venus) found nothing")
+	}
+	rem, addr, ok := r.GetSharedAddr(remote.Address())
+	if !ok || addr != remote.Address() {
+		t.Fatalf("GetSharedAddr = %q, %v", addr, ok)
+	}
+	byCap, _, ok := r.FirstByCapabilityShared("codegen.react")
+	if !ok || byCap.ID != "venus" {
+		t.Fatalf("FirstByCapabilityShared = %q, %v", byCap.ID, ok)
+	}
+	resolved, _, err := r.ResolveShared("mercury")
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared := []agentcard.Card{local, rem, byCap, resolved}
+	want := make([]agentcard.Card, len(shared))
+	for i, c := range shared {
+		want[i] = c.Clone()
+	}
+
+	// Every write path, each changing the slices' contents.
+	clock.Advance(time.Second)
+	c := benchCard()
+	c.Protocols[0] = "a2a/2.0"
+	c.Endpoints[0].Address = "changed"
+	c.Capabilities[0].InputSchema = json.RawMessage(`{"type":"string"}`)
+	c.Capabilities = c.Capabilities[1:]
+	mustRegister(t, r, c)
+	if err := r.Restore(c); err != nil {
+		t.Fatal(err)
+	}
+	remote.Revision = 2
+	remote.Capabilities[0].ID = "other"
+	mustMerge(t, r, remote)
+	clock.Advance(time.Second)
+	mustMerge(t, r, remote) // equal revision: refreshes LastSeenAt only
+	r.Unregister("venus")
+	r.RemovePeer(nodes[1].id)
+	r.Expire()
+	for i := range shared {
+		if !reflect.DeepEqual(shared[i], want[i]) {
+			t.Fatalf("shared card %d changed:\n%+v\nwant\n%+v", i, shared[i], want[i])
+		}
+	}
+
+	// Appends reallocate: two callers appending to their copies of one
+	// stored card do not write over each other or over the registry.
+	// A 17-byte schema, which a plain copy would give a capacity of 24.
+	c = benchCard()
+	c.Capabilities[0].InputSchema = json.RawMessage(`{"type":"string"}`)
+	mustRegister(t, r, c)
+	x, _ := r.GetShared("venus")
+	y, _ := r.GetShared("venus")
+	xp, yp := append(x.Protocols, "x"), append(y.Protocols, "y")
+	xe, ye := append(x.Endpoints, agentcard.Endpoint{Address: "x"}), append(y.Endpoints, agentcard.Endpoint{Address: "y"})
+	xc, yc := append(x.Capabilities, agentcard.Capability{ID: "x"}), append(y.Capabilities, agentcard.Capability{ID: "y"})
+	xs, ys := append(x.Capabilities[0].InputSchema, 'x'), append(y.Capabilities[0].InputSchema, 'y')
+	if xp[len(xp)-1] != "x" || xe[len(xe)-1].Address != "x" || xc[len(xc)-1].ID != "x" || xs[len(xs)-1] != 'x' ||
+		yp[len(yp)-1] != "y" || ye[len(ye)-1].Address != "y" || yc[len(yc)-1].ID != "y" || ys[len(ys)-1] != 'y' {
+		t.Fatal("appends to shared slices overlap")
+	}
+	if again, _ := r.Get("venus"); !reflect.DeepEqual(again, x) {
+		t.Fatal("appending to a shared card changed the registry")
+	}
+}
+
+// TestSharedMatchesCopies checks that the *Shared methods find what their
+// copying counterparts find, with the card's own address.
+func TestSharedMatchesCopies(t *testing.T) {
+	nodes := testNodes(t)
+	self, a, b := nodes[0].id, nodes[1].id, nodes[2].id
+	clock := newClock()
+	r := agentcard.NewRegistry(self, agentcard.WithClock(clock.Now), agentcard.WithRemoteTTL(time.Minute))
+	mustRegister(t, r, sampleCard("sun", "x"))
+	mustRegister(t, r, sampleCard("mars", "y"))
+	mustMerge(t, r, remoteCard("earth", a, 1, "x", "y"))
+	mustMerge(t, r, remoteCard("mars", a, 1, "x"))
+	mustMerge(t, r, remoteCard("io", b, 1, "z"))
+	clock.Advance(30 * time.Second)
+	mustMerge(t, r, remoteCard("io", a, 1, "w"))
+	mustMerge(t, r, remoteCard("old", b, 1, "old"))
+	clock.Advance(45 * time.Second) // expires io@b and, with it, capability z
+
+	at := func(id string, p peer.ID) string { return id + "@" + p.String() }
+	check := func(t *testing.T) {
+		for _, addr := range []string{
+			"sun", at("sun", self), "mars", at("mars", self), at("mars", a), "earth", at("earth", a),
+			at("earth", b), "io", at("io", a), at("io", b), "old", at("old", b), "pluto", "", "bad@@", "@", "sun@",
+			"sun@" + self.String() + "x",
+		} {
+			got, ok := r.Get(addr)
+			shared, ok2 := r.GetShared(addr)
+			shared2, sa, ok3 := r.GetSharedAddr(addr)
+			if ok != ok2 || ok != ok3 || !reflect.DeepEqual(got, shared) || !reflect.DeepEqual(got, shared2) ||
+				(ok && sa != got.Address()) || (!ok && sa != "") {
+				t.Errorf("Get(%q) = %v %v, GetShared = %v %v, GetSharedAddr = %v %q %v",
+					addr, got.Address(), ok, shared.Address(), ok2, shared2.Address(), sa, ok3)
+			}
+			res, err := r.Resolve(addr)
+			rs, ra, err2 := r.ResolveShared(addr)
+			if !reflect.DeepEqual(err, err2) || !reflect.DeepEqual(res, rs) || (err == nil && ra != res.Address()) {
+				t.Errorf("Resolve(%q) = %v %v, ResolveShared = %v %q %v", addr, res.Address(), err, rs.Address(), ra, err2)
+			}
+		}
+		for _, capID := range []string{"x", "y", "z", "w", "old", "none"} {
+			all := r.FindByCapability(capID)
+			c, ca, ok := r.FirstByCapabilityShared(capID)
+			if ok != (len(all) > 0) || (ok && (!reflect.DeepEqual(c, all[0]) || ca != all[0].Address())) {
+				t.Errorf("FirstByCapabilityShared(%q) = %v %q %v, FindByCapability = %v", capID, c.Address(), ca, ok, addresses(all))
+			}
+		}
+	}
+	t.Run("ttl", check)
+	r.Expire()
+	t.Run("expired", check)
+	t.Run("empty-self", func(t *testing.T) {
+		r = agentcard.NewRegistry("")
+		mustRegister(t, r, sampleCard("sun", "x"))
+		mustRegister(t, r, sampleCard("mars", "x"))
+		mustMerge(t, r, remoteCard("mars", a, 1, "x"))
+		check(t)
+	})
+}
+
+// TestSharedUnderConcurrentWrites reads shared cards while their agents are
+// registered and merged again with other data; run with -race, which
+// reports any write to memory a shared card still uses.
+func TestSharedUnderConcurrentWrites(t *testing.T) {
+	nodes := testNodes(t)
+	r := agentcard.NewRegistry(nodes[0].id)
+	version := func(id string, i int, host peer.ID) agentcard.Card {
+		c := sampleCard(id, fmt.Sprintf("c%d", i), "x")
+		c.Description = fmt.Sprint(i)
+		c.Protocols = []string{fmt.Sprint(i)}
+		c.Capabilities[0].InputSchema = json.RawMessage(fmt.Sprintf(`{"i":%d}`, i))
+		if host != "" {
+			c.Host = host.String()
+			c.Revision = uint64(i)
+		}
+		return c
+	}
+	// consistent reports whether every part of c says the same version.
+	consistent := func(c agentcard.Card) bool {
+		i := c.Description
+		return c.Protocols[0] == i && c.Capabilities[0].ID == "c"+i && string(c.Capabilities[0].InputSchema) == `{"i":`+i+`}`
+	}
+	mustRegister(t, r, version("venus", 0, ""))
+	mustMerge(t, r, version("mercury", 1, nodes[1].id))
+	remote := "mercury@" + nodes[1].id.String()
+
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for i := range 300 {
+			_, _ = r.Register(version("venus", i, ""))
+			_, _ = r.MergeRemote(version("mercury", i+1, nodes[1].id))
+			if i%50 == 0 {
+				r.Unregister("venus")
+				r.RemovePeer(nodes[1].id)
+			}
+		}
+	})
+	for range 3 {
+		wg.Go(func() {
+			var held []agentcard.Card
+			for range 300 {
+				for _, get := range []func() (agentcard.Card, bool){
+					func() (agentcard.Card, bool) { return r.GetShared("venus") },
+					func() (agentcard.Card, bool) { c, _, ok := r.GetSharedAddr(remote); return c, ok },
+					func() (agentcard.Card, bool) { c, _, err := r.ResolveShared("mercury"); return c, err == nil },
+					func() (agentcard.Card, bool) { c, _, ok := r.FirstByCapabilityShared("x"); return c, ok },
+				} {
+					if c, ok := get(); ok {
+						if !consistent(c) {
+							t.Errorf("shared card %s is torn: %+v", c.ID, c)
+							return
+						}
+						held = append(held, c)
+					}
+				}
+			}
+			for _, c := range held {
+				if !consistent(c) {
+					t.Errorf("shared card %s changed: %+v", c.ID, c)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
