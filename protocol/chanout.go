@@ -66,7 +66,7 @@ func (r *Router) newOutChannel(from, to string, p peer.ID) *outChannel {
 
 // outChannelFor returns the open-or-opening channel from -> to, creating it.
 func (r *Router) outChannelFor(from, to string, p peer.ID) *outChannel {
-	key := from + "\x00" + to
+	key := agentPair{from, to}
 	r.mu.Lock()
 	c := r.outByPair[key]
 	if c != nil && !c.isClosed() {
@@ -238,11 +238,7 @@ func (c *outChannel) transmit(items []channel.Item) {
 	for _, it := range items {
 		oi := it.Data.(*outItem)
 		if oi.body == nil {
-			b, err := envelope.EncMode().Marshal(&envMsg{Kind: kindEnvelope, Ch: c.id, Seq: it.Seq, Env: oi.raw, AckNow: oi.ackNow})
-			if err != nil {
-				continue // cannot happen for a validated envelope
-			}
-			oi.body = b
+			oi.body = appendEnvFrame(make([]byte, 0, envFrameLen(c.id, it.Seq, oi.raw, oi.ackNow)), c.id, it.Seq, oi.raw, oi.ackNow)
 		}
 		frames = append(frames, oi.body)
 		urgent = urgent || oi.urgent

@@ -275,7 +275,7 @@ func (r *Router) restoreLocked(oc OutboxChannel) {
 	}
 	c := &outChannel{r: r, id: oc.ID, from: oc.From, to: oc.To, p: p, metaSaved: true}
 	r.outByID[c.id] = c
-	r.outByPair[c.from+"\x00"+c.to] = c
+	r.outByPair[agentPair{c.from, c.to}] = c
 	m, acts := channel.Restore(r.o.channel, items, 1)
 	c.m = m
 	for _, a := range acts {

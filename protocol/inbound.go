@@ -47,6 +47,7 @@ func (r *Router) handleStream(st network.Stream) {
 	fr := frame.NewReader(st, r.o.maxFrame)
 	out := newInStream(st)
 	defer out.close()
+	var last *inChannel
 	for {
 		_ = st.SetReadDeadline(time.Now().Add(r.o.idleTimeout))
 		body, err := fr.Next()
@@ -77,9 +78,15 @@ func (r *Router) handleStream(st network.Stream) {
 				out.send(&wireMsg{Kind: kindOpened, Ch: m.Ch, W: w}, false)
 			}
 		case kindEnvelope:
-			r.mu.Lock()
-			ic := r.inChans[pStr+"/"+m.Ch]
-			r.mu.Unlock()
+			// A stream mostly carries one channel: remember the last one
+			// (inChans entries are never replaced, only created).
+			ic := last
+			if ic == nil || ic.id != m.Ch {
+				r.mu.Lock()
+				ic = r.inChans[pStr+"/"+m.Ch]
+				r.mu.Unlock()
+				last = ic
+			}
 			if ic == nil {
 				err := &deliveryError{Target: m.Ch, Reason: "unknown channel: open it first"}
 				out.send(&wireMsg{Kind: kindNack, Ch: m.Ch, Seq: m.Seq, Code: CodeChannelClosed, Msg: err.Error()}, false)
@@ -139,7 +146,7 @@ func (r *Router) localRecipient(addr string) (agentcard.Card, error) {
 	if host != "" && host != r.selfStr {
 		return agentcard.Card{}, &agentcard.NotFoundError{Query: addr, Where: "agents hosted on node " + shortID(r.self)}
 	}
-	to, ok := r.reg.Get(id)
+	to, ok := r.reg.GetShared(id) // read-only: the router never modifies cards
 	if !ok || to.Origin != agentcard.OriginLocal {
 		return agentcard.Card{}, &agentcard.NotFoundError{Query: addr, Where: fmt.Sprintf("the %d agents hosted on node %s", len(r.reg.Local()), shortID(r.self))}
 	}
@@ -248,7 +255,7 @@ func (r *Router) attributeAddr(p peer.ID, pStr, addr string) (agentcard.Card, er
 	if host != pStr {
 		return agentcard.Card{}, &senderError{Sender: addr, Peer: p, Reason: "the sender is not hosted by the peer at the other end of the stream"}
 	}
-	c, ok := r.reg.Get(addr)
+	c, ok := r.reg.GetShared(addr)
 	if !ok {
 		return agentcard.Card{}, &senderError{Sender: addr, Peer: p, Reason: "the peer has presented no signed card for this agent"}
 	}

@@ -60,7 +60,7 @@ type Router struct {
 	started    bool
 	closed     bool
 	handlers   map[string]Handler
-	outByPair  map[string]*outChannel // "from\x00to" -> current channel
+	outByPair  map[agentPair]*outChannel // current channel of each pair
 	outByID    map[string]*outChannel
 	inChans    map[string]*inChannel // "<peerID>/<channel id>"
 	watermarks map[string]uint64     // persisted inbound watermarks, loaded at Start
@@ -124,7 +124,7 @@ func New(h host.Host, reg *agentcard.Registry, opts ...Option) (*Router, error) 
 		o:          o,
 		log:        log.With("self", shortID(h.ID())),
 		handlers:   make(map[string]Handler),
-		outByPair:  make(map[string]*outChannel),
+		outByPair:  make(map[agentPair]*outChannel),
 		outByID:    make(map[string]*outChannel),
 		inChans:    make(map[string]*inChannel),
 		watermarks: make(map[string]uint64),
@@ -455,7 +455,8 @@ func (r *Router) resolve(env *envelope.Envelope) (from, to agentcard.Card, err e
 // discovery filter, requirement 10.4): unique, ambiguous or not found.
 func (r *Router) resolveFor(from agentcard.Card, addr string) (agentcard.Card, error) {
 	if strings.Contains(addr, "@") || !r.o.policy.Enforced {
-		return r.reg.Resolve(addr)
+		c, _, err := r.reg.ResolveShared(addr) // read-only: the router never modifies cards
+		return c, err
 	}
 	viewer := sandbox.Agent{ID: from.Address(), Sandbox: from.SandboxID}
 	var visible []agentcard.Card
@@ -505,7 +506,7 @@ func (r *Router) lookup(f func(ctx context.Context, res Resolver) error) bool {
 func (r *Router) localSender(addr string) (agentcard.Card, error) {
 	id, host, _ := strings.Cut(addr, "@")
 	if host == "" || host == r.selfStr {
-		if c, ok := r.reg.Get(id); ok && c.Origin == agentcard.OriginLocal {
+		if c, ok := r.reg.GetShared(id); ok && c.Origin == agentcard.OriginLocal {
 			return c, nil
 		}
 	}

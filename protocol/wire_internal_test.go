@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"testing"
 
+	"pgregory.net/rapid"
+
 	"github.com/nova-node/nova-node/envelope"
 )
 
@@ -83,4 +85,30 @@ func TestBoundedForgetsOldest(t *testing.T) {
 	if _, ok := b.get("b"); !ok {
 		t.Fatal("update evicted a key")
 	}
+}
+
+// appendEnvFrame must write exactly what the reflective encoder writes for
+// envMsg, or peers decoding with a strict mode could disagree with us.
+func TestAppendEnvFrameMatchesEncoder(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		ch := rapid.StringMatching(`[0-9a-f]{0,64}`).Draw(t, "ch")
+		seq := rapid.OneOf(rapid.Uint64Range(0, 300), rapid.Uint64(), rapid.Uint64Range(65530, 65540), rapid.Uint64Range(1<<32-2, 1<<32+2)).Draw(t, "seq")
+		ackNow := rapid.Bool().Draw(t, "ackNow")
+		env, err := envelope.EncodeCBOR(&envelope.Envelope{ID: "e1", SchemaVersion: 1, Sender: "a@x", Recipient: "b@y", Type: envelope.TypeNotification,
+			Timestamp: 1, Payload: []byte(rapid.StringMatching(`"[a-z]{0,300}"`).Draw(t, "payload"))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := envelope.EncMode().Marshal(&envMsg{Kind: kindEnvelope, Seq: seq, Ch: ch, Env: env, AckNow: ackNow})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := appendEnvFrame(nil, ch, seq, env, ackNow)
+		if !bytes.Equal(got, want) {
+			t.Fatalf("appendEnvFrame\n got %x\nwant %x", got, want)
+		}
+		if n := envFrameLen(ch, seq, env, ackNow); n != len(got) {
+			t.Fatalf("envFrameLen %d, frame is %d bytes", n, len(got))
+		}
+	})
 }

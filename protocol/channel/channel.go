@@ -332,7 +332,11 @@ func (m *Machine) settle(upTo uint64) []Item {
 		return nil
 	}
 	done := append([]Item(nil), m.pending[:i]...)
-	m.pending = append(m.pending[:0:0], m.pending[i:]...)
+	// Advance rather than copy the rest (an ack settles the head of a
+	// window that may hold thousands); cleared so the array keeps no data
+	// alive, and append reallocates it with only the live items.
+	clear(m.pending[:i])
+	m.pending = m.pending[i:]
 	return done
 }
 
