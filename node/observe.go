@@ -3,6 +3,7 @@ package node
 import (
 	"encoding/json"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -37,18 +38,34 @@ type Observer struct {
 	latencyNs float64
 	decisions uint64
 	audit     *os.File
-	subs      map[*Subscription]struct{}
+	subs      []*Subscription // a slice, not a map: Emit ranges over it on every event
 	prom      *promMetrics
 }
 
 // Subscription receives events as they happen. Its channel is buffered;
 // when the subscriber falls behind, events are dropped (never blocking the
-// router) and counted in Dropped.
+// router) and counted in Dropped. Events of a type it did not ask for are
+// neither sent nor counted as dropped.
 type Subscription struct {
 	C       <-chan protocol.Event
 	c       chan protocol.Event
 	o       *Observer
+	types   []string // nil: every type
 	dropped uint64
+}
+
+// wants reports whether s asked for events of type t. The list is short
+// (one or two types), so a scan beats a map.
+func (s *Subscription) wants(t string) bool {
+	if s.types == nil {
+		return true
+	}
+	for _, w := range s.types {
+		if w == t {
+			return true
+		}
+	}
+	return false
 }
 
 // Dropped reports how many events this subscriber missed.
@@ -62,25 +79,33 @@ func (s *Subscription) Dropped() uint64 {
 func (s *Subscription) Close() {
 	s.o.mu.Lock()
 	defer s.o.mu.Unlock()
-	if _, ok := s.o.subs[s]; ok {
-		delete(s.o.subs, s)
-		close(s.c)
+	for i, sub := range s.o.subs {
+		if sub == s {
+			s.o.subs = slices.Delete(s.o.subs, i, i+1)
+			close(s.c)
+			return
+		}
 	}
 }
 
-// Subscribe returns a subscription with a buffer of n events (default 256).
-func (o *Observer) Subscribe(n int) *Subscription {
+// Subscribe returns a subscription with a buffer of n events (default 256)
+// that receives the events of the given types (protocol.EventCardsReceived,
+// ...), or every event when no type is given. A subscriber that wants one
+// kind of event should name it: the router emits several events per
+// message, and each one sent to a subscriber that throws it away is a
+// goroutine wake-up on the message's path.
+func (o *Observer) Subscribe(n int, types ...string) *Subscription {
 	if n <= 0 {
 		n = 256
 	}
 	c := make(chan protocol.Event, n)
 	s := &Subscription{C: c, c: c, o: o}
+	if len(types) > 0 {
+		s.types = slices.Clone(types) // the caller's slice may change after the call
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.subs == nil {
-		o.subs = map[*Subscription]struct{}{}
-	}
-	o.subs[s] = struct{}{}
+	o.subs = append(o.subs, s)
 	return s
 }
 
@@ -125,7 +150,10 @@ func (o *Observer) Emit(ev protocol.Event) {
 		o.m.SecurityEvents++
 	}
 	o.prom.observe(ev)
-	for sub := range o.subs {
+	for _, sub := range o.subs {
+		if !sub.wants(ev.Type) {
+			continue
+		}
 		select {
 		case sub.c <- ev:
 		default:
@@ -186,10 +214,10 @@ func (o *Observer) Reset() {
 func (o *Observer) close() error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	for sub := range o.subs {
-		delete(o.subs, sub)
+	for _, sub := range o.subs {
 		close(sub.c)
 	}
+	o.subs = nil
 	if o.audit == nil {
 		return nil
 	}
