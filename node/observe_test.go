@@ -257,3 +257,44 @@ func TestSubscribeFiltersByType(t *testing.T) {
 	default:
 	}
 }
+
+// TestPrometheusCodeLabelsBounded: error and security codes can come from
+// peers (a nack's code, an agent's error payload), so past a bound new
+// codes share one series instead of adding a series each; known codes keep
+// theirs, and counts are as before.
+func TestPrometheusCodeLabelsBounded(t *testing.T) {
+	n := tierNode(t)
+	emit := func(typ, code string) {
+		n.Observer().Emit(protocol.Event{Type: typ, Code: code, SourceTier: -1, TargetTier: -1})
+	}
+	emit(protocol.EventError, "APP_SPECIFIC")
+	for i := 0; i < 500; i++ {
+		emit(protocol.EventError, fmt.Sprintf("PEER_CODE_%d", i))
+	}
+	emit(protocol.EventError, tiers.CodeTierViolation)
+	emit(protocol.EventError, tiers.CodeTierViolation)
+	emit(protocol.EventError, "APP_SPECIFIC")
+	emit(protocol.EventSecurity, "bad\xffutf8")
+	emit(protocol.EventSecurity, protocol.CodeUnauthorizedSender)
+
+	resp, err := http.Get(n.MetricsURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	body := string(b)
+	for _, want := range []string{`nova_errors_total{code="TIER_VIOLATION"} 2`, `nova_errors_total{code="APP_SPECIFIC"} 2`,
+		`nova_security_events_total{code="UNAUTHORIZED_SENDER"} 1`, `nova_security_events_total{code="OTHER"} 1`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	series := strings.Count(body, "\nnova_errors_total{")
+	if series > 80 {
+		t.Errorf("%d nova_errors_total series after 500 distinct peer codes", series)
+	}
+	if !strings.Contains(body, `nova_errors_total{code="OTHER"}`) {
+		t.Error("codes past the bound are not counted as OTHER")
+	}
+}
