@@ -138,11 +138,13 @@ func newPromMetrics() *promMetrics {
 	return m
 }
 
-// observe counts ev. The caller holds the Observer's mutex.
-func (m *promMetrics) observe(ev protocol.Event) {
+// observe counts ev, whose message type has index ti in promTypes (-1: not
+// there, or not looked up as ev is not a sent or received message). ev is a
+// pointer only to spare copying the event. The caller holds the Observer's
+// mutex.
+func (m *promMetrics) observe(ev *protocol.Event, ti int) {
 	switch ev.Type {
 	case protocol.EventMessageSent:
-		ti := promTypeIndex(ev.MessageType)
 		if ti < 0 { // not a valid type: cannot happen (see promTypes), kept uncached
 			m.sent.WithLabelValues(string(ev.MessageType)).Inc()
 			return
@@ -154,7 +156,7 @@ func (m *promMetrics) observe(ev protocol.Event) {
 		}
 		c.Inc()
 	case protocol.EventMessageReceived:
-		ti, pi := promTypeIndex(ev.MessageType), promPathIndex(ev.Path)
+		pi := promPathIndex(ev.Path)
 		if ti < 0 || pi < 0 { // cannot happen (see promTypes), kept uncached
 			m.received.WithLabelValues(string(ev.MessageType), ev.Path).Inc()
 			return

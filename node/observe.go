@@ -34,7 +34,8 @@ type Observer struct {
 	ring      []protocol.Event
 	next      int
 	full      bool
-	m         Metrics
+	m         Metrics  // MessagesByType holds only types outside promTypes (none in practice)
+	sentBy    []uint64 // messages sent by index in promTypes: no map update per message
 	latencyNs float64
 	decisions uint64
 	audit     *os.File
@@ -110,7 +111,7 @@ func (o *Observer) Subscribe(n int, types ...string) *Subscription {
 }
 
 func newObserver(auditPath string, size int) (*Observer, error) {
-	o := &Observer{ring: make([]protocol.Event, size), prom: newPromMetrics()}
+	o := &Observer{ring: make([]protocol.Event, size), prom: newPromMetrics(), sentBy: make([]uint64, len(promTypes))}
 	o.m.MessagesByType = map[envelope.Type]uint64{}
 	if auditPath != "" {
 		f, err := os.OpenFile(auditPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
@@ -130,16 +131,21 @@ func (o *Observer) Emit(ev protocol.Event) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.ring[o.next] = ev
-	o.next = (o.next + 1) % len(o.ring)
-	if o.next == 0 {
-		o.full = true
+	if o.next++; o.next == len(o.ring) {
+		o.next, o.full = 0, true
 	}
+	ti := -1 // ev.MessageType's index in promTypes, for the events counted by type
 	switch ev.Type {
 	case protocol.EventMessageSent:
 		o.m.TotalMessagesSent++
-		o.m.MessagesByType[ev.MessageType]++
+		if ti = promTypeIndex(ev.MessageType); ti >= 0 {
+			o.sentBy[ti]++
+		} else {
+			o.m.MessagesByType[ev.MessageType]++
+		}
 	case protocol.EventMessageReceived:
 		o.m.TotalMessagesReceived++
+		ti = promTypeIndex(ev.MessageType)
 	case protocol.EventRoutingDecision:
 		o.decisions++
 		o.latencyNs += float64(ev.Latency)
@@ -149,7 +155,7 @@ func (o *Observer) Emit(ev protocol.Event) {
 	case protocol.EventSecurity:
 		o.m.SecurityEvents++
 	}
-	o.prom.observe(ev)
+	o.prom.observe(&ev, ti)
 	for _, sub := range o.subs {
 		if !sub.wants(ev.Type) {
 			continue
@@ -200,6 +206,11 @@ func (o *Observer) Metrics() Metrics {
 	for k, v := range o.m.MessagesByType {
 		m.MessagesByType[k] = v
 	}
+	for i, v := range o.sentBy {
+		if v > 0 { // as with the map alone: a type appears once it was sent
+			m.MessagesByType[promTypes[i]] = v
+		}
+	}
 	return m
 }
 
@@ -208,6 +219,7 @@ func (o *Observer) Reset() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.m = Metrics{MessagesByType: map[envelope.Type]uint64{}}
+	clear(o.sentBy)
 	o.latencyNs, o.decisions = 0, 0
 }
 
