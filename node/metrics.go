@@ -7,11 +7,13 @@ import (
 	"net"
 	"net/http"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/nova-node/nova-node/envelope"
 	"github.com/nova-node/nova-node/protocol"
 )
 
@@ -25,6 +27,92 @@ type promMetrics struct {
 	errs     *prometheus.CounterVec
 	security *prometheus.CounterVec
 	latency  prometheus.Histogram
+
+	// The vectors' children by label values, so that observe, called for
+	// every router event, does not hash and check label values
+	// (WithLabelValues) each time. Filled on first use, so that a series
+	// still appears in /metrics only once it has counted something. Only
+	// observe touches them, under the Observer's mutex.
+	sentBy     []prometheus.Counter                 // by index in promTypes
+	receivedBy [][len(promPaths)]prometheus.Counter // by index in promTypes, then in promPaths
+	errsBy     codeCounters
+	securityBy codeCounters
+}
+
+// promTypes and promPaths are the label values of message types and routing
+// paths: fixed sets, as the router emits events only for envelopes that
+// passed envelope.Validate (on Send, and on decoding a peer's).
+var (
+	promTypes = envelope.Types()
+	promPaths = [...]string{protocol.PathLocal, protocol.PathRemote, protocol.PathBroadcast}
+)
+
+func promTypeIndex(t envelope.Type) int {
+	for i, pt := range promTypes {
+		if pt == t {
+			return i
+		}
+	}
+	return -1
+}
+
+func promPathIndex(p string) int {
+	for i, pp := range promPaths {
+		if pp == p {
+			return i
+		}
+	}
+	return -1
+}
+
+// Error and security codes are not a fixed set: a remote error's code is
+// whatever the peer wrote in its nack or its agent in an error payload, so
+// a peer could mint one series per message. The wire codes this node knows
+// always get their own series; up to maxExtraCodeLabels others do too (an
+// application's own codes); any further one, or one that is not a
+// short UTF-8 string (WithLabelValues would panic on invalid UTF-8), is
+// counted as otherCodeLabel.
+const (
+	maxExtraCodeLabels = 64
+	maxCodeLabelLen    = 64
+	otherCodeLabel     = "OTHER"
+)
+
+var knownCodes = func() map[string]bool {
+	m := map[string]bool{"": true}
+	for _, c := range protocol.Codes() {
+		m[c] = true
+	}
+	return m
+}()
+
+// codeCounters are a code-labelled vector's children, bounded as above.
+type codeCounters struct {
+	vec   *prometheus.CounterVec
+	by    map[string]prometheus.Counter
+	extra int // codes in by that are not knownCodes
+}
+
+func newCodeCounters(vec *prometheus.CounterVec) codeCounters {
+	return codeCounters{vec: vec, by: map[string]prometheus.Counter{}}
+}
+
+func (cc *codeCounters) counter(code string) prometheus.Counter {
+	if c, ok := cc.by[code]; ok {
+		return c
+	}
+	if !knownCodes[code] {
+		if cc.extra >= maxExtraCodeLabels || len(code) > maxCodeLabelLen || !utf8.ValidString(code) {
+			code = otherCodeLabel
+			if c, ok := cc.by[code]; ok {
+				return c
+			}
+		}
+		cc.extra++
+	}
+	c := cc.vec.WithLabelValues(code)
+	cc.by[code] = c
+	return c
 }
 
 func newPromMetrics() *promMetrics {
@@ -42,23 +130,49 @@ func newPromMetrics() *promMetrics {
 		latency: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "nova", Name: "routing_latency_seconds",
 			Help: "Time from Send to the routing decision's outcome.", Buckets: prometheus.ExponentialBuckets(20e-6, 2, 16)}),
 	}
+	m.sentBy = make([]prometheus.Counter, len(promTypes))
+	m.receivedBy = make([][len(promPaths)]prometheus.Counter, len(promTypes))
+	m.errsBy, m.securityBy = newCodeCounters(m.errs), newCodeCounters(m.security)
 	reg.MustRegister(m.sent, m.received, m.errs, m.security, m.latency,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 
-func (m *promMetrics) observe(ev protocol.Event) {
+// observe counts ev, whose message type has index ti in promTypes (-1: not
+// there, or not looked up as ev is not a sent or received message). ev is a
+// pointer only to spare copying the event. The caller holds the Observer's
+// mutex.
+func (m *promMetrics) observe(ev *protocol.Event, ti int) {
 	switch ev.Type {
 	case protocol.EventMessageSent:
-		m.sent.WithLabelValues(string(ev.MessageType)).Inc()
+		if ti < 0 { // not a valid type: cannot happen (see promTypes), kept uncached
+			m.sent.WithLabelValues(string(ev.MessageType)).Inc()
+			return
+		}
+		c := m.sentBy[ti]
+		if c == nil {
+			c = m.sent.WithLabelValues(string(ev.MessageType))
+			m.sentBy[ti] = c
+		}
+		c.Inc()
 	case protocol.EventMessageReceived:
-		m.received.WithLabelValues(string(ev.MessageType), ev.Path).Inc()
+		pi := promPathIndex(ev.Path)
+		if ti < 0 || pi < 0 { // cannot happen (see promTypes), kept uncached
+			m.received.WithLabelValues(string(ev.MessageType), ev.Path).Inc()
+			return
+		}
+		c := m.receivedBy[ti][pi]
+		if c == nil {
+			c = m.received.WithLabelValues(string(ev.MessageType), ev.Path)
+			m.receivedBy[ti][pi] = c
+		}
+		c.Inc()
 	case protocol.EventRoutingDecision:
 		m.latency.Observe(ev.Latency.Seconds())
 	case protocol.EventError:
-		m.errs.WithLabelValues(ev.Code).Inc()
+		m.errsBy.counter(ev.Code).Inc()
 	case protocol.EventSecurity:
-		m.security.WithLabelValues(ev.Code).Inc()
+		m.securityBy.counter(ev.Code).Inc()
 	}
 }
 

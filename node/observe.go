@@ -3,6 +3,7 @@ package node
 import (
 	"encoding/json"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -33,22 +34,39 @@ type Observer struct {
 	ring      []protocol.Event
 	next      int
 	full      bool
-	m         Metrics
+	m         Metrics  // MessagesByType holds only types outside promTypes (none in practice)
+	sentBy    []uint64 // messages sent by index in promTypes: no map update per message
 	latencyNs float64
 	decisions uint64
 	audit     *os.File
-	subs      map[*Subscription]struct{}
+	subs      []*Subscription // a slice, not a map: Emit ranges over it on every event
 	prom      *promMetrics
 }
 
 // Subscription receives events as they happen. Its channel is buffered;
 // when the subscriber falls behind, events are dropped (never blocking the
-// router) and counted in Dropped.
+// router) and counted in Dropped. Events of a type it did not ask for are
+// neither sent nor counted as dropped.
 type Subscription struct {
 	C       <-chan protocol.Event
 	c       chan protocol.Event
 	o       *Observer
+	types   []string // nil: every type
 	dropped uint64
+}
+
+// wants reports whether s asked for events of type t. The list is short
+// (one or two types), so a scan beats a map.
+func (s *Subscription) wants(t string) bool {
+	if s.types == nil {
+		return true
+	}
+	for _, w := range s.types {
+		if w == t {
+			return true
+		}
+	}
+	return false
 }
 
 // Dropped reports how many events this subscriber missed.
@@ -62,30 +80,38 @@ func (s *Subscription) Dropped() uint64 {
 func (s *Subscription) Close() {
 	s.o.mu.Lock()
 	defer s.o.mu.Unlock()
-	if _, ok := s.o.subs[s]; ok {
-		delete(s.o.subs, s)
-		close(s.c)
+	for i, sub := range s.o.subs {
+		if sub == s {
+			s.o.subs = slices.Delete(s.o.subs, i, i+1)
+			close(s.c)
+			return
+		}
 	}
 }
 
-// Subscribe returns a subscription with a buffer of n events (default 256).
-func (o *Observer) Subscribe(n int) *Subscription {
+// Subscribe returns a subscription with a buffer of n events (default 256)
+// that receives the events of the given types (protocol.EventCardsReceived,
+// ...), or every event when no type is given. A subscriber that wants one
+// kind of event should name it: the router emits several events per
+// message, and each one sent to a subscriber that throws it away is a
+// goroutine wake-up on the message's path.
+func (o *Observer) Subscribe(n int, types ...string) *Subscription {
 	if n <= 0 {
 		n = 256
 	}
 	c := make(chan protocol.Event, n)
 	s := &Subscription{C: c, c: c, o: o}
+	if len(types) > 0 {
+		s.types = slices.Clone(types) // the caller's slice may change after the call
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.subs == nil {
-		o.subs = map[*Subscription]struct{}{}
-	}
-	o.subs[s] = struct{}{}
+	o.subs = append(o.subs, s)
 	return s
 }
 
 func newObserver(auditPath string, size int) (*Observer, error) {
-	o := &Observer{ring: make([]protocol.Event, size), prom: newPromMetrics()}
+	o := &Observer{ring: make([]protocol.Event, size), prom: newPromMetrics(), sentBy: make([]uint64, len(promTypes))}
 	o.m.MessagesByType = map[envelope.Type]uint64{}
 	if auditPath != "" {
 		f, err := os.OpenFile(auditPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
@@ -105,16 +131,21 @@ func (o *Observer) Emit(ev protocol.Event) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.ring[o.next] = ev
-	o.next = (o.next + 1) % len(o.ring)
-	if o.next == 0 {
-		o.full = true
+	if o.next++; o.next == len(o.ring) {
+		o.next, o.full = 0, true
 	}
+	ti := -1 // ev.MessageType's index in promTypes, for the events counted by type
 	switch ev.Type {
 	case protocol.EventMessageSent:
 		o.m.TotalMessagesSent++
-		o.m.MessagesByType[ev.MessageType]++
+		if ti = promTypeIndex(ev.MessageType); ti >= 0 {
+			o.sentBy[ti]++
+		} else {
+			o.m.MessagesByType[ev.MessageType]++
+		}
 	case protocol.EventMessageReceived:
 		o.m.TotalMessagesReceived++
+		ti = promTypeIndex(ev.MessageType)
 	case protocol.EventRoutingDecision:
 		o.decisions++
 		o.latencyNs += float64(ev.Latency)
@@ -124,8 +155,11 @@ func (o *Observer) Emit(ev protocol.Event) {
 	case protocol.EventSecurity:
 		o.m.SecurityEvents++
 	}
-	o.prom.observe(ev)
-	for sub := range o.subs {
+	o.prom.observe(&ev, ti)
+	for _, sub := range o.subs {
+		if !sub.wants(ev.Type) {
+			continue
+		}
 		select {
 		case sub.c <- ev:
 		default:
@@ -172,6 +206,11 @@ func (o *Observer) Metrics() Metrics {
 	for k, v := range o.m.MessagesByType {
 		m.MessagesByType[k] = v
 	}
+	for i, v := range o.sentBy {
+		if v > 0 { // as with the map alone: a type appears once it was sent
+			m.MessagesByType[promTypes[i]] = v
+		}
+	}
 	return m
 }
 
@@ -180,16 +219,17 @@ func (o *Observer) Reset() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.m = Metrics{MessagesByType: map[envelope.Type]uint64{}}
+	clear(o.sentBy)
 	o.latencyNs, o.decisions = 0, 0
 }
 
 func (o *Observer) close() error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	for sub := range o.subs {
-		delete(o.subs, sub)
+	for _, sub := range o.subs {
 		close(sub.c)
 	}
+	o.subs = nil
 	if o.audit == nil {
 		return nil
 	}

@@ -208,3 +208,93 @@ func TestSubscriptionDropsInsteadOfBlocking(t *testing.T) {
 		t.Fatal("no drops counted")
 	}
 }
+
+// TestSubscribeFiltersByType: a subscriber that names cards-received gets
+// those events and nothing else, neither sent nor counted as dropped; one
+// that names nothing still gets every event.
+func TestSubscribeFiltersByType(t *testing.T) {
+	n := tierNode(t)
+	all := n.Observer().Subscribe(1000)
+	defer all.Close()
+	cards := n.Observer().Subscribe(1, protocol.EventCardsReceived)
+	defer cards.Close()
+	for i := 0; i < 5; i++ { // more events than cards' buffer holds
+		env, _ := n.NewEnvelope("t0", "t1", envelope.TypeNotification, i)
+		if _, err := n.Send(context.Background(), env); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n.Observer().Emit(protocol.Event{Type: protocol.EventCardsReceived, Peer: n.ID(), Detail: "marker", SourceTier: -1, TargetTier: -1})
+
+	seen := map[string]int{}
+	for timeout := time.After(10 * time.Second); seen[protocol.EventCardsReceived] == 0; {
+		select {
+		case e := <-all.C:
+			seen[e.Type]++
+		case <-timeout:
+			t.Fatalf("unfiltered subscriber saw %v, no cards-received", seen)
+		}
+	}
+	for _, typ := range []string{protocol.EventRoutingDecision, protocol.EventMessageSent, protocol.EventMessageReceived} {
+		if seen[typ] < 5 {
+			t.Errorf("unfiltered subscriber saw %d %s events, want at least 5 (%v)", seen[typ], typ, seen)
+		}
+	}
+	select {
+	case e := <-cards.C:
+		if e.Type != protocol.EventCardsReceived || e.Detail != "marker" {
+			t.Fatalf("filtered subscriber got %+v, want the cards-received marker", e)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("filtered subscriber got no cards-received event")
+	}
+	if d := cards.Dropped(); d != 0 {
+		t.Fatalf("filtered subscriber dropped %d events it did not ask for", d)
+	}
+	select {
+	case e := <-cards.C:
+		t.Fatalf("filtered subscriber got a second event %+v", e)
+	default:
+	}
+}
+
+// TestPrometheusCodeLabelsBounded: error and security codes can come from
+// peers (a nack's code, an agent's error payload), so past a bound new
+// codes share one series instead of adding a series each; known codes keep
+// theirs, and counts are as before.
+func TestPrometheusCodeLabelsBounded(t *testing.T) {
+	n := tierNode(t)
+	emit := func(typ, code string) {
+		n.Observer().Emit(protocol.Event{Type: typ, Code: code, SourceTier: -1, TargetTier: -1})
+	}
+	emit(protocol.EventError, "APP_SPECIFIC")
+	for i := 0; i < 500; i++ {
+		emit(protocol.EventError, fmt.Sprintf("PEER_CODE_%d", i))
+	}
+	emit(protocol.EventError, tiers.CodeTierViolation)
+	emit(protocol.EventError, tiers.CodeTierViolation)
+	emit(protocol.EventError, "APP_SPECIFIC")
+	emit(protocol.EventSecurity, "bad\xffutf8")
+	emit(protocol.EventSecurity, protocol.CodeUnauthorizedSender)
+
+	resp, err := http.Get(n.MetricsURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	body := string(b)
+	for _, want := range []string{`nova_errors_total{code="TIER_VIOLATION"} 2`, `nova_errors_total{code="APP_SPECIFIC"} 2`,
+		`nova_security_events_total{code="UNAUTHORIZED_SENDER"} 1`, `nova_security_events_total{code="OTHER"} 1`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	series := strings.Count(body, "\nnova_errors_total{")
+	if series > 80 {
+		t.Errorf("%d nova_errors_total series after 500 distinct peer codes", series)
+	}
+	if !strings.Contains(body, `nova_errors_total{code="OTHER"}`) {
+		t.Error("codes past the bound are not counted as OTHER")
+	}
+}

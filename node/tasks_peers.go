@@ -113,7 +113,9 @@ func (ts *taskState) watchPeers(ctx context.Context) {
 		return
 	}
 	defer sub.Close()
-	cards := n.obs.Subscribe(256) // cards-received: a peer's agents are known (again)
+	// cards-received only: a peer's agents are known (again). Any other event
+	// would wake this goroutine for nothing, several times per message.
+	cards := n.obs.Subscribe(256, protocol.EventCardsReceived)
 	defer cards.Close()
 	due := map[peer.ID]time.Time{} // disconnected peers, checked at this time
 	backed := map[peer.ID]bool{}   // peers told to the Coordinator as back since they connected
@@ -170,7 +172,7 @@ func (ts *taskState) watchPeers(ctx context.Context) {
 			if !ok {
 				return
 			}
-			if e.Type == protocol.EventCardsReceived && e.Peer != "" && h.Network().Connectedness(e.Peer) == network.Connected {
+			if e.Peer != "" && h.Network().Connectedness(e.Peer) == network.Connected {
 				back(e.Peer)
 			}
 		case p := <-probes:

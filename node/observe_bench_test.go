@@ -1,0 +1,40 @@
+package node
+
+import (
+	"testing"
+	"time"
+
+	"github.com/nova-node/nova-node/envelope"
+	"github.com/nova-node/nova-node/protocol"
+)
+
+// BenchmarkObserverEmit is the router's commonest event, a message-sent,
+// with the subscribers a running node has: one that wants everything (the
+// local API's events --follow, drained as it goes) and one that wants only
+// cards-received (watchPeers), which never drains: it should not be sent
+// to at all.
+func BenchmarkObserverEmit(b *testing.B) {
+	o, err := newObserver("", 1000)
+	if err != nil {
+		b.Fatal(err)
+	}
+	all := o.Subscribe(1024)
+	cards := o.Subscribe(256, protocol.EventCardsReceived)
+	defer cards.Close()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range all.C {
+		}
+	}()
+	ev := protocol.Event{Type: protocol.EventMessageSent, Time: time.Now(), EnvelopeID: "0195f1a2-7c3e-7000-8000-000000000001",
+		Sender: "t0@12D3KooWAbc", Recipient: "t1@12D3KooWAbc", MessageType: envelope.TypeRequest, Path: protocol.PathLocal,
+		Latency: 40 * time.Microsecond, Success: true, SourceTier: 1, TargetTier: 1}
+	b.ReportAllocs()
+	for b.Loop() {
+		o.Emit(ev)
+	}
+	b.StopTimer()
+	all.Close()
+	<-done
+}
