@@ -28,6 +28,26 @@ func BenchmarkEncodeCBOR(b *testing.B) {
 	}
 }
 
+func BenchmarkEncodeCBORValidated(b *testing.B) {
+	e := benchEnvelope(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := envelope.EncodeCBORValidated(e); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkValidateHeader(b *testing.B) {
+	e := benchEnvelope(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := e.ValidateHeader(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 func BenchmarkDecodeCBOR(b *testing.B) {
 	data, err := envelope.EncodeCBOR(benchEnvelope(b))
 	if err != nil {

@@ -98,8 +98,13 @@ func EncodeCBOR(e *Envelope) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	return encodeCBOR(e, wirePayload(e.Payload, c.compact))
+}
+
+// encodeCBOR encodes a checked envelope with p as its payload.
+func encodeCBOR(e *Envelope, p []byte) ([]byte, error) {
 	w := *e
-	w.Payload = wirePayload(e.Payload, c.compact)
+	w.Payload = p
 	b, err := encMode.Marshal(&w)
 	if err != nil { // not reached: every field type encodes
 		return nil, &InvalidError{Reason: "cbor encoding: " + err.Error(), cause: err}
@@ -108,6 +113,25 @@ func EncodeCBOR(e *Envelope) ([]byte, error) {
 		return nil, tooLarge(len(b))
 	}
 	return b, nil
+}
+
+// EncodeCBORValidated is [EncodeCBOR] for an envelope whose payload is
+// already known to be valid and compact: it checks only the header
+// ([Envelope.ValidateHeader]) and writes the payload as it is (null if
+// empty), where EncodeCBOR scans and perhaps compacts it again. The output
+// is the bytes EncodeCBOR returns for the same envelope.
+//
+// The caller guarantees the payload: it came from a [Factory] or a decoder
+// ([DecodeCBOR], [DecodeJSON]), or passed [Envelope.Normalize], and has not
+// changed since. A payload that is valid but not compact would be sent
+// as is, and receivers would decode it compacted, so not equal to what was
+// sent; an invalid one would be refused by every receiver. When in doubt,
+// use EncodeCBOR.
+func EncodeCBORValidated(e *Envelope) ([]byte, error) {
+	if _, err := e.checkAll(true); err != nil {
+		return nil, err
+	}
+	return encodeCBOR(e, wirePayload(e.Payload, true))
 }
 
 // DecodeCBOR decodes one CBOR envelope. In order, it rejects input larger

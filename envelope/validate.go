@@ -1,6 +1,8 @@
 package envelope
 
 import (
+	"bytes"
+	"encoding/json"
 	"unicode"
 	"unicode/utf8"
 )
@@ -31,6 +33,44 @@ func (e *Envelope) Validate() error {
 	return err
 }
 
+// ValidateHeader is [Envelope.Validate] without the payload's rules: it
+// checks every header field (schemaVersion first, as Validate does),
+// metadata and the encoded size, and trusts the payload.
+//
+// It is for a caller that already knows the payload is valid, so as not to
+// scan it again on every hop: the payload must have passed Validate,
+// [Envelope.Normalize] or a decoder ([DecodeCBOR], [DecodeJSON]), or come
+// from a [Factory], and must not have changed since. Header fields and
+// metadata may have changed: they are all checked. On an envelope whose
+// payload is unchecked (decoded by other means, built from user input) use
+// Validate: ValidateHeader would let an invalid payload through.
+func (e *Envelope) ValidateHeader() error {
+	_, err := e.checkAll(true)
+	return err
+}
+
+// Normalize validates e like [Envelope.Validate] and, if e is valid, puts
+// its payload in the form decoders return: compact JSON, with "null" for
+// a nil or empty payload. It replaces e.Payload with a new slice when that
+// form differs and never writes to the old one. On error e is unchanged.
+//
+// A normalized envelope can be sent with [EncodeCBORValidated] and checked
+// again with [Envelope.ValidateHeader] as long as its payload is not
+// changed.
+func (e *Envelope) Normalize() error {
+	c, err := e.check()
+	if err != nil {
+		return err
+	}
+	switch {
+	case len(e.Payload) == 0:
+		e.Payload = json.RawMessage(bytes.Clone(jsonNull))
+	case !c.compact:
+		e.Payload = compactJSON(e.Payload)
+	}
+	return nil
+}
+
 func (e *Envelope) check() (checked, error) { return e.checkAll(false) }
 
 // checked is what check learns about a valid envelope.
@@ -39,8 +79,9 @@ type checked struct {
 	jsonLen int  // length of the JSON encoding (an upper bound if !compact)
 }
 
-// checkAll is check; payloadDone says the payload has already passed
-// normalizePayload (decoders), so its rules are not checked again.
+// checkAll is check; payloadDone says the payload is known to be valid and
+// compact (decoders, the Factory, ValidateHeader's callers), so its rules
+// are not checked again.
 func (e *Envelope) checkAll(payloadDone bool) (checked, error) {
 	if e == nil {
 		return checked{}, invalid("", "nil envelope")
