@@ -99,14 +99,20 @@ func EncodeCBOR(e *Envelope) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return encodeCBOR(e, wirePayload(e.Payload, c.compact))
+	return encodeCBOR(e, c.compact)
 }
 
-// encodeCBOR encodes a checked envelope with p as its payload.
-func encodeCBOR(e *Envelope, p []byte) ([]byte, error) {
-	w := *e
-	w.Payload = p
-	b, err := encMode.Marshal(&w)
+// encodeCBOR encodes a checked envelope whose payload is compact or not.
+// A compact, non-empty payload is written as it is, from e itself; only
+// other payloads need a copy of e to hold their wire form.
+func encodeCBOR(e *Envelope, compact bool) ([]byte, error) {
+	v := e
+	if len(e.Payload) == 0 || !compact {
+		w := *e
+		w.Payload = wirePayload(e.Payload, compact)
+		v = &w
+	}
+	b, err := encMode.Marshal(v)
 	if err != nil { // not reached: every field type encodes
 		return nil, &InvalidError{Reason: "cbor encoding: " + err.Error(), cause: err}
 	}
@@ -132,7 +138,7 @@ func EncodeCBORValidated(e *Envelope) ([]byte, error) {
 	if _, err := e.checkAll(true); err != nil {
 		return nil, err
 	}
-	return encodeCBOR(e, wirePayload(e.Payload, true))
+	return encodeCBOR(e, true)
 }
 
 // DecodeCBOR decodes one CBOR envelope. In order, it rejects input larger
