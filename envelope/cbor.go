@@ -125,8 +125,8 @@ func encodeCBOR(e *Envelope, compact bool) ([]byte, error) {
 // EncodeCBORValidated is [EncodeCBOR] for an envelope whose payload is
 // already known to be valid and compact: it checks only the header
 // ([Envelope.ValidateHeader]) and writes the payload as it is (null if
-// empty), where EncodeCBOR scans and perhaps compacts it again. The output
-// is the bytes EncodeCBOR returns for the same envelope.
+// empty), where EncodeCBOR scans and perhaps compacts it again. For such
+// an envelope the output is the bytes EncodeCBOR returns.
 //
 // The caller guarantees the payload: it came from a [Factory] or a decoder
 // ([DecodeCBOR], [DecodeJSON]), or passed [Envelope.Normalize], and has not
