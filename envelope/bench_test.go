@@ -28,6 +28,26 @@ func BenchmarkEncodeCBOR(b *testing.B) {
 	}
 }
 
+func BenchmarkEncodeCBORValidated(b *testing.B) {
+	e := benchEnvelope(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := envelope.EncodeCBORValidated(e); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkValidateHeader(b *testing.B) {
+	e := benchEnvelope(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := e.ValidateHeader(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 func BenchmarkDecodeCBOR(b *testing.B) {
 	data, err := envelope.EncodeCBOR(benchEnvelope(b))
 	if err != nil {
@@ -61,6 +81,51 @@ func BenchmarkDecodeJSON(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := envelope.DecodeJSON(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkValidate(b *testing.B) {
+	e := benchEnvelope(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := e.Validate(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkNewID(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = envelope.NewID()
+	}
+}
+
+// benchPayload is a struct that encodes to 256 bytes of JSON.
+type benchPayload struct {
+	Data string `json:"data"`
+}
+
+func BenchmarkFactoryNew(b *testing.B) {
+	f := envelope.NewFactory()
+	p := benchPayload{Data: strings.Repeat("x", 256-len(`{"data":""}`))}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := f.New("mars", "venus", envelope.TypeRequest, p); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkFactoryReplyAsRaw(b *testing.B) {
+	f := envelope.NewFactory()
+	to := benchEnvelope(b)
+	raw := to.Payload // a 256-byte json.RawMessage
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := f.ReplyAs("venus", to, envelope.TypeResponse, raw); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -2,6 +2,7 @@ package envelope
 
 import (
 	"errors"
+	"math"
 	"strings"
 
 	"github.com/fxamacker/cbor/v2"
@@ -98,9 +99,20 @@ func EncodeCBOR(e *Envelope) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := *e
-	w.Payload = wirePayload(e.Payload, c.compact)
-	b, err := encMode.Marshal(&w)
+	return encodeCBOR(e, c.compact)
+}
+
+// encodeCBOR encodes a checked envelope whose payload is compact or not.
+// A compact, non-empty payload is written as it is, from e itself; only
+// other payloads need a copy of e to hold their wire form.
+func encodeCBOR(e *Envelope, compact bool) ([]byte, error) {
+	v := e
+	if len(e.Payload) == 0 || !compact {
+		w := *e
+		w.Payload = wirePayload(e.Payload, compact)
+		v = &w
+	}
+	b, err := encMode.Marshal(v)
 	if err != nil { // not reached: every field type encodes
 		return nil, &InvalidError{Reason: "cbor encoding: " + err.Error(), cause: err}
 	}
@@ -108,6 +120,25 @@ func EncodeCBOR(e *Envelope) ([]byte, error) {
 		return nil, tooLarge(len(b))
 	}
 	return b, nil
+}
+
+// EncodeCBORValidated is [EncodeCBOR] for an envelope whose payload is
+// already known to be valid and compact: it checks only the header
+// ([Envelope.ValidateHeader]) and writes the payload as it is (null if
+// empty), where EncodeCBOR scans and perhaps compacts it again. For such
+// an envelope the output is the bytes EncodeCBOR returns.
+//
+// The caller guarantees the payload: it came from a [Factory] or a decoder
+// ([DecodeCBOR], [DecodeJSON]), or passed [Envelope.Normalize], and has not
+// changed since. A payload that is valid but not compact would be sent
+// as is, and receivers would decode it compacted, so not equal to what was
+// sent; an invalid one would be refused by every receiver. When in doubt,
+// use EncodeCBOR.
+func EncodeCBORValidated(e *Envelope) ([]byte, error) {
+	if _, err := e.checkAll(true); err != nil {
+		return nil, err
+	}
+	return encodeCBOR(e, true)
 }
 
 // DecodeCBOR decodes one CBOR envelope. In order, it rejects input larger
@@ -119,21 +150,71 @@ func DecodeCBOR(b []byte) (*Envelope, error) {
 	if len(b) > MaxEncodedSize {
 		return nil, tooLarge(len(b))
 	}
-	var w wireEnvelope
-	err := decMode.Unmarshal(b, &w)
-	if err != nil || w.SchemaVersion == nil || *w.SchemaVersion != SchemaVersion {
-		// The version decides first: a newer envelope may fail to decode
-		// here only because its layout changed.
-		v, ok := probeCBORVersion(b)
-		if ok && v != SchemaVersion {
-			return nil, &SchemaVersionError{Expected: SchemaVersion, Actual: v}
-		}
-		if err != nil {
-			return nil, cborError(err)
-		}
-		return nil, invalid("schemaVersion", "missing")
+	// One allocation holds the wire form, the version it points to and the
+	// result with its metadata. The version starts at noVersion: the
+	// decoder writes through a non-nil pointer and leaves it alone when
+	// the key is absent, so noVersion means "absent" unless the input
+	// really holds that value; decodeCBORFallback tells which.
+	d := new(cborDecoding)
+	d.version = noVersion
+	d.w.SchemaVersion = &d.version
+	w := &d.w
+	err := decMode.Unmarshal(b, w)
+	if err == nil && w.SchemaVersion != nil && *w.SchemaVersion == noVersion {
+		return decodeCBORFallback(b)
 	}
-	e := &Envelope{
+	if err != nil || w.SchemaVersion == nil || *w.SchemaVersion != SchemaVersion {
+		return nil, cborVersionError(b, w, err)
+	}
+	return d.finish()
+}
+
+// noVersion is the schemaVersion DecodeCBOR presets to detect an absent
+// one.
+const noVersion = math.MinInt
+
+// cborDecoding is the memory of one DecodeCBOR call.
+type cborDecoding struct {
+	w       wireEnvelope
+	version int
+	e       Envelope
+	m       Metadata
+}
+
+// decodeCBORFallback is DecodeCBOR with a fresh wire form, whose nil
+// version pointer tells an absent schemaVersion from any value. It runs
+// only for input whose schemaVersion is absent or the value noVersion.
+func decodeCBORFallback(b []byte) (*Envelope, error) {
+	d := new(cborDecoding)
+	w := &d.w
+	err := decMode.Unmarshal(b, w)
+	if err != nil || w.SchemaVersion == nil || *w.SchemaVersion != SchemaVersion {
+		return nil, cborVersionError(b, w, err)
+	}
+	return d.finish() // not reached: noVersion is not SchemaVersion
+}
+
+// cborVersionError returns the error of an input that failed to decode
+// (err) or decoded without schemaVersion [SchemaVersion].
+func cborVersionError(b []byte, w *wireEnvelope, err error) error {
+	// The version decides first: a newer envelope may fail to decode
+	// here only because its layout changed.
+	v, ok := probeCBORVersion(b)
+	if ok && v != SchemaVersion {
+		return &SchemaVersionError{Expected: SchemaVersion, Actual: v}
+	}
+	if err != nil {
+		return cborError(err)
+	}
+	return invalid("schemaVersion", "missing")
+}
+
+// finish builds, normalizes and validates the envelope of a decoded wire
+// form.
+func (d *cborDecoding) finish() (*Envelope, error) {
+	w := &d.w
+	e := &d.e
+	*e = Envelope{
 		ID:            w.ID,
 		SchemaVersion: *w.SchemaVersion,
 		Sender:        w.Sender,
@@ -147,12 +228,13 @@ func DecodeCBOR(b []byte) (*Envelope, error) {
 		if m.Tier == nil {
 			return nil, invalid("metadata.tier", "missing")
 		}
-		e.Metadata = &Metadata{
+		d.m = Metadata{
 			Tier:                    *m.Tier,
 			SandboxID:               m.SandboxID,
 			RoutingHint:             m.RoutingHint,
 			EscalationJustification: m.EscalationJustification,
 		}
+		e.Metadata = &d.m
 	}
 	p, err := normalizePayload(e.Payload)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -180,7 +181,8 @@ func TestCBORWireLayout(t *testing.T) {
 
 func TestDecodeSchemaVersionMismatch(t *testing.T) {
 	for _, c := range codecs {
-		for _, v := range []int{0, 2, 7, -3, 1 << 40} {
+		// math.MinInt is the value DecodeCBOR presets to detect an absent version.
+		for _, v := range []int{0, 2, 7, -3, 1 << 40, math.MinInt, math.MaxInt} {
 			m := rawMap(c)
 			m["schemaVersion"] = v
 			b := c.raw(t, m)
@@ -200,6 +202,24 @@ func TestDecodeSchemaVersionMismatch(t *testing.T) {
 				t.Errorf("%s: message %q hides the versions", c.name, msg)
 			}
 			checkMessage(t, err, envelope.CodeSchemaVersionMismatch)
+		}
+	}
+}
+
+// A null or absent schemaVersion is missing, not a version.
+func TestDecodeSchemaVersionMissing(t *testing.T) {
+	for _, c := range codecs {
+		for name, set := range map[string]func(m map[string]any){
+			"null":   func(m map[string]any) { m["schemaVersion"] = nil },
+			"absent": func(m map[string]any) { delete(m, "schemaVersion") },
+		} {
+			m := rawMap(c)
+			set(m)
+			_, err := c.decode(c.raw(t, m))
+			var ie *envelope.InvalidError
+			if !errors.As(err, &ie) || ie.Field != "schemaVersion" || ie.Reason != "missing" {
+				t.Errorf("%s, %s: got %v, want schemaVersion missing", c.name, name, err)
+			}
 		}
 	}
 }

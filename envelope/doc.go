@@ -71,6 +71,17 @@
 // decoders never panic; fuzz targets check that, and that whatever they
 // accept re-encodes within the limit and decodes back to the same envelope.
 //
+// # Checking once
+//
+// Validate, EncodeCBOR and EncodeJSON check the whole envelope, payload
+// included, every time. A router that has already checked an envelope
+// (decoded it, or built it with a Factory) and only changes header fields
+// can use Envelope.ValidateHeader and EncodeCBORValidated, which check
+// every rule but the payload's; Envelope.Normalize checks a payload of
+// other origin once and puts it in the compact form they expect. Bytes
+// from the network are never trusted this way: the decoders always check
+// everything.
+//
 // # What callers must do
 //
 //  1. Treat envelopes as values. Clone one before changing it if anything

@@ -37,6 +37,9 @@ func TestAppendJSONMatchesEncodingJSON(t *testing.T) {
 		if n := jsonLen(e, len(e.Payload)); n != len(got) {
 			t.Fatalf("jsonLen = %d, len = %d (%s)", n, len(got), got)
 		}
+		if b := jsonLenBound(e, len(e.Payload)); b < len(got) {
+			t.Fatalf("jsonLenBound = %d, len = %d (%s)", b, len(got), got)
+		}
 		var buf bytes.Buffer
 		enc := json.NewEncoder(&buf)
 		enc.SetEscapeHTML(false)
@@ -137,5 +140,28 @@ func TestInvalidErrorUnwrap(t *testing.T) {
 func TestDecOptionsAreValid(t *testing.T) {
 	if _, err := decOptions().DecMode(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The bound holds for the worst strings: every byte escaped to six, the
+// longest numbers, every optional field.
+func TestJSONLenBoundWorstCase(t *testing.T) {
+	worst := func(n int) string { return strings.Repeat("\x01", n) }
+	e := &Envelope{
+		ID: worst(MaxIDLen), SchemaVersion: -1 << 63, Sender: worst(MaxAgentLen),
+		Recipient: worst(MaxAgentLen), CorrelationID: worst(MaxIDLen), Type: Type(worst(20)),
+		Timestamp: -1 << 63, Payload: json.RawMessage("null"),
+		Metadata: &Metadata{Tier: 255, SandboxID: worst(MaxSandboxLen), RoutingHint: worst(20),
+			EscalationJustification: worst(MaxJustificationLen)},
+	}
+	if n, b := len(appendJSON(nil, e, e.Payload)), jsonLenBound(e, len(e.Payload)); b < n {
+		t.Fatalf("jsonLenBound = %d, len = %d", b, n)
+	}
+	for _, s := range []string{"", "x", "\xff", "\u2028", worst(3)} {
+		e := &Envelope{ID: s, Sender: s, Recipient: s, Type: Type(s), SchemaVersion: -1 << 63, Timestamp: -1 << 63,
+			Payload: json.RawMessage("1"), Metadata: &Metadata{Tier: 255}}
+		if n, b := len(appendJSON(nil, e, e.Payload)), jsonLenBound(e, len(e.Payload)); b < n || b-n > jsonFixedLen+6*4*len(s) {
+			t.Errorf("%q: jsonLenBound = %d, len = %d", s, b, n)
+		}
 	}
 }

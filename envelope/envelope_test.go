@@ -112,6 +112,15 @@ func TestValidate(t *testing.T) {
 			e := valid()
 			tt.mutate(e)
 			err := e.Validate()
+			// ValidateHeader applies the same rules except the payload's.
+			switch herr := e.ValidateHeader(); {
+			case tt.field == "payload" || tt.field == "-":
+				if herr != nil {
+					t.Errorf("ValidateHeader() = %v, want nil", herr)
+				}
+			case herr == nil || herr.Error() != err.Error():
+				t.Errorf("ValidateHeader() = %v, want %v", herr, err)
+			}
 			if tt.field == "-" {
 				if err != nil {
 					t.Fatalf("Validate() = %v, want nil", err)

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"sync"
 	"time"
 )
 
@@ -64,7 +65,9 @@ func (f *Factory) build(sender, recipient, correlationID string, t Type, payload
 		Timestamp:     f.timestamp(),
 		Payload:       p,
 	}
-	if err := e.Validate(); err != nil {
+	// marshalPayload has checked the payload and made it compact: only the
+	// header is left to check.
+	if _, err := e.checkAll(true); err != nil {
 		return nil, err
 	}
 	return e, nil
@@ -122,14 +125,21 @@ func marshalPayload(payload any) (json.RawMessage, error) {
 	case []byte:
 		raw = v
 	default:
-		var buf bytes.Buffer
-		enc := json.NewEncoder(&buf)
-		enc.SetEscapeHTML(false)
+		enc := encoders.Get().(*payloadEncoder)
+		defer enc.put()
 		if err := enc.Encode(v); err != nil {
 			return nil, malformed("payload", "cannot encode as json", err)
 		}
-		raw = bytes.TrimSuffix(buf.Bytes(), []byte{'\n'})
-		return normalizePayload(raw) // raw is ours: no copy needed
+		raw = bytes.TrimSuffix(enc.buf.Bytes(), []byte{'\n'})
+		// encoding/json writes valid compact JSON, but a MarshalJSON
+		// method or a RawMessage inside v may bring invalid UTF-8, and the
+		// size and depth limits are ours: normalizePayload checks all in
+		// one pass. The encoder's buffer is reused: keep a copy.
+		p, err := normalizePayload(raw)
+		if err != nil {
+			return nil, err
+		}
+		return bytes.Clone(p), nil
 	}
 	p, err := normalizePayload(raw)
 	if err != nil {
@@ -139,4 +149,31 @@ func marshalPayload(payload any) (json.RawMessage, error) {
 		p = bytes.Clone(p) // do not alias the caller's bytes
 	}
 	return p, nil
+}
+
+// payloadEncoder is a JSON encoder without HTML escaping that writes into
+// its own buffer. Factories reuse them (encoders) to save the encoder and
+// the buffer's growth on every envelope.
+type payloadEncoder struct {
+	buf bytes.Buffer
+	*json.Encoder
+}
+
+// maxPooledBuffer is the largest buffer a payloadEncoder keeps for reuse,
+// so that one huge payload does not pin its memory in the pool.
+const maxPooledBuffer = 64 << 10
+
+var encoders = sync.Pool{New: func() any {
+	e := new(payloadEncoder)
+	e.Encoder = json.NewEncoder(&e.buf)
+	e.SetEscapeHTML(false)
+	return e
+}}
+
+func (e *payloadEncoder) put() {
+	if e.buf.Cap() > maxPooledBuffer {
+		return
+	}
+	e.buf.Reset()
+	encoders.Put(e)
 }

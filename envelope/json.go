@@ -44,8 +44,8 @@ func EncodeJSON(e *Envelope) ([]byte, error) {
 		return nil, err
 	}
 	p := wirePayload(e.Payload, c.compact)
-	b := appendJSON(make([]byte, 0, c.jsonLen), e, p)
-	if len(b) > MaxEncodedSize { // not reached: check bounds jsonLen
+	b := appendJSON(make([]byte, 0, jsonLen(e, len(p))), e, p)
+	if len(b) > MaxEncodedSize { // not reached: check bounds the length
 		return nil, tooLarge(len(b))
 	}
 	return b, nil

@@ -50,6 +50,9 @@ func scanJSON(b []byte, limit int) (depth int, compact bool) {
 // checkPayload applies the payload rules to p as it is: at most
 // MaxPayloadSize bytes, UTF-8, nesting at most MaxPayloadDepth, valid JSON.
 // An empty p is null and passes. It reports whether p is compact.
+//
+// One pass of scanPayload decides valid payloads; only a payload that fails
+// it takes the slower three checks, which find the first broken rule.
 func checkPayload(p []byte) (compact bool, err error) {
 	if len(p) == 0 {
 		return true, nil
@@ -57,6 +60,16 @@ func checkPayload(p []byte) (compact bool, err error) {
 	if len(p) > MaxPayloadSize {
 		return false, invalid("payload", "%d bytes, over the %d-byte limit", len(p), MaxPayloadSize)
 	}
+	if ok, compact := scanPayload(p); ok {
+		return compact, nil
+	}
+	return checkPayloadSlow(p)
+}
+
+// checkPayloadSlow is checkPayload by three passes over p (nesting, UTF-8,
+// syntax), for a p of at most MaxPayloadSize bytes. It reports the first
+// rule p breaks in that order.
+func checkPayloadSlow(p []byte) (compact bool, err error) {
 	depth, compact := scanJSON(p, MaxPayloadDepth)
 	if depth > MaxPayloadDepth {
 		return false, invalid("payload", "nested deeper than %d levels", MaxPayloadDepth)
@@ -83,8 +96,7 @@ func normalizePayload(p []byte) (json.RawMessage, error) {
 	}
 	if len(p) > MaxPayloadSize {
 		// The limit is on the compact form: compact first if that can help.
-		depth, compact := scanJSON(p, MaxPayloadDepth)
-		if !compact && depth <= MaxPayloadDepth && utf8.Valid(p) && json.Valid(p) {
+		if ok, compact := scanPayload(p); ok && !compact {
 			p = compactJSON(p)
 		}
 	}

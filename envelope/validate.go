@@ -1,6 +1,8 @@
 package envelope
 
 import (
+	"bytes"
+	"encoding/json"
 	"unicode"
 	"unicode/utf8"
 )
@@ -31,16 +33,54 @@ func (e *Envelope) Validate() error {
 	return err
 }
 
+// ValidateHeader is [Envelope.Validate] without the payload's rules: it
+// checks every header field (schemaVersion first, as Validate does),
+// metadata and the encoded size, and trusts the payload.
+//
+// It is for a caller that already knows the payload is valid, so as not to
+// scan it again on every hop: the payload must have passed Validate,
+// [Envelope.Normalize] or a decoder ([DecodeCBOR], [DecodeJSON]), or come
+// from a [Factory], and must not have changed since. Header fields and
+// metadata may have changed: they are all checked. On an envelope whose
+// payload is unchecked (decoded by other means, built from user input) use
+// Validate: ValidateHeader would let an invalid payload through.
+func (e *Envelope) ValidateHeader() error {
+	_, err := e.checkAll(true)
+	return err
+}
+
+// Normalize validates e like [Envelope.Validate] and, if e is valid, puts
+// its payload in the form decoders return: compact JSON, with "null" for
+// a nil or empty payload. It replaces e.Payload with a new slice when that
+// form differs and never writes to the old one. On error e is unchanged.
+//
+// A normalized envelope can be sent with [EncodeCBORValidated] and checked
+// again with [Envelope.ValidateHeader] as long as its payload is not
+// changed.
+func (e *Envelope) Normalize() error {
+	c, err := e.check()
+	if err != nil {
+		return err
+	}
+	switch {
+	case len(e.Payload) == 0:
+		e.Payload = json.RawMessage(bytes.Clone(jsonNull))
+	case !c.compact:
+		e.Payload = compactJSON(e.Payload)
+	}
+	return nil
+}
+
 func (e *Envelope) check() (checked, error) { return e.checkAll(false) }
 
 // checked is what check learns about a valid envelope.
 type checked struct {
 	compact bool // the payload is compact (or empty)
-	jsonLen int  // length of the JSON encoding (an upper bound if !compact)
 }
 
-// checkAll is check; payloadDone says the payload has already passed
-// normalizePayload (decoders), so its rules are not checked again.
+// checkAll is check; payloadDone says the payload is known to be valid and
+// compact (decoders, the Factory, ValidateHeader's callers), so its rules
+// are not checked again.
 func (e *Envelope) checkAll(payloadDone bool) (checked, error) {
 	if e == nil {
 		return checked{}, invalid("", "nil envelope")
@@ -92,17 +132,36 @@ func (e *Envelope) checkAll(payloadDone bool) (checked, error) {
 		}
 	}
 	// The JSON encoding is the larger of the two (see doc.go), so this bound
-	// covers CBOR too.
+	// covers CBOR too. The exact length costs a pass over every string;
+	// a cheap upper bound settles all but envelopes near the limit.
 	payloadLen := len(e.Payload)
 	if payloadLen == 0 {
 		payloadLen = len(jsonNull)
 	}
-	n := jsonLen(e, payloadLen)
-	if n > MaxEncodedSize {
-		return checked{}, invalid("", "encoded size of %d bytes is over the %d-byte limit", n, MaxEncodedSize)
+	if jsonLenBound(e, payloadLen) > MaxEncodedSize {
+		if n := jsonLen(e, payloadLen); n > MaxEncodedSize {
+			return checked{}, invalid("", "encoded size of %d bytes is over the %d-byte limit", n, MaxEncodedSize)
+		}
 	}
-	return checked{compact: compact, jsonLen: n}, nil
+	return checked{compact: compact}, nil
 }
+
+// jsonLenBound is an upper bound of jsonLen(e, payloadLen): encoding/json
+// writes at most six bytes (\u00XX, \ufffd) for a byte of a string, and
+// the keys, quotes and numbers take less than jsonFixedLen.
+func jsonLenBound(e *Envelope, payloadLen int) int {
+	n := len(e.ID) + len(e.Sender) + len(e.Recipient) + len(e.CorrelationID) + len(e.Type)
+	if m := e.Metadata; m != nil {
+		n += len(m.SandboxID) + len(m.RoutingHint) + len(m.EscalationJustification)
+	}
+	return payloadLen + 6*n + jsonFixedLen
+}
+
+// jsonFixedLen bounds what an envelope's JSON encoding holds besides its
+// strings' contents and the payload: every key (under 200 bytes), two
+// quotes for each of the eight strings and three numbers of at most 20
+// bytes each.
+const jsonFixedLen = 512
 
 // checkID checks an identifier: 1 to MaxIDLen bytes of 0x21..0x7E.
 func checkID(field, s string) error {
@@ -132,6 +191,9 @@ func checkText(field, s string, limit int, allowEmpty, newlines bool) error {
 	if len(s) > limit {
 		return invalid(field, "%d bytes, over the %d-byte limit", len(s), limit)
 	}
+	if plainText(s, newlines) {
+		return nil
+	}
 	if !utf8.ValidString(s) {
 		return invalid(field, "not valid utf-8")
 	}
@@ -141,4 +203,20 @@ func checkText(field, s string, limit int, allowEmpty, newlines bool) error {
 		}
 	}
 	return nil
+}
+
+// plainText reports whether s is printable ASCII (with tab, newline and
+// carriage return if newlines), the common case that passes checkText's
+// UTF-8 and control character rules without decoding runes.
+func plainText(s string, newlines bool) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c >= 0x7f {
+			if newlines && (c == '\t' || c == '\n' || c == '\r') {
+				continue
+			}
+			return false
+		}
+	}
+	return true
 }
