@@ -15,13 +15,16 @@ import (
 
 // sendChannel queues env on the channel from -> to. With done == nil it
 // waits for the receiver's acknowledgement (or ctx); otherwise it returns
-// once queued and done reports the outcome.
+// once queued and done reports the outcome. env's payload must have been
+// checked and compacted (Normalize, the factory or a decoder).
 func (r *Router) sendChannel(ctx context.Context, from string, to agentcard.Card, env *envelope.Envelope, urgent bool, done func(error)) error {
 	p, err := r.peerOf(to.Host)
 	if err != nil {
 		return fmt.Errorf("protocol: card %s has a bad host: %w", to.Address(), err)
 	}
-	raw, err := envelope.EncodeCBOR(env)
+	// env was normalized (prepare) or built by the factory (replies): its
+	// payload is checked and compact, only the header changed since.
+	raw, err := envelope.EncodeCBORValidated(env)
 	if err != nil {
 		return err
 	}

@@ -413,9 +413,11 @@ func errorFromPayload(resp *envelope.Envelope, from agentcard.Card) error {
 	return &RemoteError{ErrCode: p.Code, Message: p.Message, Peer: pid}
 }
 
-// resolve finds the local sender card and the target card of env.
+// resolve checks env (and compacts its payload: from here on only its
+// header is checked again) and finds the local sender card and the target
+// card.
 func (r *Router) resolve(env *envelope.Envelope) (from, to agentcard.Card, err error) {
-	if err := env.Validate(); err != nil {
+	if err := env.Normalize(); err != nil {
 		return from, to, err
 	}
 	from, err = r.localSender(env.Sender)
@@ -739,7 +741,7 @@ func (r *Router) runHandler(h Handler, env *envelope.Envelope, from, to agentcar
 			// The agent's own envelope: copied (the agent keeps its own) and
 			// checked like any envelope it would send.
 			resp = e.Clone()
-			err = resp.Validate()
+			err = resp.Normalize()
 		} else {
 			resp, err = r.o.factory.ReplyAs(toAddr, env, envelope.TypeResponse, reply)
 		}
