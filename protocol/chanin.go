@@ -32,6 +32,7 @@ type inStream struct {
 	mu  sync.Mutex
 	bw  *bufio.Writer
 	err error
+	dl  deadline
 
 	due   map[*inChannel]struct{} // channels whose watermark awaits an ack
 	timer *time.Timer             // sends due acks; armed while due is not empty
@@ -63,7 +64,7 @@ func (s *inStream) writeLocked(b []byte, flush bool) {
 		return
 	}
 	if flush {
-		_ = s.st.SetWriteDeadline(time.Now().Add(30 * time.Second))
+		s.dl.extend(s.st)
 		if err := s.bw.Flush(); err != nil {
 			s.err = err
 		}
@@ -74,7 +75,7 @@ func (s *inStream) flush() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.err == nil && s.bw.Buffered() > 0 {
-		_ = s.st.SetWriteDeadline(time.Now().Add(30 * time.Second))
+		s.dl.extend(s.st)
 		if err := s.bw.Flush(); err != nil {
 			s.err = err
 		}
@@ -213,7 +214,7 @@ func (r *Router) accept(ic *inChannel, out *inStream, it inItem) bool {
 			return false
 		}
 		ic.mu.Unlock()
-		if !r.spawn(func() { r.work(ic) }) {
+		if !r.goWork(func() { r.work(ic) }) {
 			ic.mu.Lock()
 			ic.running = false
 			ic.mu.Unlock()
@@ -224,7 +225,7 @@ func (r *Router) accept(ic *inChannel, out *inStream, it inItem) bool {
 	start := !ic.running
 	ic.running = true
 	ic.mu.Unlock()
-	if start && !r.spawn(func() { r.work(ic) }) {
+	if start && !r.goWork(func() { r.work(ic) }) {
 		ic.mu.Lock()
 		ic.running = false
 		ic.mu.Unlock()

@@ -33,6 +33,7 @@ type outStream struct {
 	wmu  sync.Mutex
 	bw   *bufio.Writer
 	werr error
+	dl   deadline // under wmu
 
 	mu      sync.Mutex
 	err     error
@@ -112,7 +113,7 @@ func (s *outStream) write(frames [][]byte, urgent bool) error {
 		}
 	}
 	if err == nil && urgent {
-		_ = s.st.SetWriteDeadline(time.Now().Add(30 * time.Second))
+		s.dl.extend(s.st)
 		err = s.bw.Flush()
 	}
 	if err != nil {
@@ -142,7 +143,7 @@ func (s *outStream) flushLoop() {
 		s.wmu.Lock()
 		var err error
 		if s.werr == nil && s.bw.Buffered() > 0 {
-			_ = s.st.SetWriteDeadline(time.Now().Add(30 * time.Second))
+			s.dl.extend(s.st)
 			if err = s.bw.Flush(); err != nil {
 				s.werr = err
 			}

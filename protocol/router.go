@@ -78,6 +78,7 @@ type Router struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	sem    chan struct{}
+	jobs   chan func() // idle workers take work here (see goWork)
 	sub    event.Subscription
 	bc     *broadcaster
 }
@@ -137,6 +138,7 @@ func New(h host.Host, reg *agentcard.Registry, opts ...Option) (*Router, error) 
 		sealed:     make(map[string]sealedCard),
 		threads:    envelope.NewThreads(10000),
 		sem:        make(chan struct{}, o.concurrency),
+		jobs:       make(chan func()),
 	}, nil
 }
 
@@ -694,7 +696,7 @@ func (r *Router) deliverLocal(env *envelope.Envelope, from, to agentcard.Card, v
 	case <-r.ctx.Done():
 		return ErrChannelClosed
 	}
-	if !r.spawn(func() {
+	if !r.goWork(func() {
 		defer func() { <-r.sem }()
 		r.runHandler(h, env, from, to)
 	}) {
