@@ -463,6 +463,12 @@ func (r *Router) resolveFor(from agentcard.Card, addr string) (agentcard.Card, e
 		return c, err
 	}
 	viewer := sandbox.Agent{ID: from.Address(), Sandbox: from.SandboxID}
+	// The usual case: the name is unique in the swarm and visible to from.
+	if c, cAddr, err := r.reg.ResolveShared(addr); err == nil {
+		if r.o.policy.CheckDiscover(viewer, sandbox.Agent{ID: cAddr, Sandbox: c.SandboxID}).Allowed {
+			return c, nil
+		}
+	}
 	var visible []agentcard.Card
 	total := 0
 	for _, c := range r.reg.ByID(addr) {

@@ -59,17 +59,17 @@ type envMsg struct {
 // compacted), so a bad envelope is answered with a nack carrying its code,
 // not a reset.
 type inMsg struct {
-	Kind  uint8           `cbor:"k"`
-	Seq   uint64          `cbor:"s,omitempty"`
-	Ch    string          `cbor:"h,omitempty"`
-	From  string          `cbor:"f,omitempty"`
-	To    string          `cbor:"t,omitempty"`
-	W     uint64          `cbor:"w,omitempty"`
-	Env   cbor.RawMessage `cbor:"e,omitempty"`
-	Cards [][]byte        `cbor:"c,omitempty"`
-	Code  string          `cbor:"x,omitempty"`
-	Msg   string          `cbor:"m,omitempty"`
-	Ack   bool            `cbor:"a,omitempty"`
+	Kind  uint8     `cbor:"k"`
+	Seq   uint64    `cbor:"s,omitempty"`
+	Ch    string    `cbor:"h,omitempty"`
+	From  string    `cbor:"f,omitempty"`
+	To    string    `cbor:"t,omitempty"`
+	W     uint64    `cbor:"w,omitempty"`
+	Env   frameItem `cbor:"e,omitempty"`
+	Cards [][]byte  `cbor:"c,omitempty"`
+	Code  string    `cbor:"x,omitempty"`
+	Msg   string    `cbor:"m,omitempty"`
+	Ack   bool      `cbor:"a,omitempty"`
 }
 
 // appendEnvFrame appends the body of an envelope frame to dst: exactly
@@ -135,6 +135,18 @@ func cborHeadLen(v uint64) int {
 		return 5
 	}
 	return 9
+}
+
+// frameItem is one CBOR item left undecoded in the frame it came in, not
+// copied (as cbor.RawMessage would): valid only until the next frame is
+// read, which is why the stream loop decodes it at once.
+type frameItem []byte
+
+// UnmarshalCBOR keeps b, a well-formed item (the decoder checked the whole
+// frame first) inside the frame's buffer.
+func (f *frameItem) UnmarshalCBOR(b []byte) error {
+	*f = b
+	return nil
 }
 
 func encodeMsg(m *wireMsg) ([]byte, error) {

@@ -145,6 +145,15 @@ func Append(dst, body []byte) []byte {
 // Write writes one frame to w. With a bufio.Writer underneath, many frames
 // coalesce into one transport write; the caller flushes.
 func Write(w io.Writer, body []byte) error {
+	if bw, ok := w.(*bufio.Writer); ok {
+		// Straight into the buffer: a prefix array passed to an
+		// io.Writer escapes to the heap, once per frame.
+		if _, err := bw.Write(binary.AppendUvarint(bw.AvailableBuffer(), uint64(len(body)))); err != nil {
+			return err
+		}
+		_, err := bw.Write(body)
+		return err
+	}
 	var pre [MaxVarintLen]byte
 	n := binary.PutUvarint(pre[:], uint64(len(body)))
 	if _, err := w.Write(pre[:n]); err != nil {

@@ -221,13 +221,17 @@ func DecodeNotice(b []byte) (Notice, error) {
 	return n, checkID("swarmId", n.SwarmID)
 }
 
+// errNotObject is shared: nodes probe every request and notification
+// payload for a sub-task or a swarm notice, and most are not objects.
+var errNotObject = &InvalidError{Reason: "must be a JSON object"}
+
 func decodeObject(b []byte, v any) error {
 	if len(b) > MaxPayloadSize {
 		return invalid("", "%d bytes, over the %d-byte limit", len(b), MaxPayloadSize)
 	}
 	trimmed := bytes.TrimLeft(b, " \t\r\n")
 	if len(trimmed) == 0 || trimmed[0] != '{' {
-		return invalid("", "must be a JSON object")
+		return errNotObject
 	}
 	if err := json.Unmarshal(b, v); err != nil {
 		field := ""
