@@ -23,6 +23,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/p2p/net/conngater"
+	"github.com/libp2p/go-libp2p/p2p/net/swarm"
 
 	"github.com/nova-node/nova-node/internal/leakcheck"
 	"github.com/nova-node/nova-node/node"
@@ -224,6 +225,11 @@ func (n *Net) Connect(i, j int) {
 	n.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	// A dial made while j was down (a channel redialling, a greeting) puts
+	// j in libp2p's dial backoff for 5 s; the test asks to connect now.
+	if sw, ok := n.Nodes[i].Host().Network().(*swarm.Swarm); ok {
+		sw.Backoff().Clear(n.Nodes[j].Host().ID())
+	}
 	if err := n.Nodes[i].Host().Connect(ctx, n.Info(j)); err != nil {
 		n.t.Fatalf("testnet: connect %d -> %d: %v", i, j, err)
 	}
