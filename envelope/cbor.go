@@ -150,6 +150,19 @@ func DecodeCBOR(b []byte) (*Envelope, error) {
 	if len(b) > MaxEncodedSize {
 		return nil, tooLarge(len(b))
 	}
+	// What nova nodes send, read without reflection (cbor_fast.go); any
+	// other input takes the strict path below, which decides every error.
+	fast := new(cborDecoding)
+	if n, ok := decodeCanonical(b, fast); ok && n == len(b) {
+		return fast.finish()
+	}
+	return decodeCBORStrict(b)
+}
+
+// decodeCBORStrict is DecodeCBOR without the canonical fast path: the
+// reflective decoder with every limit, and the reference the fast path is
+// fuzzed against.
+func decodeCBORStrict(b []byte) (*Envelope, error) {
 	// One allocation holds the wire form, the version it points to and the
 	// result with its metadata. The version starts at noVersion: the
 	// decoder writes through a non-nil pointer and leaves it alone when
@@ -179,6 +192,8 @@ type cborDecoding struct {
 	version int
 	e       Envelope
 	m       Metadata
+	wm      wireMetadata // the fast path's metadata (the strict one allocates its own)
+	tier    uint8
 }
 
 // decodeCBORFallback is DecodeCBOR with a fresh wire form, whose nil

@@ -1,0 +1,253 @@
+package envelope
+
+import (
+	"math"
+	"unicode/utf8"
+)
+
+// The fast path of DecodeCBOR reads the canonical encoding, the one
+// EncodeCBOR writes (core deterministic key order, optional keys omitted
+// when empty, definite lengths, no tags), without reflection: it is what
+// every nova node sends, and decoding it reflectively was the largest cost
+// of receiving an envelope. Anything else, including every malformed,
+// non-canonical or wrongly typed input, makes the fast path step aside and
+// the strict reflective decoder decide, so every error, limit and field
+// rule stays that decoder's. The fast path must never accept an input the
+// reflective decoder would reject or read differently; FuzzDecodeFast
+// checks exactly that.
+
+// Canonical key order (RFC 8949 core deterministic: bytewise order of the
+// encoded keys, so shorter keys first).
+var (
+	keyID            = "id"
+	keyType          = "type"
+	keySender        = "sender"
+	keyPayload       = "payload"
+	keyMetadata      = "metadata"
+	keyRecipient     = "recipient"
+	keyTimestamp     = "timestamp"
+	keyCorrelationID = "correlationId"
+	keySchemaVersion = "schemaVersion"
+
+	keyTier          = "tier"
+	keySandboxID     = "sandboxId"
+	keyRoutingHint   = "routingHint"
+	keyJustification = "escalationJustification"
+)
+
+// cborReader walks one input; a failed read sets bad and every later read
+// fails too, so callers check once at the end.
+type cborReader struct {
+	b   []byte
+	i   int
+	bad bool
+}
+
+// head reads an item head: major type and argument. Only definite lengths
+// and arguments up to 8 bytes are accepted.
+func (r *cborReader) head() (major byte, arg uint64) {
+	if r.bad || r.i >= len(r.b) {
+		r.bad = true
+		return 0, 0
+	}
+	c := r.b[r.i]
+	r.i++
+	major, ai := c>>5, c&0x1f
+	switch {
+	case ai < 24:
+		return major, uint64(ai)
+	case ai <= 27:
+		n := 1 << (ai - 24)
+		if len(r.b)-r.i < n {
+			r.bad = true
+			return 0, 0
+		}
+		for _, x := range r.b[r.i : r.i+n] {
+			arg = arg<<8 | uint64(x)
+		}
+		r.i += n
+		return major, arg
+	}
+	r.bad = true // indefinite length or reserved
+	return 0, 0
+}
+
+// bytesOf reads a string of major type want (2 bytes, 3 text) and returns
+// its content, still in the input.
+func (r *cborReader) bytesOf(want byte) []byte {
+	major, n := r.head()
+	if r.bad || major != want || n > uint64(len(r.b)-r.i) {
+		r.bad = true
+		return nil
+	}
+	s := r.b[r.i : r.i+int(n)]
+	r.i += int(n)
+	return s
+}
+
+// text reads a text string, which must be UTF-8 (the reflective decoder
+// rejects invalid text).
+func (r *cborReader) text() string {
+	s := r.bytesOf(3)
+	if r.bad || !utf8.Valid(s) {
+		r.bad = true
+		return ""
+	}
+	return string(s)
+}
+
+// key reports whether the next item is the text string k, and if so
+// consumes it.
+func (r *cborReader) key(k string) bool {
+	if r.bad || len(k) > 0xff {
+		return false
+	}
+	hl := 1
+	if len(k) >= 24 {
+		hl = 2
+	}
+	if len(r.b)-r.i < hl+len(k) {
+		return false
+	}
+	if hl == 1 {
+		if r.b[r.i] != 0x60|byte(len(k)) {
+			return false
+		}
+	} else if r.b[r.i] != 0x78 || r.b[r.i+1] != byte(len(k)) {
+		return false
+	}
+	if string(r.b[r.i+hl:r.i+hl+len(k)]) != k {
+		return false
+	}
+	r.i += hl + len(k)
+	return true
+}
+
+// uint reads an unsigned integer no larger than max.
+func (r *cborReader) uint(max uint64) uint64 {
+	major, v := r.head()
+	if r.bad || major != 0 || v > max {
+		r.bad = true
+		return 0
+	}
+	return v
+}
+
+// mapLen reads a map head.
+func (r *cborReader) mapLen() uint64 {
+	major, n := r.head()
+	if r.bad || major != 5 {
+		r.bad = true
+		return 0
+	}
+	return n
+}
+
+// DecodeCanonicalPrefix decodes the envelope at the start of b when it is
+// in the canonical encoding EncodeCBOR writes and valid, and returns it
+// with the number of bytes it took. For anything else (another encoding of
+// the same envelope, an invalid one, garbage) ok is false and the caller
+// decodes the item with [DecodeCBOR], which gives the exact error. Frame
+// decoders use it to read an embedded envelope in one pass.
+func DecodeCanonicalPrefix(b []byte) (e *Envelope, n int, ok bool) {
+	d := new(cborDecoding)
+	n, ok = decodeCanonical(b, d)
+	if !ok || n > MaxEncodedSize {
+		return nil, 0, false
+	}
+	e, err := d.finish()
+	if err != nil {
+		return nil, 0, false
+	}
+	return e, n, true
+}
+
+// decodeCanonical fills d.w from the canonical encoding at the start of b
+// and reports how many bytes it took; on false d.w is unspecified and the
+// caller decodes b reflectively.
+func decodeCanonical(b []byte, d *cborDecoding) (int, bool) {
+	r := cborReader{b: b}
+	w := &d.w
+	n := r.mapLen()
+	if r.bad || n < 7 || n > 9 {
+		return 0, false
+	}
+	pairs := uint64(0)
+	if !r.key(keyID) {
+		return 0, false
+	}
+	w.ID = r.text()
+	if !r.key(keyType) {
+		return 0, false
+	}
+	w.Type = r.text()
+	if !r.key(keySender) {
+		return 0, false
+	}
+	w.Sender = r.text()
+	if !r.key(keyPayload) {
+		return 0, false
+	}
+	if p := r.bytesOf(2); !r.bad {
+		w.Payload = append(make([]byte, 0, len(p)), p...) // the input is the caller's buffer
+	}
+	pairs += 4
+	if r.key(keyMetadata) {
+		if !decodeCanonicalMetadata(&r, d) {
+			return 0, false
+		}
+		pairs++
+	}
+	if !r.key(keyRecipient) {
+		return 0, false
+	}
+	w.Recipient = r.text()
+	if !r.key(keyTimestamp) {
+		return 0, false
+	}
+	w.Timestamp = int64(r.uint(math.MaxInt64)) // negative ones take the strict path
+	pairs += 2
+	if r.key(keyCorrelationID) {
+		w.CorrelationID = r.text()
+		pairs++
+	}
+	if !r.key(keySchemaVersion) {
+		return 0, false
+	}
+	// Any other version, valid or not, is for the strict path to report.
+	if r.uint(SchemaVersion) != SchemaVersion {
+		return 0, false
+	}
+	d.version = SchemaVersion
+	w.SchemaVersion = &d.version
+	pairs++
+	if r.bad || pairs != n {
+		return 0, false
+	}
+	return r.i, true
+}
+
+func decodeCanonicalMetadata(r *cborReader, d *cborDecoding) bool {
+	n := r.mapLen()
+	if r.bad || n < 1 || n > 4 || !r.key(keyTier) {
+		return false
+	}
+	m := &d.wm
+	d.tier = uint8(r.uint(math.MaxUint8))
+	m.Tier = &d.tier
+	pairs := uint64(1)
+	if r.key(keySandboxID) {
+		m.SandboxID = r.text()
+		pairs++
+	}
+	if r.key(keyRoutingHint) {
+		m.RoutingHint = r.text()
+		pairs++
+	}
+	if r.key(keyJustification) {
+		m.EscalationJustification = r.text()
+		pairs++
+	}
+	d.w.Metadata = m
+	return !r.bad && pairs == n
+}
