@@ -103,7 +103,7 @@ func (r *Router) handleStream(st network.Stream) {
 			ic.mu.Unlock()
 			it := inItem{seq: m.Seq, ackNow: m.Ack}
 			if !dup {
-				it.env, it.err = r.receive(p, pStr, ic, m.Env)
+				it.env, it.err = r.receive(p, pStr, ic, m.Env, m.env)
 			}
 			r.accept(ic, out, it)
 		default:
@@ -195,14 +195,18 @@ func (r *Router) acceptCards(p peer.ID, cards [][]byte) error {
 	return nil
 }
 
-// receive checks an envelope that arrived from peer p on channel ic. The
+// receive checks an envelope that arrived from peer p on channel ic (raw,
+// or decoded when the frame's fast path already decoded it). The
 // node trusts nothing the sender's node did: attribution, tier and sandbox
 // are decided here, from signed cards. A refusal is returned as the error
 // (the envelope is nacked in its turn).
-func (r *Router) receive(p peer.ID, pStr string, ic *inChannel, raw []byte) (*envelope.Envelope, error) {
-	env, err := envelope.DecodeCBOR(raw)
-	if err != nil {
-		return nil, err
+func (r *Router) receive(p peer.ID, pStr string, ic *inChannel, raw []byte, decoded *envelope.Envelope) (*envelope.Envelope, error) {
+	env := decoded // already decoded and checked by the frame's fast path
+	if env == nil {
+		var err error
+		if env, err = envelope.DecodeCBOR(raw); err != nil {
+			return nil, err
+		}
 	}
 	from, err := r.attribute(p, pStr, env)
 	if err == nil && !sameAddr(env.Sender, ic.from) {

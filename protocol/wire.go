@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/fxamacker/cbor/v2"
 
@@ -70,6 +71,9 @@ type inMsg struct {
 	Code  string    `cbor:"x,omitempty"`
 	Msg   string    `cbor:"m,omitempty"`
 	Ack   bool      `cbor:"a,omitempty"`
+
+	// env is Env already decoded and checked (by decodeEnvFrame), or nil.
+	env *envelope.Envelope
 }
 
 // appendEnvFrame appends the body of an envelope frame to dst: exactly
@@ -154,8 +158,93 @@ func encodeMsg(m *wireMsg) ([]byte, error) {
 }
 
 // decodeMsg decodes and checks one frame body. Every failure is a protocol
-// error caused by the peer: the caller resets the stream.
+// error caused by the peer: the caller resets the stream. An envelope frame
+// exactly as appendEnvFrame writes it, carrying a valid envelope in the
+// canonical encoding (what every nova node sends), is read in one pass
+// without reflection (decodeEnvFrame); any other input goes to the strict
+// decoder, which decides every error.
 func decodeMsg(b []byte) (*inMsg, error) {
+	if m, ok := decodeEnvFrame(b); ok {
+		return m, nil
+	}
+	return decodeMsgStrict(b)
+}
+
+// decodeEnvFrame reads a canonical envelope frame: a map of 4 or 5 pairs,
+// "a": true (only when set), "e": the envelope, "h": the channel, "k": 2,
+// "s": the sequence. ok is false for anything else, with nothing decided.
+// FuzzDecodeEnvFrame checks that it never accepts what decodeMsgStrict
+// refuses or reads it differently.
+func decodeEnvFrame(b []byte) (m *inMsg, ok bool) {
+	if len(b) < 1 || b[0] != 0xa4 && b[0] != 0xa5 {
+		return nil, false
+	}
+	i, ack := 1, b[0] == 0xa5
+	expect := func(p ...byte) bool {
+		if len(b)-i < len(p) || string(b[i:i+len(p)]) != string(p) {
+			return false
+		}
+		i += len(p)
+		return true
+	}
+	if ack && !expect(0x61, 'a', 0xf5) || !expect(0x61, 'e') {
+		return nil, false
+	}
+	env, n, ok := envelope.DecodeCanonicalPrefix(b[i:])
+	if !ok {
+		return nil, false
+	}
+	raw := b[i : i+n]
+	i += n
+	if !expect(0x61, 'h') || i >= len(b) {
+		return nil, false
+	}
+	// The channel: a short text string (at most maxChannelID < 256 bytes).
+	var chLen int
+	switch c := b[i]; {
+	case c >= 0x61 && c <= 0x77: // 1 to 23 bytes
+		chLen, i = int(c-0x60), i+1
+	case c == 0x78 && len(b)-i >= 2 && b[i+1] >= 24: // 24 to 255 bytes, shortest head
+		chLen, i = int(b[i+1]), i+2
+	default:
+		return nil, false
+	}
+	if chLen > maxChannelID || len(b)-i < chLen || !utf8.Valid(b[i:i+chLen]) {
+		return nil, false
+	}
+	ch := string(b[i : i+chLen])
+	i += chLen
+	if !expect(0x61, 'k', kindEnvelope, 0x61, 's') || i >= len(b) {
+		return nil, false
+	}
+	// The sequence: an unsigned integer of at least 1.
+	var seq uint64
+	c := b[i]
+	i++
+	switch ai := c & 0x1f; {
+	case c>>5 != 0 || ai > 27:
+		return nil, false
+	case ai < 24:
+		seq = uint64(ai)
+	default:
+		w := 1 << (ai - 24)
+		if len(b)-i < w {
+			return nil, false
+		}
+		for _, x := range b[i : i+w] {
+			seq = seq<<8 | uint64(x)
+		}
+		i += w
+	}
+	if seq == 0 || i != len(b) {
+		return nil, false
+	}
+	return &inMsg{Kind: kindEnvelope, Seq: seq, Ch: ch, Env: raw, Ack: ack, env: env}, true
+}
+
+// decodeMsgStrict is decodeMsg without the envelope fast path: the
+// reflective decoder with every limit.
+func decodeMsgStrict(b []byte) (*inMsg, error) {
 	var m inMsg
 	if err := envelope.DecMode().Unmarshal(b, &m); err != nil {
 		return nil, fmt.Errorf("%w: undecodable frame: %v", ErrProtocol, err)
