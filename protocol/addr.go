@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"hash/maphash"
 	"strings"
 
 	"github.com/nova-node/nova-node/agentcard"
@@ -23,6 +24,36 @@ type seenKey struct {
 	from, id  string
 	broadcast bool
 }
+
+// seenSet remembers the last max delivered envelopes by a 64-bit hash of
+// their seenKey, under a seed secret to this process, oldest forgotten
+// first. Hashes rather than the keys themselves: the set is large and
+// always full under traffic, and string keys would be pointers the garbage
+// collector rescans on every cycle. A collision (about max/2^64 per
+// envelope, and not something a peer can aim for without the seed) would
+// only take a new envelope for a duplicate: acknowledged, not delivered.
+type seenSet struct {
+	seed maphash.Seed
+	set  *bounded[uint64, struct{}]
+}
+
+func newSeenSet(max int) seenSet {
+	return seenSet{seed: maphash.MakeSeed(), set: newBounded[uint64, struct{}](max)}
+}
+
+func (s seenSet) hash(k seenKey) uint64 { return maphash.Comparable(s.seed, k) }
+
+// has reports whether k was recorded.
+func (s seenSet) has(k seenKey) bool {
+	_, ok := s.set.get(s.hash(k))
+	return ok
+}
+
+// add records k.
+func (s seenSet) add(k seenKey) { s.set.put(s.hash(k), struct{}{}) }
+
+// addNew records k and reports whether it was new.
+func (s seenSet) addNew(k seenKey) bool { return s.set.putNew(s.hash(k), struct{}{}) }
 
 // askKey names one question: a request or proposal in a thread, from an
 // asker to an answerer. Keyed by thread rather than envelope ID so that the

@@ -131,7 +131,7 @@ func (r *Router) validateBroadcast(_ context.Context, from peer.ID, msg *pubsub.
 		r.security(Event{Code: CodeOf(err), Detail: "malformed broadcast: " + err.Error(), Peer: publisher, SourceTier: -1, TargetTier: -1})
 		return pubsub.ValidationReject
 	}
-	if _, dup := r.seen.get(seenKey{env.Sender, env.ID, true}); dup {
+	if r.seen.has(seenKey{env.Sender, env.ID, true}) {
 		return pubsub.ValidationIgnore
 	}
 	card, err := r.attributeAddr(publisher, publisher.String(), env.Sender)
@@ -171,7 +171,7 @@ func (r *Router) broadcastLoop() {
 		if !ok {
 			continue
 		}
-		if !r.seen.putNew(seenKey{in.env.Sender, in.env.ID, true}, struct{}{}) {
+		if !r.seen.addNew(seenKey{in.env.Sender, in.env.ID, true}) {
 			continue
 		}
 		if !in.known {

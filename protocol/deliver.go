@@ -169,12 +169,12 @@ func (r *Router) deliverSync(env *envelope.Envelope, from, to agentcard.Card, ou
 		via = p
 	}
 	key := seenKey{from: env.Sender, id: env.ID}
-	if _, dup := r.seen.get(key); dup {
+	if r.seen.has(key) {
 		return nil
 	}
 	r.recordThread(env)
 	if r.matchAnswer(env) {
-		r.seen.put(key, struct{}{})
+		r.seen.add(key)
 		r.emitReceived(env, from, to, via)
 		return nil
 	}
@@ -185,7 +185,7 @@ func (r *Router) deliverSync(env *envelope.Envelope, from, to agentcard.Card, ou
 		return &deliveryError{Target: env.Recipient, Reason: "the agent has no handler on its node"}
 	}
 	r.noteAsked(env)
-	r.seen.put(key, struct{}{})
+	r.seen.add(key)
 	r.emitReceived(env, from, to, via)
 	r.runHandler(h, env, from, to)
 	return nil

@@ -68,9 +68,9 @@ type Router struct {
 	opening    map[peer.ID]chan struct{}
 	inbound    map[network.Stream]struct{}
 	pending    map[string]*pendingReq
-	answerable *bounded[askKey, struct{}]  // every request/proposal sent or received
-	peerIDs    *bounded[string, peer.ID]   // card host string -> decoded peer ID
-	seen       *bounded[seenKey, struct{}] // envelopes delivered here
+	answerable *bounded[askKey, struct{}] // every request/proposal sent or received
+	peerIDs    *bounded[string, peer.ID]  // card host string -> decoded peer ID
+	seen       seenSet                    // envelopes delivered here
 	sealed     map[string]sealedCard
 	threads    *envelope.Threads
 
@@ -134,7 +134,7 @@ func New(h host.Host, reg *agentcard.Registry, opts ...Option) (*Router, error) 
 		inbound:    make(map[network.Stream]struct{}),
 		pending:    make(map[string]*pendingReq),
 		answerable: newBounded[askKey, struct{}](16384),
-		seen:       newBounded[seenKey, struct{}](65536),
+		seen:       newSeenSet(65536),
 		sealed:     make(map[string]sealedCard),
 		threads:    envelope.NewThreads(10000),
 		sem:        make(chan struct{}, o.concurrency),
@@ -681,12 +681,12 @@ func (r *Router) security(ev Event) {
 // (self for local traffic).
 func (r *Router) deliverLocal(env *envelope.Envelope, from, to agentcard.Card, via peer.ID) error {
 	key := seenKey{from: env.Sender, id: env.ID}
-	if _, dup := r.seen.get(key); dup {
+	if r.seen.has(key) {
 		return nil // a retry of something already delivered: acknowledge, do not redeliver
 	}
 	r.recordThread(env)
 	if r.matchAnswer(env) {
-		r.seen.put(key, struct{}{})
+		r.seen.add(key)
 		r.emitReceived(env, from, to, via)
 		return nil
 	}
@@ -709,7 +709,7 @@ func (r *Router) deliverLocal(env *envelope.Envelope, from, to agentcard.Card, v
 		<-r.sem
 		return ErrChannelClosed
 	}
-	r.seen.put(key, struct{}{})
+	r.seen.add(key)
 	r.emitReceived(env, from, to, via)
 	return nil
 }
@@ -727,8 +727,8 @@ func (r *Router) emitReceived(env *envelope.Envelope, from, to agentcard.Card, v
 }
 
 func (r *Router) runHandler(h Handler, env *envelope.Envelope, from, to agentcard.Card) {
-	ctx, cancel := context.WithTimeout(r.ctx, r.o.requestTimeout)
-	defer cancel()
+	ctx := newHandlerCtx(r.ctx, r.o.requestTimeout)
+	defer ctx.release()
 	reply, herr := safeCall(ctx, h, env)
 	if env.Type != envelope.TypeRequest {
 		if herr != nil {
