@@ -37,7 +37,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 		b.Run("raw-stream-"+string(tr), func(b *testing.B) { benchRaw(b, tr, 0) })
 		b.Run("nova-request-"+string(tr), func(b *testing.B) { benchNova(b, tr, 0) })
 	}
-	b.Run("http-jsonrpc-keepalive", benchHTTP)
+	b.Run("http-jsonrpc-keepalive", func(b *testing.B) { benchHTTP(b, 0) })
 }
 
 // BenchmarkRoundTripGaps is BenchmarkRoundTrip with 20 ms between requests
@@ -47,11 +47,12 @@ func BenchmarkRoundTripGaps(b *testing.B) {
 	const gap = 20 * time.Millisecond
 	b.Run("raw-stream-tcp", func(b *testing.B) { benchRaw(b, testnet.TCP, gap) })
 	b.Run("nova-request-tcp", func(b *testing.B) { benchNova(b, testnet.TCP, gap) })
+	b.Run("http-jsonrpc-keepalive", func(b *testing.B) { benchHTTP(b, gap) })
 }
 
 // benchHTTP is a JSON-RPC 2.0 round trip over HTTP/1.1 keep-alive on
 // loopback with the same payload: the usual way agents call each other.
-func benchHTTP(b *testing.B) {
+func benchHTTP(b *testing.B, gap time.Duration) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req struct {
 			ID     int             `json:"id"`
@@ -69,6 +70,9 @@ func benchHTTP(b *testing.B) {
 	body := []byte(`{"jsonrpc":"2.0","id":1,"method":"echo","params":` + string(payload256) + `}`)
 	lat := make([]time.Duration, 0, 1<<16)
 	for b.Loop() {
+		if gap > 0 {
+			time.Sleep(gap)
+		}
 		t0 := time.Now()
 		resp, err := cl.Post(srv.URL, "application/json", bytes.NewReader(body))
 		if err != nil {
