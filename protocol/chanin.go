@@ -40,7 +40,7 @@ type inStream struct {
 }
 
 func newInStream(st network.Stream) *inStream {
-	return &inStream{st: st, bw: bufio.NewWriterSize(st, 16<<10)}
+	return &inStream{st: st, bw: bufio.NewWriterSize(st, 4<<10)}
 }
 
 // send writes one frame and flushes if asked. Errors are sticky; the stream

@@ -51,7 +51,7 @@ func (r *Router) newOutStream(p peer.ID, st network.Stream) *outStream {
 		r: r, p: p, st: st,
 		kick:    make(chan struct{}, 1),
 		done:    make(chan struct{}),
-		bw:      bufio.NewWriterSize(st, 64<<10),
+		bw:      bufio.NewWriterSize(st, 16<<10),
 		opening: map[string]chan openResult{},
 		bound:   map[*outChannel]struct{}{},
 	}

@@ -59,7 +59,7 @@ func NewReader(r io.Reader, max int) *Reader {
 	}
 	br, ok := r.(*bufio.Reader)
 	if !ok {
-		br = bufio.NewReaderSize(r, 32<<10)
+		br = bufio.NewReaderSize(r, 4<<10)
 	}
 	return &Reader{r: br, max: uint64(max)}
 }
