@@ -51,8 +51,13 @@ func aliceAndBob(t *testing.T) (a, b *node.Node, dirA, dirB string) {
 	if _, err := a.Connect(t.Context(), b.Addrs()[0].String()); err != nil {
 		t.Fatal(err)
 	}
+	// Both ways: a receiver attributes what it gets (a broadcast from
+	// alice, say) from the sender's signed card, which it must hold first.
 	testnet.Eventually(t, testnetWait, func() error {
-		_, err := a.Registry().Resolve("bob")
+		if _, err := a.Registry().Resolve("bob"); err != nil {
+			return err
+		}
+		_, err := b.Registry().Resolve("alice")
 		return err
 	})
 	return a, b, dirA, dirB
