@@ -24,11 +24,12 @@ import (
 // When the stream fails it is reset, every channel bound to it is told
 // (TransportLost), and the next use opens a new stream.
 type outStream struct {
-	r    *Router
-	p    peer.ID
-	st   network.Stream
-	kick chan struct{}
-	done chan struct{}
+	r      *Router
+	p      peer.ID
+	st     network.Stream
+	kick   chan struct{}
+	done   chan struct{}
+	opened time.Time
 
 	wmu  sync.Mutex
 	bw   *bufio.Writer
@@ -48,7 +49,7 @@ type openResult struct {
 
 func (r *Router) newOutStream(p peer.ID, st network.Stream) *outStream {
 	return &outStream{
-		r: r, p: p, st: st,
+		r: r, p: p, st: st, opened: time.Now(),
 		kick:    make(chan struct{}, 1),
 		done:    make(chan struct{}),
 		bw:      bufio.NewWriterSize(st, 16<<10),
@@ -89,6 +90,7 @@ func (s *outStream) fail(err error) {
 		w <- openResult{err: fmt.Errorf("stream to %s lost: %w", shortID(s.p), err)}
 	}
 	s.r.dropOut(s.p, s)
+	s.r.regreetLater(s.p, time.Since(s.opened))
 	if len(bound) > 0 {
 		s.r.spawn(func() {
 			for _, c := range bound {
@@ -318,6 +320,37 @@ func (r *Router) open(ctx context.Context, p peer.ID) (*outStream, error) {
 		return nil, fmt.Errorf("open stream to %s: %w", shortID(p), err)
 	}
 	return r.newOutStream(p, st), nil
+}
+
+// regreetLater opens a new stream to p, which starts with this node's
+// hello, after a delay if p is still connected. A peer learns our cards
+// from the hello on our stream; when that stream dies with its connection
+// while another connection to p survives (two nodes that dialled each
+// other at once), no identify event greets p again, and without a channel
+// to redial p would wait for the hello refresh, minutes later. The delay
+// doubles per peer from 250 ms to a minute, and starts over after a stream
+// that lived a minute, so a peer whose streams keep dying is not hammered.
+func (r *Router) regreetLater(p peer.ID, lived time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed || !r.started {
+		return
+	}
+	d, _ := r.regreet.get(p)
+	if d == 0 || lived >= time.Minute {
+		d = 250 * time.Millisecond
+	} else {
+		d = min(2*d, time.Minute)
+	}
+	r.regreet.put(p, d)
+	time.AfterFunc(d, func() {
+		if r.h.Network().Connectedness(p) != network.Connected {
+			return
+		}
+		r.mu.Lock()
+		r.greetLocked(p)
+		r.mu.Unlock()
+	})
 }
 
 func (r *Router) dropOut(p peer.ID, s *outStream) {

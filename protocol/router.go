@@ -66,6 +66,7 @@ type Router struct {
 	watermarks map[string]uint64     // persisted inbound watermarks, loaded at Start
 	out        map[peer.ID]*outStream
 	opening    map[peer.ID]chan struct{}
+	regreet    *bounded[peer.ID, time.Duration] // last re-greeting delay per peer (see regreetLater)
 	inbound    map[network.Stream]struct{}
 	pending    map[string]*pendingReq
 	answerable *bounded[askKey, struct{}] // every request/proposal sent or received
@@ -131,6 +132,7 @@ func New(h host.Host, reg *agentcard.Registry, opts ...Option) (*Router, error) 
 		watermarks: make(map[string]uint64),
 		out:        make(map[peer.ID]*outStream),
 		opening:    make(map[peer.ID]chan struct{}),
+		regreet:    newBounded[peer.ID, time.Duration](4096),
 		inbound:    make(map[network.Stream]struct{}),
 		pending:    make(map[string]*pendingReq),
 		answerable: newBounded[askKey, struct{}](16384),
