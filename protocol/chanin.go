@@ -64,7 +64,7 @@ func (s *inStream) writeLocked(b []byte, flush bool) {
 		return
 	}
 	if flush {
-		s.dl.extend(s.st)
+		s.dl.extend(writeTimeout, s.st.SetWriteDeadline)
 		if err := s.bw.Flush(); err != nil {
 			s.err = err
 		}
@@ -75,7 +75,7 @@ func (s *inStream) flush() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.err == nil && s.bw.Buffered() > 0 {
-		s.dl.extend(s.st)
+		s.dl.extend(writeTimeout, s.st.SetWriteDeadline)
 		if err := s.bw.Flush(); err != nil {
 			s.err = err
 		}

@@ -48,14 +48,9 @@ func (r *Router) handleStream(st network.Stream) {
 	out := newInStream(st)
 	defer out.close()
 	var last *inChannel
-	var idleUntil time.Time
+	var idle deadline
 	for {
-		// Re-armed only once half the idle timeout has passed: on a yamux
-		// stream each call arms a new timer, too dear for every frame.
-		if now := time.Now(); now.Add(r.o.idleTimeout / 2).After(idleUntil) {
-			idleUntil = now.Add(r.o.idleTimeout)
-			_ = st.SetReadDeadline(idleUntil)
-		}
+		idle.extend(r.o.idleTimeout, st.SetReadDeadline)
 		body, err := fr.Next()
 		if err != nil {
 			if errors.Is(err, io.EOF) {

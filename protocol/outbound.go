@@ -115,7 +115,7 @@ func (s *outStream) write(frames [][]byte, urgent bool) error {
 		}
 	}
 	if err == nil && urgent {
-		s.dl.extend(s.st)
+		s.dl.extend(writeTimeout, s.st.SetWriteDeadline)
 		err = s.bw.Flush()
 	}
 	if err != nil {
@@ -145,7 +145,7 @@ func (s *outStream) flushLoop() {
 		s.wmu.Lock()
 		var err error
 		if s.werr == nil && s.bw.Buffered() > 0 {
-			s.dl.extend(s.st)
+			s.dl.extend(writeTimeout, s.st.SetWriteDeadline)
 			if err = s.bw.Flush(); err != nil {
 				s.werr = err
 			}

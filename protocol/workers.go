@@ -1,10 +1,6 @@
 package protocol
 
-import (
-	"time"
-
-	"github.com/libp2p/go-libp2p/core/network"
-)
+import "time"
 
 // Work that runs for each burst of envelopes (a channel's worker, a local
 // handler call) goes to warm goroutines rather than new ones: a new
@@ -42,20 +38,4 @@ func (r *Router) workerLoop() {
 			return
 		}
 	}
-}
-
-// deadline keeps a stream's write deadline about writeTimeout ahead,
-// re-arming it only once half of it has passed: on a yamux stream each
-// SetWriteDeadline arms a new timer, too dear for every flush.
-type deadline struct{ until time.Time }
-
-const writeTimeout = 30 * time.Second
-
-func (d *deadline) extend(st network.Stream) {
-	now := time.Now()
-	if now.Add(writeTimeout / 2).Before(d.until) {
-		return
-	}
-	d.until = now.Add(writeTimeout)
-	_ = st.SetWriteDeadline(d.until)
 }
