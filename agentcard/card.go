@@ -73,6 +73,16 @@ func (c Card) Address() string {
 	return c.ID + "@" + c.Host
 }
 
+// HasAddress reports whether addr is c.Address(), without building that
+// string: routers compare addresses on every message.
+func (c Card) HasAddress(addr string) bool {
+	if c.Host == "" {
+		return addr == c.ID
+	}
+	return len(addr) == len(c.ID)+1+len(c.Host) && addr[len(c.ID)] == '@' &&
+		strings.HasPrefix(addr, c.ID) && strings.HasSuffix(addr, c.Host)
+}
+
 // HasCapability reports whether the card lists a capability with this id.
 func (c Card) HasCapability(id string) bool {
 	for i := range c.Capabilities {

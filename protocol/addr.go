@@ -2,21 +2,7 @@ package protocol
 
 import (
 	"hash/maphash"
-	"strings"
-
-	"github.com/nova-node/nova-node/agentcard"
 )
-
-// sameAddr reports whether addr is c's canonical address (c.Address())
-// without building that string: the message path compares addresses on
-// every envelope.
-func sameAddr(addr string, c agentcard.Card) bool {
-	if c.Host == "" {
-		return addr == c.ID
-	}
-	return len(addr) == len(c.ID)+1+len(c.Host) && addr[len(c.ID)] == '@' &&
-		strings.HasPrefix(addr, c.ID) && strings.HasSuffix(addr, c.Host)
-}
 
 // seenKey names one delivered envelope for deduplication: its sender's
 // canonical address and its ID, and whether it came as a broadcast.

@@ -204,7 +204,7 @@ func (r *Router) receive(p peer.ID, pStr string, ic *inChannel, raw []byte, deco
 		}
 	}
 	from, err := r.attribute(p, pStr, env)
-	if err == nil && !sameAddr(env.Sender, ic.from) {
+	if err == nil && !ic.from.HasAddress(env.Sender) {
 		err = &senderError{Sender: env.Sender, Peer: p, Reason: "the envelope's sender is not the agent this channel was opened for"}
 	}
 	if err != nil {
@@ -221,7 +221,7 @@ func (r *Router) receive(p peer.ID, pStr string, ic *inChannel, raw []byte, deco
 	if to.ID != ic.to.ID || to.Host != ic.to.Host {
 		return env, &senderError{Sender: env.Sender, Peer: p, Reason: "the envelope's recipient is not the agent this channel was opened for"}
 	}
-	if !sameAddr(env.Recipient, to) {
+	if !to.HasAddress(env.Recipient) {
 		env.Recipient = to.Address() // canonical from here on
 	}
 	reply := false

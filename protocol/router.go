@@ -532,7 +532,7 @@ func (r *Router) byCapability(env *envelope.Envelope, from agentcard.Card) (agen
 	fromAddr := from.Address()
 	viewer := sandbox.Agent{ID: fromAddr, Sandbox: from.SandboxID}
 	for _, c := range cards {
-		if sameAddr(fromAddr, c) {
+		if c.HasAddress(fromAddr) {
 			continue
 		}
 		cAddr := c.Address()
@@ -566,10 +566,10 @@ func (r *Router) prepare(env *envelope.Envelope) (from, to agentcard.Card, err e
 // addresses, metadata from the sender's card; then applies the policy and
 // notes a question.
 func (r *Router) admit(env *envelope.Envelope, from, to agentcard.Card) error {
-	if !sameAddr(env.Sender, from) {
+	if !from.HasAddress(env.Sender) {
 		env.Sender = from.Address()
 	}
-	if !sameAddr(env.Recipient, to) {
+	if !to.HasAddress(env.Recipient) {
 		env.Recipient = to.Address()
 	}
 	md := env.Metadata
@@ -588,7 +588,7 @@ func (r *Router) admit(env *envelope.Envelope, from, to agentcard.Card) error {
 // addrOf returns c's canonical address, which is hint when hint already is
 // it (no string is built then).
 func addrOf(c agentcard.Card, hint string) string {
-	if sameAddr(hint, c) {
+	if c.HasAddress(hint) {
 		return hint
 	}
 	return c.Address()
