@@ -26,8 +26,10 @@ const (
 
 // inStream is the writing half of an inbound stream: the stream loop and
 // the channel workers send opened/ack/nack frames through it, and its ack
-// timer sends the coalesced acknowledgements.
+// timer sends the coalesced acknowledgements (on a Router goroutine).
+// Lock order: inStream.mu before inChannel.mu.
 type inStream struct {
+	r   *Router
 	st  network.Stream
 	mu  sync.Mutex
 	bw  *bufio.Writer
@@ -39,8 +41,8 @@ type inStream struct {
 	armed bool
 }
 
-func newInStream(st network.Stream) *inStream {
-	return &inStream{st: st, bw: bufio.NewWriterSize(st, 4<<10)}
+func newInStream(r *Router, st network.Stream) *inStream {
+	return &inStream{r: r, st: st, bw: bufio.NewWriterSize(st, 4<<10)}
 }
 
 // send writes one frame and flushes if asked. Errors are sticky; the stream
@@ -74,6 +76,10 @@ func (s *inStream) writeLocked(b []byte, flush bool) {
 func (s *inStream) flush() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.flushLocked()
+}
+
+func (s *inStream) flushLocked() {
 	if s.err == nil && s.bw.Buffered() > 0 {
 		s.dl.extend(writeTimeout, s.st.SetWriteDeadline)
 		if err := s.bw.Flush(); err != nil {
@@ -83,22 +89,32 @@ func (s *inStream) flush() {
 }
 
 // ack acknowledges ic's watermark now (flushed if asked), unless an ack
-// already covers it.
+// already covers it. The watermark counts as acknowledged only once its
+// frame is written on a live stream.
 func (s *inStream) ack(ic *inChannel, flush bool) {
-	ic.mu.Lock()
-	w := ic.watermark
-	stale := w <= ic.acked
-	if !stale {
-		ic.acked = w
-	}
-	ic.mu.Unlock()
-	if stale {
-		if flush {
-			s.flush()
-		}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
 		return
 	}
-	s.send(&wireMsg{Kind: kindAck, Ch: ic.id, Seq: w}, flush)
+	ic.mu.Lock()
+	w, due := ic.watermark, ic.watermark > ic.acked
+	ic.mu.Unlock()
+	if due {
+		b, err := encodeMsg(&wireMsg{Kind: kindAck, Ch: ic.id, Seq: w})
+		if err != nil {
+			return
+		}
+		if s.writeLocked(b, false); s.err != nil {
+			return
+		}
+		ic.mu.Lock()
+		ic.acked = max(ic.acked, w)
+		ic.mu.Unlock()
+	}
+	if flush {
+		s.flushLocked()
+	}
 }
 
 // ackLater schedules an acknowledgement of ic's watermark within ackDelay.
@@ -117,7 +133,13 @@ func (s *inStream) ackLater(ic *inChannel) {
 	}
 	s.armed = true
 	if s.timer == nil {
-		s.timer = time.AfterFunc(ackDelay, s.sendDue)
+		// The timer only hands over: the acks are written on a Router
+		// goroutine, which Close waits for.
+		s.timer = time.AfterFunc(ackDelay, func() {
+			if !s.r.spawn(s.sendDue) {
+				s.close() // the Router is closing: nothing more to ack
+			}
+		})
 	} else {
 		s.timer.Reset(ackDelay)
 	}

@@ -45,7 +45,7 @@ func (r *Router) handleStream(st network.Stream) {
 	}()
 
 	fr := frame.NewReader(st, r.o.maxFrame)
-	out := newInStream(st)
+	out := newInStream(r, st)
 	defer out.close()
 	var last *inChannel
 	var idle deadline

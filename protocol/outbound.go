@@ -343,14 +343,28 @@ func (r *Router) regreetLater(p peer.ID, lived time.Duration) {
 		d = min(2*d, time.Minute)
 	}
 	r.regreet.put(p, d)
-	time.AfterFunc(d, func() {
-		if r.h.Network().Connectedness(p) != network.Connected {
-			return
-		}
-		r.mu.Lock()
-		r.greetLocked(p)
-		r.mu.Unlock()
+	// One pending re-greeting per peer; Close stops them. The timer only
+	// hands over to a Router goroutine, which Close waits for.
+	if t := r.regreetTimers[p]; t != nil {
+		t.Stop()
+	}
+	var t *time.Timer
+	t = time.AfterFunc(d, func() {
+		r.spawn(func() {
+			r.mu.Lock()
+			if r.regreetTimers[p] == t {
+				delete(r.regreetTimers, p)
+			}
+			r.mu.Unlock()
+			if r.h.Network().Connectedness(p) != network.Connected {
+				return
+			}
+			r.mu.Lock()
+			r.greetLocked(p)
+			r.mu.Unlock()
+		})
 	})
+	r.regreetTimers[p] = t
 }
 
 func (r *Router) dropOut(p peer.ID, s *outStream) {

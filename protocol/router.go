@@ -56,24 +56,25 @@ type Router struct {
 	o       options
 	log     *zap.SugaredLogger
 
-	mu         sync.Mutex
-	started    bool
-	closed     bool
-	handlers   map[string]Handler
-	outByPair  map[agentPair]*outChannel // current channel of each pair
-	outByID    map[string]*outChannel
-	inChans    map[string]*inChannel // "<peerID>/<channel id>"
-	watermarks map[string]uint64     // persisted inbound watermarks, loaded at Start
-	out        map[peer.ID]*outStream
-	opening    map[peer.ID]chan struct{}
-	regreet    *bounded[peer.ID, time.Duration] // last re-greeting delay per peer (see regreetLater)
-	inbound    map[network.Stream]struct{}
-	pending    map[string]*pendingReq
-	answerable *bounded[askKey, struct{}] // every request/proposal sent or received
-	peerIDs    *bounded[string, peer.ID]  // card host string -> decoded peer ID
-	seen       seenSet                    // envelopes delivered here
-	sealed     map[string]sealedCard
-	threads    *envelope.Threads
+	mu            sync.Mutex
+	started       bool
+	closed        bool
+	handlers      map[string]Handler
+	outByPair     map[agentPair]*outChannel // current channel of each pair
+	outByID       map[string]*outChannel
+	inChans       map[string]*inChannel // "<peerID>/<channel id>"
+	watermarks    map[string]uint64     // persisted inbound watermarks, loaded at Start
+	out           map[peer.ID]*outStream
+	opening       map[peer.ID]chan struct{}
+	regreet       *bounded[peer.ID, time.Duration] // last re-greeting delay per peer (see regreetLater)
+	regreetTimers map[peer.ID]*time.Timer          // pending re-greetings, at most one per peer
+	inbound       map[network.Stream]struct{}
+	pending       map[string]*pendingReq
+	answerable    *bounded[askKey, struct{}] // every request/proposal sent or received
+	peerIDs       *bounded[string, peer.ID]  // card host string -> decoded peer ID
+	seen          seenSet                    // envelopes delivered here
+	sealed        map[string]sealedCard
+	threads       *envelope.Threads
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -117,30 +118,31 @@ func New(h host.Host, reg *agentcard.Registry, opts ...Option) (*Router, error) 
 		return nil, errors.New("protocol: host has no private key in its peerstore")
 	}
 	return &Router{
-		h:          h,
-		self:       h.ID(),
-		selfStr:    h.ID().String(),
-		peerIDs:    newBounded[string, peer.ID](4096),
-		reg:        reg,
-		key:        key,
-		o:          o,
-		log:        log.With("self", shortID(h.ID())),
-		handlers:   make(map[string]Handler),
-		outByPair:  make(map[agentPair]*outChannel),
-		outByID:    make(map[string]*outChannel),
-		inChans:    make(map[string]*inChannel),
-		watermarks: make(map[string]uint64),
-		out:        make(map[peer.ID]*outStream),
-		opening:    make(map[peer.ID]chan struct{}),
-		regreet:    newBounded[peer.ID, time.Duration](4096),
-		inbound:    make(map[network.Stream]struct{}),
-		pending:    make(map[string]*pendingReq),
-		answerable: newBounded[askKey, struct{}](16384),
-		seen:       newSeenSet(65536),
-		sealed:     make(map[string]sealedCard),
-		threads:    envelope.NewThreads(10000),
-		sem:        make(chan struct{}, o.concurrency),
-		jobs:       make(chan func()),
+		h:             h,
+		self:          h.ID(),
+		selfStr:       h.ID().String(),
+		peerIDs:       newBounded[string, peer.ID](4096),
+		reg:           reg,
+		key:           key,
+		o:             o,
+		log:           log.With("self", shortID(h.ID())),
+		handlers:      make(map[string]Handler),
+		outByPair:     make(map[agentPair]*outChannel),
+		outByID:       make(map[string]*outChannel),
+		inChans:       make(map[string]*inChannel),
+		watermarks:    make(map[string]uint64),
+		out:           make(map[peer.ID]*outStream),
+		opening:       make(map[peer.ID]chan struct{}),
+		regreet:       newBounded[peer.ID, time.Duration](4096),
+		regreetTimers: make(map[peer.ID]*time.Timer),
+		inbound:       make(map[network.Stream]struct{}),
+		pending:       make(map[string]*pendingReq),
+		answerable:    newBounded[askKey, struct{}](16384),
+		seen:          newSeenSet(65536),
+		sealed:        make(map[string]sealedCard),
+		threads:       envelope.NewThreads(10000),
+		sem:           make(chan struct{}, o.concurrency),
+		jobs:          make(chan func()),
 	}, nil
 }
 
@@ -215,6 +217,10 @@ func (r *Router) Close() error {
 	chans := make([]*outChannel, 0, len(r.outByID))
 	for _, c := range r.outByID {
 		chans = append(chans, c)
+	}
+	for p, t := range r.regreetTimers {
+		t.Stop()
+		delete(r.regreetTimers, p)
 	}
 	r.mu.Unlock()
 	if !started {
