@@ -255,7 +255,8 @@ func (s *outStream) readLoop() {
 }
 
 // stream returns the live outbound stream to p, opening one (once, for all
-// concurrent callers) if needed. A new stream starts with this node's hello.
+// concurrent callers) if needed. A new stream starts with this node's hello,
+// written before the stream is handed to any caller.
 func (r *Router) stream(ctx context.Context, p peer.ID) (*outStream, error) {
 	for {
 		r.mu.Lock()
@@ -281,6 +282,16 @@ func (r *Router) stream(ctx context.Context, p peer.ID) (*outStream, error) {
 		r.mu.Unlock()
 
 		s, err := r.open(ctx, p)
+		if err == nil {
+			// The hello goes out before anyone else can use the stream: the
+			// peer attributes every later frame (an open, say) from the cards
+			// in it, so no caller waiting on ch may write first.
+			frames, herr := r.helloFrames()
+			if herr == nil {
+				herr = s.write(frames, true) // on failure the stream is already reset
+			}
+			err = herr
+		}
 		r.mu.Lock()
 		delete(r.opening, p)
 		close(ch)
@@ -295,16 +306,10 @@ func (r *Router) stream(ctx context.Context, p peer.ID) (*outStream, error) {
 			r.wg.Go(s.readLoop)
 		}
 		r.mu.Unlock()
-		if err == nil {
-			frames, herr := r.helloFrames()
-			if herr == nil {
-				herr = s.write(frames, true)
-			}
-			if herr != nil {
-				return nil, herr
-			}
+		if err != nil {
+			return nil, err
 		}
-		return s, err
+		return s, nil
 	}
 }
 
