@@ -102,24 +102,16 @@ func EncodeCBOR(e *Envelope) ([]byte, error) {
 	return encodeCBOR(e, c.compact)
 }
 
-// encodeCBOR encodes a checked envelope whose payload is compact or not.
-// A compact, non-empty payload is written as it is, from e itself; only
-// other payloads need a copy of e to hold their wire form.
+// encodeCBOR encodes a checked envelope whose payload is compact or not,
+// with the canonical encoder (the reflective encoder's bytes, in one
+// allocation of the exact size).
 func encodeCBOR(e *Envelope, compact bool) ([]byte, error) {
-	v := e
-	if len(e.Payload) == 0 || !compact {
-		w := *e
-		w.Payload = wirePayload(e.Payload, compact)
-		v = &w
+	p := wirePayload(e.Payload, compact)
+	n := canonicalLen(e, p)
+	if n > MaxEncodedSize { // not reached: check bounds the JSON size, which is larger
+		return nil, tooLarge(n)
 	}
-	b, err := encMode.Marshal(v)
-	if err != nil { // not reached: every field type encodes
-		return nil, &InvalidError{Reason: "cbor encoding: " + err.Error(), cause: err}
-	}
-	if len(b) > MaxEncodedSize { // not reached: check bounds the JSON size, which is larger
-		return nil, tooLarge(len(b))
-	}
-	return b, nil
+	return appendCanonical(make([]byte, 0, n), e, p), nil
 }
 
 // EncodeCBORValidated is [EncodeCBOR] for an envelope whose payload is

@@ -46,3 +46,7 @@ func sameWire(a, b *wireEnvelope) bool {
 	}
 	return true
 }
+
+// AppendCanonical is the canonical encoder with e.Payload as the wire
+// payload.
+func AppendCanonical(dst []byte, e *Envelope) []byte { return appendCanonical(dst, e, e.Payload) }

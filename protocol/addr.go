@@ -46,3 +46,29 @@ func (s seenSet) addNew(k seenKey) bool { return s.set.putNew(s.hash(k), struct{
 // requests of a long task (all in the proposal's thread, property 24) can
 // each be answered, by every agent that was asked.
 type askKey struct{ thread, asker, answerer string }
+
+// askSet remembers the last max questions. Like seenSet it is keyed by a
+// seeded 64-bit hash (integers compared in the map itself, not three
+// strings behind pointers, in a map that is always full under traffic);
+// unlike seenSet it keeps the exact key and compares it on every hit,
+// because a hit lifts tier rules for a reply: a collision must never let
+// an unasked answer through.
+type askSet struct {
+	seed maphash.Seed
+	set  *bounded[uint64, askKey]
+}
+
+func newAskSet(max int) askSet {
+	return askSet{seed: maphash.MakeSeed(), set: newBounded[uint64, askKey](max)}
+}
+
+// add records k. A different question with the same hash replaces the one
+// held (the older is forgotten early, which only makes its answer subject
+// to the tier rules again).
+func (s askSet) add(k askKey) { s.set.put(maphash.Comparable(s.seed, k), k) }
+
+// has reports whether exactly k was recorded.
+func (s askSet) has(k askKey) bool {
+	got, ok := s.set.get(maphash.Comparable(s.seed, k))
+	return ok && got == k
+}

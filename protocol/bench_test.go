@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -69,6 +70,7 @@ func benchHTTP(b *testing.B, gap time.Duration) {
 	cl := srv.Client()
 	body := []byte(`{"jsonrpc":"2.0","id":1,"method":"echo","params":` + string(payload256) + `}`)
 	lat := make([]time.Duration, 0, 1<<16)
+	cpu := startCPU()
 	for b.Loop() {
 		if gap > 0 {
 			time.Sleep(gap)
@@ -82,6 +84,7 @@ func benchHTTP(b *testing.B, gap time.Duration) {
 		resp.Body.Close()
 		lat = append(lat, time.Since(t0))
 	}
+	cpu.report(b, len(lat))
 	reportPercentiles(b, lat)
 }
 
@@ -134,6 +137,7 @@ func benchRawOneWay(b *testing.B, n int, buffered bool) {
 		bw = bufio.NewWriterSize(s, 64<<10)
 	}
 	one := make([]byte, 1)
+	cpu := startCPU()
 	start := time.Now()
 	rounds := 0
 	for b.Loop() {
@@ -153,6 +157,7 @@ func benchRawOneWay(b *testing.B, n int, buffered bool) {
 		rounds++
 	}
 	b.ReportMetric(float64(rounds*n)/time.Since(start).Seconds(), "msgs/s")
+	cpu.report(b, rounds*n)
 }
 
 func benchNovaOneWay(b *testing.B, n int) {
@@ -168,6 +173,7 @@ func benchNovaOneWay(b *testing.B, n int) {
 	a := net.Nodes[0]
 	r := a.Router()
 	ctx := context.Background()
+	cpu := startCPU()
 	start := time.Now()
 	rounds := 0
 	for b.Loop() {
@@ -187,6 +193,7 @@ func benchNovaOneWay(b *testing.B, n int) {
 		rounds++
 	}
 	b.ReportMetric(float64(rounds*n)/time.Since(start).Seconds(), "msgs/s")
+	cpu.report(b, rounds*n)
 }
 
 func pending(r interface{ Channels() []protocol.ChannelInfo }) int {
@@ -236,6 +243,7 @@ func benchRaw(b *testing.B, tr testnet.Transport, gap time.Duration) {
 	fr := frame.NewReader(s, 0)
 	msg := frame.Append(nil, payload256)
 	lat := make([]time.Duration, 0, 1<<16)
+	cpu := startCPU()
 	for b.Loop() {
 		if gap > 0 {
 			time.Sleep(gap)
@@ -249,6 +257,7 @@ func benchRaw(b *testing.B, tr testnet.Transport, gap time.Duration) {
 		}
 		lat = append(lat, time.Since(t0))
 	}
+	cpu.report(b, len(lat))
 	reportPercentiles(b, lat)
 }
 
@@ -259,6 +268,7 @@ func benchNova(b *testing.B, tr testnet.Transport, gap time.Duration) {
 	n := net.Nodes[0]
 	ctx := context.Background()
 	lat := make([]time.Duration, 0, 1<<16)
+	cpu := startCPU()
 	for b.Loop() {
 		if gap > 0 {
 			time.Sleep(gap)
@@ -277,7 +287,30 @@ func benchNova(b *testing.B, tr testnet.Transport, gap time.Duration) {
 		}
 		lat = append(lat, time.Since(t0))
 	}
+	cpu.report(b, len(lat))
 	reportPercentiles(b, lat)
+}
+
+// cpuTime is the CPU time (user and system) this process has used so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// cpuMeter reports the process's CPU time per operation (both nodes live in
+// the process): steadier than latency on a noisy machine, and what a
+// change in the work per message moves first.
+type cpuMeter struct{ start time.Duration }
+
+func startCPU() cpuMeter { return cpuMeter{cpuTime()} }
+
+func (m cpuMeter) report(b *testing.B, ops int) {
+	if ops > 0 {
+		b.ReportMetric(float64((cpuTime()-m.start).Nanoseconds())/1e3/float64(ops), "cpu-µs/op")
+	}
 }
 
 func reportPercentiles(b *testing.B, lat []time.Duration) {

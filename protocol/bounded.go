@@ -2,62 +2,77 @@ package protocol
 
 import "sync"
 
-// bounded is a mutex-guarded map that forgets its oldest keys past max
-// entries (FIFO), so nothing a peer sends can grow it without limit. Keys
-// are comparable values (struct keys avoid building a string per lookup on
-// the message path).
+// bounded is a mutex-guarded map that remembers at least its max most
+// recent keys and at most 2*max, so nothing a peer sends can grow it without
+// limit. Keys are comparable values (struct keys avoid building a string per
+// lookup on the message path).
+//
+// It keeps two generations instead of evicting key by key: new keys go to
+// cur, and when cur holds max keys it becomes old and a new cur starts (the
+// previous old is dropped whole). Under traffic the dedupe and question
+// maps are always full, and a FIFO that deleted one key per insert kept the
+// map full of tombstones: longer probes on every lookup and a rehash, with
+// its allocation, every few thousand messages. Here nothing is deleted, and
+// a generation is allocated once per max inserts at the size it will have.
 type bounded[K comparable, V any] struct {
-	mu   sync.Mutex
-	max  int
-	m    map[K]V
-	ring []K
-	next int
+	mu  sync.Mutex
+	max int
+	cur map[K]V
+	old map[K]V
 }
 
 // newBounded allocates lazily: an idle node must not pay for the bound.
 func newBounded[K comparable, V any](max int) *bounded[K, V] {
-	return &bounded[K, V]{max: max, m: make(map[K]V)}
+	return &bounded[K, V]{max: max, cur: make(map[K]V)}
 }
 
 func (b *bounded[K, V]) get(k K) (V, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	v, ok := b.m[k]
+	return b.getLocked(k)
+}
+
+func (b *bounded[K, V]) getLocked(k K) (V, bool) {
+	if v, ok := b.cur[k]; ok {
+		return v, true
+	}
+	v, ok := b.old[k]
 	return v, ok
 }
 
 func (b *bounded[K, V]) put(k K, v V) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if _, ok := b.m[k]; ok {
-		b.m[k] = v
+	b.putLocked(k, v)
+}
+
+func (b *bounded[K, V]) putLocked(k K, v V) {
+	if _, ok := b.cur[k]; !ok && len(b.cur) >= b.max {
+		// Rotate. A key only in old moves to the new generation, so that
+		// it is remembered as recent.
+		b.old, b.cur = b.cur, make(map[K]V, b.max)
+	} else if ok {
+		b.cur[k] = v
 		return
 	}
-	if len(b.ring) < b.max {
-		b.ring = append(b.ring, k)
-	} else {
-		delete(b.m, b.ring[b.next])
-		b.ring[b.next] = k
-		b.next = (b.next + 1) % b.max
-	}
-	b.m[k] = v
+	delete(b.old, k) // at most once per key: keeps len() exact
+	b.cur[k] = v
 }
 
 // putNew adds k unless it is present, and reports whether it added it: one
 // lock for the usual check-then-record of deduplication.
 func (b *bounded[K, V]) putNew(k K, v V) bool {
 	b.mu.Lock()
-	_, ok := b.m[k]
-	b.mu.Unlock()
-	if ok {
+	defer b.mu.Unlock()
+	if _, ok := b.getLocked(k); ok {
 		return false
 	}
-	b.put(k, v)
+	b.putLocked(k, v)
 	return true
 }
 
 func (b *bounded[K, V]) len() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return len(b.m)
+	return len(b.cur) + len(b.old)
 }

@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -48,7 +49,6 @@ type outChannel struct {
 // outItem is what the machine carries for one envelope.
 type outItem struct {
 	env       *envelope.Envelope
-	body      []byte // encoded frame, once the sequence is known
 	done      func(error)
 	urgent    bool // flush at once: someone waits for this envelope or its answer
 	ackNow    bool // the sender waits for the acknowledgement itself
@@ -229,21 +229,25 @@ func (c *outChannel) failure(a channel.Failed) error {
 
 // transmit writes items to the bound stream. A failed write fails the stream,
 // which reports TransportLost; the items stay pending for the retransmission.
+// Each frame is built straight in the stream's buffer from the envelope's
+// encoding (kept for the outbox anyway): no frame is allocated per send.
 func (c *outChannel) transmit(items []channel.Item) {
 	if c.st == nil {
 		return
 	}
-	frames := make([][]byte, 0, len(items))
-	urgent := false
+	urgent := len(items) > 1
 	for _, it := range items {
-		oi := it.Data.(*outItem)
-		if oi.body == nil {
-			oi.body = appendEnvFrame(make([]byte, 0, envFrameLen(c.id, it.Seq, oi.raw, oi.ackNow)), c.id, it.Seq, oi.raw, oi.ackNow)
-		}
-		frames = append(frames, oi.body)
-		urgent = urgent || oi.urgent
+		urgent = urgent || it.Data.(*outItem).urgent
 	}
-	_ = c.st.write(frames, urgent || len(items) > 1)
+	_ = c.st.writeWith(urgent, func(bw *bufio.Writer) error {
+		for _, it := range items {
+			oi := it.Data.(*outItem)
+			if err := writeEnvFrame(bw, c.id, it.Seq, oi.raw, oi.ackNow); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // dial runs on a Router goroutine: get the stream, open the channel on it.

@@ -102,18 +102,27 @@ func (s *outStream) fail(err error) {
 
 // write appends frames and flushes now (urgent) or soon (the flusher).
 func (s *outStream) write(frames [][]byte, urgent bool) error {
+	return s.writeWith(urgent, func(bw *bufio.Writer) error {
+		for _, f := range frames {
+			if err := frame.Write(bw, f); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// writeWith runs fill, which appends frames to the stream's buffer, then
+// flushes now (urgent) or soon (the flusher). fill runs under the write
+// lock: frames from concurrent writers never interleave.
+func (s *outStream) writeWith(urgent bool, fill func(bw *bufio.Writer) error) error {
 	s.wmu.Lock()
 	if s.werr != nil {
 		err := s.werr
 		s.wmu.Unlock()
 		return err
 	}
-	var err error
-	for _, f := range frames {
-		if err = frame.Write(s.bw, f); err != nil {
-			break
-		}
-	}
+	err := fill(s.bw)
 	if err == nil && urgent {
 		s.dl.extend(writeTimeout, s.st.SetWriteDeadline)
 		err = s.bw.Flush()

@@ -70,9 +70,9 @@ type Router struct {
 	regreetTimers map[peer.ID]*time.Timer          // pending re-greetings, at most one per peer
 	inbound       map[network.Stream]struct{}
 	pending       map[string]*pendingReq
-	answerable    *bounded[askKey, struct{}] // every request/proposal sent or received
-	peerIDs       *bounded[string, peer.ID]  // card host string -> decoded peer ID
-	seen          seenSet                    // envelopes delivered here
+	answerable    askSet                    // every request/proposal sent or received
+	peerIDs       *bounded[string, peer.ID] // card host string -> decoded peer ID
+	seen          seenSet                   // envelopes delivered here
 	sealed        map[string]sealedCard
 	threads       *envelope.Threads
 
@@ -137,7 +137,7 @@ func New(h host.Host, reg *agentcard.Registry, opts ...Option) (*Router, error) 
 		regreetTimers: make(map[peer.ID]*time.Timer),
 		inbound:       make(map[network.Stream]struct{}),
 		pending:       make(map[string]*pendingReq),
-		answerable:    newBounded[askKey, struct{}](16384),
+		answerable:    newAskSet(16384),
 		seen:          newSeenSet(65536),
 		sealed:        make(map[string]sealedCard),
 		threads:       envelope.NewThreads(10000),
@@ -621,7 +621,7 @@ func asksForAnswer(t envelope.Type) bool {
 // reply. env's addresses are canonical (prepared or received).
 func (r *Router) noteAsked(env *envelope.Envelope) {
 	if asksForAnswer(env.Type) {
-		r.answerable.put(askKey{env.ThreadID(), env.Sender, env.Recipient}, struct{}{})
+		r.answerable.add(askKey{env.ThreadID(), env.Sender, env.Recipient})
 	}
 }
 
@@ -632,8 +632,7 @@ func (r *Router) isAnswer(env *envelope.Envelope) bool {
 	if !isAnswerType(env.Type) || env.CorrelationID == "" {
 		return false
 	}
-	_, ok := r.answerable.get(askKey{env.CorrelationID, env.Recipient, env.Sender})
-	return ok
+	return r.answerable.has(askKey{env.CorrelationID, env.Recipient, env.Sender})
 }
 
 // policyErr applies the tier and sandbox rules to env from -> to, whose

@@ -71,19 +71,41 @@ func FuzzDecodeMsg(f *testing.F) {
 }
 
 func TestBoundedForgetsOldest(t *testing.T) {
-	b := newBounded[string, int](3)
-	for i, k := range []string{"a", "b", "c", "d"} {
-		b.put(k, i)
+	const bound = 3
+	b := newBounded[int, int](bound)
+	for i := range 20 {
+		b.put(i, i)
+		if n := b.len(); n > 2*bound {
+			t.Fatalf("after %d puts: %d keys held, bound is %d", i+1, n, 2*bound)
+		}
+		// The bound most recent keys are always remembered.
+		for k := max(0, i-bound+1); k <= i; k++ {
+			if v, ok := b.get(k); !ok || v != k {
+				t.Fatalf("after %d puts: recent key %d lost", i+1, k)
+			}
+		}
 	}
-	if _, ok := b.get("a"); ok {
+	if _, ok := b.get(0); ok {
 		t.Fatal("oldest key kept past the bound")
 	}
-	if v, ok := b.get("d"); !ok || v != 3 || b.len() != 3 {
-		t.Fatalf("bounded: %v %v %d", v, ok, b.len())
+	b.put(19, 7) // update in place does not evict
+	if v, _ := b.get(19); v != 7 || b.len() > 2*bound {
+		t.Fatalf("update: %d, %d keys", v, b.len())
 	}
-	b.put("d", 7) // update in place does not evict
-	if _, ok := b.get("b"); !ok {
-		t.Fatal("update evicted a key")
+	// A key re-put from the old generation becomes recent again.
+	b = newBounded[int, int](bound)
+	for i := range 4 { // 0,1,2 rotate out of cur when 3 arrives
+		b.put(i, i)
+	}
+	b.put(0, 0)
+	for i := 4; i < 6; i++ { // fills cur (3, 0, 4) and rotates at 5
+		b.put(i, i)
+	}
+	if _, ok := b.get(0); !ok {
+		t.Fatal("a key put again was forgotten as old")
+	}
+	if !b.putNew(100, 1) || b.putNew(100, 2) {
+		t.Fatal("putNew")
 	}
 }
 
