@@ -39,10 +39,13 @@ type Threads struct {
 }
 
 type threadEntry struct {
-	env     *Envelope
-	seq     uint64
-	next    *threadEntry // the next (newer) entry in the same byThread chain
-	indexed bool         // this entry is the one byID holds for its ID hash
+	env      *Envelope
+	seq      uint64
+	next     *threadEntry // the next (newer) entry in the same byThread chain
+	idHash   uint64       // hash of env.ID
+	thread   uint64       // hash of env.CorrelationID, if any
+	indexed  bool         // this entry is the one byID holds for its ID hash
+	threaded bool         // env has a CorrelationID: the entry is in a chain
 }
 
 // threadEnds is the oldest and newest entry of one byThread chain. Entries
@@ -76,7 +79,7 @@ func (t *Threads) Add(e *Envelope) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	ent := &threadEntry{env: e, indexed: true}
+	ent := &threadEntry{env: e, idHash: idh, thread: th, indexed: true, threaded: e.CorrelationID != ""}
 	if old, ok := t.byID[idh]; ok {
 		if old.env.ID == e.ID {
 			return // a retransmission
@@ -89,7 +92,7 @@ func (t *Threads) Add(e *Envelope) {
 	if ent.indexed {
 		t.byID[idh] = ent
 	}
-	if e.CorrelationID != "" {
+	if ent.threaded {
 		ends := t.byThread[th]
 		if ends.last == nil {
 			ends.first = ent
@@ -115,17 +118,18 @@ func (t *Threads) evictOldest() {
 		t.order = t.order[:n]
 		t.head = 0
 	}
+	// The hashes were kept in the entry: an envelope this old is no longer
+	// in any cache, and neither are its ID's bytes.
 	if ent.indexed {
-		delete(t.byID, t.hash(ent.env.ID))
+		delete(t.byID, ent.idHash)
 	}
-	if c := ent.env.CorrelationID; c != "" {
+	if ent.threaded {
 		// The oldest entry of all is the oldest of its chain.
-		th := t.hash(c)
-		ends := t.byThread[th]
+		ends := t.byThread[ent.thread]
 		if ends.first = ent.next; ends.first == nil {
-			delete(t.byThread, th)
+			delete(t.byThread, ent.thread)
 		} else {
-			t.byThread[th] = ends
+			t.byThread[ent.thread] = ends
 		}
 		ent.next = nil
 	}

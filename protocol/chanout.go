@@ -108,11 +108,13 @@ func (c *outChannel) enqueue(env *envelope.Envelope, raw []byte, urgent, ackNow 
 	if len(c.m.Pending()) >= maxPending {
 		return &deliveryError{Target: c.to, Reason: fmt.Sprintf("%d envelopes already wait for acknowledgement on this channel", maxPending)}
 	}
-	acts, err := c.m.Step(channel.Enqueue{Data: &outItem{env: env, raw: raw, done: done, urgent: urgent, ackNow: ackNow, enq: time.Now()}})
+	it, transmit, err := c.m.Enqueue(&outItem{env: env, raw: raw, done: done, urgent: urgent, ackNow: ackNow, enq: time.Now()})
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrChannelClosed, err)
 	}
-	c.perform(acts)
+	if transmit {
+		c.transmit([]channel.Item{it})
+	}
 	return nil
 }
 

@@ -67,7 +67,7 @@ func (r *Router) Post(ctx context.Context, env *envelope.Envelope) (RoutingResul
 	if env == nil {
 		return RoutingResult{Path: PathLocal}, &envelope.InvalidError{Field: "envelope", Reason: "nil"}
 	}
-	env = env.Clone()
+	env = cloneForSend(env)
 	from, to, err := r.prepare(env)
 	return r.post(ctx, env, from, to, err, start)
 }

@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -305,7 +306,7 @@ func (r *Router) send(ctx context.Context, env *envelope.Envelope, wait bool) (R
 	if env == nil {
 		return RoutingResult{Path: PathLocal}, &envelope.InvalidError{Field: "envelope", Reason: "nil"}
 	}
-	env = env.Clone()
+	env = cloneForSend(env)
 	if env.Recipient == envelope.Broadcast {
 		return r.sendBroadcast(ctx, env, start)
 	}
@@ -371,7 +372,7 @@ func (r *Router) Request(ctx context.Context, env *envelope.Envelope) (*envelope
 		return r.sendErr(ctx, env, nil)
 	}
 	start := time.Now()
-	env = env.Clone()
+	env = cloneForSend(env)
 	// Prepared (resolved, checked, canonical) first, so the waiter knows
 	// whom to expect the answer from.
 	from, to, err := r.prepare(env)
@@ -425,15 +426,18 @@ func errorFromPayload(resp *envelope.Envelope, from agentcard.Card) error {
 
 // resolve checks env (and compacts its payload: from here on only its
 // header is checked again) and finds the local sender card and the target
-// card.
+// card. env's sender is made canonical (name@peer) once it is found, with
+// the address the registry keeps (not built anew per message).
 func (r *Router) resolve(env *envelope.Envelope) (from, to agentcard.Card, err error) {
 	if err := env.Normalize(); err != nil {
 		return from, to, err
 	}
-	from, err = r.localSender(env.Sender)
+	var fromAddr, toAddr string
+	from, fromAddr, err = r.localSender(env.Sender)
 	if err != nil {
 		return from, to, err
 	}
+	env.Sender = fromAddr
 	if env.Recipient == envelope.Broadcast {
 		return from, to, &deliveryError{Target: envelope.Broadcast, Reason: "a broadcast has no single recipient: use Send or Post"}
 	}
@@ -447,7 +451,12 @@ func (r *Router) resolve(env *envelope.Envelope) (from, to agentcard.Card, err e
 		}
 		return from, to, err
 	}
-	to, err = r.resolveFor(from, env.Recipient)
+	defer func() {
+		if err == nil {
+			env.Recipient = toAddr
+		}
+	}()
+	to, toAddr, err = r.resolveFor(from, env.Recipient)
 	if errors.Is(err, agentcard.ErrAgentNotFound) && r.lookup(func(ctx context.Context, res Resolver) error {
 		if strings.Contains(env.Recipient, "@") {
 			_, err := res.Lookup(ctx, env.Recipient)
@@ -456,7 +465,7 @@ func (r *Router) resolve(env *envelope.Envelope) (from, to agentcard.Card, err e
 		_, err := res.FindByName(ctx, env.Recipient)
 		return err
 	}) {
-		to, err = r.resolveFor(from, env.Recipient)
+		to, toAddr, err = r.resolveFor(from, env.Recipient)
 	}
 	return from, to, err
 }
@@ -465,18 +474,27 @@ func (r *Router) resolve(env *envelope.Envelope) (from, to agentcard.Card, err e
 // (the reach check then decides, with a security event on a violation). A
 // bare name is resolved among the agents from may discover (sandbox
 // discovery filter, requirement 10.4): unique, ambiguous or not found.
-func (r *Router) resolveFor(from agentcard.Card, addr string) (agentcard.Card, error) {
+func (r *Router) resolveFor(from agentcard.Card, addr string) (c agentcard.Card, cAddr string, err error) {
 	if strings.Contains(addr, "@") || !r.o.policy.Enforced {
-		c, _, err := r.reg.ResolveShared(addr) // read-only: the router never modifies cards
-		return c, err
+		return r.reg.ResolveShared(addr) // read-only: the router never modifies cards
 	}
 	viewer := sandbox.Agent{ID: from.Address(), Sandbox: from.SandboxID}
 	// The usual case: the name is unique in the swarm and visible to from.
 	if c, cAddr, err := r.reg.ResolveShared(addr); err == nil {
 		if r.o.policy.CheckDiscover(viewer, sandbox.Agent{ID: cAddr, Sandbox: c.SandboxID}).Allowed {
-			return c, nil
+			return c, cAddr, nil
 		}
 	}
+	c, err = r.resolveVisible(from, viewer, addr)
+	if err != nil {
+		return c, "", err
+	}
+	return c, c.Address(), nil
+}
+
+// resolveVisible is resolveFor's slow path: the name is ambiguous, or not
+// visible to from, or unknown.
+func (r *Router) resolveVisible(from agentcard.Card, viewer sandbox.Agent, addr string) (agentcard.Card, error) {
 	var visible []agentcard.Card
 	total := 0
 	for _, c := range r.reg.ByID(addr) {
@@ -521,14 +539,16 @@ func (r *Router) lookup(f func(ctx context.Context, res Resolver) error) bool {
 	return f(ctx, r.o.resolver) == nil
 }
 
-func (r *Router) localSender(addr string) (agentcard.Card, error) {
+// localSender returns the card of local agent addr and its canonical
+// address.
+func (r *Router) localSender(addr string) (agentcard.Card, string, error) {
 	id, host, _ := strings.Cut(addr, "@")
 	if host == "" || host == r.selfStr {
-		if c, ok := r.reg.GetShared(id); ok && c.Origin == agentcard.OriginLocal {
-			return c, nil
+		if c, cAddr, ok := r.reg.GetSharedAddr(id); ok && c.Origin == agentcard.OriginLocal {
+			return c, cAddr, nil
 		}
 	}
-	return agentcard.Card{}, &agentcard.NotFoundError{Query: addr, Where: fmt.Sprintf("agents hosted on this node (%d); a sender must be a local agent", len(r.reg.Local()))}
+	return agentcard.Card{}, "", &agentcard.NotFoundError{Query: addr, Where: fmt.Sprintf("agents hosted on this node (%d); a sender must be a local agent", len(r.reg.Local()))}
 }
 
 // byCapability picks the first agent with the capability that the sender may
@@ -566,6 +586,26 @@ func (r *Router) prepare(env *envelope.Envelope) (from, to agentcard.Card, err e
 		return from, to, err
 	}
 	return from, to, r.admit(env, from, to)
+}
+
+// sendEnv is an envelope the router sends and its metadata, allocated
+// together: admit always sets metadata, and most callers leave it nil.
+type sendEnv struct {
+	env envelope.Envelope
+	md  envelope.Metadata
+}
+
+// cloneForSend is env.Clone with room for the metadata admit sets.
+func cloneForSend(e *envelope.Envelope) *envelope.Envelope {
+	b := &sendEnv{env: *e}
+	if e.Payload != nil {
+		b.env.Payload = bytes.Clone(e.Payload)
+	}
+	if e.Metadata != nil {
+		b.md = *e.Metadata
+	}
+	b.env.Metadata = &b.md
+	return &b.env
 }
 
 // admit canonicalises valid env, from local agent from to agent to: full
@@ -837,7 +877,7 @@ func (r *Router) sendBroadcast(ctx context.Context, env *envelope.Envelope, star
 		err = ErrChannelClosed
 	}
 	if err == nil {
-		from, err = r.localSender(env.Sender)
+		from, _, err = r.localSender(env.Sender)
 	}
 	if err == nil {
 		err = r.publish(ctx, env, from)

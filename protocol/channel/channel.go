@@ -222,22 +222,35 @@ func (m *Machine) to(s State, acts []Action) []Action {
 	return append(acts, StateChanged{From: from, To: s})
 }
 
+// Enqueue is Step(Enqueue{Data: data}) for the sender's hot path, without
+// allocating the action list: it returns the new item, and transmit is
+// true exactly where Step would return Transmit{Items: []Item{it}} (the
+// channel is open); otherwise there is nothing to do yet. Property tests
+// check that the two agree.
+func (m *Machine) Enqueue(data any) (it Item, transmit bool, err error) {
+	if m.state == Closed {
+		return Item{}, false, m.invalid(Enqueue{Data: data})
+	}
+	it = Item{Seq: m.next, Data: data}
+	m.next++
+	m.pending = append(m.pending, it)
+	if m.state == Open {
+		m.sent = it.Seq
+		return it, true, nil
+	}
+	return it, false, nil
+}
+
 // Step applies one event and returns the actions to perform, or an error
 // (and no change) for an invalid transition.
 func (m *Machine) Step(e Event) ([]Action, error) {
 	switch e := e.(type) {
 	case Enqueue:
-		if m.state == Closed {
-			return nil, m.invalid(e)
+		it, transmit, err := m.Enqueue(e.Data)
+		if err != nil || !transmit {
+			return nil, err
 		}
-		it := Item{Seq: m.next, Data: e.Data}
-		m.next++
-		m.pending = append(m.pending, it)
-		if m.state == Open {
-			m.sent = it.Seq
-			return []Action{Transmit{Items: []Item{it}}}, nil
-		}
-		return nil, nil
+		return []Action{Transmit{Items: []Item{it}}}, nil
 
 	case Connected:
 		if m.state != Connecting && m.state != Reconnecting {

@@ -3,6 +3,7 @@ package channel_test
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"testing"
 	"time"
 
@@ -316,4 +317,41 @@ func TestNackFailsOneItem(t *testing.T) {
 	if _, err := m.Step(channel.Ack{Seq: 9}); err == nil {
 		t.Fatal("ack beyond what was sent accepted")
 	}
+}
+
+// Machine.Enqueue (the sender's allocation-free path) must do exactly what
+// Step(Enqueue{}) does, in every state the machine can reach.
+func TestEnqueueMatchesStep(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		cfg := channel.Config{Retries: rapid.IntRange(0, 3).Draw(t, "retries"), Base: time.Millisecond}
+		a, _ := channel.New(cfg)
+		b, _ := channel.New(cfg)
+		for i := 0; i < 60; i++ {
+			e := rapid.SampledFrom([]channel.Event{channel.Enqueue{Data: i}, channel.Connected{}, channel.DialFailed{},
+				channel.RetryDue{}, channel.TransportLost{}, channel.Ack{Seq: uint64(i % 3)}, channel.Close{}}).Draw(t, "event")
+			if _, ok := e.(channel.Enqueue); !ok {
+				actsA, errA := a.Step(e)
+				actsB, errB := b.Step(e)
+				if (errA == nil) != (errB == nil) || !reflect.DeepEqual(actsA, actsB) {
+					t.Fatalf("machines diverged on %T", e)
+				}
+				continue
+			}
+			acts, errA := a.Step(channel.Enqueue{Data: i})
+			it, transmit, errB := b.Enqueue(i)
+			if (errA == nil) != (errB == nil) {
+				t.Fatalf("Step error %v, Enqueue error %v", errA, errB)
+			}
+			var want []channel.Action
+			if transmit {
+				want = []channel.Action{channel.Transmit{Items: []channel.Item{it}}}
+			}
+			if !reflect.DeepEqual(acts, want) {
+				t.Fatalf("Step returned %v, Enqueue %v (transmit %v)", acts, it, transmit)
+			}
+			if a.State() != b.State() || a.NextSeq() != b.NextSeq() || !reflect.DeepEqual(a.Pending(), b.Pending()) {
+				t.Fatal("machines diverged after Enqueue")
+			}
+		}
+	})
 }
