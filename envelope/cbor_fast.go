@@ -86,14 +86,37 @@ func (r *cborReader) bytesOf(want byte) []byte {
 }
 
 // text reads a text string, which must be UTF-8 (the reflective decoder
-// rejects invalid text).
-func (r *cborReader) text() string {
+// rejects invalid text), and returns where it is in the input.
+func (r *cborReader) text() span {
 	s := r.bytesOf(3)
 	if r.bad || !utf8.Valid(s) {
 		r.bad = true
-		return ""
+		return span{}
 	}
-	return string(s)
+	return span{r.i - len(s), len(s)}
+}
+
+// span is where a text string's bytes are in the input.
+type span struct{ off, n int }
+
+// spans are the text fields of one envelope as the fast path finds them.
+// They become strings only once the whole envelope is read: as substrings
+// of one string copy of it, one allocation for every field instead of one
+// per field.
+type spans struct {
+	id, typ, sender, recipient, correlation span
+	sandbox, hint, justification            span
+}
+
+// set makes the strings of w from the input in.
+func (sp *spans) set(in []byte, w *wireEnvelope) {
+	all := string(in)
+	str := func(s span) string { return all[s.off : s.off+s.n] }
+	w.ID, w.Type, w.Sender = str(sp.id), str(sp.typ), str(sp.sender)
+	w.Recipient, w.CorrelationID = str(sp.recipient), str(sp.correlation)
+	if m := w.Metadata; m != nil {
+		m.SandboxID, m.RoutingHint, m.EscalationJustification = str(sp.sandbox), str(sp.hint), str(sp.justification)
+	}
 }
 
 // key reports whether the next item is the text string k, and if so
@@ -173,18 +196,19 @@ func decodeCanonical(b []byte, d *cborDecoding) (int, bool) {
 		return 0, false
 	}
 	pairs := uint64(0)
+	var sp spans
 	if !r.key(keyID) {
 		return 0, false
 	}
-	w.ID = r.text()
+	sp.id = r.text()
 	if !r.key(keyType) {
 		return 0, false
 	}
-	w.Type = r.text()
+	sp.typ = r.text()
 	if !r.key(keySender) {
 		return 0, false
 	}
-	w.Sender = r.text()
+	sp.sender = r.text()
 	if !r.key(keyPayload) {
 		return 0, false
 	}
@@ -193,7 +217,7 @@ func decodeCanonical(b []byte, d *cborDecoding) (int, bool) {
 	}
 	pairs += 4
 	if r.key(keyMetadata) {
-		if !decodeCanonicalMetadata(&r, d) {
+		if !decodeCanonicalMetadata(&r, d, &sp) {
 			return 0, false
 		}
 		pairs++
@@ -201,14 +225,14 @@ func decodeCanonical(b []byte, d *cborDecoding) (int, bool) {
 	if !r.key(keyRecipient) {
 		return 0, false
 	}
-	w.Recipient = r.text()
+	sp.recipient = r.text()
 	if !r.key(keyTimestamp) {
 		return 0, false
 	}
 	w.Timestamp = int64(r.uint(math.MaxInt64)) // negative ones take the strict path
 	pairs += 2
 	if r.key(keyCorrelationID) {
-		w.CorrelationID = r.text()
+		sp.correlation = r.text()
 		pairs++
 	}
 	if !r.key(keySchemaVersion) {
@@ -224,10 +248,11 @@ func decodeCanonical(b []byte, d *cborDecoding) (int, bool) {
 	if r.bad || pairs != n {
 		return 0, false
 	}
+	sp.set(b[:r.i], w)
 	return r.i, true
 }
 
-func decodeCanonicalMetadata(r *cborReader, d *cborDecoding) bool {
+func decodeCanonicalMetadata(r *cborReader, d *cborDecoding, sp *spans) bool {
 	n := r.mapLen()
 	if r.bad || n < 1 || n > 4 || !r.key(keyTier) {
 		return false
@@ -237,15 +262,15 @@ func decodeCanonicalMetadata(r *cborReader, d *cborDecoding) bool {
 	m.Tier = &d.tier
 	pairs := uint64(1)
 	if r.key(keySandboxID) {
-		m.SandboxID = r.text()
+		sp.sandbox = r.text()
 		pairs++
 	}
 	if r.key(keyRoutingHint) {
-		m.RoutingHint = r.text()
+		sp.hint = r.text()
 		pairs++
 	}
 	if r.key(keyJustification) {
-		m.EscalationJustification = r.text()
+		sp.justification = r.text()
 		pairs++
 	}
 	d.w.Metadata = m

@@ -15,52 +15,39 @@ import (
 // Threads keeps the pointers it is given and returns them from Thread: do
 // not modify an envelope after adding it.
 //
-// A router adds every envelope of a conversation as it passes, so Add is on
-// the message path and the index is always full under traffic. Its maps are
-// keyed by 64-bit hashes of the IDs (under a seed secret to the process)
-// rather than by the ID strings: a lookup or an eviction then compares
-// integers held in the map itself instead of following a pointer to each
-// key's bytes, which in a full 10,000-entry index missed the cache on
-// nearly every probe. A thread's entries are chained through the entries
-// themselves, so a new thread allocates no slice. Lookups compare the real
-// IDs of what the hashes find, so a collision can never return a wrong
-// envelope; at worst (about 2^-64 per pair) an envelope is left out of the
-// ID index and is then only reachable through its thread.
+// A router adds every envelope of a conversation as it passes, and asks
+// for a thread only when someone looks at one. So Add is what must be
+// cheap: it writes one entry into a ring and touches nothing else. With
+// maps by ID and by thread, a full 10,000-entry index cost several cache
+// misses per Add (the lookups, the inserts, the evictions), a few
+// microseconds of every round trip. Thread and Len instead scan the ring
+// (entries carry hashes of their IDs, so the scan compares integers and
+// reads an envelope only on a match): tens of microseconds for a full
+// index, on a query path.
+//
+// A retransmission (an ID already held) is never returned twice: Thread
+// and Len count the first envelope added with an ID. One added right after
+// itself is dropped at once; an older duplicate takes a place in the ring
+// until it is evicted.
 type Threads struct {
-	mu       sync.Mutex
-	max      int
-	seed     maphash.Seed
-	seq      uint64                  // insertion counter
-	order    []*threadEntry          // held entries, oldest first, from head
-	head     int                     // index of the oldest entry in order
-	byID     map[uint64]*threadEntry // entry by hash of envelope ID
-	byThread map[uint64]threadEnds   // entries by hash of CorrelationID, oldest first
-	scratch  []*threadEntry          // Thread's candidates, reused under mu
+	mu   sync.Mutex
+	max  int
+	seed maphash.Seed
+	ring []threadEntry // insertion order from next (once full) or 0
+	next int           // once the ring is full: the oldest entry, overwritten next
 }
 
 type threadEntry struct {
 	env      *Envelope
-	seq      uint64
-	next     *threadEntry // the next (newer) entry in the same byThread chain
-	idHash   uint64       // hash of env.ID
-	thread   uint64       // hash of env.CorrelationID, if any
-	indexed  bool         // this entry is the one byID holds for its ID hash
-	threaded bool         // env has a CorrelationID: the entry is in a chain
+	id       uint64 // hash of env.ID
+	thread   uint64 // hash of env.CorrelationID, when threaded
+	threaded bool
 }
-
-// threadEnds is the oldest and newest entry of one byThread chain. Entries
-// of two threads whose IDs hash alike share a chain; Thread filters them.
-type threadEnds struct{ first, last *threadEntry }
 
 // NewThreads returns an empty Threads holding at most limit envelopes; a limit
 // below 1 is taken as 1.
 func NewThreads(limit int) *Threads {
-	return &Threads{
-		max:      max(limit, 1),
-		seed:     maphash.MakeSeed(),
-		byID:     make(map[uint64]*threadEntry),
-		byThread: make(map[uint64]threadEnds),
-	}
+	return &Threads{max: max(limit, 1), seed: maphash.MakeSeed()}
 }
 
 func (t *Threads) hash(s string) uint64 { return maphash.String(t.seed, s) }
@@ -72,66 +59,31 @@ func (t *Threads) Add(e *Envelope) {
 	if e == nil || e.ID == "" {
 		return
 	}
-	idh := t.hash(e.ID)
-	var th uint64
+	ent := threadEntry{env: e, id: t.hash(e.ID)}
 	if e.CorrelationID != "" {
-		th = t.hash(e.CorrelationID)
+		ent.thread, ent.threaded = t.hash(e.CorrelationID), true
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	ent := &threadEntry{env: e, idHash: idh, thread: th, indexed: true, threaded: e.CorrelationID != ""}
-	if old, ok := t.byID[idh]; ok {
-		if old.env.ID == e.ID {
-			return // a retransmission
+	if n := len(t.ring); n > 0 {
+		last := &t.ring[(t.next+n-1)%n]
+		if last.id == ent.id && last.env.ID == e.ID {
+			return // the same envelope again, as a local delivery records it twice
 		}
-		ent.indexed = false // a hash collision: keep the first in the ID index
 	}
-	t.seq++
-	ent.seq = t.seq
-	t.order = append(t.order, ent)
-	if ent.indexed {
-		t.byID[idh] = ent
+	if len(t.ring) < t.max {
+		t.ring = append(t.ring, ent)
+		return
 	}
-	if ent.threaded {
-		ends := t.byThread[th]
-		if ends.last == nil {
-			ends.first = ent
-		} else {
-			ends.last.next = ent
-		}
-		ends.last = ent
-		t.byThread[th] = ends
-	}
-	for len(t.order)-t.head > t.max {
-		t.evictOldest()
-	}
+	t.ring[t.next] = ent
+	t.next = (t.next + 1) % t.max
 }
 
-// evictOldest drops the oldest entry. t.mu is held.
-func (t *Threads) evictOldest() {
-	ent := t.order[t.head]
-	t.order[t.head] = nil
-	t.head++
-	if t.head >= len(t.order)/2 && t.head >= 64 { // reclaim the dead prefix
-		n := copy(t.order, t.order[t.head:])
-		clear(t.order[n:])
-		t.order = t.order[:n]
-		t.head = 0
-	}
-	// The hashes were kept in the entry: an envelope this old is no longer
-	// in any cache, and neither are its ID's bytes.
-	if ent.indexed {
-		delete(t.byID, ent.idHash)
-	}
-	if ent.threaded {
-		// The oldest entry of all is the oldest of its chain.
-		ends := t.byThread[ent.thread]
-		if ends.first = ent.next; ends.first == nil {
-			delete(t.byThread, ent.thread)
-		} else {
-			t.byThread[ent.thread] = ends
-		}
-		ent.next = nil
+// each calls f on every entry in insertion order. t.mu is held.
+func (t *Threads) each(f func(ent *threadEntry)) {
+	n := len(t.ring)
+	for k := range n {
+		f(&t.ring[(t.next+k)%n])
 	}
 }
 
@@ -143,32 +95,42 @@ func (t *Threads) Thread(id string) []*Envelope {
 		return nil
 	}
 	h := t.hash(id)
+	var out []*Envelope
+	var held map[string]struct{} // IDs in out, once out is long
 	t.mu.Lock()
-	ents := t.scratch[:0]
-	for ent := t.byThread[h].first; ent != nil; ent = ent.next {
-		if ent.env.CorrelationID == id {
-			ents = append(ents, ent)
+	t.each(func(ent *threadEntry) {
+		e := ent.env
+		in := ent.threaded && ent.thread == h && e.CorrelationID == id ||
+			ent.id == h && e.ID == id && e.CorrelationID != id
+		if !in {
+			return
 		}
-	}
-	if root, ok := t.byID[h]; ok && root.env.ID == id && root.env.CorrelationID != id {
-		ents = append(ents, root)
-	}
-	if len(ents) == 0 {
-		t.mu.Unlock()
-		return nil
-	}
-	slices.SortFunc(ents, func(a, b *threadEntry) int {
-		return cmp.Or(cmp.Compare(a.env.Timestamp, b.env.Timestamp), cmp.Compare(a.seq, b.seq))
+		// A retransmission counts once: a short thread is scanned, a long
+		// one indexed.
+		if held != nil {
+			if _, dup := held[e.ID]; dup {
+				return
+			}
+			held[e.ID] = struct{}{}
+		} else {
+			for _, o := range out {
+				if o.ID == e.ID {
+					return
+				}
+			}
+			if len(out) == 16 {
+				held = make(map[string]struct{}, 64)
+				for _, o := range out {
+					held[o.ID] = struct{}{}
+				}
+				held[e.ID] = struct{}{}
+			}
+		}
+		out = append(out, e)
 	})
-	out := make([]*Envelope, len(ents))
-	for i, ent := range ents {
-		out[i] = ent.env
-	}
-	clear(ents)
-	if cap(ents) <= 1024 {
-		t.scratch = ents[:0]
-	}
 	t.mu.Unlock()
+	// Collected in insertion order: a stable sort keeps it for equal times.
+	slices.SortStableFunc(out, func(a, b *Envelope) int { return cmp.Compare(a.Timestamp, b.Timestamp) })
 	return out
 }
 
@@ -176,5 +138,9 @@ func (t *Threads) Thread(id string) []*Envelope {
 func (t *Threads) Len() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return len(t.order) - t.head
+	ids := make(map[string]struct{}, len(t.ring))
+	for i := range t.ring {
+		ids[t.ring[i].env.ID] = struct{}{}
+	}
+	return len(ids)
 }

@@ -137,3 +137,24 @@ func ids(es []*envelope.Envelope) []string {
 	}
 	return out
 }
+
+func TestThreadsRetransmissionsInLongThreads(t *testing.T) {
+	// Duplicates that are not added right after themselves take a place in
+	// the bound but are returned and counted once, in long threads too.
+	th := envelope.NewThreads(1000)
+	var want []*envelope.Envelope
+	for i := range 100 {
+		e := env(fmt.Sprintf("m%d", i), "t", int64(i+1))
+		want = append(want, e)
+		th.Add(e)
+		if i >= 2 {
+			th.Add(env(fmt.Sprintf("m%d", i-2), "t", int64(i+1000))) // a late retransmission
+		}
+	}
+	if got := th.Thread("t"); !reflect.DeepEqual(got, want) {
+		t.Fatalf("Thread(t) has %d envelopes, want the first 100 adds in order: %v", len(got), ids(got))
+	}
+	if th.Len() != 100 {
+		t.Fatalf("Len = %d, want 100", th.Len())
+	}
+}

@@ -47,28 +47,31 @@ func (s seenSet) addNew(k seenKey) bool { return s.set.putNew(s.hash(k), struct{
 // each be answered, by every agent that was asked.
 type askKey struct{ thread, asker, answerer string }
 
-// askSet remembers the last max questions. Like seenSet it is keyed by a
-// seeded 64-bit hash (integers compared in the map itself, not three
-// strings behind pointers, in a map that is always full under traffic);
-// unlike seenSet it keeps the exact key and compares it on every hit,
-// because a hit lifts tier rules for a reply: a collision must never let
-// an unasked answer through.
+// askSet remembers at least the last max questions. Like seenSet it is
+// keyed by a seeded 64-bit hash (integers compared in the map itself, not
+// three strings behind pointers, in a map that is always full under
+// traffic); unlike seenSet it confirms every hit with a second hash under
+// an independent seed, because a hit lifts tier rules for a reply: a false
+// hit needs both 64-bit hashes to collide, which no peer can aim for
+// without the process's secret seeds. Keeping hashes rather than the key's
+// strings also keeps the set from holding on to the envelopes they were
+// cut from.
 type askSet struct {
-	seed maphash.Seed
-	set  *bounded[uint64, askKey]
+	seed, check maphash.Seed
+	set         *bounded[uint64, uint64]
 }
 
 func newAskSet(max int) askSet {
-	return askSet{seed: maphash.MakeSeed(), set: newBounded[uint64, askKey](max)}
+	return askSet{seed: maphash.MakeSeed(), check: maphash.MakeSeed(), set: newBounded[uint64, uint64](max)}
 }
 
-// add records k. A different question with the same hash replaces the one
-// held (the older is forgotten early, which only makes its answer subject
-// to the tier rules again).
-func (s askSet) add(k askKey) { s.set.put(maphash.Comparable(s.seed, k), k) }
+// add records k.
+func (s askSet) add(k askKey) {
+	s.set.put(maphash.Comparable(s.seed, k), maphash.Comparable(s.check, k))
+}
 
-// has reports whether exactly k was recorded.
+// has reports whether k was recorded.
 func (s askSet) has(k askKey) bool {
 	got, ok := s.set.get(maphash.Comparable(s.seed, k))
-	return ok && got == k
+	return ok && got == maphash.Comparable(s.check, k)
 }

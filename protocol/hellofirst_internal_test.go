@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/libp2p/go-libp2p"
 	"github.com/libp2p/go-libp2p/core/network"
@@ -61,7 +62,7 @@ func TestHelloIsFirstFrame(t *testing.T) {
 	}
 	marker, _ := encodeMsg(&wireMsg{Kind: kindOpen, Ch: "c", From: "x@y", To: "z"})
 	const rounds, callers = 20, 16
-	for range rounds {
+	for round := range rounds {
 		var wg sync.WaitGroup
 		for range callers {
 			wg.Go(func() {
@@ -74,6 +75,16 @@ func TestHelloIsFirstFrame(t *testing.T) {
 		r.mu.Lock()
 		s := r.out[hb.ID()]
 		r.mu.Unlock()
+		// Let b read the stream's first frame before it is reset: a reset
+		// that overtakes the handler's read would prove nothing.
+		for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			mu.Lock()
+			n := len(first)
+			mu.Unlock()
+			if n > round {
+				break
+			}
+		}
 		if s != nil {
 			s.fail(ErrChannelClosed) // the next round opens a new stream
 		}

@@ -49,6 +49,7 @@ func (r *Router) handleStream(st network.Stream) {
 	defer out.close()
 	var last *inChannel
 	var idle deadline
+	var reuse inMsg // every canonical envelope frame is decoded into it
 	for {
 		idle.extend(r.o.idleTimeout, st.SetReadDeadline)
 		body, err := fr.Next()
@@ -60,7 +61,11 @@ func (r *Router) handleStream(st network.Stream) {
 			r.refuseStream(st, p, err)
 			return
 		}
-		m, err := decodeMsg(body)
+		lastCh := ""
+		if last != nil {
+			lastCh = last.id
+		}
+		m, err := decodeMsgReuse(body, &reuse, lastCh)
 		if err != nil {
 			r.refuseStream(st, p, err)
 			return

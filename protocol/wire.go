@@ -187,8 +187,16 @@ func encodeMsg(m *wireMsg) ([]byte, error) {
 // without reflection (decodeEnvFrame); any other input goes to the strict
 // decoder, which decides every error.
 func decodeMsg(b []byte) (*inMsg, error) {
-	if m, ok := decodeEnvFrame(b); ok {
-		return m, nil
+	return decodeMsgReuse(b, new(inMsg), "")
+}
+
+// decodeMsgReuse is decodeMsg for a stream loop: a canonical envelope frame
+// is decoded into *into, which the loop reuses for every frame, and its
+// channel id is ch itself when they are equal (a stream mostly carries one
+// channel), so such a frame allocates only its envelope.
+func decodeMsgReuse(b []byte, into *inMsg, ch string) (*inMsg, error) {
+	if decodeEnvFrameInto(b, into, ch) {
+		return into, nil
 	}
 	return decodeMsgStrict(b)
 }
@@ -199,8 +207,18 @@ func decodeMsg(b []byte) (*inMsg, error) {
 // FuzzDecodeEnvFrame checks that it never accepts what decodeMsgStrict
 // refuses or reads it differently.
 func decodeEnvFrame(b []byte) (m *inMsg, ok bool) {
-	if len(b) < 1 || b[0] != 0xa4 && b[0] != 0xa5 {
+	m = new(inMsg)
+	if !decodeEnvFrameInto(b, m, "") {
 		return nil, false
+	}
+	return m, true
+}
+
+// decodeEnvFrameInto is decodeEnvFrame into *m (overwritten only when it
+// returns true), with the channel id taken from ch when equal.
+func decodeEnvFrameInto(b []byte, m *inMsg, ch string) bool {
+	if len(b) < 1 || b[0] != 0xa4 && b[0] != 0xa5 {
+		return false
 	}
 	i, ack := 1, b[0] == 0xa5
 	expect := func(p ...byte) bool {
@@ -211,16 +229,16 @@ func decodeEnvFrame(b []byte) (m *inMsg, ok bool) {
 		return true
 	}
 	if ack && !expect(0x61, 'a', 0xf5) || !expect(0x61, 'e') {
-		return nil, false
+		return false
 	}
 	env, n, ok := envelope.DecodeCanonicalPrefix(b[i:])
 	if !ok {
-		return nil, false
+		return false
 	}
 	raw := b[i : i+n]
 	i += n
 	if !expect(0x61, 'h') || i >= len(b) {
-		return nil, false
+		return false
 	}
 	// The channel: a short text string (at most maxChannelID < 256 bytes).
 	var chLen int
@@ -230,15 +248,17 @@ func decodeEnvFrame(b []byte) (m *inMsg, ok bool) {
 	case c == 0x78 && len(b)-i >= 2 && b[i+1] >= 24: // 24 to 255 bytes, shortest head
 		chLen, i = int(b[i+1]), i+2
 	default:
-		return nil, false
+		return false
 	}
 	if chLen > maxChannelID || len(b)-i < chLen || !utf8.Valid(b[i:i+chLen]) {
-		return nil, false
+		return false
 	}
-	ch := string(b[i : i+chLen])
+	if string(b[i:i+chLen]) != ch { // compared without a copy
+		ch = string(b[i : i+chLen])
+	}
 	i += chLen
 	if !expect(0x61, 'k', kindEnvelope, 0x61, 's') || i >= len(b) {
-		return nil, false
+		return false
 	}
 	// The sequence: an unsigned integer of at least 1.
 	var seq uint64
@@ -246,13 +266,13 @@ func decodeEnvFrame(b []byte) (m *inMsg, ok bool) {
 	i++
 	switch ai := c & 0x1f; {
 	case c>>5 != 0 || ai > 27:
-		return nil, false
+		return false
 	case ai < 24:
 		seq = uint64(ai)
 	default:
 		w := 1 << (ai - 24)
 		if len(b)-i < w {
-			return nil, false
+			return false
 		}
 		for _, x := range b[i : i+w] {
 			seq = seq<<8 | uint64(x)
@@ -260,9 +280,10 @@ func decodeEnvFrame(b []byte) (m *inMsg, ok bool) {
 		i += w
 	}
 	if seq == 0 || i != len(b) {
-		return nil, false
+		return false
 	}
-	return &inMsg{Kind: kindEnvelope, Seq: seq, Ch: ch, Env: raw, Ack: ack, env: env}, true
+	*m = inMsg{Kind: kindEnvelope, Seq: seq, Ch: ch, Env: raw, Ack: ack, env: env}
+	return true
 }
 
 // decodeMsgStrict is decodeMsg without the envelope fast path: the
