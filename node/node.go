@@ -487,9 +487,7 @@ func (n *Node) Request(ctx context.Context, env *envelope.Envelope) (*envelope.E
 	if r == nil {
 		return nil, protocol.RoutingResult{}, errNotStarted
 	}
-	ctx, cancel := context.WithTimeout(ctx, n.cfg.RequestTimeout)
-	defer cancel()
-	return r.Request(ctx, env)
+	return r.RequestWithin(ctx, env, n.cfg.RequestTimeout)
 }
 
 // discoveryTTL is how long a remote card stays valid after its host's last

@@ -90,9 +90,10 @@ func (r *Router) post(ctx context.Context, env *envelope.Envelope, from, to agen
 		res.Path = PathRemote
 		// A failure is reported once, by the channel (emitFailure). An answer
 		// has someone waiting for it: it is flushed at once.
+		fromTier, toTier := int(from.Tier), int(to.Tier)
 		err = r.sendChannel(ctx, env.Sender, to, env, isAnswerType(env.Type), func(err error) {
 			if err == nil {
-				r.emitSent(env, from, to, PathRemote, start)
+				r.emitSentTiers(env, fromTier, toTier, PathRemote, start)
 			}
 		})
 	}
@@ -127,8 +128,15 @@ func (r *Router) emitRoute(env *envelope.Envelope, from, to agentcard.Card, path
 }
 
 func (r *Router) emitSent(env *envelope.Envelope, from, to agentcard.Card, path string, start time.Time) {
+	r.emitSentTiers(env, int(from.Tier), int(to.Tier), path, start)
+}
+
+// emitSentTiers is emitSent with only the cards' tiers: what a callback
+// that runs on acknowledgement needs to keep (two cards would be most of
+// a kilobyte per envelope in flight).
+func (r *Router) emitSentTiers(env *envelope.Envelope, fromTier, toTier int, path string, start time.Time) {
 	r.o.sink.Emit(Event{Type: EventMessageSent, Time: time.Now(), EnvelopeID: env.ID, Sender: env.Sender, Recipient: env.Recipient,
-		MessageType: env.Type, Path: path, Latency: time.Since(start), Success: true, SourceTier: int(from.Tier), TargetTier: int(to.Tier)})
+		MessageType: env.Type, Path: path, Latency: time.Since(start), Success: true, SourceTier: fromTier, TargetTier: toTier})
 }
 
 // EventChannel reports a channel's state change or redial.
@@ -152,7 +160,7 @@ func (r *Router) emitFailure(env *envelope.Envelope, c *outChannel, err error) {
 		r.mu.Unlock()
 		if pr != nil {
 			select {
-			case pr.fail <- err:
+			case pr.done <- reqResult{err: err}:
 			default:
 			}
 		}
@@ -205,7 +213,10 @@ func (r *Router) matchAnswer(env *envelope.Envelope) bool {
 	}
 	delete(r.pending, env.CorrelationID)
 	r.mu.Unlock()
-	pr.ch <- env
+	select {
+	case pr.done <- reqResult{env: env}:
+	default: // cannot happen: one answer, at most one failure; never block a stream loop
+	}
 	return true
 }
 

@@ -90,8 +90,15 @@ type agentPair struct{ from, to string }
 
 type pendingReq struct {
 	agentPair
-	ch   chan *envelope.Envelope
-	fail chan error
+	done chan reqResult // the answer, or the failure to deliver the request
+}
+
+// reqResult ends a pending request. The channel holds two: the answer
+// (sent once, by whoever removes the request from pending) never waits
+// behind a failure report.
+type reqResult struct {
+	env *envelope.Envelope
+	err error
 }
 
 type sealedCard struct {
@@ -365,6 +372,13 @@ func (r *Router) dispatch(ctx context.Context, env *envelope.Envelope, from, to 
 // answers it (same correlation thread, from the target back to the sender).
 // An "error" answer is returned as a *RemoteError carrying its code.
 func (r *Router) Request(ctx context.Context, env *envelope.Envelope) (*envelope.Envelope, RoutingResult, error) {
+	return r.RequestWithin(ctx, env, 0)
+}
+
+// RequestWithin is Request that gives up waiting for the answer after
+// timeout (when positive) as if ctx had that deadline: the same as
+// Request under context.WithTimeout, without a context per request.
+func (r *Router) RequestWithin(ctx context.Context, env *envelope.Envelope, timeout time.Duration) (*envelope.Envelope, RoutingResult, error) {
 	if env == nil {
 		return nil, RoutingResult{}, &envelope.InvalidError{Field: "envelope", Reason: "nil"}
 	}
@@ -380,7 +394,7 @@ func (r *Router) Request(ctx context.Context, env *envelope.Envelope) (*envelope
 		res, err := r.dispatch(ctx, env, from, to, err, false, start)
 		return nil, res, err
 	}
-	pr := &pendingReq{agentPair{from: env.Sender, to: env.Recipient}, make(chan *envelope.Envelope, 1), make(chan error, 1)}
+	pr := &pendingReq{agentPair{from: env.Sender, to: env.Recipient}, make(chan reqResult, 2)}
 	r.mu.Lock()
 	r.pending[env.ID] = pr
 	r.mu.Unlock()
@@ -394,18 +408,27 @@ func (r *Router) Request(ctx context.Context, env *envelope.Envelope) (*envelope
 		return nil, res, err
 	}
 	res.Delivered = res.Path == PathLocal // remote: known when the answer (or a failure) arrives
+	var expired <-chan time.Time
+	if timeout > 0 {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		expired = t.C
+	}
 	select {
-	case err := <-pr.fail:
-		res.Error = fmt.Sprintf("%s: %v", CodeOf(err), err)
-		return nil, res, err
-	case resp := <-pr.ch:
-		res.Delivered = true
-		if resp.Type == envelope.TypeError {
-			return resp, res, errorFromPayload(resp, to)
+	case got := <-pr.done:
+		if got.err != nil {
+			res.Error = fmt.Sprintf("%s: %v", CodeOf(got.err), got.err)
+			return nil, res, got.err
 		}
-		return resp, res, nil
+		res.Delivered = true
+		if got.env.Type == envelope.TypeError {
+			return got.env, res, errorFromPayload(got.env, to)
+		}
+		return got.env, res, nil
 	case <-ctx.Done():
 		return nil, res, fmt.Errorf("protocol: waiting for the answer of %s: %w", env.Recipient, ctx.Err())
+	case <-expired:
+		return nil, res, fmt.Errorf("protocol: waiting for the answer of %s: %w", env.Recipient, context.DeadlineExceeded)
 	}
 }
 

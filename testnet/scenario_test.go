@@ -487,3 +487,37 @@ func TestAnswersInAThreadPassTierRules(t *testing.T) {
 		t.Fatalf("unsolicited accept: %v, want a tier violation", err)
 	}
 }
+
+// A request whose answer does not come within the node's requestTimeout
+// fails with a deadline error (the timeout is the router's own timer, not
+// a context per request), and a later request is answered normally.
+func TestRequestTimesOutAfterRequestTimeout(t *testing.T) {
+	net := testnet.New(t, 2, testnet.WithConfig(func(i int, c *node.Config) {
+		c.RequestTimeout = 300 * time.Millisecond
+	}))
+	release := make(chan struct{})
+	card := node.AgentConfig{Name: "slow", Capabilities: []node.CapabilityConfig{{ID: "slow"}}}.Card()
+	_, err := net.Nodes[1].RegisterAgent(card, func(ctx context.Context, env *envelope.Envelope) (any, error) {
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return "late", nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	net.Connect(0, 1)
+	net.WaitForCards()
+	env, _ := net.Nodes[0].NewEnvelope("a0", "slow", envelope.TypeRequest, nil)
+	start := time.Now()
+	_, _, err = net.Nodes[0].Request(t.Context(), env)
+	if took := time.Since(start); !errors.Is(err, context.DeadlineExceeded) || took < 300*time.Millisecond || took > 5*time.Second {
+		t.Fatalf("after %v: %v, want a deadline error after the 300 ms request timeout", took, err)
+	}
+	close(release)
+	resp, _, err := request(t, net.Nodes[0], "a0", "a1", "hi")
+	if err != nil || string(resp.Payload) != `"hi"` {
+		t.Fatalf("next request: %v", err)
+	}
+}
