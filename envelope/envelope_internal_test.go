@@ -2,6 +2,7 @@ package envelope
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -164,4 +165,35 @@ func TestJSONLenBoundWorstCase(t *testing.T) {
 			t.Errorf("%q: jsonLenBound = %d, len = %d", s, b, n)
 		}
 	}
+}
+
+// plainWord must say "plain" for exactly the words whose eight bytes are
+// all plain by the strPlain table: every byte value at every position, and
+// random words (bytes from the edges of each class, where borrows between
+// bytes could fool the arithmetic).
+func TestPlainWordMatchesTable(t *testing.T) {
+	check := func(w [8]byte) {
+		want := true
+		for _, c := range w {
+			want = want && strPlain[c]
+		}
+		if got := plainWord(binary.LittleEndian.Uint64(w[:])); got != want {
+			t.Fatalf("plainWord(% x) = %v, want %v", w, got, want)
+		}
+	}
+	for pos := range 8 {
+		for c := range 256 {
+			w := [8]byte{'a', 'a', 'a', 'a', 'a', 'a', 'a', 'a'}
+			w[pos] = byte(c)
+			check(w)
+		}
+	}
+	edges := []byte{0x00, 0x01, 0x1f, 0x20, 0x21, '"', 0x23, 0x5b, '\\', 0x5d, 0x7e, 0x7f, 0x80, 0x81, 0xff}
+	rapid.Check(t, func(rt *rapid.T) {
+		var w [8]byte
+		for i := range w {
+			w[i] = rapid.OneOf(rapid.SampledFrom(edges), rapid.Byte()).Draw(rt, "b")
+		}
+		check(w)
+	})
 }
