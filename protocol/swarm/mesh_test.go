@@ -275,12 +275,7 @@ func (n *node) startNegotiator(decide negotiation.ProposalHandler) {
 	if decide != nil {
 		neg.OnProposalReceived(decide)
 	}
-	if err := neg.Start(context.Background()); err != nil {
-		n.m.t.Fatal(err)
-	}
-	n.mu.Lock()
-	n.neg = neg
-	n.mu.Unlock()
+	n.install(neg.Start, func() { n.neg = neg })
 }
 
 func (n *node) startParticipant() {
@@ -297,12 +292,28 @@ func (n *node) startParticipant() {
 	if err != nil {
 		n.m.t.Fatal(err)
 	}
-	if err := p.Start(context.Background()); err != nil {
+	n.install(p.Start, func() { n.part = p })
+}
+
+// install starts a component and makes it n's (set) in one step, with n.mu
+// held. deliver reads n's components under n.mu, so an envelope for n waits
+// until the component is both running and installed, as the node's router
+// waits for startTasks to have started and published all of them
+// (taskState.components). Setting the field only after Start returned let
+// an answer to something the component sent from its own goroutine right
+// after Start (a resumed Coordinator sends its running attempts again at
+// once) reach n while the field was still nil: deliver then left it in
+// the inbox and the answer was lost.
+func (n *node) install(start func(context.Context) error, set func()) {
+	n.mu.Lock()
+	err := start(context.Background())
+	if err == nil {
+		set()
+	}
+	n.mu.Unlock()
+	if err != nil {
 		n.m.t.Fatal(err)
 	}
-	n.mu.Lock()
-	n.part = p
-	n.mu.Unlock()
 }
 
 func defaultWork(agent string, t swarm.Task) json.RawMessage {
@@ -326,12 +337,7 @@ func (n *node) startCoordinator(cfg swarm.Config) *swarm.Coordinator {
 	if err != nil {
 		n.m.t.Fatal(err)
 	}
-	if err := c.Start(context.Background()); err != nil {
-		n.m.t.Fatal(err)
-	}
-	n.mu.Lock()
-	n.coord = c
-	n.mu.Unlock()
+	n.install(c.Start, func() { n.coord = c })
 	return c
 }
 
