@@ -555,10 +555,11 @@ func (c *Coordinator) newID() string {
 // Create starts a swarm for local agent creator: it sends a task proposal,
 // through the Negotiator, to every agent visible to creator whose card
 // lists one of caps (property 25), local and remote, and returns the swarm
-// in status recruiting. When all have answered, or RecruitTimeout passes,
-// the acceptors get the sub-tasks (see [CreateOptions]) and the swarm turns
-// active; with no acceptor it fails. Progress is reported through events,
-// Get, and Shared.
+// as it stands once every proposal is out: recruiting, or further along
+// when the recruits answered (and even finished) meanwhile, as local agents
+// can. When all have answered, or RecruitTimeout passes, the acceptors get
+// the sub-tasks (see [CreateOptions]) and the swarm turns active; with no
+// acceptor it fails. Progress is reported through events, Get, and Shared.
 //
 // It fails with a *NoCapableAgentError (CAPABILITY_NOT_FOUND) when no agent
 // has a required capability. When not one proposal could be sent (tier or
