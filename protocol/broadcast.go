@@ -201,9 +201,7 @@ func (r *Router) deliverBroadcast(env *envelope.Envelope, from agentcard.Card, v
 		if d := r.o.policy.CheckReach(sandbox.Agent{ID: from.Address(), Sandbox: from.SandboxID}, sandbox.Agent{ID: to.Address(), Sandbox: to.SandboxID}); !d.Allowed {
 			continue
 		}
-		r.mu.Lock()
-		h := r.handlers[to.ID]
-		r.mu.Unlock()
+		h := r.handler(to.ID)
 		if h == nil {
 			continue
 		}

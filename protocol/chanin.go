@@ -329,8 +329,8 @@ func (r *Router) isAwaited(env *envelope.Envelope, ic *inChannel) bool {
 	if !isAnswerType(env.Type) || env.CorrelationID == "" {
 		return false
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.pmu.Lock()
+	defer r.pmu.Unlock()
 	pr := r.pending[env.CorrelationID]
 	return pr != nil && pr.from == env.Recipient && pr.to == env.Sender
 }

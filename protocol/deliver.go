@@ -155,9 +155,9 @@ func (r *Router) emitFailure(env *envelope.Envelope, c *outChannel, err error) {
 		MessageType: env.Type, Path: PathRemote, Code: CodeOf(err), Detail: err.Error(), Peer: c.p, SourceTier: -1, TargetTier: -1})
 	// A request waiting for its answer learns of the failure at once.
 	if env.Type == envelope.TypeRequest || env.Type == envelope.TypeTaskProposal {
-		r.mu.Lock()
+		r.pmu.Lock()
 		pr := r.pending[env.ID]
-		r.mu.Unlock()
+		r.pmu.Unlock()
 		if pr != nil {
 			select {
 			case pr.done <- reqResult{err: err}:
@@ -186,9 +186,7 @@ func (r *Router) deliverSync(env *envelope.Envelope, from, to agentcard.Card, ou
 		r.emitReceived(env, from, to, via)
 		return nil
 	}
-	r.mu.Lock()
-	h := r.handlers[to.ID]
-	r.mu.Unlock()
+	h := r.handler(to.ID)
 	if h == nil {
 		return &deliveryError{Target: env.Recipient, Reason: "the agent has no handler on its node"}
 	}
@@ -205,14 +203,14 @@ func (r *Router) matchAnswer(env *envelope.Envelope) bool {
 	if !isAnswerType(env.Type) || env.CorrelationID == "" {
 		return false
 	}
-	r.mu.Lock()
+	r.pmu.Lock()
 	pr := r.pending[env.CorrelationID]
 	if pr == nil || pr.from != env.Recipient || pr.to != env.Sender {
-		r.mu.Unlock()
+		r.pmu.Unlock()
 		return false
 	}
 	delete(r.pending, env.CorrelationID)
-	r.mu.Unlock()
+	r.pmu.Unlock()
 	select {
 	case pr.done <- reqResult{env: env}:
 	default: // cannot happen: one answer, at most one failure; never block a stream loop

@@ -231,10 +231,10 @@ func (r *Router) receive(p peer.ID, pStr string, ic *inChannel, raw []byte, deco
 	}
 	reply := false
 	if isAnswerType(env.Type) && env.CorrelationID != "" {
-		r.mu.Lock()
+		r.pmu.Lock()
 		pr := r.pending[env.CorrelationID]
 		reply = pr != nil && pr.from == env.Recipient && pr.to == env.Sender
-		r.mu.Unlock()
+		r.pmu.Unlock()
 		reply = reply || r.isAnswer(env)
 	}
 	if err := r.checkPolicy(env, from, to, reply, p); err != nil {

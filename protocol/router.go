@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	golog "github.com/ipfs/go-log/v2"
@@ -46,7 +48,8 @@ type ErrorPayload struct {
 // otherwise. Every delivery, sent or received, passes the tier and sandbox
 // rules on this node.
 //
-// Lock order: Router.mu may be taken while holding nothing; outStream.mu is
+// Lock order: Router.mu may be taken while holding nothing; Router.pmu is a
+// leaf (nothing is taken while holding it); outStream.mu is
 // never held while taking Router.mu.
 type Router struct {
 	h       host.Host
@@ -60,8 +63,9 @@ type Router struct {
 	mu            sync.Mutex
 	started       bool
 	closed        bool
-	handlers      map[string]Handler
-	outByPair     map[agentPair]*outChannel // current channel of each pair
+	running       atomic.Bool                        // started and not closed: read on every message without mu
+	handlers      atomic.Pointer[map[string]Handler] // copied on write (Handle), read on every delivery
+	outByPair     map[agentPair]*outChannel          // current channel of each pair
 	outByID       map[string]*outChannel
 	inChans       map[string]*inChannel // "<peerID>/<channel id>"
 	watermarks    map[string]uint64     // persisted inbound watermarks, loaded at Start
@@ -70,6 +74,7 @@ type Router struct {
 	regreet       *bounded[peer.ID, time.Duration] // last re-greeting delay per peer (see regreetLater)
 	regreetTimers map[peer.ID]*time.Timer          // pending re-greetings, at most one per peer
 	inbound       map[network.Stream]struct{}
+	pmu           sync.Mutex // guards pending only: taken for every request and answer
 	pending       map[string]*pendingReq
 	answerable    askSet                    // every request/proposal sent or received
 	peerIDs       *bounded[string, peer.ID] // card host string -> decoded peer ID
@@ -134,7 +139,6 @@ func New(h host.Host, reg *agentcard.Registry, opts ...Option) (*Router, error) 
 		key:           key,
 		o:             o,
 		log:           log.With("self", shortID(h.ID())),
-		handlers:      make(map[string]Handler),
 		outByPair:     make(map[agentPair]*outChannel),
 		outByID:       make(map[string]*outChannel),
 		inChans:       make(map[string]*inChannel),
@@ -190,6 +194,7 @@ func (r *Router) Start(ctx context.Context) error {
 		r.started, r.closed = false, true
 		return err
 	}
+	r.running.Store(true)
 	r.wg.Go(r.identifyLoop)
 	r.wg.Go(r.helloLoop)
 	r.wg.Go(r.persistLoop)
@@ -213,6 +218,7 @@ func (r *Router) Close() error {
 		return nil
 	}
 	r.closed = true
+	r.running.Store(false)
 	started := r.started
 	outs := make([]*outStream, 0, len(r.out))
 	for _, s := range r.out {
@@ -267,11 +273,24 @@ func (r *Router) spawn(f func()) bool {
 func (r *Router) Handle(id string, h Handler) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if h == nil {
-		delete(r.handlers, id)
-		return
+	hs := make(map[string]Handler)
+	if old := r.handlers.Load(); old != nil {
+		maps.Copy(hs, *old)
 	}
-	r.handlers[id] = h
+	if h == nil {
+		delete(hs, id)
+	} else {
+		hs[id] = h
+	}
+	r.handlers.Store(&hs)
+}
+
+// handler returns the handler of local agent id, or nil.
+func (r *Router) handler(id string) Handler {
+	if hs := r.handlers.Load(); hs != nil {
+		return (*hs)[id]
+	}
+	return nil
 }
 
 // Thread returns the envelopes of the correlation thread id seen by this
@@ -395,13 +414,13 @@ func (r *Router) RequestWithin(ctx context.Context, env *envelope.Envelope, time
 		return nil, res, err
 	}
 	pr := &pendingReq{agentPair{from: env.Sender, to: env.Recipient}, make(chan reqResult, 2)}
-	r.mu.Lock()
+	r.pmu.Lock()
 	r.pending[env.ID] = pr
-	r.mu.Unlock()
+	r.pmu.Unlock()
 	defer func() {
-		r.mu.Lock()
+		r.pmu.Lock()
 		delete(r.pending, env.ID)
-		r.mu.Unlock()
+		r.pmu.Unlock()
 	}()
 	res, err := r.dispatch(ctx, env, from, to, nil, false, start)
 	if err != nil {
@@ -760,9 +779,7 @@ func (r *Router) deliverLocal(env *envelope.Envelope, from, to agentcard.Card, v
 		r.emitReceived(env, from, to, via)
 		return nil
 	}
-	r.mu.Lock()
-	h := r.handlers[to.ID]
-	r.mu.Unlock()
+	h := r.handler(to.ID)
 	if h == nil {
 		return &deliveryError{Target: env.Recipient, Reason: "the agent has no handler on its node"}
 	}
@@ -860,11 +877,7 @@ func safeCall(ctx context.Context, h Handler, env *envelope.Envelope) (reply any
 	return h(ctx, env.Clone())
 }
 
-func (r *Router) isClosed() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.closed || !r.started
-}
+func (r *Router) isClosed() bool { return !r.running.Load() }
 
 // peerOf decodes a card's host, memoised: the same few hosts recur on every
 // message, and base58 decoding costs microseconds.
