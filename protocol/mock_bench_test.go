@@ -1,0 +1,108 @@
+package protocol_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	mocknet "github.com/libp2p/go-libp2p/p2p/net/mock"
+
+	"github.com/nova-node/nova-node/agentcard"
+	"github.com/nova-node/nova-node/envelope"
+	"github.com/nova-node/nova-node/protocol"
+	"github.com/nova-node/nova-node/sandbox"
+)
+
+// BenchmarkRouterMock is the request/response round trip of two bare
+// routers over libp2p's in-memory mock network: no TCP, no encryption, no
+// discovery or GossipSub beside them. What is left is the router's own work
+// per message, so its CPU and allocations per op are far steadier on a
+// noisy machine than BenchmarkRoundTrip's latency: the benchmark to check
+// a change of the message path with, before measuring the real thing.
+func BenchmarkRouterMock(b *testing.B) {
+	b.Run("request", func(b *testing.B) {
+		routers, f := mockPair(b)
+		ctx := context.Background()
+		b.ReportAllocs()
+		cpu := startCPU()
+		for b.Loop() {
+			env, err := f.New("a0", "a1", envelope.TypeRequest, payload256)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, _, err := routers[0].RequestWithin(ctx, env, 10*time.Second); err != nil {
+				b.Fatal(err)
+			}
+		}
+		cpu.report(b, b.N)
+	})
+	b.Run("post", func(b *testing.B) {
+		routers, f := mockPair(b)
+		ctx := context.Background()
+		b.ReportAllocs()
+		cpu := startCPU()
+		for b.Loop() {
+			env, err := f.New("a0", "a1", envelope.TypeNotification, payload256)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := routers[0].Post(ctx, env); err != nil {
+				b.Fatal(err)
+			}
+		}
+		for pending(routers[0]) > 0 {
+			time.Sleep(100 * time.Microsecond)
+		}
+		cpu.report(b, b.N)
+	})
+}
+
+// mockPair starts two routers on a mock network, a0 on the first and an
+// echo agent a1 on the second, sandbox rules enforced, each holding the
+// other's card.
+func mockPair(b *testing.B) ([2]*protocol.Router, *envelope.Factory) {
+	b.Helper()
+	mn := mocknet.New()
+	b.Cleanup(func() { mn.Close() })
+	var routers [2]*protocol.Router
+	var regs [2]*agentcard.Registry
+	f := envelope.NewFactory()
+	for i := range routers {
+		h, err := mn.GenPeer()
+		if err != nil {
+			b.Fatal(err)
+		}
+		regs[i] = agentcard.NewRegistry(h.ID())
+		name := []string{"a0", "a1"}[i]
+		if _, err := regs[i].Register(agentcard.Card{ID: name, Name: name, Version: "1.0.0", Tier: 3,
+			Capabilities: []agentcard.Capability{{ID: "echo", Name: "echo"}}}); err != nil {
+			b.Fatal(err)
+		}
+		r, err := protocol.New(h, regs[i], protocol.WithSandboxPolicy(sandbox.Policy{Enforced: true}), protocol.WithFactory(f))
+		if err != nil {
+			b.Fatal(err)
+		}
+		r.Handle(name, func(_ context.Context, env *envelope.Envelope) (any, error) { return env.Payload, nil })
+		routers[i] = r
+	}
+	if err := mn.LinkAll(); err != nil {
+		b.Fatal(err)
+	}
+	if err := mn.ConnectAllButSelf(); err != nil {
+		b.Fatal(err)
+	}
+	for _, r := range routers {
+		if err := r.Start(b.Context()); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { r.Close() })
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(regs[0].Remote()) == 0 || len(regs[1].Remote()) == 0 {
+		if time.Now().After(deadline) {
+			b.Fatal("the routers did not exchange cards")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return routers, f
+}
