@@ -3,6 +3,7 @@ package testnet_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"runtime"
 	"slices"
 	"sync"
@@ -26,7 +27,7 @@ const benchNodes = 30
 
 // novaSwarm is 30 nodes (star around node 0 plus a ring), node 0 hosting
 // the L0 agent "sun", every other node an agent counting deliveries.
-func novaSwarm(b *testing.B) (*testnet.Net, *deliveryLog) {
+func novaSwarm(b testing.TB) (*testnet.Net, *deliveryLog) {
 	log := &deliveryLog{at: map[string][]time.Time{}}
 	l0 := tiers.L0
 	net := testnet.New(b, benchNodes, testnet.WithTransport(testnet.TCP), testnet.WithConfig(func(i int, c *node.Config) {
@@ -49,6 +50,12 @@ func novaSwarm(b *testing.B) (*testnet.Net, *deliveryLog) {
 	net.Star(0)
 	net.Ring()
 	net.WaitForCards()
+	if os.Getenv("NOVA_BENCH_SLEEP") != "" {
+		time.Sleep(20 * time.Second)
+	}
+	if !net.Settle(20 * time.Second) {
+		b.Log("connections still changing after 20 s: measuring anyway")
+	}
 	return net, log
 }
 
@@ -68,7 +75,13 @@ func (l *deliveryLog) add(id string) {
 
 // rawSwarm is the same topology of plain libp2p hosts running default
 // GossipSub on one topic: the raw counterpart.
-func rawSwarm(b *testing.B) ([]*pubsub.Topic, *deliveryLog) {
+func rawSwarm(b *testing.B) ([]*pubsub.Topic, *deliveryLog) { return rawSwarmOf(b, false) }
+
+// rawSwarmOf is rawSwarm, with every host connected to every other when
+// full: the topology discovery gives nova nodes (each finds all the
+// others), so that the comparison is GossipSub with and without nova on
+// the same graph.
+func rawSwarmOf(b *testing.B, full bool) ([]*pubsub.Topic, *deliveryLog) {
 	log := &deliveryLog{at: map[string][]time.Time{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	var hosts []host.Host
@@ -112,6 +125,9 @@ func rawSwarm(b *testing.B) ([]*pubsub.Topic, *deliveryLog) {
 	for i := 1; i < benchNodes; i++ {
 		connect(i, 0)
 		connect(i, (i+1)%benchNodes)
+		for j := i + 2; full && j < benchNodes; j++ {
+			connect(i, j)
+		}
 	}
 	testnet.Eventually(b, 10*time.Second, func() error {
 		if n := len(topics[0].ListPeers()); n < benchNodes-1 {
@@ -185,21 +201,13 @@ func waitCount(l *deliveryLog, want int64, max time.Duration) {
 // BenchmarkBroadcastLatency sends paced broadcasts (one every 5 ms) and
 // reports p50/p99 of the time until all 29 receivers have each one.
 func BenchmarkBroadcastLatency(b *testing.B) {
-	b.Run("gossipsub-raw", func(b *testing.B) {
-		topics, log := rawSwarm(b)
-		var lat []time.Duration
-		k := 0
-		for b.Loop() {
-			id := fmt.Sprintf("%032d", k)
-			k++
-			payload := append([]byte(id), make([]byte, 224)...)
-			start := time.Now()
-			topics[0].Publish(context.Background(), payload)
-			lat = append(lat, waitAll(log, id, start))
-			time.Sleep(5 * time.Millisecond)
+	for _, full := range []bool{false, true} {
+		name := "gossipsub-raw"
+		if full {
+			name += "-fullmesh"
 		}
-		reportLatency(b, lat)
-	})
+		b.Run(name, func(b *testing.B) { benchRawLatency(b, full) })
+	}
 	b.Run("nova", func(b *testing.B) {
 		net, log := novaSwarm(b)
 		var lat []time.Duration
@@ -214,6 +222,23 @@ func BenchmarkBroadcastLatency(b *testing.B) {
 		}
 		reportLatency(b, lat)
 	})
+}
+
+// benchRawLatency is BenchmarkBroadcastLatency on plain GossipSub hosts.
+func benchRawLatency(b *testing.B, full bool) {
+	topics, log := rawSwarmOf(b, full)
+	var lat []time.Duration
+	k := 0
+	for b.Loop() {
+		id := fmt.Sprintf("%032d", k)
+		k++
+		payload := append([]byte(id), make([]byte, 224)...)
+		start := time.Now()
+		topics[0].Publish(context.Background(), payload)
+		lat = append(lat, waitAll(log, id, start))
+		time.Sleep(5 * time.Millisecond)
+	}
+	reportLatency(b, lat)
 }
 
 func waitAll(l *deliveryLog, id string, start time.Time) time.Duration {

@@ -286,6 +286,37 @@ func (n *Net) WaitForCards() {
 	})
 }
 
+// Settle waits until the nodes' connections stop changing (the same count
+// over a whole second) or timeout passes, and reports whether they did.
+// Discovery keeps dialling for a while after the nodes start; a benchmark
+// that measures latency in the middle of that measures the handshakes of
+// thirty nodes sharing two cores, not the steady state.
+func (n *Net) Settle(timeout time.Duration) bool {
+	count := func() int {
+		c := 0
+		for _, nd := range n.Nodes {
+			if h := nd.Host(); h != nil {
+				c += len(h.Network().Conns())
+			}
+		}
+		return c
+	}
+	deadline := time.Now().Add(timeout)
+	last, stable := count(), 0
+	for time.Now().Before(deadline) {
+		time.Sleep(250 * time.Millisecond)
+		c := count()
+		if c == last {
+			if stable++; stable >= 4 {
+				return true
+			}
+		} else {
+			last, stable = c, 0
+		}
+	}
+	return false
+}
+
 // Eventually calls f until it returns nil, failing the test with f's last
 // error after timeout. It polls with a short, growing interval.
 func Eventually(t testing.TB, timeout time.Duration, f func() error) {
