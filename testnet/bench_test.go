@@ -3,7 +3,6 @@ package testnet_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"runtime"
 	"slices"
 	"sync"
@@ -50,9 +49,6 @@ func novaSwarm(b testing.TB) (*testnet.Net, *deliveryLog) {
 	net.Star(0)
 	net.Ring()
 	net.WaitForCards()
-	if os.Getenv("NOVA_BENCH_SLEEP") != "" {
-		time.Sleep(20 * time.Second)
-	}
 	if !net.Settle(20 * time.Second) {
 		b.Log("connections still changing after 20 s: measuring anyway")
 	}
