@@ -46,16 +46,14 @@ func (b *bounded[K, V]) put(k K, v V) {
 	b.putLocked(k, v)
 }
 
+// putLocked adds k to the current generation. A key also held in old is
+// not deleted there (a probe of a second large map per message, for
+// nothing): lookups find the current one first, and old goes whole at the
+// next rotation.
 func (b *bounded[K, V]) putLocked(k K, v V) {
 	if _, ok := b.cur[k]; !ok && len(b.cur) >= b.max {
-		// Rotate. A key only in old moves to the new generation, so that
-		// it is remembered as recent.
 		b.old, b.cur = b.cur, make(map[K]V, b.max)
-	} else if ok {
-		b.cur[k] = v
-		return
 	}
-	delete(b.old, k) // at most once per key: keeps len() exact
 	b.cur[k] = v
 }
 
@@ -71,6 +69,8 @@ func (b *bounded[K, V]) putNew(k K, v V) bool {
 	return true
 }
 
+// len is the number of keys held, counting twice a key held in both
+// generations (for tests and bounds).
 func (b *bounded[K, V]) len() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
