@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -44,6 +45,7 @@ type Registry struct {
 	byCap  map[string]map[key]*entry
 	byTier [tiers.L3 + 1]map[key]*entry
 	nLocal int
+	gen    atomic.Uint64 // bumped by every put and remove (see Lease)
 }
 
 // key identifies a card: local cards are keyed by this node's peer ID, so
@@ -660,6 +662,7 @@ func (r *Registry) live(e *entry) bool {
 func (r *Registry) put(k key, e *entry) {
 	clip(&e.card)
 	r.remove(k)
+	r.gen.Add(1)
 	r.cards[k] = e
 	r.byAddr[e.addr] = e
 	if e.local {
@@ -679,6 +682,7 @@ func (r *Registry) remove(k key) {
 	if !ok {
 		return
 	}
+	r.gen.Add(1)
 	delete(r.cards, k)
 	delete(r.byAddr, e.addr)
 	if e.local {

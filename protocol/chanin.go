@@ -3,6 +3,7 @@ package protocol
 import (
 	"bufio"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
@@ -194,6 +195,8 @@ type inChannel struct {
 	ackNow    bool // an item handled since the last ack asked for a prompt one
 	out       *inStream
 	dirty     bool
+
+	known atomic.Pointer[chanCards] // the last attribution, for the stream loop (see receive)
 }
 
 type inItem struct {

@@ -208,6 +208,17 @@ func (r *Router) receive(p peer.ID, pStr string, ic *inChannel, raw []byte, deco
 			return nil, err
 		}
 	}
+	if k := ic.known.Load(); k != nil && env.Sender == k.fromAddr && env.Recipient == k.toAddr && r.reg.Holds(k.lease) {
+		// The channel's own pair, attributed before, and no card changed
+		// since: the checks below would find the same cards.
+		if md := env.Metadata; md != nil && (md.Tier != uint8(k.from.Tier) || md.SandboxID != k.from.SandboxID) {
+			err := metadataLie(p, env, k.from)
+			r.security(Event{EnvelopeID: env.ID, Sender: env.Sender, Recipient: env.Recipient, MessageType: env.Type, Code: CodeOf(err), Detail: err.Error(), Peer: p, SourceTier: -1, TargetTier: -1})
+			return env, err
+		}
+		return env, r.checkReceived(env, k.from, k.to, p)
+	}
+	lease := r.reg.Lease() // before the lookups: see agentcard.Lease
 	from, err := r.attribute(p, pStr, env)
 	if err == nil && !ic.from.HasAddress(env.Sender) {
 		err = &senderError{Sender: env.Sender, Peer: p, Reason: "the envelope's sender is not the agent this channel was opened for"}
@@ -228,7 +239,16 @@ func (r *Router) receive(p peer.ID, pStr string, ic *inChannel, raw []byte, deco
 	}
 	if !to.HasAddress(env.Recipient) {
 		env.Recipient = to.Address() // canonical from here on
+	} else {
+		ic.known.Store(&chanCards{lease: r.reg.For(lease, &from, &to), from: from, to: to, fromAddr: env.Sender, toAddr: env.Recipient})
 	}
+	return env, r.checkReceived(env, from, to, p)
+}
+
+// checkReceived applies this node's policy to env, received from peer p
+// and attributed to from, for local agent to: whether it answers a
+// question, then the tier and sandbox rules.
+func (r *Router) checkReceived(env *envelope.Envelope, from, to agentcard.Card, p peer.ID) error {
 	reply := false
 	if isAnswerType(env.Type) && env.CorrelationID != "" {
 		r.pmu.Lock()
@@ -237,10 +257,7 @@ func (r *Router) receive(p peer.ID, pStr string, ic *inChannel, raw []byte, deco
 		r.pmu.Unlock()
 		reply = reply || r.isAnswer(env)
 	}
-	if err := r.checkPolicy(env, from, to, reply, p); err != nil {
-		return env, err
-	}
-	return env, nil
+	return r.checkPolicy(env, from, to, reply, p)
 }
 
 // attribute returns the signed card of env's sender, which peer p must host;
@@ -251,9 +268,16 @@ func (r *Router) attribute(p peer.ID, pStr string, env *envelope.Envelope) (agen
 		return c, err
 	}
 	if md := env.Metadata; md != nil && (md.Tier != uint8(c.Tier) || md.SandboxID != c.SandboxID) {
-		return agentcard.Card{}, &senderError{Sender: env.Sender, Peer: p, Reason: fmt.Sprintf("metadata claims tier L%d sandbox %q, the signed card says %s sandbox %q", md.Tier, md.SandboxID, c.Tier, c.SandboxID)}
+		return agentcard.Card{}, metadataLie(p, env, c)
 	}
 	return c, nil
+}
+
+// metadataLie is the refusal of an envelope whose metadata disagrees with
+// its sender's signed card c.
+func metadataLie(p peer.ID, env *envelope.Envelope, c agentcard.Card) error {
+	md := env.Metadata
+	return &senderError{Sender: env.Sender, Peer: p, Reason: fmt.Sprintf("metadata claims tier L%d sandbox %q, the signed card says %s sandbox %q", md.Tier, md.SandboxID, c.Tier, c.SandboxID)}
 }
 
 // attributeAddr returns the signed card of agent addr, which peer p must host.

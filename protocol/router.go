@@ -81,6 +81,7 @@ type Router struct {
 	seen          seenSet                   // envelopes delivered here
 	sealed        map[string]sealedCard
 	threads       *envelope.Threads
+	routes        routeCache // resolutions of direct envelopes (see resolve)
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -474,6 +475,14 @@ func (r *Router) resolve(env *envelope.Envelope) (from, to agentcard.Card, err e
 	if err := env.Normalize(); err != nil {
 		return from, to, err
 	}
+	if env.Metadata == nil || env.Metadata.RoutingHint != envelope.RoutingHintCapability {
+		if rt := r.routes.get(r.reg, agentPair{env.Sender, env.Recipient}); rt != nil {
+			env.Sender, env.Recipient = rt.fromAddr, rt.toAddr
+			return rt.from, rt.to, nil
+		}
+	}
+	lease := r.reg.Lease() // before the lookups: see agentcard.Lease
+	asked := agentPair{env.Sender, env.Recipient}
 	var fromAddr, toAddr string
 	from, fromAddr, err = r.localSender(env.Sender)
 	if err != nil {
@@ -496,6 +505,7 @@ func (r *Router) resolve(env *envelope.Envelope) (from, to agentcard.Card, err e
 	defer func() {
 		if err == nil {
 			env.Recipient = toAddr
+			r.routes.put(asked, &route{lease: r.reg.For(lease, &from, &to), from: from, to: to, fromAddr: fromAddr, toAddr: toAddr})
 		}
 	}()
 	to, toAddr, err = r.resolveFor(from, env.Recipient)
