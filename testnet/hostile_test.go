@@ -375,6 +375,32 @@ func TestReceiverEnforces(t *testing.T) {
 	if got := readMsg(t, s); got.Kind != 6 || got.W != 2 {
 		t.Fatalf("reopen: %+v, want watermark 2", got)
 	}
+	// A channel that has delivered still checks every envelope: the
+	// receiver's cached attribution of its pair covers the cards, not the
+	// envelope, and ends when a card changes.
+	a0 := "a0@" + target.ID().String() // canonical, as nodes send it
+	writeMsg(t, s, rawMsg{Kind: 5, Ch: "kept", From: mine("l3"), To: a0})
+	readMsg(t, s)
+	writeMsg(t, s, rawMsg{Kind: 2, Ch: "kept", Seq: 1, Env: rawEnvelope(t, mine("l3"), a0, envelope.TypeRequest, &envelope.Metadata{Tier: 3})})
+	if got := readMsg(t, s); got.Kind != 3 {
+		t.Fatalf("L3 -> L3: %+v", got)
+	}
+	before := securityEvents(target, protocol.CodeUnauthorizedSender)
+	writeMsg(t, s, rawMsg{Kind: 2, Ch: "kept", Seq: 2, Env: rawEnvelope(t, mine("l3"), a0, envelope.TypeNotification, &envelope.Metadata{Tier: 0})})
+	if got := readMsg(t, s); got.Kind != 4 || got.Code != protocol.CodeUnauthorizedSender || securityEvents(target, protocol.CodeUnauthorizedSender) <= before {
+		t.Fatalf("metadata lie on a channel that delivered: %+v", got)
+	}
+	demoted := m.card("l3", tiers.L1, "")
+	demoted.Revision = 1
+	writeMsg(t, s, rawMsg{Kind: 1, Cards: [][]byte{m.sealed(demoted, m.key)}})
+	writeMsg(t, s, rawMsg{Kind: 2, Ch: "kept", Seq: 3, Env: rawEnvelope(t, mine("l3"), a0, envelope.TypeRequest, &envelope.Metadata{Tier: 1})})
+	if got := readMsg(t, s); got.Kind != 4 || got.Code != tiers.CodeTierViolation {
+		t.Fatalf("L1 (was L3) to L3 on a channel that delivered: %+v, want TIER_VIOLATION", got)
+	}
+	writeMsg(t, s, rawMsg{Kind: 2, Ch: "kept", Seq: 4, Env: rawEnvelope(t, mine("l3"), a0, envelope.TypeRequest, &envelope.Metadata{Tier: 3})})
+	if got := readMsg(t, s); got.Kind != 4 || got.Code != protocol.CodeUnauthorizedSender {
+		t.Fatalf("metadata of the card's old revision: %+v, want UNAUTHORIZED_SENDER", got)
+	}
 }
 
 // TestCodesCrossTheWireBetweenNodes: a sending node with looser rules than

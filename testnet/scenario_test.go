@@ -411,6 +411,49 @@ func TestSandboxDiscoveryFilterInRouting(t *testing.T) {
 	}
 }
 
+// TestRoutesFollowCardChanges: a sender resolves a pair that talks once
+// and keeps the result while no card changes; when the target's card
+// changes, the next envelope is resolved anew under the new card.
+func TestRoutesFollowCardChanges(t *testing.T) {
+	net := testnet.New(t, 2)
+	net.Connect(0, 1)
+	net.WaitForCards()
+	n0, n1 := net.Nodes[0], net.Nodes[1]
+	helper := node.AgentConfig{Name: "helper", Capabilities: []node.CapabilityConfig{{ID: "echo"}}}
+	if _, err := n1.RegisterAgent(helper.Card(), echo); err != nil {
+		t.Fatal(err)
+	}
+	at := "helper@" + n1.ID().String()
+	testnet.Eventually(t, 10*time.Second, func() error {
+		_, _, err := n0.Registry().ResolveShared(at)
+		return err
+	})
+	for range 2 { // the second one goes by the cached route
+		if _, res, err := request(t, n0, "a0", "helper", 1); err != nil || res.TargetAgentID != at {
+			t.Fatalf("a0 -> helper: %+v %v", res, err)
+		}
+	}
+	// helper moves into a sandbox a0 may not discover: resolved anew, the
+	// bare name is not found on the sending node (a stale route would have
+	// reached n1 and been refused there with SANDBOX_VIOLATION).
+	helper.Sandbox = "lab"
+	moved, err := n1.RegisterAgent(helper.Card(), echo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testnet.Eventually(t, 10*time.Second, func() error {
+		if c, _, err := n0.Registry().ResolveShared(at); err != nil || c.Revision != moved.Revision {
+			return fmt.Errorf("n0 holds helper at revision %d (%v), want %d", c.Revision, err, moved.Revision)
+		}
+		return nil
+	})
+	if _, _, err := request(t, n0, "a0", "helper", 1); !errors.Is(err, agentcard.ErrAgentNotFound) {
+		t.Fatalf("a0 -> helper in another sandbox: %v, want AGENT_NOT_FOUND from the sending node", err)
+	}
+}
+
+func echo(_ context.Context, env *envelope.Envelope) (any, error) { return env.Payload, nil }
+
 // TestAnswersInAThreadPassTierRules: every envelope of a task shares the
 // proposal's thread (property 24), and an answer in that thread passes both
 // nodes' tier rules as a reply even where the answering tier could not start
