@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
@@ -36,7 +37,7 @@ type outChannel struct {
 	from, to string // canonical agent addresses
 	p        peer.ID
 
-	mu        sync.Mutex
+	mu        sync.Mutex // release with unlock, which hands over what the stream reported meanwhile
 	m         *channel.Machine
 	st        *outStream // the transport while open
 	timer     *time.Timer
@@ -44,6 +45,22 @@ type outChannel struct {
 	refusal   error // the receiver refused the channel itself
 	metaSaved bool
 	settled   []uint64 // persisted items settled since the last persist
+
+	// Acks and nacks from the stream's reader wait here, in order, for
+	// whoever holds mu (see fromStream): the reader never blocks on mu,
+	// which a sender may hold while its write waits for the peer to read,
+	// and the peer may be waiting for this reader to take its acks.
+	evMu  sync.Mutex
+	evs   []streamEvent
+	evDue atomic.Bool
+}
+
+// streamEvent is an ack or nack frame read from stream s for a channel.
+type streamEvent struct {
+	s         *outStream
+	nack      bool
+	seq       uint64
+	code, msg string
 }
 
 // outItem is what the machine carries for one envelope.
@@ -81,7 +98,7 @@ func (r *Router) outChannelFor(from, to string, p peer.ID) *outChannel {
 	m, acts := channel.New(r.o.channel)
 	c.m = m
 	c.perform(acts)
-	c.mu.Unlock()
+	c.unlock()
 	return c
 }
 
@@ -93,7 +110,7 @@ func (r *Router) outChannelByID(id string) *outChannel {
 
 func (c *outChannel) isClosed() bool {
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	defer c.unlock()
 	return c.m == nil || c.m.State() == channel.Closed
 }
 
@@ -101,7 +118,7 @@ func (c *outChannel) isClosed() bool {
 // once with nil when the receiver took it, or with the reason it never will.
 func (c *outChannel) enqueue(env *envelope.Envelope, raw []byte, urgent, ackNow bool, done func(error)) error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	defer c.unlock()
 	if c.stopped {
 		return ErrChannelClosed
 	}
@@ -122,7 +139,7 @@ func (c *outChannel) enqueue(env *envelope.Envelope, raw []byte, urgent, ackNow 
 // dropped with a debug log.
 func (c *outChannel) step(e channel.Event) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	defer c.unlock()
 	c.stepLocked(e)
 }
 
@@ -138,25 +155,63 @@ func (c *outChannel) stepLocked(e channel.Event) {
 	c.perform(acts)
 }
 
-func (c *outChannel) ack(s *outStream, seq uint64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.st == s {
-		c.stepLocked(channel.Ack{Seq: seq})
+// fromStream takes an ack or nack read from stream s. It never waits for
+// mu: the event is queued (consecutive acks merge: they are cumulative) and
+// applied now if mu is free, else by the holder of mu when it unlocks.
+func (c *outChannel) fromStream(ev streamEvent) {
+	c.evMu.Lock()
+	if n := len(c.evs); n > 0 && !ev.nack && !c.evs[n-1].nack && c.evs[n-1].s == ev.s {
+		c.evs[n-1].seq = max(c.evs[n-1].seq, ev.seq)
+	} else {
+		c.evs = append(c.evs, ev)
+	}
+	c.evMu.Unlock()
+	c.evDue.Store(true)
+	if c.mu.TryLock() {
+		c.applyStreamLocked()
+		c.unlock()
 	}
 }
 
-func (c *outChannel) nack(s *outStream, seq uint64, code, msg string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.st == s {
-		c.stepLocked(channel.Nack{Seq: seq, Code: code, Msg: msg})
+// applyStreamLocked applies the queued stream events in order; those of a
+// stream the channel is no longer bound to are dropped, as they always
+// were. Caller holds mu.
+func (c *outChannel) applyStreamLocked() {
+	c.evDue.Store(false)
+	c.evMu.Lock()
+	evs := c.evs
+	c.evs = nil
+	c.evMu.Unlock()
+	for _, ev := range evs {
+		switch {
+		case ev.s != c.st:
+		case ev.nack:
+			c.stepLocked(channel.Nack{Seq: ev.seq, Code: ev.code, Msg: ev.msg})
+		default:
+			c.stepLocked(channel.Ack{Seq: ev.seq})
+		}
+	}
+}
+
+// unlock releases mu, first applying the stream events queued while it was
+// held. An event queued just as mu is released is not left behind: its
+// reader set evDue before trying mu, so either its TryLock succeeds or this
+// check sees evDue.
+func (c *outChannel) unlock() {
+	for {
+		if c.evDue.Load() {
+			c.applyStreamLocked()
+		}
+		c.mu.Unlock()
+		if !c.evDue.Load() || !c.mu.TryLock() {
+			return
+		}
 	}
 }
 
 func (c *outChannel) transportLost(s *outStream, err error) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	defer c.unlock()
 	if c.st == s {
 		c.st = nil
 		c.stepLocked(channel.TransportLost{Err: err})
@@ -262,7 +317,7 @@ func (c *outChannel) dial() {
 		w, err = s.openChannel(ctx, c)
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	defer c.unlock()
 	if c.stopped {
 		return
 	}
@@ -289,7 +344,7 @@ func (c *outChannel) dial() {
 // stay for the outbox.
 func (c *outChannel) stop() {
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	defer c.unlock()
 	c.stopped = true
 	if c.timer != nil {
 		c.timer.Stop()
@@ -298,7 +353,7 @@ func (c *outChannel) stop() {
 
 func (c *outChannel) info() ChannelInfo {
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	defer c.unlock()
 	return ChannelInfo{ID: c.id, From: c.from, To: c.to, Peer: c.p, State: c.m.State().String(), Pending: len(c.m.Pending()), NextSeq: c.m.NextSeq()}
 }
 
@@ -307,7 +362,7 @@ func (c *outChannel) info() ChannelInfo {
 // persisted items settled since.
 func (c *outChannel) persistOps(now time.Time, after time.Duration, force bool) (OutboxOp, bool) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	defer c.unlock()
 	op := OutboxOp{Channel: c.id, Delete: c.settled}
 	c.settled = nil
 	open := c.m.State() == channel.Open

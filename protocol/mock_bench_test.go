@@ -60,7 +60,7 @@ func BenchmarkRouterMock(b *testing.B) {
 // mockPair starts two routers on a mock network, a0 on the first and an
 // echo agent a1 on the second, sandbox rules enforced, each holding the
 // other's card.
-func mockPair(b *testing.B) ([2]*protocol.Router, *envelope.Factory) {
+func mockPair(b testing.TB) ([2]*protocol.Router, *envelope.Factory) {
 	b.Helper()
 	mn := mocknet.New()
 	b.Cleanup(func() { mn.Close() })

@@ -255,11 +255,7 @@ func (s *outStream) readLoop() {
 		if c == nil {
 			continue // a channel this node no longer has
 		}
-		if m.Kind == kindAck {
-			c.ack(s, m.Seq)
-		} else {
-			c.nack(s, m.Seq, m.Code, m.Msg)
-		}
+		c.fromStream(streamEvent{s: s, nack: m.Kind == kindNack, seq: m.Seq, code: m.Code, msg: m.Msg})
 	}
 }
 
