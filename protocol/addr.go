@@ -41,6 +41,9 @@ func (s seenSet) add(k seenKey) { s.set.put(s.hash(k), struct{}{}) }
 // addNew records k and reports whether it was new.
 func (s seenSet) addNew(k seenKey) bool { return s.set.putNew(s.hash(k), struct{}{}) }
 
+// forget removes k, recorded by addNew for an envelope then refused.
+func (s seenSet) forget(k seenKey) { s.set.remove(s.hash(k)) }
+
 // askKey names one question: a request or proposal in a thread, from an
 // asker to an answerer. Keyed by thread rather than envelope ID so that the
 // requests of a long task (all in the proposal's thread, property 24) can

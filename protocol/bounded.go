@@ -69,6 +69,15 @@ func (b *bounded[K, V]) putNew(k K, v V) bool {
 	return true
 }
 
+// remove forgets k. Rare (it leaves a tombstone in a large map): for an
+// entry recorded just before the work it stood for was refused.
+func (b *bounded[K, V]) remove(k K) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.cur, k)
+	delete(b.old, k)
+}
+
 // len is the number of keys held, counting twice a key held in both
 // generations (for tests and bounds).
 func (b *bounded[K, V]) len() int {

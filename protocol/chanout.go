@@ -44,7 +44,8 @@ type outChannel struct {
 	stopped   bool  // the router is closing: perform nothing more
 	refusal   error // the receiver refused the channel itself
 	metaSaved bool
-	settled   []uint64 // persisted items settled since the last persist
+	settled   []uint64    // persisted items settled since the last persist
+	closed    atomic.Bool // the machine reached Closed (final): read under Router.mu, which must not wait for mu
 
 	// Acks and nacks from the stream's reader wait here, in order, for
 	// whoever holds mu (see fromStream): the reader never blocks on mu,
@@ -86,17 +87,20 @@ func (r *Router) outChannelFor(from, to string, p peer.ID) *outChannel {
 	key := agentPair{from, to}
 	r.mu.Lock()
 	c := r.outByPair[key]
-	if c != nil && !c.isClosed() {
+	if c != nil && !c.closed.Load() {
 		r.mu.Unlock()
 		return c
 	}
+	// The new channel has its machine, and its mutex held, before anyone
+	// else can see it: taking c.mu under r.mu is safe only because nobody
+	// else can hold it yet (the lock order is c.mu, then r.mu).
 	c = r.newOutChannel(from, to, p)
+	m, acts := channel.New(r.o.channel)
+	c.m = m
+	c.mu.Lock()
 	r.outByPair[key] = c
 	r.outByID[c.id] = c
 	r.mu.Unlock()
-	c.mu.Lock()
-	m, acts := channel.New(r.o.channel)
-	c.m = m
 	c.perform(acts)
 	c.unlock()
 	return c
@@ -108,15 +112,9 @@ func (r *Router) outChannelByID(id string) *outChannel {
 	return r.outByID[id]
 }
 
-func (c *outChannel) isClosed() bool {
-	c.mu.Lock()
-	defer c.unlock()
-	return c.m == nil || c.m.State() == channel.Closed
-}
-
 // enqueue hands env to the channel. done (which must not block) is called
 // once with nil when the receiver took it, or with the reason it never will.
-func (c *outChannel) enqueue(env *envelope.Envelope, raw []byte, urgent, ackNow bool, done func(error)) error {
+func (c *outChannel) enqueue(env *envelope.Envelope, raw []byte, urgent, ackNow bool, enq time.Time, done func(error)) error {
 	c.mu.Lock()
 	defer c.unlock()
 	if c.stopped {
@@ -125,7 +123,7 @@ func (c *outChannel) enqueue(env *envelope.Envelope, raw []byte, urgent, ackNow 
 	if len(c.m.Pending()) >= maxPending {
 		return &deliveryError{Target: c.to, Reason: fmt.Sprintf("%d envelopes already wait for acknowledgement on this channel", maxPending)}
 	}
-	it, transmit, err := c.m.Enqueue(&outItem{env: env, raw: raw, done: done, urgent: urgent, ackNow: ackNow, enq: time.Now()})
+	it, transmit, err := c.m.Enqueue(&outItem{env: env, raw: raw, done: done, urgent: urgent, ackNow: ackNow, enq: enq})
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrChannelClosed, err)
 	}
@@ -263,6 +261,7 @@ func (c *outChannel) perform(acts []channel.Action) {
 			case channel.Open:
 				c.r.h.ConnManager().Protect(c.p, "nova/channel/"+c.id)
 			case channel.Closed:
+				c.closed.Store(true)
 				c.r.h.ConnManager().Unprotect(c.p, "nova/channel/"+c.id)
 			}
 			c.r.emitChannel(c, a.From.String()+" -> "+a.To.String())

@@ -17,7 +17,9 @@ import (
 // waits for the receiver's acknowledgement (or ctx); otherwise it returns
 // once queued and done reports the outcome. env's payload must have been
 // checked and compacted (Normalize, the factory or a decoder).
-func (r *Router) sendChannel(ctx context.Context, from string, to agentcard.Card, env *envelope.Envelope, urgent bool, done func(error)) error {
+// enq is when the envelope was handed to the router (a clock read the
+// caller made anyway), from which the outbox counts its age.
+func (r *Router) sendChannel(ctx context.Context, from string, to agentcard.Card, env *envelope.Envelope, urgent bool, enq time.Time, done func(error)) error {
 	p, err := r.peerOf(to.Host)
 	if err != nil {
 		return fmt.Errorf("protocol: card %s has a bad host: %w", to.Address(), err)
@@ -41,7 +43,7 @@ func (r *Router) sendChannel(ctx context.Context, from string, to agentcard.Card
 	// a new channel is opened for the next envelope.
 	for attempt := 0; ; attempt++ {
 		c := r.outChannelFor(from, env.Recipient, p)
-		err = c.enqueue(env, raw, urgent, ackNow, done)
+		err = c.enqueue(env, raw, urgent, ackNow, enq, done)
 		if err == nil || attempt > 0 || r.isClosed() {
 			break
 		}
@@ -79,7 +81,7 @@ func (r *Router) post(ctx context.Context, env *envelope.Envelope, from, to agen
 	res := RoutingResult{Path: PathLocal, TargetAgentID: env.Recipient}
 	if err != nil {
 		res.Error = fmt.Sprintf("%s: %v", CodeOf(err), err)
-		r.emitRoute(env, from, to, res.Path, start, err)
+		r.emitRoute(env, from, to, res.Path, start, time.Now(), err)
 		return res, err
 	}
 	r.recordThread(env)
@@ -91,26 +93,29 @@ func (r *Router) post(ctx context.Context, env *envelope.Envelope, from, to agen
 		// A failure is reported once, by the channel (emitFailure). An answer
 		// has someone waiting for it: it is flushed at once.
 		fromTier, toTier := int(from.Tier), int(to.Tier)
-		err = r.sendChannel(ctx, env.Sender, to, env, isAnswerType(env.Type), func(err error) {
+		err = r.sendChannel(ctx, env.Sender, to, env, isAnswerType(env.Type), start, func(err error) {
 			if err == nil {
 				r.emitSentTiers(env, fromTier, toTier, PathRemote, start)
 			}
 		})
 	}
-	res.LatencyMs = float64(time.Since(start).Microseconds()) / 1000
+	now := time.Now()
+	res.LatencyMs = float64(now.Sub(start).Microseconds()) / 1000
 	if err != nil {
 		res.Error = fmt.Sprintf("%s: %v", CodeOf(err), err)
 	}
-	r.emitRoute(env, from, to, res.Path, start, err)
+	r.emitRoute(env, from, to, res.Path, start, now, err)
 	if err == nil && res.Path == PathLocal {
 		r.emitSent(env, from, to, PathLocal, start)
 	}
 	return res, err
 }
 
-func (r *Router) emitRoute(env *envelope.Envelope, from, to agentcard.Card, path string, start time.Time, err error) {
-	ev := Event{Type: EventRoutingDecision, Time: time.Now(), EnvelopeID: env.ID, Sender: env.Sender, Recipient: env.Recipient,
-		MessageType: env.Type, Path: path, Latency: time.Since(start), Success: err == nil, SourceTier: -1, TargetTier: -1}
+// emitRoute reports the routing decision on env, made between start and
+// now (one clock read serves the result's latency and the event).
+func (r *Router) emitRoute(env *envelope.Envelope, from, to agentcard.Card, path string, start, now time.Time, err error) {
+	ev := Event{Type: EventRoutingDecision, Time: now, EnvelopeID: env.ID, Sender: env.Sender, Recipient: env.Recipient,
+		MessageType: env.Type, Path: path, Latency: now.Sub(start), Success: err == nil, SourceTier: -1, TargetTier: -1}
 	if from.ID != "" {
 		ev.SourceTier = int(from.Tier)
 	}
@@ -135,8 +140,9 @@ func (r *Router) emitSent(env *envelope.Envelope, from, to agentcard.Card, path 
 // that runs on acknowledgement needs to keep (two cards would be most of
 // a kilobyte per envelope in flight).
 func (r *Router) emitSentTiers(env *envelope.Envelope, fromTier, toTier int, path string, start time.Time) {
-	r.o.sink.Emit(Event{Type: EventMessageSent, Time: time.Now(), EnvelopeID: env.ID, Sender: env.Sender, Recipient: env.Recipient,
-		MessageType: env.Type, Path: path, Latency: time.Since(start), Success: true, SourceTier: fromTier, TargetTier: toTier})
+	now := time.Now()
+	r.o.sink.Emit(Event{Type: EventMessageSent, Time: now, EnvelopeID: env.ID, Sender: env.Sender, Recipient: env.Recipient,
+		MessageType: env.Type, Path: path, Latency: now.Sub(start), Success: true, SourceTier: fromTier, TargetTier: toTier})
 }
 
 // EventChannel reports a channel's state change or redial.
@@ -176,22 +182,23 @@ func (r *Router) deliverSync(env *envelope.Envelope, from, to agentcard.Card, ou
 	if p, err := r.peerOf(from.Host); err == nil {
 		via = p
 	}
+	// Recorded as seen before anything else (one probe of the set rather
+	// than a check and a record); forgotten again if refused.
 	key := seenKey{from: env.Sender, id: env.ID}
-	if r.seen.has(key) {
+	if !r.seen.addNew(key) {
 		return nil
 	}
 	r.recordThread(env)
 	if r.matchAnswer(env) {
-		r.seen.add(key)
 		r.emitReceived(env, from, to, via)
 		return nil
 	}
 	h := r.handler(to.ID)
 	if h == nil {
+		r.seen.forget(key)
 		return &deliveryError{Target: env.Recipient, Reason: "the agent has no handler on its node"}
 	}
 	r.noteAsked(env)
-	r.seen.add(key)
 	r.emitReceived(env, from, to, via)
 	r.runHandler(h, env, from, to)
 	return nil
