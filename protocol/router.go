@@ -357,7 +357,7 @@ func (r *Router) dispatch(ctx context.Context, env *envelope.Envelope, from, to 
 			if !wait {
 				done = func(error) {}
 			}
-			err = r.sendChannel(ctx, env.Sender, to, env, true, done)
+			err = r.sendChannel(ctx, env.Sender, to, env, true, start, done)
 		}
 	}
 	now := time.Now()
@@ -430,7 +430,7 @@ func (r *Router) RequestWithin(ctx context.Context, env *envelope.Envelope, time
 	res.Delivered = res.Path == PathLocal // remote: known when the answer (or a failure) arrives
 	var expired <-chan time.Time
 	if timeout > 0 {
-		t := time.NewTimer(timeout)
+		t := time.NewTimer(timeout - time.Since(start)) // as a deadline set at the call
 		defer t.Stop()
 		expired = t.C
 	}
@@ -928,8 +928,9 @@ func (r *Router) sendBroadcast(ctx context.Context, env *envelope.Envelope, star
 	if err == nil {
 		err = r.publish(ctx, env, from)
 	}
-	res.LatencyMs = float64(time.Since(start).Microseconds()) / 1000
-	r.emitRoute(env, from, agentcard.Card{}, PathBroadcast, start, err)
+	now := time.Now()
+	res.LatencyMs = float64(now.Sub(start).Microseconds()) / 1000
+	r.emitRoute(env, from, agentcard.Card{}, PathBroadcast, start, now, err)
 	if err != nil {
 		res.Error = fmt.Sprintf("%s: %v", CodeOf(err), err)
 		return res, err

@@ -540,10 +540,12 @@ func TestRequestTimesOutAfterRequestTimeout(t *testing.T) {
 	}))
 	release := make(chan struct{})
 	card := node.AgentConfig{Name: "slow", Capabilities: []node.CapabilityConfig{{ID: "slow"}}}.Card()
+	// The handler outlives its own 300 ms context on purpose: were it to
+	// answer when that ends, the answer and the asker's timer would race.
 	_, err := net.Nodes[1].RegisterAgent(card, func(ctx context.Context, env *envelope.Envelope) (any, error) {
 		select {
 		case <-release:
-		case <-ctx.Done():
+		case <-time.After(10 * time.Second):
 		}
 		return "late", nil
 	})
