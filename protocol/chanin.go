@@ -206,9 +206,10 @@ type inItem struct {
 	ackNow bool  // the sender waits for the acknowledgement
 }
 
-// accept queues one envelope (or its refusal) unless it is a duplicate, and
-// makes sure a worker runs. It reports whether the item was a duplicate.
-func (r *Router) accept(ic *inChannel, out *inStream, it inItem) bool {
+// accept queues one envelope (or its refusal) unless it is a duplicate. It
+// reports whether the channel's work must be started: the caller then runs
+// r.work(ic) (marked running here), on whatever goroutine it picks.
+func (r *Router) accept(ic *inChannel, out *inStream, it inItem) (startWork bool) {
 	ic.mu.Lock()
 	ic.out = out
 	if it.seq <= ic.queued {
@@ -219,7 +220,7 @@ func (r *Router) accept(ic *inChannel, out *inStream, it inItem) bool {
 		if idle {
 			out.send(&wireMsg{Kind: kindAck, Ch: ic.id, Seq: w}, false)
 		}
-		return true
+		return false
 	}
 	ic.queued = it.seq
 	ic.ackNow = ic.ackNow || it.ackNow
@@ -239,23 +240,13 @@ func (r *Router) accept(ic *inChannel, out *inStream, it inItem) bool {
 			return false
 		}
 		ic.mu.Unlock()
-		if !r.goWork(func() { r.work(ic) }) {
-			ic.mu.Lock()
-			ic.running = false
-			ic.mu.Unlock()
-		}
-		return false
+		return true // queued meanwhile from another stream of the peer
 	}
 	ic.queue = append(ic.queue, it)
 	start := !ic.running
 	ic.running = true
 	ic.mu.Unlock()
-	if start && !r.goWork(func() { r.work(ic) }) {
-		ic.mu.Lock()
-		ic.running = false
-		ic.mu.Unlock()
-	}
-	return false
+	return start
 }
 
 // work delivers queued envelopes in order, then acknowledges.

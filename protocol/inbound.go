@@ -17,14 +17,17 @@ import (
 	"github.com/nova-node/nova-node/protocol/frame"
 )
 
-// handleStream serves one inbound /nova/a2a/1.0.0 stream. The goroutine
-// belongs to libp2p; it only reads, checks and queues envelopes on their
-// channel (whose worker delivers them in order) and answers opens. A
-// malformed or oversized frame, a forged card or an out-of-place frame resets
-// this stream only.
+// handleStream serves one inbound /nova/a2a/1.0.0 stream. It reads,
+// checks and queues envelopes on their channel, whose work delivers them in
+// order, and answers opens. A malformed or oversized frame, a forged card or
+// an out-of-place frame resets this stream only.
+//
+// The goroutine libp2p starts here counts as a Router goroutine (Close
+// waits for it): when a frame needs a channel's work started, the reading
+// moves to a Router worker and this goroutine does the work itself (see
+// inReader.run), so a request's handler starts without a hand-off.
 func (r *Router) handleStream(st network.Stream) {
 	p := st.Conn().RemotePeer()
-	pStr := p.String()
 	if err := st.Scope().SetService(ServiceName); err != nil {
 		r.log.Debugw("cannot attach stream to service", "peer", p, "err", err)
 		_ = st.Reset()
@@ -37,83 +40,132 @@ func (r *Router) handleStream(st network.Stream) {
 		return
 	}
 	r.inbound[st] = struct{}{}
+	r.wg.Add(1)
 	r.mu.Unlock()
-	defer func() {
-		r.mu.Lock()
-		delete(r.inbound, st)
-		r.mu.Unlock()
-	}()
+	defer r.wg.Done()
+	rd := &inReader{r: r, st: st, p: p, pStr: p.String(), fr: frame.NewReader(st, r.o.maxFrame), out: newInStream(r, st)}
+	rd.run()
+}
 
-	fr := frame.NewReader(st, r.o.maxFrame)
-	out := newInStream(r, st)
-	defer out.close()
-	var last *inChannel
-	var idle deadline
-	var reuse inMsg // every canonical envelope frame is decoded into it
+// inReader is the reading side of an inbound stream: the loop's state,
+// which moves between goroutines with the reading (never two at once).
+type inReader struct {
+	r     *Router
+	st    network.Stream
+	p     peer.ID
+	pStr  string
+	fr    *frame.Reader
+	out   *inStream
+	last  *inChannel // a stream mostly carries one channel: the last one
+	idle  deadline
+	reuse inMsg // every canonical envelope frame is decoded into it
+}
+
+// run reads frames until the stream ends, or until a lone question (a
+// request or proposal, with nothing behind it in the stream) needs its
+// channel's work started: then a Router worker goes on reading (a new run)
+// and this goroutine does the work and returns, so the handler, whose
+// answer someone waits for, starts without a hand-off. Other work goes to
+// a worker while this goroutine keeps reading: in a burst the reader is
+// the busy stage, and moving it would stall the stream behind the work.
+func (rd *inReader) run() {
+	r := rd.r
 	for {
-		idle.extend(r.o.idleTimeout, st.SetReadDeadline)
-		body, err := fr.Next()
+		rd.idle.extend(r.o.idleTimeout, rd.st.SetReadDeadline)
+		body, err := rd.fr.Next()
 		if err != nil {
 			if errors.Is(err, io.EOF) {
-				_ = st.Close()
-				return
-			}
-			r.refuseStream(st, p, err)
-			return
-		}
-		lastCh := ""
-		if last != nil {
-			lastCh = last.id
-		}
-		m, err := decodeMsgReuse(body, &reuse, lastCh)
-		if err != nil {
-			r.refuseStream(st, p, err)
-			return
-		}
-		switch m.Kind {
-		case kindHello:
-			if err := r.acceptCards(p, m.Cards); err != nil {
-				r.refuseStream(st, p, err)
-				return
-			}
-		case kindOpen:
-			w, err := r.openIn(p, pStr, m)
-			if err != nil {
-				out.send(&wireMsg{Kind: kindNack, Ch: m.Ch, Code: CodeOf(err), Msg: err.Error()}, false)
+				_ = rd.st.Close()
 			} else {
-				out.send(&wireMsg{Kind: kindOpened, Ch: m.Ch, W: w}, false)
+				r.refuseStream(rd.st, rd.p, err)
 			}
-		case kindEnvelope:
-			// A stream mostly carries one channel: remember the last one
-			// (inChans entries are never replaced, only created).
-			ic := last
-			if ic == nil || ic.id != m.Ch {
-				r.mu.Lock()
-				ic = r.inChans[pStr+"/"+m.Ch]
-				r.mu.Unlock()
-				last = ic
-			}
-			if ic == nil {
-				err := &deliveryError{Target: m.Ch, Reason: "unknown channel: open it first"}
-				out.send(&wireMsg{Kind: kindNack, Ch: m.Ch, Seq: m.Seq, Code: CodeChannelClosed, Msg: err.Error()}, false)
-				break
-			}
-			ic.mu.Lock()
-			dup := m.Seq <= ic.queued
-			ic.mu.Unlock()
-			it := inItem{seq: m.Seq, ackNow: m.Ack}
-			if !dup {
-				it.env, it.err = r.receive(p, pStr, ic, m.Env, m.env)
-			}
-			r.accept(ic, out, it)
-		default:
-			r.refuseStream(st, p, fmt.Errorf("%w: frame kind %d is not sent to an inbound stream", ErrProtocol, m.Kind))
+			rd.end()
 			return
 		}
-		if fr.Buffered() == 0 {
-			out.flush()
+		ic, ask, err := rd.frame(body)
+		if err != nil {
+			r.refuseStream(rd.st, rd.p, err)
+			rd.end()
+			return
+		}
+		if rd.fr.Buffered() == 0 {
+			rd.out.flush()
+		}
+		if ic == nil {
+			continue
+		}
+		if ask && rd.fr.Buffered() == 0 && r.goWork(rd.run) {
+			r.work(ic)
+			return
+		}
+		if !r.goWork(func() { r.work(ic) }) {
+			// Closing: the work would find the Router closed anyway.
+			ic.mu.Lock()
+			ic.running = false
+			ic.mu.Unlock()
 		}
 	}
+}
+
+// end releases the stream once its reading is over.
+func (rd *inReader) end() {
+	rd.out.close()
+	rd.r.mu.Lock()
+	delete(rd.r.inbound, rd.st)
+	rd.r.mu.Unlock()
+}
+
+// frame handles one frame. It returns the channel whose work must be
+// started (see Router.accept) and whether the envelope that starts it asks
+// for an answer, or an error that ends the stream.
+func (rd *inReader) frame(body []byte) (ic *inChannel, ask bool, err error) {
+	r, p, pStr, out := rd.r, rd.p, rd.pStr, rd.out
+	lastCh := ""
+	if rd.last != nil {
+		lastCh = rd.last.id
+	}
+	m, err := decodeMsgReuse(body, &rd.reuse, lastCh)
+	if err != nil {
+		return nil, false, err
+	}
+	switch m.Kind {
+	case kindHello:
+		return nil, false, r.acceptCards(p, m.Cards)
+	case kindOpen:
+		w, err := r.openIn(p, pStr, m)
+		if err != nil {
+			out.send(&wireMsg{Kind: kindNack, Ch: m.Ch, Code: CodeOf(err), Msg: err.Error()}, false)
+		} else {
+			out.send(&wireMsg{Kind: kindOpened, Ch: m.Ch, W: w}, false)
+		}
+		return nil, false, nil
+	case kindEnvelope:
+		// inChans entries are never replaced, only created.
+		ic = rd.last
+		if ic == nil || ic.id != m.Ch {
+			r.mu.Lock()
+			ic = r.inChans[pStr+"/"+m.Ch]
+			r.mu.Unlock()
+			rd.last = ic
+		}
+		if ic == nil {
+			err := &deliveryError{Target: m.Ch, Reason: "unknown channel: open it first"}
+			out.send(&wireMsg{Kind: kindNack, Ch: m.Ch, Seq: m.Seq, Code: CodeChannelClosed, Msg: err.Error()}, false)
+			return nil, false, nil
+		}
+		ic.mu.Lock()
+		dup := m.Seq <= ic.queued
+		ic.mu.Unlock()
+		it := inItem{seq: m.Seq, ackNow: m.Ack}
+		if !dup {
+			it.env, it.err = r.receive(p, pStr, ic, m.Env, m.env)
+		}
+		if r.accept(ic, out, it) {
+			return ic, it.env != nil && it.err == nil && asksForAnswer(it.env.Type), nil
+		}
+		return nil, false, nil
+	}
+	return nil, false, fmt.Errorf("%w: frame kind %d is not sent to an inbound stream", ErrProtocol, m.Kind)
 }
 
 // openIn accepts a channel from agent m.From (hosted by p) to local agent
