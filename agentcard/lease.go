@@ -6,16 +6,16 @@ import "time"
 // taken: it holds while no card has been stored in or removed from the
 // registry since, and, when the lookups returned remote cards, until the
 // first of them reaches its TTL. (A refresh of a remote card's equal
-// revision moves its LastSeenAt forward without ending leases.) Hot paths (the router's per-message
-// resolution and attribution) keep a lease with the cards they cached and
-// check it with [Registry.Holds], a load and a compare, instead of looking
-// the cards up again.
+// revision moves its LastSeenAt forward without ending leases.) Hot paths
+// (the router's per-message resolution and attribution) keep a lease with
+// the cards they cached and check it with [Registry.Holds], a load and a
+// compare, instead of looking the cards up again.
 //
 // A lease vouches for cards found, not for lookups that failed: a name that
 // is ambiguous now becomes unique when one of its remote cards expires.
 //
 // Take the lease before the lookups ([Registry.Lease]) and bound it by
-// their cards after ([Lease.For]): a change in between then shows as a
+// their cards after ([Registry.For]): a change in between then shows as a
 // lease that no longer holds, never as a stale card that seems current.
 type Lease struct {
 	gen   uint64
