@@ -212,7 +212,7 @@ func (r *Router) deliverBroadcast(env *envelope.Envelope, from agentcard.Card, v
 				return
 			}
 			defer func() { <-r.sem }()
-			r.runHandler(h, env, from, to)
+			r.runHandler(h, env, from, to, false) // a broadcast is not recorded as a question
 		}) {
 			return n
 		}

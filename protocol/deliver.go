@@ -200,7 +200,7 @@ func (r *Router) deliverSync(env *envelope.Envelope, from, to agentcard.Card, ou
 	}
 	r.noteAsked(env)
 	r.emitReceived(env, from, to, via)
-	r.runHandler(h, env, from, to)
+	r.runHandler(h, env, from, to, true)
 	return nil
 }
 

@@ -664,6 +664,13 @@ func cloneForSend(e *envelope.Envelope) *envelope.Envelope {
 // addresses, metadata from the sender's card; then applies the policy and
 // notes a question.
 func (r *Router) admit(env *envelope.Envelope, from, to agentcard.Card) error {
+	return r.admitWith(env, from, to, false)
+}
+
+// admitWith is admit for an envelope that the caller may know answers a
+// question its recipient asked its sender in its thread (the router's own
+// answer to a request it recorded): then the question set is not probed.
+func (r *Router) admitWith(env *envelope.Envelope, from, to agentcard.Card, answers bool) error {
 	if !from.HasAddress(env.Sender) {
 		env.Sender = from.Address()
 	}
@@ -676,7 +683,7 @@ func (r *Router) admit(env *envelope.Envelope, from, to agentcard.Card) error {
 		env.Metadata = md
 	}
 	md.Tier, md.SandboxID, md.RoutingHint = uint8(from.Tier), from.SandboxID, ""
-	if err := r.checkPolicy(env, from, to, r.isAnswer(env), r.self); err != nil {
+	if err := r.checkPolicy(env, from, to, answers || r.isAnswer(env), r.self); err != nil {
 		return err
 	}
 	r.noteAsked(env)
@@ -801,7 +808,7 @@ func (r *Router) deliverLocal(env *envelope.Envelope, from, to agentcard.Card, v
 	}
 	if !r.goWork(func() {
 		defer func() { <-r.sem }()
-		r.runHandler(h, env, from, to)
+		r.runHandler(h, env, from, to, true)
 	}) {
 		<-r.sem
 		return ErrChannelClosed
@@ -823,7 +830,10 @@ func (r *Router) emitReceived(env *envelope.Envelope, from, to agentcard.Card, v
 	})
 }
 
-func (r *Router) runHandler(h Handler, env *envelope.Envelope, from, to agentcard.Card) {
+// runHandler calls h with env and, for a request, sends the answer back.
+// asked says env was recorded as a question (noteAsked), so the answer the
+// router builds passes as a reply without looking that up again.
+func (r *Router) runHandler(h Handler, env *envelope.Envelope, from, to agentcard.Card, asked bool) {
 	ctx := newHandlerCtx(r.ctx, r.o.requestTimeout)
 	defer ctx.release()
 	reply, herr := safeCall(ctx, h, env)
@@ -838,6 +848,7 @@ func (r *Router) runHandler(h Handler, env *envelope.Envelope, from, to agentcar
 	toAddr, fromAddr := addrOf(to, env.Recipient), addrOf(from, env.Sender)
 	var resp *envelope.Envelope
 	var err error
+	answers := asked // the router's own answer, unless the agent made its own
 	switch {
 	case herr != nil:
 		resp, err = r.o.factory.ReplyAs(toAddr, env, envelope.TypeError, ErrorPayload{Code: CodeOf(herr), Message: herr.Error()})
@@ -847,6 +858,7 @@ func (r *Router) runHandler(h Handler, env *envelope.Envelope, from, to agentcar
 			// checked like any envelope it would send.
 			resp = e.Clone()
 			err = resp.Normalize()
+			answers = false
 		} else {
 			resp, err = r.o.factory.ReplyAs(toAddr, env, envelope.TypeResponse, reply)
 		}
@@ -856,24 +868,26 @@ func (r *Router) runHandler(h Handler, env *envelope.Envelope, from, to agentcar
 		if err != nil {
 			return
 		}
+		answers = asked
 	}
 	resp.Sender, resp.Recipient = toAddr, fromAddr
 	if resp.CorrelationID == "" {
 		resp.CorrelationID = env.ThreadID()
 	}
 	// The reply goes back to the cards just used: no new resolution.
-	err = r.admitOpen(resp, to, from)
+	err = r.admitOpen(resp, to, from, answers)
 	if _, err := r.post(ctx, resp, to, from, err, start); err != nil {
 		r.log.Debugw("reply not sent", "agent", to.ID, "to", fromAddr, "err", err)
 	}
 }
 
-// admitOpen is admit for a router that is still open.
-func (r *Router) admitOpen(env *envelope.Envelope, from, to agentcard.Card) error {
+// admitOpen is admit for a router that is still open; answers is as for
+// admitWith.
+func (r *Router) admitOpen(env *envelope.Envelope, from, to agentcard.Card, answers bool) error {
 	if r.isClosed() {
 		return ErrChannelClosed
 	}
-	return r.admit(env, from, to)
+	return r.admitWith(env, from, to, answers)
 }
 
 // safeCall runs a handler, turning a panic into an error so one bad agent
