@@ -89,7 +89,11 @@ func (r *Router) startBroadcastLocked() error {
 		return nil
 	}
 	name := BroadcastTopic(r.o.swarm)
-	if err := r.o.ps.RegisterTopicValidator(name, r.validateBroadcast); err != nil {
+	// Inline: the validator only decodes and looks up cards, so it runs in
+	// GossipSub's validation workers rather than on a goroutine of its own
+	// per message and hop (which an async validator gets, throttled, and
+	// dropped past the throttle).
+	if err := r.o.ps.RegisterTopicValidator(name, r.validateBroadcast, pubsub.WithValidatorInline(true)); err != nil {
 		return fmt.Errorf("protocol: broadcast validator: %w", err)
 	}
 	t, err := r.o.ps.Join(name)
