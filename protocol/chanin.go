@@ -196,7 +196,7 @@ type inChannel struct {
 	out       *inStream
 	dirty     bool
 
-	known atomic.Pointer[chanCards] // the last attribution, for the stream loop (see receive)
+	known atomic.Pointer[route] // the last attribution of the pair, for the stream loop (see receive)
 }
 
 type inItem struct {

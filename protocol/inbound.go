@@ -264,9 +264,7 @@ func (r *Router) receive(p peer.ID, pStr string, ic *inChannel, raw []byte, deco
 		// The channel's own pair, attributed before, and no card changed
 		// since: the checks below would find the same cards.
 		if md := env.Metadata; md != nil && (md.Tier != uint8(k.from.Tier) || md.SandboxID != k.from.SandboxID) {
-			err := metadataLie(p, env, k.from)
-			r.security(Event{EnvelopeID: env.ID, Sender: env.Sender, Recipient: env.Recipient, MessageType: env.Type, Code: CodeOf(err), Detail: err.Error(), Peer: p, SourceTier: -1, TargetTier: -1})
-			return env, err
+			return env, r.senderRefused(p, env, metadataLie(p, env, k.from))
 		}
 		return env, r.checkReceived(env, k.from, k.to, p)
 	}
@@ -276,8 +274,7 @@ func (r *Router) receive(p peer.ID, pStr string, ic *inChannel, raw []byte, deco
 		err = &senderError{Sender: env.Sender, Peer: p, Reason: "the envelope's sender is not the agent this channel was opened for"}
 	}
 	if err != nil {
-		r.security(Event{EnvelopeID: env.ID, Sender: env.Sender, Recipient: env.Recipient, MessageType: env.Type, Code: CodeOf(err), Detail: err.Error(), Peer: p, SourceTier: -1, TargetTier: -1})
-		return env, err
+		return env, r.senderRefused(p, env, err)
 	}
 	if env.Recipient == envelope.Broadcast {
 		return env, &deliveryError{Target: envelope.Broadcast, Reason: "broadcasts are not accepted on direct streams"}
@@ -292,7 +289,7 @@ func (r *Router) receive(p peer.ID, pStr string, ic *inChannel, raw []byte, deco
 	if !to.HasAddress(env.Recipient) {
 		env.Recipient = to.Address() // canonical from here on
 	} else {
-		ic.known.Store(&chanCards{lease: r.reg.For(lease, &from, &to), from: from, to: to, fromAddr: env.Sender, toAddr: env.Recipient})
+		ic.known.Store(&route{lease: r.reg.For(lease, &from, &to), from: from, to: to, fromAddr: env.Sender, toAddr: env.Recipient})
 	}
 	return env, r.checkReceived(env, from, to, p)
 }
@@ -310,6 +307,13 @@ func (r *Router) checkReceived(env *envelope.Envelope, from, to agentcard.Card, 
 		reply = reply || r.isAnswer(env)
 	}
 	return r.checkPolicy(env, from, to, reply, p)
+}
+
+// senderRefused reports err, the refusal of env's sender from peer p, as a
+// security event and returns it.
+func (r *Router) senderRefused(p peer.ID, env *envelope.Envelope, err error) error {
+	r.security(Event{EnvelopeID: env.ID, Sender: env.Sender, Recipient: env.Recipient, MessageType: env.Type, Code: CodeOf(err), Detail: err.Error(), Peer: p, SourceTier: -1, TargetTier: -1})
+	return err
 }
 
 // attribute returns the signed card of env's sender, which peer p must host;

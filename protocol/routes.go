@@ -12,10 +12,11 @@ import (
 // agent pairs that talk, spelled the ways their callers spell them.
 const maxRoutes = 4096
 
-// route is a resolution of (sender, recipient), as a caller spelled them,
-// to the two cards and their canonical addresses; it stands while its
-// registry lease holds (no card stored or removed since, no remote card
-// expired).
+// route is two agents' cards and canonical addresses, found under a
+// registry lease, and standing while the lease holds (no card stored or
+// removed since, no remote card expired): a resolution of (sender,
+// recipient) as a caller spelled them, or an inbound channel's last
+// attribution of its pair.
 type route struct {
 	lease            agentcard.Lease
 	from, to         agentcard.Card
@@ -50,14 +51,4 @@ func (c *routeCache) put(k agentPair, rt *route) {
 		c.m.Clear()
 		c.n.Store(0)
 	}
-}
-
-// chanCards is what an inbound channel knows of its two agents: their
-// cards, as attributed when the channel opened or since, and addresses.
-// Envelopes that name exactly these addresses while the lease holds are
-// attributed without a registry lookup.
-type chanCards struct {
-	lease            agentcard.Lease
-	from, to         agentcard.Card
-	fromAddr, toAddr string
 }

@@ -420,7 +420,7 @@ func TestRoutesFollowCardChanges(t *testing.T) {
 	net.WaitForCards()
 	n0, n1 := net.Nodes[0], net.Nodes[1]
 	helper := node.AgentConfig{Name: "helper", Capabilities: []node.CapabilityConfig{{ID: "echo"}}}
-	if _, err := n1.RegisterAgent(helper.Card(), echo); err != nil {
+	if _, err := n1.RegisterAgent(helper.Card(), node.Echo); err != nil {
 		t.Fatal(err)
 	}
 	at := "helper@" + n1.ID().String()
@@ -437,7 +437,7 @@ func TestRoutesFollowCardChanges(t *testing.T) {
 	// bare name is not found on the sending node (a stale route would have
 	// reached n1 and been refused there with SANDBOX_VIOLATION).
 	helper.Sandbox = "lab"
-	moved, err := n1.RegisterAgent(helper.Card(), echo)
+	moved, err := n1.RegisterAgent(helper.Card(), node.Echo)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -451,8 +451,6 @@ func TestRoutesFollowCardChanges(t *testing.T) {
 		t.Fatalf("a0 -> helper in another sandbox: %v, want AGENT_NOT_FOUND from the sending node", err)
 	}
 }
-
-func echo(_ context.Context, env *envelope.Envelope) (any, error) { return env.Payload, nil }
 
 // TestAnswersInAThreadPassTierRules: every envelope of a task shares the
 // proposal's thread (property 24), and an answer in that thread passes both
