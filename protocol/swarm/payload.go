@@ -64,6 +64,9 @@ func (t Task) Validate() error {
 // untrusted: at most MaxPayloadSize bytes, swarmId, subTaskId, attempt and
 // description required, unknown fields ignored.
 func DecodeTask(b []byte) (Task, error) {
+	if err := probe(b, MayBeTask(b), errNotTask); err != nil {
+		return Task{}, err
+	}
 	var w struct {
 		SwarmID              *string  `json:"swarmId"`
 		SubTaskID            *string  `json:"subTaskId"`
@@ -211,6 +214,9 @@ type Notice struct {
 
 // DecodeNotice decodes a notification payload sent by a coordinator.
 func DecodeNotice(b []byte) (Notice, error) {
+	if err := probe(b, MayBeNotice(b), errNotNotice); err != nil {
+		return Notice{}, err
+	}
 	var n Notice
 	if err := decodeObject(b, &n); err != nil {
 		return Notice{}, err
@@ -224,6 +230,81 @@ func DecodeNotice(b []byte) (Notice, error) {
 // errNotObject is shared: nodes probe every request and notification
 // payload for a sub-task or a swarm notice, and most are not objects.
 var errNotObject = &InvalidError{Reason: "must be a JSON object"}
+
+// The probes' refusals, shared for the same reason.
+var (
+	errNotTask   = &InvalidError{Field: "swarmId", Reason: "required (not a sub-task request)"}
+	errNotNotice = &InvalidError{Field: "kind", Reason: "not a swarm notice"}
+)
+
+// MayBeTask reports whether b could decode as a Task, without decoding it:
+// false means [DecodeTask] would refuse b. A node asks this of every
+// request its agents receive, most of which are not sub-tasks, and a JSON
+// decode of each payload to find out cost microseconds per request.
+//
+// A Task needs a "swarmId" key. encoding/json matches keys
+// case-insensitively, folding also U+017F (long s) to s and U+212A (Kelvin
+// sign) to k, and a key may spell any letter as a \u escape; "warmid"
+// has neither s nor k, so without a \u escape in b, a key that decodes to
+// swarmId shows "warmid" in some ASCII case.
+func MayBeTask(b []byte) bool {
+	return maybeObject(b) && (hasUnicodeEscape(b) || containsFoldASCII(b, "warmid"))
+}
+
+// MayBeNotice is [MayBeTask] for [DecodeNotice]: a swarm notice's kind
+// starts with "swarm-", which shows in b as `"swarm-` unless escaped.
+func MayBeNotice(b []byte) bool {
+	return maybeObject(b) && (hasUnicodeEscape(b) || bytes.Contains(b, []byte(`"swarm-`)))
+}
+
+// probe refuses b as decodeObject would (too large, not an object) or,
+// when the probe said no, with notIt, before anything is allocated.
+func probe(b []byte, maybe bool, notIt error) error {
+	switch {
+	case maybe:
+		return nil
+	case len(b) > MaxPayloadSize || !maybeObject(b):
+		return decodeObject(b, nil)
+	}
+	return notIt
+}
+
+// maybeObject: b is a JSON object if anything (decodeObject's first check).
+func maybeObject(b []byte) bool {
+	trimmed := bytes.TrimLeft(b, " \t\r\n")
+	return len(trimmed) > 0 && trimmed[0] == '{'
+}
+
+func hasUnicodeEscape(b []byte) bool { return bytes.Contains(b, []byte(`\u`)) }
+
+// containsFoldASCII reports whether b contains lower (lower-case ASCII
+// letters) in any mix of ASCII cases. Candidates are found with
+// bytes.IndexByte, once per case of the first letter.
+func containsFoldASCII(b []byte, lower string) bool {
+	for _, first := range []byte{lower[0], lower[0] - 'a' + 'A'} {
+		for rest := b; ; {
+			i := bytes.IndexByte(rest, first)
+			if i < 0 || len(rest)-i < len(lower) {
+				break
+			}
+			if equalFoldASCII(rest[i+1:i+len(lower)], lower[1:]) {
+				return true
+			}
+			rest = rest[i+1:]
+		}
+	}
+	return false
+}
+
+// equalFoldASCII: b equals lower (lower-case ASCII letters) in any case.
+func equalFoldASCII(b []byte, lower string) bool {
+	for j := range len(lower) {
+		if b[j]|0x20 != lower[j] {
+			return false
+		}
+	}
+	return true
+}
 
 func decodeObject(b []byte, v any) error {
 	if len(b) > MaxPayloadSize {
