@@ -220,7 +220,7 @@ func (r *Router) matchAnswer(env *envelope.Envelope) bool {
 	r.pmu.Unlock()
 	select {
 	case pr.done <- reqResult{env: env}:
-	default: // cannot happen: one answer, at most one failure; never block a stream loop
+	default: // cannot happen: one answer, at most one failure and one expiry; never block a stream loop
 	}
 	return true
 }

@@ -74,8 +74,9 @@ type Router struct {
 	regreet       *bounded[peer.ID, time.Duration] // last re-greeting delay per peer (see regreetLater)
 	regreetTimers map[peer.ID]*time.Timer          // pending re-greetings, at most one per peer
 	inbound       map[network.Stream]struct{}
-	pmu           sync.Mutex // guards pending only: taken for every request and answer
+	pmu           sync.Mutex // guards pending and expiry: taken for every request and answer
 	pending       map[string]*pendingReq
+	expiry        expiry
 	answerable    askSet                    // every request/proposal sent or received
 	peerIDs       *bounded[string, peer.ID] // card host string -> decoded peer ID
 	seen          seenSet                   // envelopes delivered here
@@ -96,12 +97,13 @@ type agentPair struct{ from, to string }
 
 type pendingReq struct {
 	agentPair
-	done chan reqResult // the answer, or the failure to deliver the request
+	done     chan reqResult // the answer, or the failure to deliver the request
+	deadline time.Time      // when the wait ends without an answer; zero: never
 }
 
-// reqResult ends a pending request. The channel holds two: the answer
+// reqResult ends a pending request. The channel holds three: the answer
 // (sent once, by whoever removes the request from pending) never waits
-// behind a failure report.
+// behind a failure report or the expiry.
 type reqResult struct {
 	env *envelope.Envelope
 	err error
@@ -246,6 +248,7 @@ func (r *Router) Close() error {
 	}
 	r.h.RemoveStreamHandler(IDA2A)
 	r.cancel()
+	r.stopExpiry()
 	_ = r.sub.Close()
 	r.stopBroadcast()
 	for _, s := range outs {
@@ -414,9 +417,13 @@ func (r *Router) RequestWithin(ctx context.Context, env *envelope.Envelope, time
 		res, err := r.dispatch(ctx, env, from, to, err, false, start)
 		return nil, res, err
 	}
-	pr := &pendingReq{agentPair{from: env.Sender, to: env.Recipient}, make(chan reqResult, 2)}
+	pr := &pendingReq{agentPair: agentPair{from: env.Sender, to: env.Recipient}, done: make(chan reqResult, 3)}
+	if timeout > 0 {
+		pr.deadline = start.Add(timeout) // as a deadline set at the call
+	}
 	r.pmu.Lock()
 	r.pending[env.ID] = pr
+	r.expiry.watchLocked(r, pr.deadline)
 	r.pmu.Unlock()
 	defer func() {
 		r.pmu.Lock()
@@ -428,14 +435,11 @@ func (r *Router) RequestWithin(ctx context.Context, env *envelope.Envelope, time
 		return nil, res, err
 	}
 	res.Delivered = res.Path == PathLocal // remote: known when the answer (or a failure) arrives
-	var expired <-chan time.Time
-	if timeout > 0 {
-		t := time.NewTimer(timeout - time.Since(start)) // as a deadline set at the call
-		defer t.Stop()
-		expired = t.C
-	}
 	select {
 	case got := <-pr.done:
+		if got.err == errExpired {
+			return nil, res, fmt.Errorf("protocol: waiting for the answer of %s: %w", env.Recipient, context.DeadlineExceeded)
+		}
 		if got.err != nil {
 			res.Error = fmt.Sprintf("%s: %v", CodeOf(got.err), got.err)
 			return nil, res, got.err
@@ -447,8 +451,77 @@ func (r *Router) RequestWithin(ctx context.Context, env *envelope.Envelope, time
 		return got.env, res, nil
 	case <-ctx.Done():
 		return nil, res, fmt.Errorf("protocol: waiting for the answer of %s: %w", env.Recipient, ctx.Err())
-	case <-expired:
-		return nil, res, fmt.Errorf("protocol: waiting for the answer of %s: %w", env.Recipient, context.DeadlineExceeded)
+	}
+}
+
+// errExpired ends a pending request whose deadline passed (see expiry).
+var errExpired = errors.New("protocol: request expired")
+
+// expiry ends the waits of pending requests whose deadline passed, with
+// one timer for the Router, armed at the earliest deadline, instead of a
+// timer per request: arming a runtime timer, and the wake-up of an idle
+// thread that it can cost, was a visible share of a round trip. When the
+// timer fires it ends what expired and re-arms for the earliest deadline
+// left; requests answered in time only leave it a scan to do. Guarded by
+// Router.pmu.
+type expiry struct {
+	timer  *time.Timer
+	at     time.Time // the deadline the timer is armed for; zero: not armed
+	closed bool
+}
+
+// watchLocked makes sure the timer fires by deadline (zero: no deadline).
+func (e *expiry) watchLocked(r *Router, deadline time.Time) {
+	if deadline.IsZero() || e.closed || (!e.at.IsZero() && !deadline.Before(e.at)) {
+		return
+	}
+	e.at = deadline
+	if e.timer == nil {
+		e.timer = time.AfterFunc(time.Until(deadline), r.expire)
+	} else {
+		e.timer.Reset(time.Until(deadline))
+	}
+}
+
+// expire runs on the expiry timer (briefly, under pmu, never blocking):
+// every pending request past its deadline is told so and forgotten.
+func (r *Router) expire() {
+	r.pmu.Lock()
+	defer r.pmu.Unlock()
+	now := time.Now()
+	r.expiry.at = time.Time{}
+	var next time.Time
+	for id, pr := range r.pending {
+		switch {
+		case pr.deadline.IsZero():
+		case !now.Before(pr.deadline):
+			delete(r.pending, id)
+			select {
+			case pr.done <- reqResult{err: errExpired}:
+			default:
+			}
+		case next.IsZero() || pr.deadline.Before(next):
+			next = pr.deadline
+		}
+	}
+	r.expiry.watchLocked(r, next)
+}
+
+// stopExpiry ends every pending request's wait when the Router closes: no
+// answer can arrive any more.
+func (r *Router) stopExpiry() {
+	r.pmu.Lock()
+	defer r.pmu.Unlock()
+	r.expiry.closed = true
+	if r.expiry.timer != nil {
+		r.expiry.timer.Stop()
+	}
+	for id, pr := range r.pending {
+		delete(r.pending, id)
+		select {
+		case pr.done <- reqResult{err: ErrChannelClosed}:
+		default:
+		}
 	}
 }
 

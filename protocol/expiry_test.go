@@ -1,0 +1,78 @@
+package protocol_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nova-node/nova-node/envelope"
+	"github.com/nova-node/nova-node/protocol"
+)
+
+// Requests share one expiry timer per router: each still fails with a
+// deadline error at its own timeout (not before, and not at another
+// request's), a later request with a long timeout is answered, and closing
+// the router ends a wait that has no timeout at all.
+func TestRequestsExpireEachAtItsOwnDeadline(t *testing.T) {
+	routers, f := mockPair(t)
+	release := make(chan struct{})
+	routers[1].Handle("a1", func(ctx context.Context, env *envelope.Envelope) (any, error) {
+		<-release
+		return "late", nil
+	})
+	timeouts := []time.Duration{600 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond}
+	took := make([]time.Duration, len(timeouts))
+	errs := make([]error, len(timeouts))
+	var wg sync.WaitGroup
+	for i, timeout := range timeouts {
+		wg.Go(func() {
+			env, err := f.New("a0", "a1", envelope.TypeRequest, nil)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			start := time.Now()
+			_, _, errs[i] = routers[0].RequestWithin(t.Context(), env, timeout)
+			took[i] = time.Since(start)
+		})
+	}
+	wg.Wait()
+	for i, timeout := range timeouts {
+		if !errors.Is(errs[i], context.DeadlineExceeded) || took[i] < timeout || took[i] > timeout+time.Second {
+			t.Errorf("request with a %v timeout: %v after %v, want a deadline error at its timeout", timeout, errs[i], took[i])
+		}
+	}
+	if took[1] >= took[2] || took[2] >= took[0] {
+		t.Errorf("expiry order %v for timeouts %v", took, timeouts)
+	}
+	close(release)
+
+	routers[1].Handle("a1", func(_ context.Context, env *envelope.Envelope) (any, error) { return env.Payload, nil })
+	env, _ := f.New("a0", "a1", envelope.TypeRequest, []byte(`"hi"`))
+	resp, _, err := routers[0].RequestWithin(t.Context(), env, 10*time.Second)
+	if err != nil || string(resp.Payload) != `"hi"` {
+		t.Fatalf("request after the expiries: %v", err)
+	}
+
+	block := make(chan struct{})
+	defer close(block)
+	routers[1].Handle("a1", func(context.Context, *envelope.Envelope) (any, error) { <-block; return nil, nil })
+	got := make(chan error, 1)
+	go func() {
+		env, _ := f.New("a0", "a1", envelope.TypeRequest, nil)
+		_, _, err := routers[0].RequestWithin(context.Background(), env, 0)
+		got <- err
+	}()
+	time.Sleep(100 * time.Millisecond) // the request is on its way or waiting
+	routers[0].Close()
+	select {
+	case err := <-got:
+		if !errors.Is(err, protocol.ErrChannelClosed) {
+			t.Fatalf("request pending at Close: %v, want CHANNEL_CLOSED", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a request without a timeout still waits after Close")
+	}
+}
