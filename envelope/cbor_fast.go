@@ -2,6 +2,7 @@ package envelope
 
 import (
 	"math"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -101,8 +102,8 @@ type span struct{ off, n int }
 
 // spans are the text fields of one envelope as the fast path finds them.
 // They become strings only once the whole envelope is read: as substrings
-// of one string copy of it, one allocation for every field instead of one
-// per field.
+// of one string made of their bytes alone (not of the payload between
+// them), one allocation for every field instead of one per field.
 type spans struct {
 	id, typ, sender, recipient, correlation span
 	sandbox, hint, justification            span
@@ -110,12 +111,26 @@ type spans struct {
 
 // set makes the strings of w from the input in.
 func (sp *spans) set(in []byte, w *wireEnvelope) {
-	all := string(in)
-	str := func(s span) string { return all[s.off : s.off+s.n] }
-	w.ID, w.Type, w.Sender = str(sp.id), str(sp.typ), str(sp.sender)
-	w.Recipient, w.CorrelationID = str(sp.recipient), str(sp.correlation)
+	fields := [...]*span{&sp.id, &sp.typ, &sp.sender, &sp.recipient, &sp.correlation, &sp.sandbox, &sp.hint, &sp.justification}
+	total := 0
+	for _, f := range fields {
+		total += f.n
+	}
+	var sb strings.Builder
+	sb.Grow(total)
+	for _, f := range fields {
+		sb.Write(in[f.off : f.off+f.n])
+	}
+	all := sb.String()
+	var strs [len(fields)]string
+	off := 0
+	for i, f := range fields {
+		strs[i] = all[off : off+f.n]
+		off += f.n
+	}
+	w.ID, w.Type, w.Sender, w.Recipient, w.CorrelationID = strs[0], strs[1], strs[2], strs[3], strs[4]
 	if m := w.Metadata; m != nil {
-		m.SandboxID, m.RoutingHint, m.EscalationJustification = str(sp.sandbox), str(sp.hint), str(sp.justification)
+		m.SandboxID, m.RoutingHint, m.EscalationJustification = strs[5], strs[6], strs[7]
 	}
 }
 
