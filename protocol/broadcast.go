@@ -216,7 +216,7 @@ func (r *Router) deliverBroadcast(env *envelope.Envelope, from agentcard.Card, v
 				return
 			}
 			defer func() { <-r.sem }()
-			r.runHandler(h, env, from, to, false) // a broadcast is not recorded as a question
+			r.runHandler(h, env, from, to, false, false) // a broadcast is not recorded as a question; each agent gets its own payload
 		}) {
 			return n
 		}

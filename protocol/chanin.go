@@ -263,7 +263,12 @@ func (r *Router) work(ic *inChannel) {
 			return
 		}
 		it := ic.queue[0]
-		ic.queue = ic.queue[1:]
+		ic.queue[0] = inItem{} // the envelope is not the queue's any more
+		if len(ic.queue) == 1 {
+			ic.queue = ic.queue[:0] // reuse the array from its start
+		} else {
+			ic.queue = ic.queue[1:]
+		}
 		out := ic.out
 		ic.mu.Unlock()
 

@@ -162,14 +162,10 @@ func (r *Router) emitFailure(env *envelope.Envelope, c *outChannel, err error) {
 	// A request waiting for its answer learns of the failure at once.
 	if env.Type == envelope.TypeRequest || env.Type == envelope.TypeTaskProposal {
 		r.pmu.Lock()
-		pr := r.pending[env.ID]
-		r.pmu.Unlock()
-		if pr != nil {
-			select {
-			case pr.done <- reqResult{err: err}:
-			default:
-			}
+		if pr := r.pending[env.ID]; pr != nil {
+			pr.end(reqResult{err: err})
 		}
+		r.pmu.Unlock()
 	}
 }
 
@@ -200,7 +196,7 @@ func (r *Router) deliverSync(env *envelope.Envelope, from, to agentcard.Card, ou
 	}
 	r.noteAsked(env)
 	r.emitReceived(env, from, to, via)
-	r.runHandler(h, env, from, to, true)
+	r.runHandler(h, env, from, to, true, true)
 	return nil
 }
 
@@ -217,11 +213,8 @@ func (r *Router) matchAnswer(env *envelope.Envelope) bool {
 		return false
 	}
 	delete(r.pending, env.CorrelationID)
+	pr.end(reqResult{env: env})
 	r.pmu.Unlock()
-	select {
-	case pr.done <- reqResult{env: env}:
-	default: // cannot happen: one answer, at most one failure and one expiry; never block a stream loop
-	}
 	return true
 }
 

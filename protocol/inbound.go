@@ -44,21 +44,23 @@ func (r *Router) handleStream(st network.Stream) {
 	r.mu.Unlock()
 	defer r.wg.Done()
 	rd := &inReader{r: r, st: st, p: p, pStr: p.String(), fr: frame.NewReader(st, r.o.maxFrame), out: newInStream(r, st)}
+	rd.resume = rd.run
 	rd.run()
 }
 
 // inReader is the reading side of an inbound stream: the loop's state,
 // which moves between goroutines with the reading (never two at once).
 type inReader struct {
-	r     *Router
-	st    network.Stream
-	p     peer.ID
-	pStr  string
-	fr    *frame.Reader
-	out   *inStream
-	last  *inChannel // a stream mostly carries one channel: the last one
-	idle  deadline
-	reuse inMsg // every canonical envelope frame is decoded into it
+	r      *Router
+	st     network.Stream
+	p      peer.ID
+	pStr   string
+	fr     *frame.Reader
+	out    *inStream
+	last   *inChannel // a stream mostly carries one channel: the last one
+	idle   deadline
+	reuse  inMsg  // every canonical envelope frame is decoded into it
+	resume func() // rd.run, made once: a method value per hand-off is an allocation
 }
 
 // run reads frames until the stream ends, or until a lone question (a
@@ -94,7 +96,7 @@ func (rd *inReader) run() {
 		if ic == nil {
 			continue
 		}
-		if ask && rd.fr.Buffered() == 0 && r.goWork(rd.run) {
+		if ask && rd.fr.Buffered() == 0 && r.goWork(rd.resume) {
 			r.work(ic)
 			return
 		}

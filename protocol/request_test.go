@@ -76,3 +76,30 @@ func TestRequestsExpireEachAtItsOwnDeadline(t *testing.T) {
 		t.Fatal("a request without a timeout still waits after Close")
 	}
 }
+
+// A handler owns the envelope it is given: scribbling over its header,
+// metadata and payload changes nothing the router does with the request
+// (the answer still goes to the asker, in its thread).
+func TestHandlerScribblingOnItsEnvelope(t *testing.T) {
+	routers, f := mockPair(t)
+	routers[1].Handle("a1", func(_ context.Context, env *envelope.Envelope) (any, error) {
+		for i := range env.Payload {
+			env.Payload[i] = 'X'
+		}
+		env.Sender, env.Recipient, env.ID, env.CorrelationID = "evil", "nobody", "forged", "other-thread"
+		if env.Metadata != nil {
+			env.Metadata.Tier = 0
+		}
+		return "ok", nil
+	})
+	for range 3 {
+		env, _ := f.New("a0", "a1", envelope.TypeRequest, []byte(`"hello"`))
+		resp, _, err := routers[0].RequestWithin(t.Context(), env, 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(resp.Payload) != `"ok"` || resp.CorrelationID != env.ID || resp.Type != envelope.TypeResponse {
+			t.Fatalf("answer %s in thread %q, want \"ok\" in %q", resp.Payload, resp.CorrelationID, env.ID)
+		}
+	}
+}

@@ -101,9 +101,23 @@ type pendingReq struct {
 	deadline time.Time      // when the wait ends without an answer; zero: never
 }
 
-// reqResult ends a pending request. The channel holds three: the answer
-// (sent once, by whoever removes the request from pending) never waits
-// behind a failure report or the expiry.
+// end tells the waiting requester how its request ended, without ever
+// blocking (done holds three: the answer, sent once by whoever removes the
+// request from pending, never waits behind a failure report or the
+// expiry). Called under Router.pmu while pr is in pending, and only then:
+// once its requester took it out, pr goes back to pendingPool.
+func (pr *pendingReq) end(res reqResult) {
+	select {
+	case pr.done <- res:
+	default:
+	}
+}
+
+// pendingPool recycles pendingReqs and their channels, two allocations per
+// request otherwise.
+var pendingPool = sync.Pool{New: func() any { return &pendingReq{done: make(chan reqResult, 3)} }}
+
+// reqResult ends a pending request.
 type reqResult struct {
 	env *envelope.Envelope
 	err error
@@ -417,7 +431,8 @@ func (r *Router) RequestWithin(ctx context.Context, env *envelope.Envelope, time
 		res, err := r.dispatch(ctx, env, from, to, err, false, start)
 		return nil, res, err
 	}
-	pr := &pendingReq{agentPair: agentPair{from: env.Sender, to: env.Recipient}, done: make(chan reqResult, 3)}
+	pr := pendingPool.Get().(*pendingReq)
+	pr.agentPair, pr.deadline = agentPair{from: env.Sender, to: env.Recipient}, time.Time{}
 	if timeout > 0 {
 		pr.deadline = start.Add(timeout) // as a deadline set at the call
 	}
@@ -427,8 +442,15 @@ func (r *Router) RequestWithin(ctx context.Context, env *envelope.Envelope, time
 	r.pmu.Unlock()
 	defer func() {
 		r.pmu.Lock()
-		delete(r.pending, env.ID)
+		if r.pending[env.ID] == pr {
+			delete(r.pending, env.ID)
+		}
 		r.pmu.Unlock()
+		// Out of pending, pr gets nothing more (see end): empty, reuse.
+		for len(pr.done) > 0 {
+			<-pr.done
+		}
+		pendingPool.Put(pr)
 	}()
 	res, err := r.dispatch(ctx, env, from, to, nil, false, start)
 	if err != nil {
@@ -496,10 +518,7 @@ func (r *Router) expire() {
 		case pr.deadline.IsZero():
 		case !now.Before(pr.deadline):
 			delete(r.pending, id)
-			select {
-			case pr.done <- reqResult{err: errExpired}:
-			default:
-			}
+			pr.end(reqResult{err: errExpired})
 		case next.IsZero() || pr.deadline.Before(next):
 			next = pr.deadline
 		}
@@ -518,10 +537,7 @@ func (r *Router) stopExpiry() {
 	}
 	for id, pr := range r.pending {
 		delete(r.pending, id)
-		select {
-		case pr.done <- reqResult{err: ErrChannelClosed}:
-		default:
-		}
+		pr.end(reqResult{err: ErrChannelClosed})
 	}
 }
 
@@ -881,7 +897,7 @@ func (r *Router) deliverLocal(env *envelope.Envelope, from, to agentcard.Card, v
 	}
 	if !r.goWork(func() {
 		defer func() { <-r.sem }()
-		r.runHandler(h, env, from, to, true)
+		r.runHandler(h, env, from, to, true, true)
 	}) {
 		<-r.sem
 		return ErrChannelClosed
@@ -905,11 +921,12 @@ func (r *Router) emitReceived(env *envelope.Envelope, from, to agentcard.Card, v
 
 // runHandler calls h with env and, for a request, sends the answer back.
 // asked says env was recorded as a question (noteAsked), so the answer the
-// router builds passes as a reply without looking that up again.
-func (r *Router) runHandler(h Handler, env *envelope.Envelope, from, to agentcard.Card, asked bool) {
+// router builds passes as a reply without looking that up again; own says
+// env's payload goes to this handler alone (see agentCopy).
+func (r *Router) runHandler(h Handler, env *envelope.Envelope, from, to agentcard.Card, asked, own bool) {
 	ctx := newHandlerCtx(r.ctx, r.o.requestTimeout)
 	defer ctx.release()
-	reply, herr := safeCall(ctx, h, env)
+	reply, herr := safeCall(ctx, h, env, own)
 	if env.Type != envelope.TypeRequest {
 		if herr != nil {
 			r.log.Debugw("handler failed", "agent", to.ID, "type", env.Type, "err", herr)
@@ -964,14 +981,32 @@ func (r *Router) admitOpen(env *envelope.Envelope, from, to agentcard.Card, answ
 }
 
 // safeCall runs a handler, turning a panic into an error so one bad agent
-// cannot take the node down.
-func safeCall(ctx context.Context, h Handler, env *envelope.Envelope) (reply any, err error) {
+// cannot take the node down. The handler gets its own copy of env (see
+// agentCopy).
+func safeCall(ctx context.Context, h Handler, env *envelope.Envelope, own bool) (reply any, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("protocol: agent handler panicked: %v", p)
 		}
 	}()
-	return h(ctx, env.Clone())
+	return h(ctx, agentCopy(env, own))
+}
+
+// agentCopy is the envelope an agent's handler gets: its own header and
+// metadata, allocated together, and its own payload unless own says env's
+// payload is the handler's alone (a received envelope for one agent: the
+// router reads only its header after the handler; not so a broadcast,
+// whose payload each local agent must get a copy of).
+func agentCopy(env *envelope.Envelope, own bool) *envelope.Envelope {
+	b := &sendEnv{env: *env}
+	if !own && env.Payload != nil {
+		b.env.Payload = bytes.Clone(env.Payload)
+	}
+	if env.Metadata != nil {
+		b.md = *env.Metadata
+		b.env.Metadata = &b.md
+	}
+	return &b.env
 }
 
 func (r *Router) isClosed() bool { return !r.running.Load() }
