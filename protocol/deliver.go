@@ -19,7 +19,7 @@ import (
 // checked and compacted (Normalize, the factory or a decoder).
 // enq is when the envelope was handed to the router (a clock read the
 // caller made anyway), from which the outbox counts its age.
-func (r *Router) sendChannel(ctx context.Context, from string, to agentcard.Card, env *envelope.Envelope, urgent bool, enq time.Time, done func(error)) error {
+func (r *Router) sendChannel(ctx context.Context, from string, to agentcard.Card, env *envelope.Envelope, urgent bool, enq time.Time, done func(error), report sentReport) error {
 	p, err := r.peerOf(to.Host)
 	if err != nil {
 		return fmt.Errorf("protocol: card %s has a bad host: %w", to.Address(), err)
@@ -43,7 +43,7 @@ func (r *Router) sendChannel(ctx context.Context, from string, to agentcard.Card
 	// a new channel is opened for the next envelope.
 	for attempt := 0; ; attempt++ {
 		c := r.outChannelFor(from, env.Recipient, p)
-		err = c.enqueue(env, raw, urgent, ackNow, enq, done)
+		err = c.enqueue(env, raw, urgent, ackNow, enq, done, report)
 		if err == nil || attempt > 0 || r.isClosed() {
 			break
 		}
@@ -92,12 +92,7 @@ func (r *Router) post(ctx context.Context, env *envelope.Envelope, from, to agen
 		res.Path = PathRemote
 		// A failure is reported once, by the channel (emitFailure). An answer
 		// has someone waiting for it: it is flushed at once.
-		fromTier, toTier := int(from.Tier), int(to.Tier)
-		err = r.sendChannel(ctx, env.Sender, to, env, isAnswerType(env.Type), start, func(err error) {
-			if err == nil {
-				r.emitSentTiers(env, fromTier, toTier, PathRemote, start)
-			}
-		})
+		err = r.sendChannel(ctx, env.Sender, to, env, isAnswerType(env.Type), start, noWait, sentReport{true, from.Tier, to.Tier})
 	}
 	now := time.Now()
 	res.LatencyMs = float64(now.Sub(start).Microseconds()) / 1000

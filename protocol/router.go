@@ -370,11 +370,11 @@ func (r *Router) dispatch(ctx context.Context, env *envelope.Envelope, from, to 
 			err = r.deliverLocal(env, from, to, r.self)
 		} else {
 			res.Path = PathRemote
-			var done func(error)
-			if !wait {
-				done = func(error) {}
+			done := noWait
+			if wait {
+				done = nil
 			}
-			err = r.sendChannel(ctx, env.Sender, to, env, true, start, done)
+			err = r.sendChannel(ctx, env.Sender, to, env, true, start, done, sentReport{})
 		}
 	}
 	now := time.Now()

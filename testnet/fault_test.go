@@ -245,3 +245,52 @@ func TestSenderRestartKeepsOutbox(t *testing.T) {
 	})
 	rec.exactlyOnceInOrder(t, 20)
 }
+
+// A posted envelope is reported sent once, when the receiving node
+// acknowledges it, with both agents' tiers; and so is the answer a node
+// sends back for a request (on the answering node).
+func TestPostedEnvelopesReportedSentOnAck(t *testing.T) {
+	rec := &recorder{}
+	net := testnet.New(t, 2)
+	rec.register(t)(net.Nodes[1])
+	net.Connect(0, 1)
+	net.WaitForCards()
+	subs := []*node.Subscription{
+		net.Nodes[0].Observer().Subscribe(1000, protocol.EventMessageSent),
+		net.Nodes[1].Observer().Subscribe(1000, protocol.EventMessageSent),
+	}
+	for _, s := range subs {
+		defer s.Close()
+	}
+	ids := postN(t, net.Nodes[0], 0, 5)
+	answer, _, err := request(t, net.Nodes[0], "a0", "a1", "hi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := [2]map[string]bool{{}, {answer.ID: true}} // node 1 sent the answer
+	for _, id := range ids {
+		want[0][id] = true
+	}
+	for i, s := range subs {
+		got := map[string]int{}
+		testnet.Eventually(t, 5*time.Second, func() error {
+			for {
+				select {
+				case e := <-s.C:
+					if e.Path == protocol.PathRemote && e.SourceTier >= 0 && e.TargetTier >= 0 {
+						got[e.EnvelopeID]++
+					}
+					continue
+				default:
+				}
+				break
+			}
+			for id := range want[i] {
+				if got[id] != 1 {
+					return fmt.Errorf("node %d: %s reported sent %d times", i, id, got[id])
+				}
+			}
+			return nil
+		})
+	}
+}
