@@ -201,6 +201,7 @@ type inChannel struct {
 
 type inItem struct {
 	seq    uint64
+	at     time.Time // when its frame arrived
 	env    *envelope.Envelope
 	err    error // refused: nack instead of delivering
 	ackNow bool  // the sender waits for the acknowledgement
@@ -230,7 +231,7 @@ func (r *Router) accept(ic *inChannel, out *inStream, it inItem) (startWork bool
 	if !ic.running && it.err == nil && it.env != nil && r.isAwaited(it.env, ic) {
 		ic.running = true
 		ic.mu.Unlock()
-		_ = r.deliverSync(it.env, ic.from, ic.to, out)
+		_ = r.deliverSync(it.env, ic.from, ic.to, out, it.at)
 		ic.mu.Lock()
 		ic.watermark, ic.dirty = it.seq, true
 		if len(ic.queue) == 0 {
@@ -274,7 +275,7 @@ func (r *Router) work(ic *inChannel) {
 
 		if it.err != nil {
 			out.send(&wireMsg{Kind: kindNack, Ch: ic.id, Seq: it.seq, Code: CodeOf(it.err), Msg: it.err.Error()}, false)
-		} else if err := r.deliverSync(it.env, ic.from, ic.to, out); err != nil {
+		} else if err := r.deliverSync(it.env, ic.from, ic.to, out, it.at); err != nil {
 			out.send(&wireMsg{Kind: kindNack, Ch: ic.id, Seq: it.seq, Code: CodeOf(err), Msg: err.Error()}, false)
 		}
 		ic.mu.Lock()

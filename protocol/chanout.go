@@ -249,6 +249,7 @@ func (c *outChannel) perform(acts []channel.Action) {
 			c.timer = time.AfterFunc(a.Delay, func() { c.step(channel.RetryDue{}) })
 			c.r.emitChannel(c, fmt.Sprintf("redial %d in %s", a.Attempt, a.Delay))
 		case channel.Delivered:
+			var now time.Time
 			for _, it := range a.Items {
 				oi := it.Data.(*outItem)
 				if oi.persisted {
@@ -258,7 +259,10 @@ func (c *outChannel) perform(acts []channel.Action) {
 					oi.done(nil)
 				}
 				if oi.report.on {
-					c.r.emitSentTiers(oi.env, int(oi.report.fromTier), int(oi.report.toTier), PathRemote, oi.enq)
+					if now.IsZero() {
+						now = time.Now()
+					}
+					c.r.emitSentTiersAt(oi.env, int(oi.report.fromTier), int(oi.report.toTier), PathRemote, oi.enq, now)
 				}
 			}
 		case channel.Failed:

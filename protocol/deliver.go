@@ -135,7 +135,12 @@ func (r *Router) emitSent(env *envelope.Envelope, from, to agentcard.Card, path 
 // that runs on acknowledgement needs to keep (two cards would be most of
 // a kilobyte per envelope in flight).
 func (r *Router) emitSentTiers(env *envelope.Envelope, fromTier, toTier int, path string, start time.Time) {
-	now := time.Now()
+	r.emitSentTiersAt(env, fromTier, toTier, path, start, time.Now())
+}
+
+// emitSentTiersAt is emitSentTiers at now, which an acknowledgement of many
+// envelopes reads once for all.
+func (r *Router) emitSentTiersAt(env *envelope.Envelope, fromTier, toTier int, path string, start, now time.Time) {
 	r.o.sink.Emit(Event{Type: EventMessageSent, Time: now, EnvelopeID: env.ID, Sender: env.Sender, Recipient: env.Recipient,
 		MessageType: env.Type, Path: path, Latency: now.Sub(start), Success: true, SourceTier: fromTier, TargetTier: toTier})
 }
@@ -168,7 +173,7 @@ func (r *Router) emitFailure(env *envelope.Envelope, c *outChannel, err error) {
 // the channel's worker: the handler runs now, in order. A request's answer
 // is posted back on the reverse channel. env's addresses are canonical
 // (receive checked them against the channel's cards).
-func (r *Router) deliverSync(env *envelope.Envelope, from, to agentcard.Card, out *inStream) error {
+func (r *Router) deliverSync(env *envelope.Envelope, from, to agentcard.Card, out *inStream, at time.Time) error {
 	via := r.self
 	if p, err := r.peerOf(from.Host); err == nil {
 		via = p
@@ -181,7 +186,7 @@ func (r *Router) deliverSync(env *envelope.Envelope, from, to agentcard.Card, ou
 	}
 	r.recordThread(env)
 	if r.matchAnswer(env) {
-		r.emitReceived(env, from, to, via)
+		r.emitReceivedAt(env, from, to, via, at)
 		return nil
 	}
 	h := r.handler(to.ID)
@@ -190,7 +195,7 @@ func (r *Router) deliverSync(env *envelope.Envelope, from, to agentcard.Card, ou
 		return &deliveryError{Target: env.Recipient, Reason: "the agent has no handler on its node"}
 	}
 	r.noteAsked(env)
-	r.emitReceived(env, from, to, via)
+	r.emitReceivedAt(env, from, to, via, at)
 	r.runHandler(h, env, from, to, true, true)
 	return nil
 }

@@ -72,9 +72,13 @@ type inReader struct {
 // the busy stage, and moving it would stall the stream behind the work.
 func (rd *inReader) run() {
 	r := rd.r
+	now := time.Now()
 	for {
-		rd.idle.extend(r.o.idleTimeout, rd.st.SetReadDeadline)
+		// One clock reading per frame, taken when it arrived: its received
+		// event's time, and the idle deadline before the next read.
+		rd.idle.extendAt(now, r.o.idleTimeout, rd.st.SetReadDeadline)
 		body, err := rd.fr.Next()
+		now = time.Now()
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				_ = rd.st.Close()
@@ -84,7 +88,7 @@ func (rd *inReader) run() {
 			rd.end()
 			return
 		}
-		ic, ask, err := rd.frame(body)
+		ic, ask, err := rd.frame(body, now)
 		if err != nil {
 			r.refuseStream(rd.st, rd.p, err)
 			rd.end()
@@ -120,7 +124,7 @@ func (rd *inReader) end() {
 // frame handles one frame. It returns the channel whose work must be
 // started (see Router.accept) and whether the envelope that starts it asks
 // for an answer, or an error that ends the stream.
-func (rd *inReader) frame(body []byte) (ic *inChannel, ask bool, err error) {
+func (rd *inReader) frame(body []byte, at time.Time) (ic *inChannel, ask bool, err error) {
 	r, p, pStr, out := rd.r, rd.p, rd.pStr, rd.out
 	lastCh := ""
 	if rd.last != nil {
@@ -158,7 +162,7 @@ func (rd *inReader) frame(body []byte) (ic *inChannel, ask bool, err error) {
 		ic.mu.Lock()
 		dup := m.Seq <= ic.queued
 		ic.mu.Unlock()
-		it := inItem{seq: m.Seq, ackNow: m.Ack}
+		it := inItem{seq: m.Seq, ackNow: m.Ack, at: at}
 		if !dup {
 			it.env, it.err = r.receive(p, pStr, ic, m.Env, m.env)
 		}

@@ -908,12 +908,17 @@ func (r *Router) deliverLocal(env *envelope.Envelope, from, to agentcard.Card, v
 }
 
 func (r *Router) emitReceived(env *envelope.Envelope, from, to agentcard.Card, via peer.ID) {
+	r.emitReceivedAt(env, from, to, via, time.Now())
+}
+
+// emitReceivedAt is emitReceived for an envelope that arrived at at.
+func (r *Router) emitReceivedAt(env *envelope.Envelope, from, to agentcard.Card, via peer.ID, at time.Time) {
 	path := PathLocal
 	if via != r.self {
 		path = PathRemote
 	}
 	r.o.sink.Emit(Event{
-		Type: EventMessageReceived, Time: time.Now(), EnvelopeID: env.ID, Sender: env.Sender,
+		Type: EventMessageReceived, Time: at, EnvelopeID: env.ID, Sender: env.Sender,
 		Recipient: env.Recipient, MessageType: env.Type, Path: path, Success: true, Peer: via,
 		SourceTier: int(from.Tier), TargetTier: int(to.Tier),
 	})
