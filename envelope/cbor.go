@@ -3,6 +3,7 @@ package envelope
 import (
 	"errors"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/fxamacker/cbor/v2"
@@ -131,6 +132,21 @@ func EncodeCBORValidated(e *Envelope) ([]byte, error) {
 		return nil, err
 	}
 	return encodeCBOR(e, true)
+}
+
+// AppendCBORValidated is [EncodeCBORValidated] appending the encoding to
+// dst, whose array it reuses when large enough (a sender that recycles its
+// buffers allocates nothing per envelope). On error dst is returned as is.
+func AppendCBORValidated(dst []byte, e *Envelope) ([]byte, error) {
+	if _, err := e.checkAll(true); err != nil {
+		return dst, err
+	}
+	p := wirePayload(e.Payload, true)
+	n := canonicalLen(e, p)
+	if n > MaxEncodedSize { // not reached: check bounds the JSON size, which is larger
+		return dst, tooLarge(n)
+	}
+	return appendCanonical(slices.Grow(dst, n), e, p), nil
 }
 
 // DecodeCBOR decodes one CBOR envelope. In order, it rejects input larger

@@ -26,6 +26,9 @@ func TestValidateHeaderSchemaVersionAndNil(t *testing.T) {
 	if _, err := envelope.EncodeCBORValidated(nil); !errors.Is(err, envelope.ErrInvalid) {
 		t.Errorf("EncodeCBORValidated(nil) = %v", err)
 	}
+	if b, err := envelope.AppendCBORValidated([]byte("x"), nil); !errors.Is(err, envelope.ErrInvalid) || string(b) != "x" {
+		t.Errorf("AppendCBORValidated(x, nil) = %q, %v", b, err)
+	}
 }
 
 // EncodeCBORValidated refuses every header that EncodeCBOR refuses, with
@@ -78,6 +81,13 @@ func TestEncodeCBORValidatedRoundTrip(t *testing.T) {
 		}
 		if b2, err := envelope.EncodeCBOR(want); err != nil || !bytes.Equal(b, b2) {
 			t.Fatalf("EncodeCBOR gives other bytes (%v)", err)
+		}
+		// Appended to a buffer in use, of any capacity: its bytes follow
+		// what the buffer held, which stays.
+		prefix := []byte(rapid.StringN(0, 8, -1).Draw(t, "prefix"))
+		dst := append(make([]byte, 0, rapid.IntRange(0, 2*len(b)).Draw(t, "cap")+len(prefix)), prefix...)
+		if got, err := envelope.AppendCBORValidated(dst, e); err != nil || !bytes.Equal(got, append(prefix, b...)) {
+			t.Fatalf("AppendCBORValidated: %v, bytes differ: %v", err, !bytes.Equal(got, append(prefix, b...)))
 		}
 		d, err := envelope.DecodeCBOR(b)
 		if err != nil {

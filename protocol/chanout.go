@@ -74,7 +74,28 @@ type outItem struct {
 	ackNow    bool       // the sender waits for the acknowledgement itself
 	enq       time.Time
 	persisted bool
-	raw       []byte // the envelope's CBOR, for the outbox
+	raw       []byte  // the envelope's CBOR, for the outbox
+	buf       *[]byte // raw's buffer, back to encBufs once settled unless persisted
+}
+
+// encBufs recycles the buffers envelopes are encoded into: an envelope's
+// encoding lives until its acknowledgement, a few milliseconds, and was
+// the largest allocation of a message (two per round trip). A buffer goes
+// back once its envelope is settled, under the channel's mutex, which every
+// write of it holds too, and never after the persister took it (it writes
+// outside the mutex).
+var encBufs = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+// maxPooledEnc is the largest buffer encBufs keeps.
+const maxPooledEnc = 16 << 10
+
+// release gives oi's encoding buffer back, if it may.
+func (oi *outItem) release() {
+	if oi.buf != nil && !oi.persisted {
+		oi.raw = nil
+		encBufs.Put(oi.buf)
+	}
+	oi.buf = nil
 }
 
 // sentReport asks for a message-sent event when the envelope is
@@ -129,7 +150,7 @@ func (r *Router) outChannelByID(id string) *outChannel {
 
 // enqueue hands env to the channel. done (which must not block) is called
 // once with nil when the receiver took it, or with the reason it never will.
-func (c *outChannel) enqueue(env *envelope.Envelope, raw []byte, urgent, ackNow bool, enq time.Time, done func(error), report sentReport) error {
+func (c *outChannel) enqueue(env *envelope.Envelope, raw []byte, buf *[]byte, urgent, ackNow bool, enq time.Time, done func(error), report sentReport) error {
 	c.mu.Lock()
 	defer c.unlock()
 	if c.stopped {
@@ -138,7 +159,7 @@ func (c *outChannel) enqueue(env *envelope.Envelope, raw []byte, urgent, ackNow 
 	if len(c.m.Pending()) >= maxPending {
 		return &deliveryError{Target: c.to, Reason: fmt.Sprintf("%d envelopes already wait for acknowledgement on this channel", maxPending)}
 	}
-	it, transmit, err := c.m.Enqueue(&outItem{env: env, raw: raw, done: done, report: report, urgent: urgent, ackNow: ackNow, enq: enq})
+	it, transmit, err := c.m.Enqueue(&outItem{env: env, raw: raw, buf: buf, done: done, report: report, urgent: urgent, ackNow: ackNow, enq: enq})
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrChannelClosed, err)
 	}
@@ -264,6 +285,7 @@ func (c *outChannel) perform(acts []channel.Action) {
 					}
 					c.r.emitSentTiersAt(oi.env, int(oi.report.fromTier), int(oi.report.toTier), PathRemote, oi.enq, now)
 				}
+				oi.release()
 			}
 		case channel.Failed:
 			for _, it := range a.Items {
@@ -276,6 +298,7 @@ func (c *outChannel) perform(acts []channel.Action) {
 				if oi.done != nil {
 					oi.done(err)
 				}
+				oi.release()
 			}
 		case channel.StateChanged:
 			// The connection manager must not trim a peer we have an open channel to.

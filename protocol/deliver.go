@@ -26,12 +26,18 @@ func (r *Router) sendChannel(ctx context.Context, from string, to agentcard.Card
 	}
 	// env was normalized (prepare) or built by the factory (replies): its
 	// payload is checked and compact, only the header changed since.
-	raw, err := envelope.EncodeCBORValidated(env)
+	buf := encBufs.Get().(*[]byte)
+	raw, err := envelope.AppendCBORValidated((*buf)[:0], env)
 	if err != nil {
+		encBufs.Put(buf)
 		return err
 	}
 	if len(raw)+128 > r.o.maxFrame {
+		encBufs.Put(buf)
 		return &envelope.InvalidError{Field: "payload", Reason: fmt.Sprintf("envelope encodes to %d bytes, over the %d-byte frame limit", len(raw), r.o.maxFrame)}
+	}
+	if *buf = raw; cap(raw) > maxPooledEnc {
+		buf = nil // too large to keep around
 	}
 	var wait chan error
 	ackNow := done == nil
@@ -43,7 +49,7 @@ func (r *Router) sendChannel(ctx context.Context, from string, to agentcard.Card
 	// a new channel is opened for the next envelope.
 	for attempt := 0; ; attempt++ {
 		c := r.outChannelFor(from, env.Recipient, p)
-		err = c.enqueue(env, raw, urgent, ackNow, enq, done, report)
+		err = c.enqueue(env, raw, buf, urgent, ackNow, enq, done, report)
 		if err == nil || attempt > 0 || r.isClosed() {
 			break
 		}
