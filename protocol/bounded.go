@@ -13,7 +13,8 @@ import "sync"
 // maps are always full, and a FIFO that deleted one key per insert kept the
 // map full of tombstones: longer probes on every lookup and a rehash, with
 // its allocation, every few thousand messages. Here nothing is deleted, and
-// a generation is allocated once per max inserts at the size it will have.
+// a generation's storage is allocated once, at the size it will have, and
+// then reused.
 type bounded[K comparable, V any] struct {
 	mu  sync.Mutex
 	max int
@@ -52,9 +53,24 @@ func (b *bounded[K, V]) put(k K, v V) {
 // next rotation.
 func (b *bounded[K, V]) putLocked(k K, v V) {
 	if _, ok := b.cur[k]; !ok && len(b.cur) >= b.max {
-		b.old, b.cur = b.cur, make(map[K]V, b.max)
+		b.rotate()
 	}
 	b.cur[k] = v
+}
+
+// rotate makes cur old and starts a new cur in the storage of the
+// generation it drops, cleared: a dedupe set under traffic rotates every
+// few tenths of a second, and a fresh map of max keys each time was a
+// megabyte or two of garbage.
+func (b *bounded[K, V]) rotate() {
+	spare := b.old
+	b.old = b.cur
+	if spare != nil {
+		clear(spare)
+		b.cur = spare
+	} else {
+		b.cur = make(map[K]V, b.max)
+	}
 }
 
 // putNew adds k unless it is present, and reports whether it added it: one
