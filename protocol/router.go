@@ -736,12 +736,13 @@ type sendEnv struct {
 	md  envelope.Metadata
 }
 
-// cloneForSend is env.Clone with room for the metadata admit sets.
+// cloneForSend copies the caller's envelope, with room for the metadata
+// admit sets, but not its payload: on the way out the router only reads
+// it, within the call (checked, then encoded, for a remote target; the
+// encoding is what is kept and sent again), and deliverLocal copies it
+// before a local agent gets it. One payload copy per message less.
 func cloneForSend(e *envelope.Envelope) *envelope.Envelope {
 	b := &sendEnv{env: *e}
-	if e.Payload != nil {
-		b.env.Payload = bytes.Clone(e.Payload)
-	}
 	if e.Metadata != nil {
 		b.md = *e.Metadata
 	}
@@ -875,6 +876,9 @@ func (r *Router) security(ev Event) {
 // deliverLocal hands env to local agent `to`. via is the peer it came from
 // (self for local traffic).
 func (r *Router) deliverLocal(env *envelope.Envelope, from, to agentcard.Card, via peer.ID) error {
+	// env's payload may be the sender's (see cloneForSend): the agent, or
+	// the requester waiting for this answer, gets a copy it owns.
+	env.Payload = bytes.Clone(env.Payload)
 	key := seenKey{from: env.Sender, id: env.ID}
 	if r.seen.has(key) {
 		return nil // a retry of something already delivered: acknowledge, do not redeliver

@@ -294,3 +294,48 @@ func TestPostedEnvelopesReportedSentOnAck(t *testing.T) {
 		})
 	}
 }
+
+// The router keeps no hold on the caller's payload: an envelope posted to
+// a local agent, whose handler runs after the call returns, and one posted
+// to a remote agent, reach their agents as they were when posted, however
+// the caller reuses its buffer afterwards.
+func TestPostedPayloadIsNotTheCallers(t *testing.T) {
+	net := testnet.New(t, 2)
+	got := make(chan string, 2)
+	release := make(chan struct{})
+	for i, n := range net.Nodes {
+		card := node.AgentConfig{Name: fmt.Sprintf("keeper%d", i), Capabilities: []node.CapabilityConfig{{ID: "keep"}}}.Card()
+		if _, err := n.RegisterAgent(card, func(_ context.Context, env *envelope.Envelope) (any, error) {
+			<-release
+			got <- string(env.Payload)
+			return nil, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	net.Connect(0, 1)
+	net.WaitForCards()
+	for _, to := range []string{"keeper0", "keeper1"} {
+		env, err := net.Nodes[0].NewEnvelope("a0", to, envelope.TypeNotification, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		buf := []byte(`"original"`)
+		env.Payload = buf
+		if _, err := net.Nodes[0].Router().Post(t.Context(), env); err != nil {
+			t.Fatalf("post to %s: %v", to, err)
+		}
+		copy(buf, `"scribble"`)
+	}
+	close(release)
+	for range 2 {
+		select {
+		case p := <-got:
+			if p != `"original"` {
+				t.Fatalf("an agent got %s, want \"original\"", p)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("not delivered")
+		}
+	}
+}
