@@ -265,13 +265,27 @@ func (r *Router) persist(force bool) error {
 	if len(ops) > 0 {
 		err = r.o.store.SaveOutbox(ops)
 	}
-	if w := r.dirtyWatermarks(); len(w) > 0 {
-		if werr := r.o.store.SaveWatermarks(w); werr != nil && err == nil {
-			err = werr
+	// Watermarks alone are written at most every watermarkEvery: a message
+	// now and then cost each node a commit, about a millisecond of CPU and
+	// an fsync per message. Writing them sooner buys little: a receiver
+	// acknowledges within ackDelay of delivering, and a sender resends
+	// only what was not acknowledged, so after a crash a persisted
+	// watermark only spares redeliveries of those few milliseconds, and
+	// Close writes it exactly.
+	if force || len(ops) > 0 || now.Sub(r.watermarksAt) >= watermarkEvery {
+		if w := r.dirtyWatermarks(); len(w) > 0 {
+			r.watermarksAt = now
+			if werr := r.o.store.SaveWatermarks(w); werr != nil && err == nil {
+				err = werr
+			}
 		}
 	}
 	return err
 }
+
+// watermarkEvery is how often watermarks that changed are written when
+// nothing else is (see persist).
+const watermarkEvery = time.Second
 
 // restoreLocked recreates a channel persisted by an earlier run; its
 // envelopes are retransmitted once it reopens. Caller holds r.mu.

@@ -62,6 +62,12 @@ func BenchmarkRouterMock(b *testing.B) {
 // other's card.
 func mockPair(b testing.TB) ([2]*protocol.Router, *envelope.Factory) {
 	b.Helper()
+	return mockPairWith(b, nil)
+}
+
+// mockPairWith is mockPair with extra options for router i.
+func mockPairWith(b testing.TB, opts func(i int) []protocol.Option) ([2]*protocol.Router, *envelope.Factory) {
+	b.Helper()
 	mn := mocknet.New()
 	b.Cleanup(func() { mn.Close() })
 	var routers [2]*protocol.Router
@@ -78,7 +84,11 @@ func mockPair(b testing.TB) ([2]*protocol.Router, *envelope.Factory) {
 			Capabilities: []agentcard.Capability{{ID: "echo", Name: "echo"}}}); err != nil {
 			b.Fatal(err)
 		}
-		r, err := protocol.New(h, regs[i], protocol.WithSandboxPolicy(sandbox.Policy{Enforced: true}), protocol.WithFactory(f))
+		o := []protocol.Option{protocol.WithSandboxPolicy(sandbox.Policy{Enforced: true}), protocol.WithFactory(f)}
+		if opts != nil {
+			o = append(o, opts(i)...)
+		}
+		r, err := protocol.New(h, regs[i], o...)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -101,5 +102,61 @@ func TestHandlerScribblingOnItsEnvelope(t *testing.T) {
 		if string(resp.Payload) != `"ok"` || resp.CorrelationID != env.ID || resp.Type != envelope.TypeResponse {
 			t.Fatalf("answer %s in thread %q, want \"ok\" in %q", resp.Payload, resp.CorrelationID, env.ID)
 		}
+	}
+}
+
+// countingStore counts watermark writes.
+type countingStore struct {
+	*protocol.MemStore
+	marks atomic.Int64
+}
+
+func (s *countingStore) SaveWatermarks(w map[string]uint64) error {
+	s.marks.Add(1)
+	return s.MemStore.SaveWatermarks(w)
+}
+
+// A receiver that gets a message now and then does not write its
+// watermark for each one (a commit and an fsync per message on bbolt), but
+// it does write it within about a second, without being closed.
+func TestWatermarksWrittenBehindTheTraffic(t *testing.T) {
+	store := &countingStore{MemStore: protocol.NewMemStore()}
+	routers, f := mockPairWith(t, func(i int) []protocol.Option {
+		if i == 1 {
+			return []protocol.Option{protocol.WithStore(store)}
+		}
+		return nil
+	})
+	var got atomic.Int64
+	routers[1].Handle("a1", func(context.Context, *envelope.Envelope) (any, error) { got.Add(1); return nil, nil })
+	const n = 20
+	start := time.Now()
+	for range n {
+		env, _ := f.New("a0", "a1", envelope.TypeNotification, nil)
+		if _, err := routers[0].Post(t.Context(), env); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(25 * time.Millisecond) // one persister pass or more apart
+	}
+	for got.Load() < n {
+		time.Sleep(time.Millisecond)
+	}
+	if writes, seconds := store.marks.Load(), time.Since(start).Seconds(); float64(writes) > seconds+1 {
+		t.Fatalf("%d watermark writes in %.2f s for %d messages", writes, seconds, n)
+	}
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		marks, _ := store.LoadWatermarks()
+		best := uint64(0)
+		for _, w := range marks {
+			best = max(best, w)
+		}
+		if best == n {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("stored watermark %d, want %d", best, n)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

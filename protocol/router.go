@@ -74,6 +74,7 @@ type Router struct {
 	regreet       *bounded[peer.ID, time.Duration] // last re-greeting delay per peer (see regreetLater)
 	regreetTimers map[peer.ID]*time.Timer          // pending re-greetings, at most one per peer
 	inbound       map[network.Stream]struct{}
+	watermarksAt  time.Time  // last write of watermarks alone (persist; its callers do not overlap)
 	pmu           sync.Mutex // guards pending and expiry: taken for every request and answer
 	pending       map[string]*pendingReq
 	expiry        expiry
