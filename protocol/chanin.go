@@ -234,6 +234,7 @@ func (r *Router) accept(ic *inChannel, out *inStream, it inItem) (startWork bool
 		_ = r.deliverSync(it.env, ic.from, ic.to, out, it.at)
 		ic.mu.Lock()
 		ic.watermark, ic.dirty = it.seq, true
+		r.wakePersister()
 		if len(ic.queue) == 0 {
 			ic.running = false
 			ic.mu.Unlock()
@@ -281,6 +282,7 @@ func (r *Router) work(ic *inChannel) {
 		ic.mu.Lock()
 		ic.watermark = it.seq
 		ic.dirty = true
+		r.wakePersister()
 		ic.mu.Unlock()
 	}
 }
@@ -301,6 +303,26 @@ func (r *Router) ackDrained(ic *inChannel, out *inStream, flush bool) {
 	default:
 		out.ackLater(ic)
 	}
+}
+
+// anyDirtyWatermark reports whether a watermark changed since it was last
+// collected.
+func (r *Router) anyDirtyWatermark() bool {
+	r.mu.Lock()
+	ics := make([]*inChannel, 0, len(r.inChans))
+	for _, ic := range r.inChans {
+		ics = append(ics, ic)
+	}
+	r.mu.Unlock()
+	for _, ic := range ics {
+		ic.mu.Lock()
+		dirty := ic.dirty
+		ic.mu.Unlock()
+		if dirty {
+			return true
+		}
+	}
+	return false
 }
 
 // dirtyWatermarks collects changed watermarks for the persister.

@@ -163,6 +163,7 @@ func (c *outChannel) enqueue(env *envelope.Envelope, raw []byte, buf *[]byte, ur
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrChannelClosed, err)
 	}
+	c.r.wakePersister()
 	if transmit {
 		c.transmit([]channel.Item{it})
 	}
@@ -275,6 +276,7 @@ func (c *outChannel) perform(acts []channel.Action) {
 				oi := it.Data.(*outItem)
 				if oi.persisted {
 					c.settled = append(c.settled, it.Seq)
+					c.r.wakePersister()
 				}
 				if oi.done != nil {
 					oi.done(nil)
@@ -292,6 +294,7 @@ func (c *outChannel) perform(acts []channel.Action) {
 				oi := it.Data.(*outItem)
 				if oi.persisted {
 					c.settled = append(c.settled, it.Seq)
+					c.r.wakePersister()
 				}
 				err := c.failure(a)
 				c.r.emitFailure(oi.env, c, err)
@@ -310,6 +313,9 @@ func (c *outChannel) perform(acts []channel.Action) {
 				c.r.h.ConnManager().Unprotect(c.p, "nova/channel/"+c.id)
 			}
 			c.r.emitChannel(c, a.From.String()+" -> "+a.To.String())
+			// Off Open, pending envelopes are written at once; closed, the
+			// channel's outbox entry goes.
+			c.r.wakePersister()
 		}
 	}
 }
@@ -403,11 +409,11 @@ func (c *outChannel) info() ChannelInfo {
 
 // persistOps returns the outbox changes of this channel: items unacknowledged
 // for longer than after (or all, when the channel is not open or force), and
-// persisted items settled since.
-func (c *outChannel) persistOps(now time.Time, after time.Duration, force bool) (OutboxOp, bool) {
+// persisted items settled since; and whether items are left unwritten.
+func (c *outChannel) persistOps(now time.Time, after time.Duration, force bool) (op OutboxOp, ok, unwritten bool) {
 	c.mu.Lock()
 	defer c.unlock()
-	op := OutboxOp{Channel: c.id, Delete: c.settled}
+	op = OutboxOp{Channel: c.id, Delete: c.settled}
 	c.settled = nil
 	open := c.m.State() == channel.Open
 	for _, it := range c.m.Pending() {
@@ -418,6 +424,8 @@ func (c *outChannel) persistOps(now time.Time, after time.Duration, force bool) 
 		if force || !open || now.Sub(oi.enq) >= after {
 			oi.persisted = true
 			op.Put = append(op.Put, OutboxItem{Seq: it.Seq, Env: oi.raw})
+		} else {
+			unwritten = true
 		}
 	}
 	if len(op.Put) > 0 && !c.metaSaved {
@@ -428,7 +436,7 @@ func (c *outChannel) persistOps(now time.Time, after time.Duration, force bool) 
 		op.Drop = true
 		c.metaSaved = false
 	}
-	return op, len(op.Put) > 0 || len(op.Delete) > 0 || op.Drop
+	return op, len(op.Put) > 0 || len(op.Delete) > 0 || op.Drop, unwritten
 }
 
 // Channels describes the outbound channels.

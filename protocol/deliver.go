@@ -224,7 +224,10 @@ func (r *Router) matchAnswer(env *envelope.Envelope) bool {
 	return true
 }
 
-// persistLoop writes the outbox and watermarks behind the traffic.
+// persistLoop writes the outbox and watermarks behind the traffic, a pass
+// every persistEvery while a pass may have something to write. When none
+// has, it sleeps until wakePersister: an idle node's persister woke 50
+// times a second for nothing, most of such a node's CPU.
 func (r *Router) persistLoop() {
 	t := time.NewTicker(r.o.persistEvery)
 	defer t.Stop()
@@ -233,14 +236,56 @@ func (r *Router) persistLoop() {
 		case <-r.ctx.Done():
 			return
 		case <-t.C:
-			if err := r.persist(false); err != nil {
-				r.log.Errorw("cannot persist the outbox; unacknowledged envelopes would not survive a crash", "err", err)
-			}
+		}
+		if r.persistPass() {
+			continue
+		}
+		t.Stop()
+		r.persistIdle.Store(true)
+		// A change made while the pass ran saw the persister awake and did
+		// not wake it: look once more now that it is marked idle.
+		if r.persistPass() {
+			r.persistIdle.Store(false)
+			t.Reset(r.o.persistEvery)
+			continue
+		}
+		select {
+		case <-r.ctx.Done():
+			return
+		case <-r.persistKick:
+		}
+		t.Reset(r.o.persistEvery)
+	}
+}
+
+// persistPass runs one pass and reports whether a later one may have
+// something to write.
+func (r *Router) persistPass() (more bool) {
+	more, err := r.persist(false)
+	if err != nil {
+		r.log.Errorw("cannot persist the outbox; unacknowledged envelopes would not survive a crash", "err", err)
+		return true // try again
+	}
+	return more
+}
+
+// wakePersister tells an idle persister that something may need writing:
+// an envelope queued, settled after it was written, a watermark moved, a
+// channel closed. Cheap when the persister is awake (an atomic load).
+func (r *Router) wakePersister() {
+	if r.persistIdle.Load() && r.persistIdle.CompareAndSwap(true, false) {
+		select {
+		case r.persistKick <- struct{}{}:
+		default:
 		}
 	}
 }
 
-func (r *Router) persist(force bool) error {
+// persist writes what is due, everything when force, and reports whether a
+// later pass may have more to write: envelopes not written yet (they may
+// outlive persistAfter, or their channel may go down), watermarks held back
+// by watermarkEvery.
+func (r *Router) persist(force bool) (more bool, err error) {
 	r.mu.Lock()
 	chans := make([]*outChannel, 0, len(r.outByID))
 	for _, c := range r.outByID {
@@ -250,7 +295,9 @@ func (r *Router) persist(force bool) error {
 	now := time.Now()
 	var ops []OutboxOp
 	for _, c := range chans {
-		if op, ok := c.persistOps(now, r.o.persistAfter, force); ok {
+		op, ok, unwritten := c.persistOps(now, r.o.persistAfter, force)
+		more = more || unwritten
+		if ok {
 			ops = append(ops, op)
 			if op.Drop {
 				r.mu.Lock() // Drop means closed, and a closed channel never reopens
@@ -261,7 +308,6 @@ func (r *Router) persist(force bool) error {
 			}
 		}
 	}
-	var err error
 	if len(ops) > 0 {
 		err = r.o.store.SaveOutbox(ops)
 	}
@@ -279,8 +325,10 @@ func (r *Router) persist(force bool) error {
 				err = werr
 			}
 		}
+	} else {
+		more = more || r.anyDirtyWatermark()
 	}
-	return err
+	return more, err
 }
 
 // watermarkEvery is how often watermarks that changed are written when

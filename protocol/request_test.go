@@ -160,3 +160,44 @@ func TestWatermarksWrittenBehindTheTraffic(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// The persister sleeps while it has nothing to write, and wakes when it
+// has: envelopes posted, after a quiet spell, to a peer that went away are
+// in the outbox within a pass or two, without a Close.
+func TestPersisterWakesForEnvelopesToAPeerGone(t *testing.T) {
+	store := protocol.NewMemStore()
+	routers, f := mockPairWith(t, func(i int) []protocol.Option {
+		if i == 0 {
+			return []protocol.Option{protocol.WithStore(store)}
+		}
+		return nil
+	})
+	env, _ := f.New("a0", "a1", envelope.TypeRequest, []byte(`"warm"`))
+	if _, _, err := routers[0].RequestWithin(t.Context(), env, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // every pass since found nothing to write
+	routers[1].Close()
+	const n = 5
+	for range n {
+		env, _ := f.New("a0", "a1", envelope.TypeNotification, nil)
+		if _, err := routers[0].Post(t.Context(), env); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		chans, _ := store.LoadOutbox()
+		items := 0
+		for _, c := range chans {
+			items += len(c.Items)
+		}
+		if items == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d envelopes to the gone peer in the outbox", items, n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

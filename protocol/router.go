@@ -74,8 +74,10 @@ type Router struct {
 	regreet       *bounded[peer.ID, time.Duration] // last re-greeting delay per peer (see regreetLater)
 	regreetTimers map[peer.ID]*time.Timer          // pending re-greetings, at most one per peer
 	inbound       map[network.Stream]struct{}
-	watermarksAt  time.Time  // last write of watermarks alone (persist; its callers do not overlap)
-	pmu           sync.Mutex // guards pending and expiry: taken for every request and answer
+	watermarksAt  time.Time     // last write of watermarks alone (persist; its callers do not overlap)
+	persistIdle   atomic.Bool   // the persister sleeps until persistKick (see persistLoop)
+	persistKick   chan struct{} // wakes an idle persister; holds one
+	pmu           sync.Mutex    // guards pending and expiry: taken for every request and answer
 	pending       map[string]*pendingReq
 	expiry        expiry
 	answerable    askSet                    // every request/proposal sent or received
@@ -167,6 +169,7 @@ func New(h host.Host, reg *agentcard.Registry, opts ...Option) (*Router, error) 
 		regreetTimers: make(map[peer.ID]*time.Timer),
 		inbound:       make(map[network.Stream]struct{}),
 		pending:       make(map[string]*pendingReq),
+		persistKick:   make(chan struct{}, 1),
 		answerable:    newAskSet(16384),
 		seen:          newSeenSet(65536),
 		sealed:        make(map[string]sealedCard),
@@ -274,7 +277,8 @@ func (r *Router) Close() error {
 	}
 	r.wg.Wait()
 	// Everything is still now: keep what is unacknowledged, and the watermarks.
-	return r.persist(true)
+	_, err := r.persist(true)
+	return err
 }
 
 // spawn runs f on a goroutine the Router owns, unless it is closing.
