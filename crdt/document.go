@@ -304,6 +304,7 @@ func (d *Doc) readLoop() {
 		}
 		d.mu.Unlock()
 		if gap {
+			d.m.kickHeld()
 			// Ask the neighbour that forwarded the update (it is connected, and
 			// has what the update depends on, or will soon), and the publisher
 			// too when it is a direct peer.
@@ -326,6 +327,13 @@ func (d *Doc) applyLocked(x *delta.Delta, src string, remote bool) {
 		d.m.log.Errorw("cannot persist a joined update", "doc", d.name, "err", err)
 	}
 	d.notifyLocked(Change{Doc: d.name, Source: src, Paths: x.Paths(), Clock: d.d.Clock(), Remote: remote})
+}
+
+// holding reports whether d holds updates it cannot apply yet.
+func (d *Doc) holding() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.held) > 0
 }
 
 // drainHeldLocked joins held deltas that have become ready.

@@ -99,11 +99,13 @@ type Manager struct {
 	started bool
 	closed  bool
 
-	ctx      context.Context
-	cancel   context.CancelFunc
-	wg       sync.WaitGroup
-	sub      event.Subscription
-	rejected atomic.Uint64
+	heldKick   chan struct{}      // a document started holding updates (see antiEntropy)
+	afterRound func(holding bool) // tests: called after each anti-entropy round
+	ctx        context.Context
+	cancel     context.CancelFunc
+	wg         sync.WaitGroup
+	sub        event.Subscription
+	rejected   atomic.Uint64
 }
 
 // New returns a Manager; it starts nothing. catchupInterval is the period of
@@ -116,7 +118,7 @@ func New(h host.Host, ps *pubsub.PubSub, swarm string, store Store, catchupInter
 		catchupInterval = 10 * time.Second
 	}
 	m := &Manager{h: h, ps: ps, swarm: swarm, replica: h.ID().String(), store: store, interval: catchupInterval,
-		docs: map[string]*Doc{}, log: log.With("self", h.ID().String()[len(h.ID().String())-6:])}
+		docs: map[string]*Doc{}, heldKick: make(chan struct{}, 1), log: log.With("self", h.ID().String()[len(h.ID().String())-6:])}
 	for _, o := range opts {
 		o(m)
 	}
@@ -323,24 +325,38 @@ func (m *Manager) followPeers() {
 
 // antiEntropy asks a random topic peer of each document for what it lacks:
 // every interval, and every 200 ms while the document holds updates it
-// cannot apply yet (a gap its neighbours could not fill at once).
+// cannot apply yet (a gap its neighbours could not fill at once). It wakes
+// only for those rounds: a 200 ms ticker that looked for held updates was
+// an idle node's most frequent wake-up.
 func (m *Manager) antiEntropy() {
 	const fast = 200 * time.Millisecond
-	t := time.NewTicker(fast)
-	defer t.Stop()
 	last := time.Now()
+	next := last.Add(m.interval)
+	t := time.NewTimer(m.interval)
+	defer t.Stop()
 	for {
 		select {
 		case <-m.ctx.Done():
 			return
+		case <-m.heldKick:
+			// A document started holding updates: a fast round, unless one
+			// comes sooner anyway.
+			if soon := time.Now().Add(fast); soon.Before(next) {
+				next = soon
+				t.Reset(fast)
+			}
+			continue
 		case <-t.C:
 		}
 		due := time.Since(last) >= m.interval
 		if due {
 			last = time.Now()
 		}
+		holding := false
 		for _, d := range m.Docs() {
-			if !due && d.Info().Held == 0 {
+			h := d.holding()
+			holding = holding || h
+			if !due && !h {
 				continue
 			}
 			peers := d.topic.ListPeers()
@@ -349,6 +365,23 @@ func (m *Manager) antiEntropy() {
 				m.spawn(func() { _ = d.catchUp(m.ctx, p) })
 			}
 		}
+		wait := m.interval - time.Since(last)
+		if holding {
+			wait = min(wait, fast)
+		}
+		next = time.Now().Add(wait)
+		t.Reset(wait)
+		if m.afterRound != nil {
+			m.afterRound(holding)
+		}
+	}
+}
+
+// kickHeld tells antiEntropy that a document holds updates (see there).
+func (m *Manager) kickHeld() {
+	select {
+	case m.heldKick <- struct{}{}:
+	default:
 	}
 }
 
