@@ -14,12 +14,7 @@ const writeTimeout = 30 * time.Second
 // extend calls set with a deadline timeout from now, unless the one set
 // last is still more than half the timeout away.
 func (d *deadline) extend(timeout time.Duration, set func(time.Time) error) {
-	d.extendAt(time.Now(), timeout, set)
-}
-
-// extendAt is extend with a clock reading the caller took a moment ago
-// (microseconds, not more: it decides whether the deadline moves).
-func (d *deadline) extendAt(now time.Time, timeout time.Duration, set func(time.Time) error) {
+	now := time.Now()
 	if now.Add(timeout / 2).Before(d.until) {
 		return
 	}

@@ -54,6 +54,9 @@ func (r *Router) sendChannel(ctx context.Context, from string, to agentcard.Card
 			break
 		}
 	}
+	if err != nil && buf != nil {
+		encBufs.Put(buf) // no channel took it
+	}
 	if err != nil || wait == nil {
 		return err
 	}
@@ -202,7 +205,7 @@ func (r *Router) deliverSync(env *envelope.Envelope, from, to agentcard.Card, ou
 	}
 	r.noteAsked(env)
 	r.emitReceivedAt(env, from, to, via, at)
-	r.runHandler(h, env, from, to, true, true)
+	r.runHandler(h, env, from, to, true, !recordable(env)) // the thread index keeps a recordable one
 	return nil
 }
 
@@ -219,7 +222,7 @@ func (r *Router) matchAnswer(env *envelope.Envelope) bool {
 		return false
 	}
 	delete(r.pending, env.CorrelationID)
-	pr.end(reqResult{env: env})
+	pr.end(reqResult{env: agentCopy(env, false)}) // the thread index keeps env
 	r.pmu.Unlock()
 	return true
 }

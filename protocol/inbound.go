@@ -72,13 +72,10 @@ type inReader struct {
 // the busy stage, and moving it would stall the stream behind the work.
 func (rd *inReader) run() {
 	r := rd.r
-	now := time.Now()
 	for {
-		// One clock reading per frame, taken when it arrived: its received
-		// event's time, and the idle deadline before the next read.
-		rd.idle.extendAt(now, r.o.idleTimeout, rd.st.SetReadDeadline)
+		rd.idle.extend(r.o.idleTimeout, rd.st.SetReadDeadline)
 		body, err := rd.fr.Next()
-		now = time.Now()
+		now := time.Now() // when the frame arrived: its received event's time
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				_ = rd.st.Close()

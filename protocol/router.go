@@ -318,7 +318,13 @@ func (r *Router) handler(id string) Handler {
 
 // Thread returns the envelopes of the correlation thread id seen by this
 // router, in timestamp order.
-func (r *Router) Thread(id string) []*envelope.Envelope { return r.threads.Thread(id) }
+func (r *Router) Thread(id string) []*envelope.Envelope {
+	out := r.threads.Thread(id)
+	for i, e := range out {
+		out[i] = e.Clone() // the index's own stay as they were
+	}
+	return out
+}
 
 // Announce sends this node's current cards to every connected peer. Call it
 // after registering or changing a local card.
@@ -442,9 +448,23 @@ func (r *Router) RequestWithin(ctx context.Context, env *envelope.Envelope, time
 		pr.deadline = start.Add(timeout) // as a deadline set at the call
 	}
 	r.pmu.Lock()
-	r.pending[env.ID] = pr
-	r.expiry.watchLocked(r, pr.deadline)
+	switch {
+	case r.expiry.closed:
+		err = ErrChannelClosed
+	case r.pending[env.ID] != nil:
+		// Its answer could not tell the two apart, and the one replaced
+		// would wait past its deadline.
+		err = &envelope.InvalidError{Field: "id", Reason: "a request with this id is already waiting for its answer"}
+	default:
+		r.pending[env.ID] = pr
+		r.expiry.watchLocked(r, pr.deadline)
+	}
 	r.pmu.Unlock()
+	if err != nil {
+		pendingPool.Put(pr)
+		res, err := r.dispatch(ctx, env, from, to, err, false, start)
+		return nil, res, err
+	}
 	defer func() {
 		r.pmu.Lock()
 		if r.pending[env.ID] == pr {
@@ -742,12 +762,16 @@ type sendEnv struct {
 }
 
 // cloneForSend copies the caller's envelope, with room for the metadata
-// admit sets, but not its payload: on the way out the router only reads
-// it, within the call (checked, then encoded, for a remote target; the
-// encoding is what is kept and sent again), and deliverLocal copies it
-// before a local agent gets it. One payload copy per message less.
+// admit sets. Its payload is copied only if the thread index will keep
+// the envelope (recordable): otherwise the router only reads it within
+// the call (checked, then encoded, for a remote target; the encoding is
+// what is kept and sent again), and a local agent gets its own copy
+// (deliverLocal). One payload copy per one-way message less.
 func cloneForSend(e *envelope.Envelope) *envelope.Envelope {
 	b := &sendEnv{env: *e}
+	if recordable(e) {
+		b.env.Payload = bytes.Clone(e.Payload)
+	}
 	if e.Metadata != nil {
 		b.md = *e.Metadata
 	}
@@ -881,9 +905,6 @@ func (r *Router) security(ev Event) {
 // deliverLocal hands env to local agent `to`. via is the peer it came from
 // (self for local traffic).
 func (r *Router) deliverLocal(env *envelope.Envelope, from, to agentcard.Card, via peer.ID) error {
-	// env's payload may be the sender's (see cloneForSend): the agent, or
-	// the requester waiting for this answer, gets a copy it owns.
-	env.Payload = bytes.Clone(env.Payload)
 	key := seenKey{from: env.Sender, id: env.ID}
 	if r.seen.has(key) {
 		return nil // a retry of something already delivered: acknowledge, do not redeliver
@@ -899,6 +920,10 @@ func (r *Router) deliverLocal(env *envelope.Envelope, from, to agentcard.Card, v
 		return &deliveryError{Target: env.Recipient, Reason: "the agent has no handler on its node"}
 	}
 	r.noteAsked(env)
+	// The handler runs after the sender's call returned, and env's payload
+	// may be the sender's (see cloneForSend): copied now, the handler's.
+	mine := *env
+	mine.Payload = bytes.Clone(env.Payload)
 	select {
 	case r.sem <- struct{}{}:
 	case <-r.ctx.Done():
@@ -906,7 +931,7 @@ func (r *Router) deliverLocal(env *envelope.Envelope, from, to agentcard.Card, v
 	}
 	if !r.goWork(func() {
 		defer func() { <-r.sem }()
-		r.runHandler(h, env, from, to, true, true)
+		r.runHandler(h, &mine, from, to, true, true)
 	}) {
 		<-r.sem
 		return ErrChannelClosed
@@ -1043,9 +1068,16 @@ func (r *Router) peerOf(host string) (peer.ID, error) {
 // (it has a correlation id, or it is a request or proposal that starts one);
 // one-way traffic outside any thread is not indexed.
 func (r *Router) recordThread(env *envelope.Envelope) {
-	if env.CorrelationID != "" || env.Type == envelope.TypeRequest || env.Type == envelope.TypeTaskProposal {
+	if recordable(env) {
 		r.threads.Add(env)
 	}
+}
+
+// recordable reports whether the thread index keeps env. What it keeps is
+// never changed afterwards: its payload is the router's alone (see
+// cloneForSend, agentCopy), and Thread returns copies.
+func recordable(env *envelope.Envelope) bool {
+	return env.CorrelationID != "" || env.Type == envelope.TypeRequest || env.Type == envelope.TypeTaskProposal
 }
 
 // sendBroadcast publishes env (recipient "*") on the swarm's topic. Every
