@@ -481,7 +481,8 @@ func (n *Node) Send(ctx context.Context, env *envelope.Envelope) (protocol.Routi
 }
 
 // Request sends env and waits for its answer, bounded by ctx and the
-// configured request timeout.
+// configured request timeout. The answer is read-only (see
+// protocol.Router.Request).
 func (n *Node) Request(ctx context.Context, env *envelope.Envelope) (*envelope.Envelope, protocol.RoutingResult, error) {
 	r := n.Router()
 	if r == nil {

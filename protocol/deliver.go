@@ -222,7 +222,7 @@ func (r *Router) matchAnswer(env *envelope.Envelope) bool {
 		return false
 	}
 	delete(r.pending, env.CorrelationID)
-	pr.end(reqResult{env: agentCopy(env, false)}) // the thread index keeps env
+	pr.end(reqResult{env: env}) // read-only for the requester: the thread index keeps it (see Request)
 	r.pmu.Unlock()
 	return true
 }

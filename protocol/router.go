@@ -419,6 +419,10 @@ func (r *Router) dispatch(ctx context.Context, env *envelope.Envelope, from, to 
 // Request sends a request-like envelope and waits for the envelope that
 // answers it (same correlation thread, from the target back to the sender).
 // An "error" answer is returned as a *RemoteError carrying its code.
+//
+// The answer is shared with the thread index (Thread shows it): read it,
+// or Clone it to change it. A copy per answer was 0.4 µs of a 25 µs round
+// trip.
 func (r *Router) Request(ctx context.Context, env *envelope.Envelope) (*envelope.Envelope, RoutingResult, error) {
 	return r.RequestWithin(ctx, env, 0)
 }
