@@ -305,16 +305,21 @@ func (r *Router) ackDrained(ic *inChannel, out *inStream, flush bool) {
 	}
 }
 
-// anyDirtyWatermark reports whether a watermark changed since it was last
-// collected.
-func (r *Router) anyDirtyWatermark() bool {
+// inChannels returns the inbound channels (a copy, taken under mu).
+func (r *Router) inChannels() []*inChannel {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	ics := make([]*inChannel, 0, len(r.inChans))
 	for _, ic := range r.inChans {
 		ics = append(ics, ic)
 	}
-	r.mu.Unlock()
-	for _, ic := range ics {
+	return ics
+}
+
+// anyDirtyWatermark reports whether a watermark changed since it was last
+// collected.
+func (r *Router) anyDirtyWatermark() bool {
+	for _, ic := range r.inChannels() {
 		ic.mu.Lock()
 		dirty := ic.dirty
 		ic.mu.Unlock()
@@ -327,14 +332,8 @@ func (r *Router) anyDirtyWatermark() bool {
 
 // dirtyWatermarks collects changed watermarks for the persister.
 func (r *Router) dirtyWatermarks() map[string]uint64 {
-	r.mu.Lock()
-	ics := make([]*inChannel, 0, len(r.inChans))
-	for _, ic := range r.inChans {
-		ics = append(ics, ic)
-	}
-	r.mu.Unlock()
 	out := map[string]uint64{}
-	for _, ic := range ics {
+	for _, ic := range r.inChannels() {
 		ic.mu.Lock()
 		if ic.dirty {
 			out[ic.key] = ic.watermark
