@@ -528,14 +528,17 @@ func (e *expiry) watchLocked(r *Router, deadline time.Time) {
 	}
 	e.at = deadline
 	if e.timer == nil {
-		e.timer = time.AfterFunc(time.Until(deadline), r.expire)
+		// The timer only hands over, as the Router's other timers do: the
+		// scan runs on a Router goroutine, which Close waits for.
+		e.timer = time.AfterFunc(time.Until(deadline), func() { r.spawn(r.expire) })
 	} else {
 		e.timer.Reset(time.Until(deadline))
 	}
 }
 
-// expire runs on the expiry timer (briefly, under pmu, never blocking):
-// every pending request past its deadline is told so and forgotten.
+// expire runs when the expiry timer fires (briefly, under pmu, never
+// blocking): every pending request past its deadline is told so and
+// forgotten.
 func (r *Router) expire() {
 	r.pmu.Lock()
 	defer r.pmu.Unlock()

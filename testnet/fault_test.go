@@ -67,6 +67,17 @@ func (r *recorder) register(t *testing.T) func(*node.Node) {
 	}
 }
 
+// sinkPair starts two connected nodes that know each other's cards, with
+// rec's "sink" agent on the second.
+func sinkPair(t *testing.T, rec *recorder, opts ...testnet.Option) *testnet.Net {
+	t.Helper()
+	net := testnet.New(t, 2, opts...)
+	rec.register(t)(net.Nodes[1])
+	net.Connect(0, 1)
+	net.WaitForCards()
+	return net
+}
+
 func postN(t *testing.T, n *node.Node, from int, to int) []string {
 	t.Helper()
 	var ids []string
@@ -89,10 +100,7 @@ func postN(t *testing.T, n *node.Node, from int, to int) []string {
 // the 1,000 exactly once, in order.
 func TestReceiverRestartMidStream(t *testing.T) {
 	rec := &recorder{work: 500 * time.Microsecond}
-	net := testnet.New(t, 2)
-	rec.register(t)(net.Nodes[1])
-	net.Connect(0, 1)
-	net.WaitForCards()
+	net := sinkPair(t, rec)
 	postN(t, net.Nodes[0], 0, 1000)
 	testnet.Eventually(t, 10*time.Second, func() error {
 		if rec.len() < 300 {
@@ -140,10 +148,7 @@ func TestReceiverRestartMidStream(t *testing.T) {
 // order.
 func TestConnectionDroppedRepeatedly(t *testing.T) {
 	rec := &recorder{work: 20 * time.Microsecond}
-	net := testnet.New(t, 2)
-	rec.register(t)(net.Nodes[1])
-	net.Connect(0, 1)
-	net.WaitForCards()
+	net := sinkPair(t, rec)
 	drops, midStream := 0, 0
 	for from := 0; from < 1000; from += 100 {
 		postN(t, net.Nodes[0], from, from+100)
@@ -169,10 +174,7 @@ func TestConnectionDroppedRepeatedly(t *testing.T) {
 // come back fails exactly once with DELIVERY_FAILED after the retries.
 func TestReceiverNeverReturns(t *testing.T) {
 	rec := &recorder{}
-	net := testnet.New(t, 2)
-	rec.register(t)(net.Nodes[1])
-	net.Connect(0, 1)
-	net.WaitForCards()
+	net := sinkPair(t, rec)
 	postN(t, net.Nodes[0], 0, 10)
 	testnet.Eventually(t, 5*time.Second, func() error {
 		for _, c := range net.Nodes[0].Router().Channels() {
@@ -218,12 +220,9 @@ func TestReceiverNeverReturns(t *testing.T) {
 // peer is back.
 func TestSenderRestartKeepsOutbox(t *testing.T) {
 	rec := &recorder{}
-	net := testnet.New(t, 2, testnet.WithConfig(func(i int, c *node.Config) {
+	net := sinkPair(t, rec, testnet.WithConfig(func(i int, c *node.Config) {
 		c.Retries = 12 // keep retrying long enough for the restarts below
 	}))
-	rec.register(t)(net.Nodes[1])
-	net.Connect(0, 1)
-	net.WaitForCards()
 	bCfg := net.Nodes[1].Config()
 	bCfg.Listen = nil
 	for _, a := range net.Nodes[1].Host().Addrs() {
@@ -251,10 +250,7 @@ func TestSenderRestartKeepsOutbox(t *testing.T) {
 // sends back for a request (on the answering node).
 func TestPostedEnvelopesReportedSentOnAck(t *testing.T) {
 	rec := &recorder{}
-	net := testnet.New(t, 2)
-	rec.register(t)(net.Nodes[1])
-	net.Connect(0, 1)
-	net.WaitForCards()
+	net := sinkPair(t, rec)
 	subs := []*node.Subscription{
 		net.Nodes[0].Observer().Subscribe(1000, protocol.EventMessageSent),
 		net.Nodes[1].Observer().Subscribe(1000, protocol.EventMessageSent),
