@@ -26,6 +26,7 @@ import (
 	"github.com/nova-node/nova-node/crdt"
 	"github.com/nova-node/nova-node/discovery"
 	"github.com/nova-node/nova-node/envelope"
+	"github.com/nova-node/nova-node/internal/clock"
 	"github.com/nova-node/nova-node/protocol"
 	"github.com/nova-node/nova-node/tiers"
 )
@@ -94,10 +95,10 @@ func New(cfg Config) (*Node, error) {
 		cfg:      cfg,
 		key:      key,
 		id:       id,
-		reg:      agentcard.NewRegistry(id, agentcard.WithRemoteTTL(discoveryTTL)),
+		reg:      agentcard.NewRegistry(id, agentcard.WithRemoteTTL(discoveryTTL), agentcard.WithClock(clock.Now)),
 		db:       db,
 		obs:      obs,
-		factory:  envelope.NewFactory(),
+		factory:  &envelope.Factory{Now: clock.Now, NewID: envelope.NewID}, // clock.Now: half time.Now's cost
 		log:      log.With("self", id.String()[len(id.String())-6:]),
 		handlers: map[string]protocol.Handler{},
 	}

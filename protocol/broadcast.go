@@ -13,6 +13,7 @@ import (
 
 	"github.com/nova-node/nova-node/agentcard"
 	"github.com/nova-node/nova-node/envelope"
+	"github.com/nova-node/nova-node/internal/clock"
 	"github.com/nova-node/nova-node/sandbox"
 	"github.com/nova-node/nova-node/tiers"
 )
@@ -216,12 +217,12 @@ func (r *Router) deliverBroadcast(env *envelope.Envelope, from agentcard.Card, v
 				return
 			}
 			defer func() { <-r.sem }()
-			r.runHandler(h, env, from, to, false, false) // a broadcast is not recorded as a question; each agent gets its own payload
+			r.runHandler(h, env, from, to, false, false, clock.Now()) // a broadcast is not recorded as a question; each agent gets its own payload
 		}) {
 			return n
 		}
 		n++
-		ev := Event{Type: EventMessageReceived, Time: time.Now(), EnvelopeID: env.ID, Sender: from.Address(), Recipient: to.Address(),
+		ev := Event{Type: EventMessageReceived, Time: clock.Now(), EnvelopeID: env.ID, Sender: from.Address(), Recipient: to.Address(),
 			MessageType: env.Type, Path: PathBroadcast, Success: true, Peer: via, SourceTier: int(from.Tier), TargetTier: int(to.Tier)}
 		r.o.sink.Emit(ev)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/nova-node/nova-node/envelope"
+	"github.com/nova-node/nova-node/internal/clock"
 	"github.com/nova-node/nova-node/protocol/channel"
 	"github.com/nova-node/nova-node/tiers"
 )
@@ -283,7 +284,7 @@ func (c *outChannel) perform(acts []channel.Action) {
 				}
 				if oi.report.on {
 					if now.IsZero() {
-						now = time.Now()
+						now = clock.Now()
 					}
 					c.r.emitSentTiersAt(oi.env, int(oi.report.fromTier), int(oi.report.toTier), PathRemote, oi.enq, now)
 				}

@@ -1,6 +1,10 @@
 package protocol
 
-import "time"
+import (
+	"time"
+
+	"github.com/nova-node/nova-node/internal/clock"
+)
 
 // deadline keeps a stream deadline about one timeout ahead, re-arming it
 // only once half the timeout has passed: on a yamux stream each
@@ -14,7 +18,7 @@ const writeTimeout = 30 * time.Second
 // extend calls set with a deadline timeout from now, unless the one set
 // last is still more than half the timeout away.
 func (d *deadline) extend(timeout time.Duration, set func(time.Time) error) {
-	now := time.Now()
+	now := clock.Now()
 	if now.Add(timeout / 2).Before(d.until) {
 		return
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/nova-node/nova-node/agentcard"
 	"github.com/nova-node/nova-node/envelope"
+	"github.com/nova-node/nova-node/internal/clock"
 	"github.com/nova-node/nova-node/protocol/channel"
 )
 
@@ -74,7 +75,7 @@ func (r *Router) sendChannel(ctx context.Context, from string, to agentcard.Card
 // message-sent on acknowledgement, an error with DELIVERY_FAILED (or the
 // receiver's refusal code) otherwise, exactly once per envelope.
 func (r *Router) Post(ctx context.Context, env *envelope.Envelope) (RoutingResult, error) {
-	start := time.Now()
+	start := clock.Now()
 	if env == nil {
 		return RoutingResult{Path: PathLocal}, &envelope.InvalidError{Field: "envelope", Reason: "nil"}
 	}
@@ -90,7 +91,7 @@ func (r *Router) post(ctx context.Context, env *envelope.Envelope, from, to agen
 	res := RoutingResult{Path: PathLocal, TargetAgentID: env.Recipient}
 	if err != nil {
 		res.Error = fmt.Sprintf("%s: %v", CodeOf(err), err)
-		r.emitRoute(env, from, to, res.Path, start, time.Now(), err)
+		r.emitRoute(env, from, to, res.Path, start, clock.Now(), err)
 		return res, err
 	}
 	r.recordThread(env)
@@ -103,7 +104,7 @@ func (r *Router) post(ctx context.Context, env *envelope.Envelope, from, to agen
 		// has someone waiting for it: it is flushed at once.
 		err = r.sendChannel(ctx, env.Sender, to, env, isAnswerType(env.Type), start, noWait, sentReport{true, from.Tier, to.Tier})
 	}
-	now := time.Now()
+	now := clock.Now()
 	res.LatencyMs = float64(now.Sub(start).Microseconds()) / 1000
 	if err != nil {
 		res.Error = fmt.Sprintf("%s: %v", CodeOf(err), err)
@@ -144,7 +145,7 @@ func (r *Router) emitSent(env *envelope.Envelope, from, to agentcard.Card, path 
 // that runs on acknowledgement needs to keep (two cards would be most of
 // a kilobyte per envelope in flight).
 func (r *Router) emitSentTiers(env *envelope.Envelope, fromTier, toTier int, path string, start time.Time) {
-	r.emitSentTiersAt(env, fromTier, toTier, path, start, time.Now())
+	r.emitSentTiersAt(env, fromTier, toTier, path, start, clock.Now())
 }
 
 // emitSentTiersAt is emitSentTiers at now, which an acknowledgement of many
@@ -158,7 +159,7 @@ func (r *Router) emitSentTiersAt(env *envelope.Envelope, fromTier, toTier int, p
 const EventChannel = "channel"
 
 func (r *Router) emitChannel(c *outChannel, detail string) {
-	r.o.sink.Emit(Event{Type: EventChannel, Time: time.Now(), Sender: c.from, Recipient: c.to, Peer: c.p, Detail: detail, Success: true, SourceTier: -1, TargetTier: -1})
+	r.o.sink.Emit(Event{Type: EventChannel, Time: clock.Now(), Sender: c.from, Recipient: c.to, Peer: c.p, Detail: detail, Success: true, SourceTier: -1, TargetTier: -1})
 }
 
 // emitFailure reports an envelope that will never be delivered, once.
@@ -166,7 +167,7 @@ func (r *Router) emitFailure(env *envelope.Envelope, c *outChannel, err error) {
 	if env == nil {
 		return
 	}
-	r.o.sink.Emit(Event{Type: EventError, Time: time.Now(), EnvelopeID: env.ID, Sender: env.Sender, Recipient: env.Recipient,
+	r.o.sink.Emit(Event{Type: EventError, Time: clock.Now(), EnvelopeID: env.ID, Sender: env.Sender, Recipient: env.Recipient,
 		MessageType: env.Type, Path: PathRemote, Code: CodeOf(err), Detail: err.Error(), Peer: c.p, SourceTier: -1, TargetTier: -1})
 	// A request waiting for its answer learns of the failure at once.
 	if env.Type == envelope.TypeRequest || env.Type == envelope.TypeTaskProposal {
@@ -205,7 +206,7 @@ func (r *Router) deliverSync(env *envelope.Envelope, from, to agentcard.Card, ou
 	}
 	r.noteAsked(env)
 	r.emitReceivedAt(env, from, to, via, at)
-	r.runHandler(h, env, from, to, true, !recordable(env)) // the thread index keeps a recordable one
+	r.runHandler(h, env, from, to, true, !recordable(env), at) // the thread index keeps a recordable one
 	return nil
 }
 
@@ -295,7 +296,7 @@ func (r *Router) persist(force bool) (more bool, err error) {
 		chans = append(chans, c)
 	}
 	r.mu.Unlock()
-	now := time.Now()
+	now := clock.Now()
 	var ops []OutboxOp
 	for _, c := range chans {
 		op, ok, unwritten := c.persistOps(now, r.o.persistAfter, force)
@@ -354,7 +355,7 @@ func (r *Router) restoreLocked(oc OutboxChannel) {
 			r.log.Warnw("dropping unreadable outbox envelope", "channel", oc.ID, "seq", it.Seq, "err", err)
 			continue
 		}
-		items = append(items, channel.Item{Seq: it.Seq, Data: &outItem{env: env, raw: it.Env, persisted: true, enq: time.Now()}})
+		items = append(items, channel.Item{Seq: it.Seq, Data: &outItem{env: env, raw: it.Env, persisted: true, enq: clock.Now()}})
 	}
 	c := &outChannel{r: r, id: oc.ID, from: oc.From, to: oc.To, p: p, metaSaved: true}
 	r.outByID[c.id] = c

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/nova-node/nova-node/internal/clock"
 )
 
 // handlerCtx is the context of one handler call: context.WithTimeout of
@@ -21,8 +23,10 @@ type handlerCtx struct {
 	stops [2]func() bool // the deadline timer and the parent watch, once made
 }
 
-func newHandlerCtx(parent context.Context, timeout time.Duration) *handlerCtx {
-	dl := time.Now().Add(timeout)
+// newHandlerCtx returns the context of a handler call whose timeout runs
+// from start (when its envelope arrived, or now).
+func newHandlerCtx(parent context.Context, start time.Time, timeout time.Duration) *handlerCtx {
+	dl := start.Add(timeout)
 	if pd, ok := parent.Deadline(); ok && pd.Before(dl) {
 		dl = pd
 	}
@@ -44,7 +48,7 @@ func (c *handlerCtx) errLocked() error {
 	if c.err == nil {
 		if err := c.parent.Err(); err != nil {
 			c.endLocked(err)
-		} else if !time.Now().Before(c.deadline) {
+		} else if !clock.Now().Before(c.deadline) {
 			c.endLocked(context.DeadlineExceeded)
 		}
 	}

@@ -13,7 +13,7 @@ import (
 func TestHandlerCtx(t *testing.T) {
 	t.Run("deadline without Done", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			c := newHandlerCtx(context.Background(), time.Second)
+			c := newHandlerCtx(context.Background(), time.Now(), time.Second)
 			defer c.release()
 			if c.Err() != nil {
 				t.Fatal("ended early")
@@ -31,7 +31,7 @@ func TestHandlerCtx(t *testing.T) {
 	})
 	t.Run("deadline with Done", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			c := newHandlerCtx(context.Background(), time.Second)
+			c := newHandlerCtx(context.Background(), time.Now(), time.Second)
 			defer c.release()
 			start := time.Now()
 			<-c.Done()
@@ -43,7 +43,7 @@ func TestHandlerCtx(t *testing.T) {
 	t.Run("parent ends", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			parent, cancel := context.WithCancel(context.Background())
-			c := newHandlerCtx(parent, time.Hour)
+			c := newHandlerCtx(parent, time.Now(), time.Hour)
 			defer c.release()
 			done := c.Done()
 			cancel()
@@ -53,14 +53,14 @@ func TestHandlerCtx(t *testing.T) {
 			}
 			parent2, cancel2 := context.WithCancel(context.Background())
 			cancel2()
-			if c2 := newHandlerCtx(parent2, time.Hour); !errors.Is(c2.Err(), context.Canceled) {
+			if c2 := newHandlerCtx(parent2, time.Now(), time.Hour); !errors.Is(c2.Err(), context.Canceled) {
 				t.Fatal("an ended parent is not seen without Done")
 			}
 		})
 	})
 	t.Run("release", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			c := newHandlerCtx(context.Background(), time.Hour)
+			c := newHandlerCtx(context.Background(), time.Now(), time.Hour)
 			child, stop := context.WithCancel(c) // asks for Done
 			defer stop()
 			c.release()
@@ -75,7 +75,7 @@ func TestHandlerCtx(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			parent, cancel := context.WithTimeout(context.Background(), time.Second)
 			defer cancel()
-			c := newHandlerCtx(parent, time.Hour)
+			c := newHandlerCtx(parent, time.Now(), time.Hour)
 			defer c.release()
 			if dl, ok := c.Deadline(); !ok || time.Until(dl) != time.Second {
 				t.Fatalf("deadline %v", dl)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/nova-node/nova-node/agentcard"
 	"github.com/nova-node/nova-node/envelope"
+	"github.com/nova-node/nova-node/internal/clock"
 	"github.com/nova-node/nova-node/protocol/frame"
 )
 
@@ -75,7 +76,7 @@ func (rd *inReader) run() {
 	for {
 		rd.idle.extend(r.o.idleTimeout, rd.st.SetReadDeadline)
 		body, err := rd.fr.Next()
-		now := time.Now() // when the frame arrived: its received event's time
+		now := clock.Now() // when the frame arrived: its received event's time
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				_ = rd.st.Close()
@@ -245,7 +246,7 @@ func (r *Router) acceptCards(p peer.ID, cards [][]byte) error {
 		}
 	}
 	if merged > 0 {
-		r.o.sink.Emit(Event{Type: EventCardsReceived, Time: time.Now(), Peer: p, Success: true, Detail: fmt.Sprintf("%d new or updated cards", merged), SourceTier: -1, TargetTier: -1})
+		r.o.sink.Emit(Event{Type: EventCardsReceived, Time: clock.Now(), Peer: p, Success: true, Detail: fmt.Sprintf("%d new or updated cards", merged), SourceTier: -1, TargetTier: -1})
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
 
 	"github.com/nova-node/nova-node/envelope"
+	"github.com/nova-node/nova-node/internal/clock"
 	"github.com/nova-node/nova-node/protocol/channel"
 	"github.com/nova-node/nova-node/protocol/frame"
 	"github.com/nova-node/nova-node/sandbox"
@@ -46,7 +47,7 @@ func defaults() options {
 		rules:          tiers.DefaultRules(),
 		maxFrame:       frame.DefaultMaxSize,
 		sink:           nopSink{},
-		factory:        envelope.NewFactory(),
+		factory:        &envelope.Factory{Now: clock.Now, NewID: envelope.NewID},
 		requestTimeout: 30 * time.Second,
 		concurrency:    256,
 		helloInterval:  3 * time.Minute,

@@ -12,6 +12,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/nova-node/nova-node/internal/clock"
 	"github.com/nova-node/nova-node/protocol/frame"
 )
 
@@ -49,7 +50,7 @@ type openResult struct {
 
 func (r *Router) newOutStream(p peer.ID, st network.Stream) *outStream {
 	return &outStream{
-		r: r, p: p, st: st, opened: time.Now(),
+		r: r, p: p, st: st, opened: clock.Now(),
 		kick:    make(chan struct{}, 1),
 		done:    make(chan struct{}),
 		bw:      bufio.NewWriterSize(st, 16<<10),

@@ -23,6 +23,7 @@ import (
 
 	"github.com/nova-node/nova-node/agentcard"
 	"github.com/nova-node/nova-node/envelope"
+	"github.com/nova-node/nova-node/internal/clock"
 	"github.com/nova-node/nova-node/sandbox"
 	"github.com/nova-node/nova-node/tiers"
 )
@@ -357,7 +358,7 @@ func (r *Router) Send(ctx context.Context, env *envelope.Envelope) (RoutingResul
 // only when wait is set; otherwise failures reach a waiting Request through
 // emitFailure.
 func (r *Router) send(ctx context.Context, env *envelope.Envelope, wait bool) (RoutingResult, error) {
-	start := time.Now()
+	start := clock.Now()
 	if env == nil {
 		return RoutingResult{Path: PathLocal}, &envelope.InvalidError{Field: "envelope", Reason: "nil"}
 	}
@@ -388,7 +389,7 @@ func (r *Router) dispatch(ctx context.Context, env *envelope.Envelope, from, to 
 			err = r.sendChannel(ctx, env.Sender, to, env, true, start, done, sentReport{})
 		}
 	}
-	now := time.Now()
+	now := clock.Now()
 	res.LatencyMs = float64(now.Sub(start).Microseconds()) / 1000
 	ev := Event{
 		Type: EventRoutingDecision, Time: now, EnvelopeID: env.ID, Sender: env.Sender,
@@ -437,7 +438,7 @@ func (r *Router) RequestWithin(ctx context.Context, env *envelope.Envelope, time
 	if env.Recipient == envelope.Broadcast {
 		return r.sendErr(ctx, env, nil)
 	}
-	start := time.Now()
+	start := clock.Now()
 	env = cloneForSend(env)
 	// Prepared (resolved, checked, canonical) first, so the waiter knows
 	// whom to expect the answer from.
@@ -542,7 +543,7 @@ func (e *expiry) watchLocked(r *Router, deadline time.Time) {
 func (r *Router) expire() {
 	r.pmu.Lock()
 	defer r.pmu.Unlock()
-	now := time.Now()
+	now := clock.Now()
 	r.expiry.at = time.Time{}
 	var next time.Time
 	for id, pr := range r.pending {
@@ -901,7 +902,7 @@ func (r *Router) checkPolicy(env *envelope.Envelope, from, to agentcard.Card, re
 }
 
 func (r *Router) security(ev Event) {
-	ev.Type, ev.Time, ev.Success = EventSecurity, time.Now(), false
+	ev.Type, ev.Time, ev.Success = EventSecurity, clock.Now(), false
 	if ev.SourceTier == 0 && ev.TargetTier == 0 && ev.Sender == "" {
 		ev.SourceTier, ev.TargetTier = -1, -1
 	}
@@ -938,7 +939,7 @@ func (r *Router) deliverLocal(env *envelope.Envelope, from, to agentcard.Card, v
 	}
 	if !r.goWork(func() {
 		defer func() { <-r.sem }()
-		r.runHandler(h, &mine, from, to, true, true)
+		r.runHandler(h, &mine, from, to, true, true, clock.Now())
 	}) {
 		<-r.sem
 		return ErrChannelClosed
@@ -949,7 +950,7 @@ func (r *Router) deliverLocal(env *envelope.Envelope, from, to agentcard.Card, v
 }
 
 func (r *Router) emitReceived(env *envelope.Envelope, from, to agentcard.Card, via peer.ID) {
-	r.emitReceivedAt(env, from, to, via, time.Now())
+	r.emitReceivedAt(env, from, to, via, clock.Now())
 }
 
 // emitReceivedAt is emitReceived for an envelope that arrived at at.
@@ -968,9 +969,10 @@ func (r *Router) emitReceivedAt(env *envelope.Envelope, from, to agentcard.Card,
 // runHandler calls h with env and, for a request, sends the answer back.
 // asked says env was recorded as a question (noteAsked), so the answer the
 // router builds passes as a reply without looking that up again; own says
-// env's payload goes to this handler alone (see agentCopy).
-func (r *Router) runHandler(h Handler, env *envelope.Envelope, from, to agentcard.Card, asked, own bool) {
-	ctx := newHandlerCtx(r.ctx, r.o.requestTimeout)
+// env's payload goes to this handler alone (see agentCopy). The handler's
+// timeout runs from at: when env arrived (or now).
+func (r *Router) runHandler(h Handler, env *envelope.Envelope, from, to agentcard.Card, asked, own bool, at time.Time) {
+	ctx := newHandlerCtx(r.ctx, at, r.o.requestTimeout)
 	defer ctx.release()
 	reply, herr := safeCall(ctx, h, env, own)
 	if env.Type != envelope.TypeRequest {
@@ -979,7 +981,7 @@ func (r *Router) runHandler(h Handler, env *envelope.Envelope, from, to agentcar
 		}
 		return
 	}
-	start := time.Now()
+	start := clock.Now()
 	// A broadcast's recipient is "*": the replying agent is to.
 	toAddr, fromAddr := addrOf(to, env.Recipient), addrOf(from, env.Sender)
 	var resp *envelope.Envelope
@@ -1103,7 +1105,7 @@ func (r *Router) sendBroadcast(ctx context.Context, env *envelope.Envelope, star
 	if err == nil {
 		err = r.publish(ctx, env, from)
 	}
-	now := time.Now()
+	now := clock.Now()
 	res.LatencyMs = float64(now.Sub(start).Microseconds()) / 1000
 	r.emitRoute(env, from, agentcard.Card{}, PathBroadcast, start, now, err)
 	if err != nil {
