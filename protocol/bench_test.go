@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -38,7 +39,8 @@ func BenchmarkRoundTrip(b *testing.B) {
 		b.Run("raw-stream-"+string(tr), func(b *testing.B) { benchRaw(b, tr, 0) })
 		b.Run("nova-request-"+string(tr), func(b *testing.B) { benchNova(b, tr, 0) })
 	}
-	b.Run("http-jsonrpc-keepalive", func(b *testing.B) { benchHTTP(b, 0) })
+	b.Run("http-jsonrpc-keepalive", func(b *testing.B) { benchHTTP(b, 0, false) })
+	b.Run("http-jsonrpc-decoded", func(b *testing.B) { benchHTTP(b, 0, true) })
 }
 
 // BenchmarkRoundTripGaps is BenchmarkRoundTrip with 20 ms between requests
@@ -48,12 +50,17 @@ func BenchmarkRoundTripGaps(b *testing.B) {
 	const gap = 20 * time.Millisecond
 	b.Run("raw-stream-tcp", func(b *testing.B) { benchRaw(b, testnet.TCP, gap) })
 	b.Run("nova-request-tcp", func(b *testing.B) { benchNova(b, testnet.TCP, gap) })
-	b.Run("http-jsonrpc-keepalive", func(b *testing.B) { benchHTTP(b, gap) })
+	b.Run("http-jsonrpc-keepalive", func(b *testing.B) { benchHTTP(b, gap, false) })
+	b.Run("http-jsonrpc-decoded", func(b *testing.B) { benchHTTP(b, gap, true) })
 }
 
 // benchHTTP is a JSON-RPC 2.0 round trip over HTTP/1.1 keep-alive on
 // loopback with the same payload: the usual way agents call each other.
-func benchHTTP(b *testing.B, gap time.Duration) {
+// With decode, the client decodes the answer as a JSON-RPC client must (its
+// id, and its result or error), as nova's requester decodes and checks the
+// answer envelope; without, it reads the body and drops it unparsed (the
+// baseline of sessions 1 to 6, kept for comparison).
+func benchHTTP(b *testing.B, gap time.Duration, decode bool) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req struct {
 			ID     int             `json:"id"`
@@ -79,6 +86,23 @@ func benchHTTP(b *testing.B, gap time.Duration) {
 		resp, err := cl.Post(srv.URL, "application/json", bytes.NewReader(body))
 		if err != nil {
 			b.Fatal(err)
+		}
+		if decode {
+			var ans struct {
+				ID     int             `json:"id"`
+				Result json.RawMessage `json:"result"`
+				Error  *struct {
+					Code    int    `json:"code"`
+					Message string `json:"message"`
+				} `json:"error"`
+			}
+			err = json.NewDecoder(resp.Body).Decode(&ans)
+			if err == nil && (ans.ID != 1 || ans.Error != nil || len(ans.Result) != len(payload256)) {
+				err = fmt.Errorf("unexpected answer: id %d, error %v, %d-byte result", ans.ID, ans.Error, len(ans.Result))
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
 		}
 		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
