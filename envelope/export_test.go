@@ -50,3 +50,7 @@ func sameWire(a, b *wireEnvelope) bool {
 // AppendCanonical is the canonical encoder with e.Payload as the wire
 // payload.
 func AppendCanonical(dst []byte, e *Envelope) []byte { return appendCanonical(dst, e, e.Payload) }
+
+// NewThreadsSmall is NewThreads with a byte bound below MaxEncodedSize, so
+// that tests reach it with small envelopes.
+var NewThreadsSmall = newThreads

@@ -216,7 +216,7 @@ func TestReplyThreads(t *testing.T) {
 		t.Errorf("addresses not swapped: %+v %+v", accept, ack)
 	}
 	// Property 24: proposal, acceptance and what follows share one thread.
-	th := envelope.NewThreads(10)
+	th := envelope.NewThreads(10, 0)
 	for _, e := range []*envelope.Envelope{ack, root, accept} {
 		th.Add(e)
 	}

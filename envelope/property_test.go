@@ -248,19 +248,27 @@ func TestProperty7_EnvelopeCBORRoundTrip(t *testing.T) {
 // Property 8: Correlation threading. For any set of envelopes sharing a
 // correlationId, the thread of that id is exactly those envelopes (and the
 // root, if held), in timestamp order. Validates: Requirements 2.4.
+//
+// The index holds the most recent envelopes within its count and byte
+// bounds (the byte bound drawn small here, with payloads of varied size,
+// so that both bounds and the log's wrapping and growth are reached), and
+// what Thread returns are copies equal to what was added.
 func TestProperty8_CorrelationThreading(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		roots := rapid.SliceOfNDistinct(genID(), 1, 4, rapid.ID[string]).Draw(t, "roots")
 		n := rapid.IntRange(0, 60).Draw(t, "n")
 		limit := rapid.IntRange(1, n+5).Draw(t, "limit")
-		th := envelope.NewThreads(limit)
+		maxBytes := rapid.IntRange(200, 6000).Draw(t, "maxBytes")
+		th := envelope.NewThreadsSmall(limit, maxBytes)
 		var added []*envelope.Envelope
+		var sizes []int
 		rootAdded := make(map[string]bool)
 		for i := range n {
 			e := &envelope.Envelope{
 				ID: fmt.Sprintf("m%d", i), SchemaVersion: 1, Sender: "a", Recipient: "b",
 				Type:      envelope.TypeNotification,
 				Timestamp: rapid.Int64Range(1, 8).Draw(t, "timestamp"), // small range: many ties
+				Payload:   json.RawMessage(`"` + strings.Repeat("p", rapid.IntRange(0, 700).Draw(t, "payload")) + `"`),
 			}
 			switch rapid.IntRange(0, 4).Draw(t, "kind") {
 			case 0: // a root, once
@@ -274,12 +282,47 @@ func TestProperty8_CorrelationThreading(t *testing.T) {
 			default:
 				e.CorrelationID = rapid.SampledFrom(roots).Draw(t, "correlationId")
 			}
-			th.Add(e)
+			raw, err := envelope.EncodeCBOR(e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rapid.Bool().Draw(t, "encoded") {
+				th.AddEncoded(e, raw)
+			} else {
+				th.Add(e)
+			}
+			if len(raw) > maxBytes {
+				continue // too large to hold: not added
+			}
 			added = append(added, e)
+			sizes = append(sizes, len(raw))
 		}
-		held := added[max(0, len(added)-limit):]
-		if th.Len() != len(held) {
-			t.Fatalf("Len = %d, want %d", th.Len(), len(held))
+		// The model: the most recent envelopes within both bounds. The log
+		// may leave up to one encoding's size unused at its end when it
+		// wraps, so the byte bound is checked as a range below.
+		from := max(0, len(added)-limit)
+		held := added[from:]
+		total := 0
+		for _, sz := range sizes[from:] {
+			total += sz
+		}
+		for len(held) > 0 && total > maxBytes {
+			total -= sizes[len(added)-len(held)]
+			held = held[1:]
+		}
+		got := th.Len()
+		if got > len(held) || th.Bytes() > maxBytes {
+			t.Fatalf("Len = %d (model %d), Bytes = %d (bound %d)", got, len(held), th.Bytes(), maxBytes)
+		}
+		// The index holds a suffix of what was added: the last got envelopes.
+		held = held[len(held)-got:]
+		if got > 0 && got < len(added[from:]) {
+			// It evicted for bytes: what it holds plus the one before would
+			// not have fit twice over (a wrapped log wastes less than one
+			// encoding).
+			if next := sizes[len(added)-got-1]; th.Bytes()+next <= maxBytes/2 {
+				t.Fatalf("evicted too much: holds %d bytes of %d, the next older is %d bytes", th.Bytes(), maxBytes, next)
+			}
 		}
 		for _, r := range roots {
 			var want []*envelope.Envelope

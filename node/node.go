@@ -482,8 +482,7 @@ func (n *Node) Send(ctx context.Context, env *envelope.Envelope) (protocol.Routi
 }
 
 // Request sends env and waits for its answer, bounded by ctx and the
-// configured request timeout. The answer is read-only (see
-// protocol.Router.Request).
+// configured request timeout. The answer is the caller's.
 func (n *Node) Request(ctx context.Context, env *envelope.Envelope) (*envelope.Envelope, protocol.RoutingResult, error) {
 	r := n.Router()
 	if r == nil {

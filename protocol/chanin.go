@@ -352,6 +352,5 @@ func (r *Router) isAwaited(env *envelope.Envelope, ic *inChannel) bool {
 	}
 	r.pmu.Lock()
 	defer r.pmu.Unlock()
-	pr := r.pending[env.CorrelationID]
-	return pr != nil && pr.from == env.Recipient && pr.to == env.Sender
+	return r.pending[answerKey(env)] != nil
 }

@@ -37,6 +37,8 @@ func (r *Router) sendChannel(ctx context.Context, from string, to agentcard.Card
 		encBufs.Put(buf)
 		return &envelope.InvalidError{Field: "payload", Reason: fmt.Sprintf("envelope encodes to %d bytes, over the %d-byte frame limit", len(raw), r.o.maxFrame)}
 	}
+	// Indexed before it leaves: its answer may arrive before the ack.
+	r.recordEncoded(env, raw)
 	if *buf = raw; cap(raw) > maxPooledEnc {
 		buf = nil // too large to keep around
 	}
@@ -94,8 +96,7 @@ func (r *Router) post(ctx context.Context, env *envelope.Envelope, from, to agen
 		r.emitRoute(env, from, to, res.Path, start, clock.Now(), err)
 		return res, err
 	}
-	r.recordThread(env)
-	if to.Host == r.selfStr {
+	if to.Host == r.selfStr { // indexed by deliverLocal, or by sendChannel
 		err = r.deliverLocal(env, from, to, r.self)
 		res.Delivered = err == nil
 	} else {
@@ -172,7 +173,8 @@ func (r *Router) emitFailure(env *envelope.Envelope, c *outChannel, err error) {
 	// A request waiting for its answer learns of the failure at once.
 	if env.Type == envelope.TypeRequest || env.Type == envelope.TypeTaskProposal {
 		r.pmu.Lock()
-		if pr := r.pending[env.ID]; pr != nil {
+		key := pendingKey{thread: env.ThreadID(), agentPair: agentPair{from: env.Sender, to: env.Recipient}}
+		if pr := r.pending[key]; pr != nil && pr.id == env.ID {
 			pr.end(reqResult{err: err})
 		}
 		r.pmu.Unlock()
@@ -194,7 +196,8 @@ func (r *Router) deliverSync(env *envelope.Envelope, from, to agentcard.Card, ou
 	if !r.seen.addNew(key) {
 		return nil
 	}
-	r.recordThread(env)
+	// The thread index has env already: the stream's reader indexed it
+	// (inReader.frame) while its encoding was at hand.
 	if r.matchAnswer(env) {
 		r.emitReceivedAt(env, from, to, via, at)
 		return nil
@@ -206,7 +209,7 @@ func (r *Router) deliverSync(env *envelope.Envelope, from, to agentcard.Card, ou
 	}
 	r.noteAsked(env)
 	r.emitReceivedAt(env, from, to, via, at)
-	r.runHandler(h, env, from, to, true, !recordable(env), at) // the thread index keeps a recordable one
+	r.runHandler(h, env, from, to, true, true, at) // the handler's alone: the thread index keeps a copy
 	return nil
 }
 
@@ -216,14 +219,15 @@ func (r *Router) matchAnswer(env *envelope.Envelope) bool {
 	if !isAnswerType(env.Type) || env.CorrelationID == "" {
 		return false
 	}
+	key := answerKey(env)
 	r.pmu.Lock()
-	pr := r.pending[env.CorrelationID]
-	if pr == nil || pr.from != env.Recipient || pr.to != env.Sender {
+	pr := r.pending[key]
+	if pr == nil {
 		r.pmu.Unlock()
 		return false
 	}
-	delete(r.pending, env.CorrelationID)
-	pr.end(reqResult{env: env}) // read-only for the requester: the thread index keeps it (see Request)
+	delete(r.pending, key)
+	pr.end(reqResult{env: env}) // the requester's: the thread index keeps its own copy
 	r.pmu.Unlock()
 	return true
 }

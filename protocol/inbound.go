@@ -162,7 +162,21 @@ func (rd *inReader) frame(body []byte, at time.Time) (ic *inChannel, ask bool, e
 		ic.mu.Unlock()
 		it := inItem{seq: m.Seq, ackNow: m.Ack, at: at}
 		if !dup {
+			// The canonical decoder read m.env from m.Env: unless receive
+			// makes its recipient canonical, m.Env is its encoding, which
+			// the thread index copies now (the reader's buffer is reused).
+			canonical, rcpt := m.env != nil, ""
+			if canonical {
+				rcpt = m.env.Recipient
+			}
 			it.env, it.err = r.receive(p, pStr, ic, m.Env, m.env)
+			if it.err == nil {
+				if canonical && it.env.Recipient == rcpt {
+					r.recordEncoded(it.env, m.Env)
+				} else {
+					r.recordThread(it.env)
+				}
+			}
 		}
 		if r.accept(ic, out, it) {
 			return ic, it.env != nil && it.err == nil && asksForAnswer(it.env.Type), nil
@@ -305,8 +319,7 @@ func (r *Router) checkReceived(env *envelope.Envelope, from, to agentcard.Card, 
 	reply := false
 	if isAnswerType(env.Type) && env.CorrelationID != "" {
 		r.pmu.Lock()
-		pr := r.pending[env.CorrelationID]
-		reply = pr != nil && pr.from == env.Recipient && pr.to == env.Sender
+		reply = r.pending[answerKey(env)] != nil
 		r.pmu.Unlock()
 		reply = reply || r.isAnswer(env)
 	}

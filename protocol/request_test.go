@@ -2,7 +2,9 @@ package protocol_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -199,5 +201,58 @@ func TestPersisterWakesForEnvelopesToAPeerGone(t *testing.T) {
 			t.Fatalf("%d of %d envelopes to the gone peer in the outbox", items, n)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A request inside an existing thread (its CorrelationID set, as
+// `nova-node send --correlation-id` does) is answered: the answer carries
+// the thread, not the request's ID, and the requester is matched by thread
+// and agent pair. Until session 6 such a request waited out its timeout.
+// Two at once between the same agents in one thread cannot be told apart:
+// the second is refused.
+func TestRequestInsideAThread(t *testing.T) {
+	routers, f := mockPair(t)
+	release := make(chan struct{})
+	var calls atomic.Int32
+	routers[1].Handle("a1", func(_ context.Context, env *envelope.Envelope) (any, error) {
+		if calls.Add(1) == 2 {
+			<-release // the second call waits: a request in flight
+		}
+		return env.Payload, nil
+	})
+	root, _ := f.New("a0", "a1", envelope.TypeRequest, json.RawMessage(`"root"`))
+	if _, _, err := routers[0].RequestWithin(t.Context(), root, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	inThread := func(payload string) *envelope.Envelope {
+		env, _ := f.New("a0", "a1", envelope.TypeRequest, json.RawMessage(payload))
+		env.CorrelationID = root.ID
+		return env
+	}
+	first := make(chan error, 1)
+	go func() {
+		resp, _, err := routers[0].RequestWithin(t.Context(), inThread(`"one"`), 5*time.Second)
+		if err == nil && string(resp.Payload) != `"one"` {
+			err = fmt.Errorf("answer %s, want \"one\"", resp.Payload)
+		}
+		first <- err
+	}()
+	for calls.Load() < 2 {
+		time.Sleep(time.Millisecond)
+	}
+	if _, _, err := routers[0].RequestWithin(t.Context(), inThread(`"two"`), 5*time.Second); !errors.Is(err, envelope.ErrInvalid) {
+		t.Fatalf("a second request between the same agents in the same thread: %v, want INVALID_MESSAGE", err)
+	}
+	close(release)
+	select {
+	case err := <-first:
+		if err != nil {
+			t.Fatalf("the request inside the thread: %v", err)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("the request inside the thread was not answered")
+	}
+	if n := len(routers[0].Thread(root.ID)); n != 6-2 { // root, one and their answers; "two" was refused before leaving
+		t.Errorf("thread holds %d envelopes, want 4", n)
 	}
 }

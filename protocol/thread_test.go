@@ -3,6 +3,7 @@ package protocol_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -24,8 +25,7 @@ func threadPayload(t *testing.T, thread []*envelope.Envelope, id string) string 
 
 // The thread index shows what was sent and received, whoever touches
 // their own copy afterwards: the caller its buffer, the handler the
-// envelope it got, a reader what Thread gave it. (The requester's answer
-// is the index's, read-only: see Request.)
+// envelope it got, a reader what Thread gave it, the requester the answer.
 func TestThreadIndexKeepsWhatWasSent(t *testing.T) {
 	routers, f := mockPair(t)
 	routers[1].Handle("a1", func(_ context.Context, env *envelope.Envelope) (any, error) {
@@ -39,7 +39,8 @@ func TestThreadIndexKeepsWhatWasSent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	copy(buf, `"HACKD"`) // the caller reuses its buffer
+	copy(buf, `"HACKD"`)       // the caller reuses its buffer
+	copy(resp.Payload, `"NO"`) // the answer is the requester's
 	for _, r := range routers {
 		thread := r.Thread(env.ID)
 		if p := threadPayload(t, thread, env.ID); p != `"hello"` {
@@ -112,5 +113,36 @@ func TestRequestWithAnIDAlreadyWaiting(t *testing.T) {
 		}
 	case <-time.After(3 * time.Second):
 		t.Fatal("the first request still waits 3 s after its 300 ms timeout")
+	}
+}
+
+// A peer's large requests do not fill the receiving node's memory through
+// its thread index: it holds at most envelope.DefaultThreadBytes of them.
+func TestThreadIndexBoundedByBytes(t *testing.T) {
+	routers, f := mockPair(t)
+	routers[1].Handle("a1", func(context.Context, *envelope.Envelope) (any, error) { return "ok", nil })
+	big := []byte(`"` + strings.Repeat("x", 400<<10) + `"`) // 400 KiB
+	root, _ := f.New("a0", "a1", envelope.TypeRequest, big)
+	if _, _, err := routers[0].RequestWithin(t.Context(), root, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	for range 20 {
+		env, _ := f.New("a0", "a1", envelope.TypeRequest, big)
+		env.CorrelationID = root.ID // all in one thread
+		if _, _, err := routers[0].RequestWithin(t.Context(), env, 10*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, r := range routers {
+		held, bytes := 0, 0
+		for _, e := range r.Thread(root.ID) {
+			if len(e.Payload) == len(big) {
+				held++
+				bytes += len(e.Payload)
+			}
+		}
+		if bytes > envelope.DefaultThreadBytes || held < 2 {
+			t.Errorf("router %d: thread holds %d large requests, %d bytes of payload (bound %d)", i, held, bytes, envelope.DefaultThreadBytes)
+		}
 	}
 }
