@@ -1,6 +1,7 @@
 package envelope
 
 import (
+	"bytes"
 	"cmp"
 	"hash/maphash"
 	"slices"
@@ -9,9 +10,11 @@ import (
 
 // Threads is a bounded index of envelopes by correlation thread. It keeps
 // the most recent envelopes added, at most the count and the bytes of
-// encoding given to NewThreads: adding one more evicts the oldest until
-// both bounds hold. It is safe for concurrent use (one mutex guards all
-// state) and starts no goroutine.
+// encoding given to NewThreads: adding one more evicts the oldest until it
+// fits (in the circular log, where the room left at the log's end before it
+// wraps counts only for what fits there: it may evict up to one encoding's
+// worth more than the byte bound alone would). It is safe for concurrent
+// use (one mutex guards all state) and starts no goroutine.
 //
 // Threads keeps copies, not the envelopes it is given: each envelope's
 // canonical CBOR encoding, in one circular log of bytes. Thread decodes
@@ -227,25 +230,30 @@ func (t *Threads) Thread(id string) []*Envelope {
 		return nil
 	}
 	h := t.hash(id)
-	var out []*Envelope
-	held := map[string]struct{}{} // IDs in out: a retransmission counts once
+	// The candidates' encodings are copied under the lock and decoded after
+	// it: decoding a long thread must not hold up the router's Adds.
+	var raws [][]byte
 	t.mu.Lock()
 	t.each(func(ent *threadEntry) {
-		if !(ent.threaded && ent.thread == h || ent.id == h) {
-			return
+		if ent.threaded && ent.thread == h || ent.id == h {
+			raws = append(raws, bytes.Clone(t.log[ent.off:ent.off+ent.size]))
 		}
-		e, err := DecodeCBOR(t.log[ent.off : ent.off+ent.size])
+	})
+	t.mu.Unlock()
+	var out []*Envelope
+	held := map[string]struct{}{} // IDs in out: a retransmission counts once
+	for _, raw := range raws {
+		e, err := DecodeCBOR(raw)
 		if err != nil {
-			return // not reached: what was added was a valid encoding
+			continue // not reached: what was added was a valid encoding
 		}
-		in := ent.threaded && e.CorrelationID == id || e.ID == id && e.CorrelationID != id
+		in := e.CorrelationID == id || e.ID == id
 		if _, dup := held[e.ID]; !in || dup {
-			return
+			continue
 		}
 		held[e.ID] = struct{}{}
 		out = append(out, e)
-	})
-	t.mu.Unlock()
+	}
 	// Collected in insertion order: a stable sort keeps it for equal times.
 	slices.SortStableFunc(out, func(a, b *Envelope) int { return cmp.Compare(a.Timestamp, b.Timestamp) })
 	return out

@@ -352,5 +352,6 @@ func (r *Router) isAwaited(env *envelope.Envelope, ic *inChannel) bool {
 	}
 	r.pmu.Lock()
 	defer r.pmu.Unlock()
-	return r.pending[answerKey(env)] != nil
+	_, pr := r.awaitedLocked(env)
+	return pr != nil
 }

@@ -219,9 +219,8 @@ func (r *Router) matchAnswer(env *envelope.Envelope) bool {
 	if !isAnswerType(env.Type) || env.CorrelationID == "" {
 		return false
 	}
-	key := answerKey(env)
 	r.pmu.Lock()
-	pr := r.pending[key]
+	key, pr := r.awaitedLocked(env)
 	if pr == nil {
 		r.pmu.Unlock()
 		return false

@@ -319,7 +319,8 @@ func (r *Router) checkReceived(env *envelope.Envelope, from, to agentcard.Card, 
 	reply := false
 	if isAnswerType(env.Type) && env.CorrelationID != "" {
 		r.pmu.Lock()
-		reply = r.pending[answerKey(env)] != nil
+		_, pr := r.awaitedLocked(env)
+		reply = pr != nil
 		r.pmu.Unlock()
 		reply = reply || r.isAnswer(env)
 	}

@@ -256,3 +256,28 @@ func TestRequestInsideAThread(t *testing.T) {
 		t.Errorf("thread holds %d envelopes, want 4", n)
 	}
 }
+
+// An agent that builds its own answer to a request inside a thread may
+// correlate it with the request's ID rather than the thread's: it is
+// matched too (found by review in session 6).
+func TestAnswerNamingTheRequestInsideAThread(t *testing.T) {
+	routers, f := mockPair(t)
+	routers[1].Handle("a1", func(_ context.Context, env *envelope.Envelope) (any, error) {
+		ans, err := f.Reply(env, envelope.TypeResponse, json.RawMessage(`"mine"`))
+		if err != nil {
+			return nil, err
+		}
+		ans.CorrelationID = env.ID // the request, not its thread
+		return ans, nil
+	})
+	root, _ := f.New("a0", "a1", envelope.TypeRequest, json.RawMessage(`"root"`))
+	if _, _, err := routers[0].RequestWithin(t.Context(), root, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	env, _ := f.New("a0", "a1", envelope.TypeRequest, json.RawMessage(`"in"`))
+	env.CorrelationID = root.ID
+	resp, _, err := routers[0].RequestWithin(t.Context(), env, 5*time.Second)
+	if err != nil || string(resp.Payload) != `"mine"` {
+		t.Fatalf("answer %v, %v", resp, err)
+	}
+}

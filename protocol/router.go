@@ -80,6 +80,7 @@ type Router struct {
 	persistKick   chan struct{} // wakes an idle persister; holds one
 	pmu           sync.Mutex    // guards pending and expiry: taken for every request and answer
 	pending       map[pendingKey]*pendingReq
+	pendingIDs    map[string]pendingKey // requests inside a thread, by their own ID
 	expiry        expiry
 	answerable    askSet                    // every request/proposal sent or received
 	peerIDs       *bounded[string, peer.ID] // card host string -> decoded peer ID
@@ -102,8 +103,10 @@ type agentPair struct{ from, to string }
 // pendingKey names a request waiting for its answer: its thread and the
 // pair of agents, asker first. An answer carries the thread as its
 // correlation ID (Factory.Reply), not the ID of the request it answers, so
-// this is what an answer can be matched by; a request in an existing
-// thread is matched like a thread's first.
+// this is what an answer can be matched by. A thread's first request is
+// the thread (its ID), so its answer is exactly its own; a request inside
+// an existing thread is matched by the thread and the pair, or by an
+// answer that names the request's ID itself (see awaitedLocked).
 type pendingKey struct {
 	thread string
 	agentPair
@@ -112,6 +115,21 @@ type pendingKey struct {
 // answerKey is the pendingKey a received answer env matches.
 func answerKey(env *envelope.Envelope) pendingKey {
 	return pendingKey{thread: env.CorrelationID, agentPair: agentPair{from: env.Recipient, to: env.Sender}}
+}
+
+// awaitedLocked returns the key and the waiting request that the received
+// answer env answers, if any: by thread and pair, or else a request inside
+// a thread whose ID env names as its correlation ID (an agent that built its
+// own answer may have done so). Caller holds pmu.
+func (r *Router) awaitedLocked(env *envelope.Envelope) (pendingKey, *pendingReq) {
+	key := answerKey(env)
+	if pr := r.pending[key]; pr != nil {
+		return key, pr
+	}
+	if k, ok := r.pendingIDs[env.CorrelationID]; ok && k.agentPair == key.agentPair {
+		return k, r.pending[k]
+	}
+	return key, nil
 }
 
 type pendingReq struct {
@@ -185,6 +203,7 @@ func New(h host.Host, reg *agentcard.Registry, opts ...Option) (*Router, error) 
 		regreetTimers: make(map[peer.ID]*time.Timer),
 		inbound:       make(map[network.Stream]struct{}),
 		pending:       make(map[pendingKey]*pendingReq),
+		pendingIDs:    make(map[string]pendingKey),
 		persistKick:   make(chan struct{}, 1),
 		answerable:    newAskSet(16384),
 		seen:          newSeenSet(65536),
@@ -435,6 +454,14 @@ func (r *Router) dispatch(ctx context.Context, env *envelope.Envelope, from, to 
 // An "error" answer is returned as a *RemoteError carrying its code.
 //
 // The answer is the caller's: the thread index keeps its own copy.
+//
+// An answer names its thread, not the request it answers (Factory.Reply),
+// so a request inside an existing thread (CorrelationID set) is matched by
+// the thread and the two agents: one such request at a time between two
+// agents in a thread (a second is refused with INVALID_MESSAGE), and the
+// late answer to one that gave up (its timeout, its ctx) would be taken as
+// the answer to the next one asked between the same agents in that thread.
+// A request that starts its thread (no CorrelationID) has no such limit.
 func (r *Router) Request(ctx context.Context, env *envelope.Envelope) (*envelope.Envelope, RoutingResult, error) {
 	return r.RequestWithin(ctx, env, 0)
 }
@@ -474,6 +501,9 @@ func (r *Router) RequestWithin(ctx context.Context, env *envelope.Envelope, time
 		err = &envelope.InvalidError{Field: "correlationId", Reason: "a request from this agent to that one in this thread is already waiting for its answer: wait for it, or start a new thread"}
 	default:
 		r.pending[key] = pr
+		if key.thread != env.ID {
+			r.pendingIDs[env.ID] = key
+		}
 		r.expiry.watchLocked(r, pr.deadline)
 	}
 	r.pmu.Unlock()
@@ -486,6 +516,9 @@ func (r *Router) RequestWithin(ctx context.Context, env *envelope.Envelope, time
 		r.pmu.Lock()
 		if r.pending[key] == pr {
 			delete(r.pending, key)
+		}
+		if r.pendingIDs[env.ID] == key {
+			delete(r.pendingIDs, env.ID)
 		}
 		r.pmu.Unlock()
 		// Out of pending, pr gets nothing more (see end): empty, reuse.
@@ -926,7 +959,12 @@ func (r *Router) deliverLocal(env *envelope.Envelope, from, to agentcard.Card, v
 		return nil // a retry of something already delivered: acknowledge, do not redeliver
 	}
 	r.recordThread(env)
-	if r.matchAnswer(env) {
+	// The requester or the handler gets env after the sender's call
+	// returned, and env's payload may be the sender's (see cloneForSend):
+	// copied now, theirs.
+	mine := *env
+	mine.Payload = bytes.Clone(env.Payload)
+	if r.matchAnswer(&mine) {
 		r.seen.add(key)
 		r.emitReceived(env, from, to, via)
 		return nil
@@ -936,10 +974,6 @@ func (r *Router) deliverLocal(env *envelope.Envelope, from, to agentcard.Card, v
 		return &deliveryError{Target: env.Recipient, Reason: "the agent has no handler on its node"}
 	}
 	r.noteAsked(env)
-	// The handler runs after the sender's call returned, and env's payload
-	// may be the sender's (see cloneForSend): copied now, the handler's.
-	mine := *env
-	mine.Payload = bytes.Clone(env.Payload)
 	select {
 	case r.sem <- struct{}{}:
 	case <-r.ctx.Done():

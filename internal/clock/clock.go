@@ -10,6 +10,10 @@
 // Reanchor. Its results carry a monotonic reading, so durations and
 // comparisons between them, or with time.Now's results, are exact.
 //
+// The monotonic clock does not advance while the machine is suspended (or
+// a VM paused): for up to Reanchor after such a pause, Now lags the wall
+// clock by the pause, as after a step of the wall clock.
+//
 // Use Now for event times, envelope timestamps, latencies and deadlines on
 // hot paths; use time.Now where a wall time must be exact to the
 // millisecond right after the system clock was set.
