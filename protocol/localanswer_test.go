@@ -6,37 +6,13 @@ import (
 	"testing"
 	"time"
 
-	mocknet "github.com/libp2p/go-libp2p/p2p/net/mock"
-
-	"github.com/nova-node/nova-node/agentcard"
 	"github.com/nova-node/nova-node/envelope"
-	"github.com/nova-node/nova-node/protocol"
 )
 
 // A local answer sent by an agent with Send (found by review in session 6):
 // the requester's answer is its own, not the sender's payload buffer.
 func TestLocalAnswerIsTheRequesters(t *testing.T) {
-	mn := mocknet.New()
-	defer mn.Close()
-	h, err := mn.GenPeer()
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := agentcard.NewRegistry(h.ID())
-	for _, n := range []string{"a0", "b"} {
-		if _, err := reg.Register(agentcard.Card{ID: n, Name: n, Version: "1.0.0", Tier: 3, Capabilities: []agentcard.Capability{}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	f := envelope.NewFactory()
-	r, err := protocol.New(h, reg, protocol.WithFactory(f))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r, f := mockLocal(t, "a0", "b")
 	r.Handle("a0", func(context.Context, *envelope.Envelope) (any, error) { return nil, nil })
 	sent := make(chan []byte, 1)
 	r.Handle("b", func(_ context.Context, env *envelope.Envelope) (any, error) {

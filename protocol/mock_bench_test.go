@@ -116,3 +116,31 @@ func mockPairWith(b testing.TB, opts func(i int) []protocol.Option) ([2]*protoco
 	}
 	return routers, f
 }
+
+// mockLocal starts one router on a mock network hosting agents names
+// (tier 3, no handlers yet): for traffic between agents of one node.
+func mockLocal(tb testing.TB, names ...string) (*protocol.Router, *envelope.Factory) {
+	tb.Helper()
+	mn := mocknet.New()
+	tb.Cleanup(func() { mn.Close() })
+	h, err := mn.GenPeer()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	reg := agentcard.NewRegistry(h.ID())
+	for _, n := range names {
+		if _, err := reg.Register(agentcard.Card{ID: n, Name: n, Version: "1.0.0", Tier: 3, Capabilities: []agentcard.Capability{}}); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	f := envelope.NewFactory()
+	r, err := protocol.New(h, reg, protocol.WithFactory(f))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := r.Start(tb.Context()); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { r.Close() })
+	return r, f
+}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/nova-node/nova-node/envelope"
 	"github.com/nova-node/nova-node/protocol"
+	"github.com/nova-node/nova-node/testnet"
 )
 
 // Requests share one expiry timer per router: each still fails with a
@@ -146,21 +147,17 @@ func TestWatermarksWrittenBehindTheTraffic(t *testing.T) {
 	if writes, seconds := store.marks.Load(), time.Since(start).Seconds(); float64(writes) > seconds+1 {
 		t.Fatalf("%d watermark writes in %.2f s for %d messages", writes, seconds, n)
 	}
-	deadline := time.Now().Add(3 * time.Second)
-	for {
+	testnet.Eventually(t, 3*time.Second, func() error {
 		marks, _ := store.LoadWatermarks()
 		best := uint64(0)
 		for _, w := range marks {
 			best = max(best, w)
 		}
-		if best == n {
-			break
+		if best != n {
+			return fmt.Errorf("stored watermark %d, want %d", best, n)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("stored watermark %d, want %d", best, n)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // The persister sleeps while it has nothing to write, and wakes when it
@@ -187,21 +184,17 @@ func TestPersisterWakesForEnvelopesToAPeerGone(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	deadline := time.Now().Add(2 * time.Second)
-	for {
+	testnet.Eventually(t, 2*time.Second, func() error {
 		chans, _ := store.LoadOutbox()
 		items := 0
 		for _, c := range chans {
 			items += len(c.Items)
 		}
-		if items == n {
-			return
+		if items != n {
+			return fmt.Errorf("%d of %d envelopes to the gone peer in the outbox", items, n)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d envelopes to the gone peer in the outbox", items, n)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // A request inside an existing thread (its CorrelationID set, as
