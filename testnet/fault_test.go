@@ -335,3 +335,33 @@ func TestPostedPayloadIsNotTheCallers(t *testing.T) {
 		}
 	}
 }
+
+// TestBacklogAcknowledgedWhileWorkedOff: a receiver whose agent is slower
+// than the sender acknowledges what it delivered as it goes (within
+// ackDelay), not only once its queue drained, so the sender does not hold
+// the whole backlog (and a crash of the receiver redelivers only the last
+// few milliseconds: TestReceiverKilledMidStream).
+func TestBacklogAcknowledgedWhileWorkedOff(t *testing.T) {
+	rec := &recorder{work: 2 * time.Millisecond}
+	net := sinkPair(t, rec)
+	postN(t, net.Nodes[0], 0, 200)
+	testnet.Eventually(t, 10*time.Second, func() error {
+		pending := 0
+		for _, c := range net.Nodes[0].Router().Channels() {
+			pending += c.Pending
+		}
+		if seen := rec.len(); seen >= 150 {
+			t.Fatalf("the agent took %d of 200 before the sender saw an ack covering 20 (%d pending)", seen, pending)
+		} else if pending > 200-20 {
+			return fmt.Errorf("%d pending, the agent took %d", pending, seen)
+		}
+		return nil
+	})
+	testnet.Eventually(t, 10*time.Second, func() error {
+		if rec.len() < 200 {
+			return fmt.Errorf("%d of 200 received", rec.len())
+		}
+		return nil
+	})
+	rec.exactlyOnceInOrder(t, 200)
+}
