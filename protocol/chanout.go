@@ -25,6 +25,7 @@ type ChannelInfo struct {
 	Peer    peer.ID `json:"peer"`
 	State   string  `json:"state"`
 	Pending int     `json:"pending"`
+	Stored  int     `json:"stored"` // of Pending, those written to the outbox: they survive a crash
 	NextSeq uint64  `json:"nextSeq"`
 }
 
@@ -74,7 +75,8 @@ type outItem struct {
 	urgent    bool       // flush at once: someone waits for this envelope or its answer
 	ackNow    bool       // the sender waits for the acknowledgement itself
 	enq       time.Time
-	persisted bool
+	persisted bool    // handed to the persister (the write may still be running)
+	stored    bool    // written: the outbox commit succeeded
 	raw       []byte  // the envelope's CBOR, for the outbox
 	buf       *[]byte // raw's buffer, back to encBufs once settled unless persisted
 }
@@ -405,13 +407,21 @@ func (c *outChannel) stop() {
 func (c *outChannel) info() ChannelInfo {
 	c.mu.Lock()
 	defer c.unlock()
-	return ChannelInfo{ID: c.id, From: c.from, To: c.to, Peer: c.p, State: c.m.State().String(), Pending: len(c.m.Pending()), NextSeq: c.m.NextSeq()}
+	pending := c.m.Pending()
+	stored := 0
+	for _, it := range pending {
+		if it.Data.(*outItem).stored {
+			stored++
+		}
+	}
+	return ChannelInfo{ID: c.id, From: c.from, To: c.to, Peer: c.p, State: c.m.State().String(), Pending: len(pending), Stored: stored, NextSeq: c.m.NextSeq()}
 }
 
 // persistOps returns the outbox changes of this channel: items unacknowledged
 // for longer than after (or all, when the channel is not open or force), and
-// persisted items settled since; and whether items are left unwritten.
-func (c *outChannel) persistOps(now time.Time, after time.Duration, force bool) (op OutboxOp, ok, unwritten bool) {
+// persisted items settled since; the items it hands over (for saved); and
+// whether items are left unwritten.
+func (c *outChannel) persistOps(now time.Time, after time.Duration, force bool) (op OutboxOp, put []*outItem, ok, unwritten bool) {
 	c.mu.Lock()
 	defer c.unlock()
 	op = OutboxOp{Channel: c.id, Delete: c.settled}
@@ -425,6 +435,7 @@ func (c *outChannel) persistOps(now time.Time, after time.Duration, force bool) 
 		if force || !open || now.Sub(oi.enq) >= after {
 			oi.persisted = true
 			op.Put = append(op.Put, OutboxItem{Seq: it.Seq, Env: oi.raw})
+			put = append(put, oi)
 		} else {
 			unwritten = true
 		}
@@ -437,7 +448,29 @@ func (c *outChannel) persistOps(now time.Time, after time.Duration, force bool) 
 		op.Drop = true
 		c.metaSaved = false
 	}
-	return op, len(op.Put) > 0 || len(op.Delete) > 0 || op.Drop, unwritten
+	return op, put, len(op.Put) > 0 || len(op.Delete) > 0 || op.Drop, unwritten
+}
+
+// saved records the outcome of writing op, with put its items: they are
+// stored; or, when the write failed, handed back for a later pass to write
+// again, with op's deletions (a failed pass used to leave its items marked
+// as written: they would never have reached the disk).
+func (c *outChannel) saved(op OutboxOp, put []*outItem, err error) {
+	c.mu.Lock()
+	defer c.unlock()
+	for _, oi := range put {
+		if err == nil {
+			oi.stored = true
+		} else {
+			oi.persisted = false
+		}
+	}
+	if err != nil {
+		c.settled = append(op.Delete, c.settled...)
+		if op.From != "" {
+			c.metaSaved = false
+		}
+	}
 }
 
 // Channels describes the outbound channels.

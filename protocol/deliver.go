@@ -301,11 +301,18 @@ func (r *Router) persist(force bool) (more bool, err error) {
 	r.mu.Unlock()
 	now := clock.Now()
 	var ops []OutboxOp
+	type handed struct {
+		c   *outChannel
+		op  OutboxOp
+		put []*outItem
+	}
+	var hs []handed
 	for _, c := range chans {
-		op, ok, unwritten := c.persistOps(now, r.o.persistAfter, force)
+		op, put, ok, unwritten := c.persistOps(now, r.o.persistAfter, force)
 		more = more || unwritten
 		if ok {
 			ops = append(ops, op)
+			hs = append(hs, handed{c, op, put})
 			if op.Drop {
 				r.mu.Lock() // Drop means closed, and a closed channel never reopens
 				if r.outByID[c.id] == c {
@@ -317,6 +324,9 @@ func (r *Router) persist(force bool) (more bool, err error) {
 	}
 	if len(ops) > 0 {
 		err = r.o.store.SaveOutbox(ops)
+		for _, h := range hs {
+			h.c.saved(h.op, h.put, err)
+		}
 	}
 	// Watermarks alone are written at most every watermarkEvery: a message
 	// now and then cost each node a commit, about a millisecond of CPU and
@@ -358,7 +368,7 @@ func (r *Router) restoreLocked(oc OutboxChannel) {
 			r.log.Warnw("dropping unreadable outbox envelope", "channel", oc.ID, "seq", it.Seq, "err", err)
 			continue
 		}
-		items = append(items, channel.Item{Seq: it.Seq, Data: &outItem{env: env, raw: it.Env, persisted: true, enq: clock.Now()}})
+		items = append(items, channel.Item{Seq: it.Seq, Data: &outItem{env: env, raw: it.Env, persisted: true, stored: true, enq: clock.Now()}})
 	}
 	c := &outChannel{r: r, id: oc.ID, from: oc.From, to: oc.To, p: p, metaSaved: true}
 	r.outByID[c.id] = c

@@ -274,3 +274,62 @@ func TestAnswerNamingTheRequestInsideAThread(t *testing.T) {
 		t.Fatalf("answer %v, %v", resp, err)
 	}
 }
+
+// failingStore fails its first fails outbox writes, like a full disk.
+type failingStore struct {
+	*protocol.MemStore
+	fails atomic.Int64
+}
+
+func (s *failingStore) SaveOutbox(ops []protocol.OutboxOp) error {
+	if s.fails.Add(-1) >= 0 {
+		return errors.New("disk full")
+	}
+	return s.MemStore.SaveOutbox(ops)
+}
+
+// Envelopes whose outbox write failed are written by a later pass (a failed
+// pass used to leave them marked as written, so they never reached the
+// disk), and ChannelInfo.Stored counts only those the store took.
+func TestOutboxWriteFailureIsRetried(t *testing.T) {
+	store := &failingStore{MemStore: protocol.NewMemStore()}
+	store.fails.Store(3)
+	routers, f := mockPairWith(t, func(i int) []protocol.Option {
+		if i == 0 { // retries of 2+4+8 s: the envelopes stay pending while the test looks
+			return []protocol.Option{protocol.WithStore(store), protocol.WithRetry(3, 2*time.Second)}
+		}
+		return nil
+	})
+	env, _ := f.New("a0", "a1", envelope.TypeRequest, []byte(`"warm"`))
+	if _, _, err := routers[0].RequestWithin(t.Context(), env, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	routers[1].Close()
+	const n = 5
+	for range n {
+		env, _ := f.New("a0", "a1", envelope.TypeNotification, nil)
+		if _, err := routers[0].Post(t.Context(), env); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testnet.Eventually(t, 5*time.Second, func() error {
+		chans, _ := store.LoadOutbox()
+		items := 0
+		for _, c := range chans {
+			items += len(c.Items)
+		}
+		pending, stored := 0, 0
+		for _, c := range routers[0].Channels() {
+			pending, stored = pending+c.Pending, stored+c.Stored
+		}
+		// n, or n+1 when the warm-up request was not acknowledged before
+		// the peer closed (its answer showed it arrived).
+		if items < n || pending != items || stored != items {
+			return fmt.Errorf("%d envelopes in the outbox (want %d or more), %d pending, %d reported stored", items, n, pending, stored)
+		}
+		return nil
+	})
+	if store.fails.Load() >= 0 {
+		t.Fatalf("the store failed only %d of 3 writes: the test did not exercise a failure", 3-store.fails.Load()-1)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -39,21 +40,118 @@ func maybeCrashSink() {
 	if dir == "" {
 		return
 	}
-	if err := runCrashSink(dir, os.Getenv(crashSinkListen)); err != nil {
-		fmt.Fprintln(os.Stderr, "crash sink:", err)
+	run := runCrashSink
+	if os.Getenv(crashSender) != "" {
+		run = runCrashSender
+	}
+	if err := run(dir, os.Getenv(crashSinkListen)); err != nil {
+		fmt.Fprintln(os.Stderr, "crash child:", err)
 		os.Exit(1)
 	}
 	os.Exit(0)
 }
 
-func runCrashSink(dir, listen string) error {
+// crashSender, set with crashSinkDir, makes the child a sending node
+// instead, hosting agent "a0" and driven by lines on its stdin (see
+// runCrashSender).
+const crashSender = "NOVA_CRASHSENDER"
+
+// crashConfig is the child's node config on dir, listening on listen.
+func crashConfig(dir, listen string) node.Config {
 	cfg := node.DefaultConfig()
 	cfg.DataDir = filepath.Join(dir, "data")
 	cfg.Listen = []string{listen}
 	cfg.Agents = nil
 	cfg.APISocket = filepath.Join(dir, "api.sock")
 	cfg.MDNS = false // the network rule: no mDNS outside a namespace
+	return cfg
+}
+
+// runCrashSender runs a node hosting "a0" and answers, one line each:
+//
+//	connect <peer> <addr>  dial a node and wait for its agent "sink"
+//	post <from> <to>       post the integers from..to-1 to "sink"
+//	stored <n>             wait until n envelopes are pending and written
+//	                       to the outbox (ChannelInfo.Stored)
+//
+// with "ok" or "error: ...".
+func runCrashSender(dir, listen string) error {
+	cfg := crashConfig(dir, listen)
+	cfg.Agents = []node.AgentConfig{node.DefaultAgent("a0")}
+	cfg.RetryDelay = 2 * time.Second // 2+4+8 s of retries: time for both restarts
 	nd, err := node.New(cfg)
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	if err := nd.Start(ctx); err != nil {
+		return err
+	}
+	fmt.Printf("ready %s %s\n", nd.ID(), nd.Host().Addrs()[0])
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		f := strings.Fields(in.Text())
+		err := func() error {
+			switch {
+			case len(f) == 3 && f[0] == "connect":
+				id, err := peer.Decode(f[1])
+				if err != nil {
+					return err
+				}
+				a, err := multiaddr.NewMultiaddr(f[2])
+				if err != nil {
+					return err
+				}
+				if err := nd.Host().Connect(ctx, peer.AddrInfo{ID: id, Addrs: []multiaddr.Multiaddr{a}}); err != nil {
+					return err
+				}
+				return waitFor(10*time.Second, func() bool { _, ok := nd.Registry().Get("sink@" + id.String()); return ok })
+			case len(f) == 3 && f[0] == "post":
+				from, _ := strconv.Atoi(f[1])
+				to, _ := strconv.Atoi(f[2])
+				for i := from; i < to; i++ {
+					env, err := nd.NewEnvelope("a0", "sink", envelope.TypeNotification, i)
+					if err != nil {
+						return err
+					}
+					if _, err := nd.Router().Post(ctx, env); err != nil {
+						return err
+					}
+				}
+				return nil
+			case len(f) == 2 && f[0] == "stored":
+				n, _ := strconv.Atoi(f[1])
+				return waitFor(10*time.Second, func() bool {
+					pending, stored := 0, 0
+					for _, c := range nd.Router().Channels() {
+						pending, stored = pending+c.Pending, stored+c.Stored
+					}
+					return pending >= n && stored == pending
+				})
+			}
+			return fmt.Errorf("unknown command %q", in.Text())
+		}()
+		if err != nil {
+			fmt.Println("error:", err)
+		} else {
+			fmt.Println("ok")
+		}
+	}
+	select {} // until killed
+}
+
+// waitFor polls cond (the child has no testing.T for testnet.Eventually).
+func waitFor(timeout time.Duration, cond func() bool) error {
+	for end := time.Now().Add(timeout); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(end) {
+			return fmt.Errorf("not done after %s", timeout)
+		}
+	}
+	return nil
+}
+
+func runCrashSink(dir, listen string) error {
+	nd, err := node.New(crashConfig(dir, listen))
 	if err != nil {
 		return err
 	}
@@ -81,41 +179,49 @@ func runCrashSink(dir, listen string) error {
 	select {} // until killed: the test never closes this node
 }
 
-// crashSink is a running sink process.
+// crashSink is a running child node process (a sink, or a sender).
 type crashSink struct {
-	cmd  *exec.Cmd
-	id   peer.ID
-	addr multiaddr.Multiaddr
+	cmd   *exec.Cmd
+	id    peer.ID
+	addr  multiaddr.Multiaddr
+	stdin io.WriteCloser
+	lines chan string // the child's stdout, line by line
 }
 
 // startCrashSink starts this test binary as a sink node on dir, listening
 // on listen, and waits until it is ready.
 func startCrashSink(t *testing.T, dir, listen string) *crashSink {
+	return startCrashChild(t, dir, listen)
+}
+
+// startCrashChild starts this test binary as a child node with env added,
+// and waits until it is ready.
+func startCrashChild(t *testing.T, dir, listen string, env ...string) *crashSink {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run", "^$")
-	cmd.Env = append(os.Environ(), crashSinkDir+"="+dir, crashSinkListen+"="+listen)
+	cmd.Env = append(append(os.Environ(), crashSinkDir+"="+dir, crashSinkListen+"="+listen), env...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	s := &crashSink{cmd: cmd}
+	s := &crashSink{cmd: cmd, stdin: stdin, lines: make(chan string, 16)}
 	t.Cleanup(s.kill) // only the process this test started, by its PID
-	ready := make(chan string, 1)
-	go func() {
-		line, _ := bufio.NewReader(out).ReadString('\n')
-		ready <- line
-		_, _ = bufio.NewReader(out).WriteTo(discard{}) // keep the pipe drained until the process ends
+	go func() {       // ends when the process does (its stdout closes)
+		defer close(s.lines)
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			s.lines <- sc.Text()
+		}
 	}()
-	var line string
-	select {
-	case line = <-ready:
-	case <-time.After(20 * time.Second):
-		t.Fatal("the crash sink did not start within 20 s")
-	}
+	line := s.next(t, 20*time.Second)
 	var id, addr string
 	if _, err := fmt.Sscanf(line, "ready %s %s", &id, &addr); err != nil {
 		t.Fatalf("crash sink said %q: %v", line, err)
@@ -129,9 +235,32 @@ func startCrashSink(t *testing.T, dir, listen string) *crashSink {
 	return s
 }
 
-type discard struct{}
+// next returns the child's next line of output.
+func (s *crashSink) next(t *testing.T, timeout time.Duration) string {
+	t.Helper()
+	select {
+	case line, ok := <-s.lines:
+		if !ok {
+			t.Fatal("the child process ended")
+		}
+		return line
+	case <-time.After(timeout):
+		t.Fatalf("no word from the child process within %s", timeout)
+	}
+	return ""
+}
 
-func (discard) Write(p []byte) (int, error) { return len(p), nil }
+// do sends a command to a crash sender and waits for its "ok".
+func (s *crashSink) do(t *testing.T, format string, a ...any) {
+	t.Helper()
+	cmd := fmt.Sprintf(format, a...)
+	if _, err := fmt.Fprintln(s.stdin, cmd); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.next(t, 30*time.Second); got != "ok" {
+		t.Fatalf("%s: the sender said %q", cmd, got)
+	}
+}
 
 // kill sends SIGKILL and reaps the process (idempotent).
 func (s *crashSink) kill() {
@@ -295,4 +424,53 @@ func TestReceiverKilledMidStream(t *testing.T) {
 	if failed > 0 {
 		t.Fatalf("%d DELIVERY_FAILED events: the sender gave up during the restart", failed)
 	}
+}
+
+// TestSenderKilledKeepsOutbox: envelopes posted to a receiver that is down
+// are written to the sender's outbox (ChannelInfo.Stored), so a sender
+// killed with SIGKILL, restarted from the same data dir, delivers them when
+// the receiver is back: each exactly once, in order, after those delivered
+// before. (TestSenderRestartKeepsOutbox does this with a Close, which
+// writes everything; this one depends on what the persister wrote on its
+// own.)
+func TestSenderKilledKeepsOutbox(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts node processes")
+	}
+	rec := &recorder{}
+	net := testnet.New(t, 1, testnet.WithTransport(testnet.TCP))
+	rec.register(t)(net.Nodes[0])
+	cfg := net.Nodes[0].Config()
+	cfg.Listen = nil
+	for _, a := range net.Nodes[0].Host().Addrs() {
+		cfg.Listen = append(cfg.Listen, a.String())
+	}
+	recvAddr := func() string { return net.Nodes[0].Host().Addrs()[0].String() }
+
+	dir := t.TempDir()
+	sender := startCrashChild(t, dir, "/ip4/127.0.0.1/tcp/0", crashSender+"=1")
+	sender.do(t, "connect %s %s", net.Nodes[0].ID(), recvAddr())
+	sender.do(t, "post 0 100")
+	testnet.Eventually(t, 10*time.Second, func() error {
+		if rec.len() < 100 {
+			return fmt.Errorf("%d of 100 received", rec.len())
+		}
+		return nil
+	})
+
+	net.Kill(0) // the receiver goes away
+	sender.do(t, "post 100 200")
+	sender.do(t, "stored 100") // on disk: the channel is down
+	sender.kill()
+
+	sender = startCrashChild(t, dir, sender.addr.String(), crashSender+"=1")
+	net.Start(0, cfg, rec.register(t))
+	sender.do(t, "connect %s %s", net.Nodes[0].ID(), recvAddr())
+	testnet.Eventually(t, 20*time.Second, func() error {
+		if rec.len() < 200 {
+			return fmt.Errorf("%d of 200 received after both restarts", rec.len())
+		}
+		return nil
+	})
+	rec.exactlyOnceInOrder(t, 200)
 }

@@ -66,7 +66,7 @@ the last errors and security events. --reset zeroes the counters.`,
 				return st.Channels[i].From+st.Channels[i].To < st.Channels[j].From+st.Channels[j].To
 			})
 			for _, ch := range st.Channels {
-				fmt.Fprintf(w, "  %-13s %s -> %s  pending %d  next seq %d\n", ch.State, shortAddr(ch.From), shortAddr(ch.To), ch.Pending, ch.NextSeq)
+				fmt.Fprintf(w, "  %-13s %s -> %s  pending %d (%d on disk)  next seq %d\n", ch.State, shortAddr(ch.From), shortAddr(ch.To), ch.Pending, ch.Stored, ch.NextSeq)
 			}
 			m := st.Metrics
 			fmt.Fprintf(w, "\nMESSAGES  sent %d  received %d  errors %d  security events %d  avg routing %.3f ms\n",
