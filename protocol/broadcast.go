@@ -210,15 +210,19 @@ func (r *Router) deliverBroadcast(env *envelope.Envelope, from agentcard.Card, v
 		if h == nil {
 			continue
 		}
+		// The slot is taken here, before a goroutine exists: a stream of
+		// broadcasts to slow agents waits in GossipSub's bounded queue
+		// (which drops the excess) instead of piling up goroutines.
+		select {
+		case r.sem <- struct{}{}:
+		case <-r.ctx.Done():
+			return n
+		}
 		if !r.spawn(func() {
-			select {
-			case r.sem <- struct{}{}:
-			case <-r.ctx.Done():
-				return
-			}
 			defer func() { <-r.sem }()
 			r.runHandler(h, env, from, to, false, false, clock.Now()) // a broadcast is not recorded as a question; each agent gets its own payload
 		}) {
+			<-r.sem
 			return n
 		}
 		n++

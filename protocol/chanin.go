@@ -47,7 +47,9 @@ type inStream struct {
 }
 
 func newInStream(r *Router, st network.Stream) *inStream {
-	return &inStream{r: r, st: st, bw: bufio.NewWriterSize(st, 4<<10)}
+	s := &inStream{r: r, st: st}
+	s.bw = bufio.NewWriterSize(deadlineWriter{st, &s.dl}, 4<<10)
+	return s
 }
 
 // send writes one frame and flushes if asked. Errors are sticky; the stream
@@ -67,15 +69,22 @@ func (s *inStream) writeLocked(b []byte, flush bool) {
 		return
 	}
 	if err := frame.Write(s.bw, b); err != nil {
-		s.err = err
+		s.failLocked(err)
 		return
 	}
 	if flush {
-		s.dl.extend(writeTimeout, s.st.SetWriteDeadline)
 		if err := s.bw.Flush(); err != nil {
-			s.err = err
+			s.failLocked(err)
 		}
 	}
+}
+
+// failLocked makes a write error sticky and resets the stream: its peer
+// and our stream loop see it end, and the channels reopen on a new one
+// (acks written after a failed write would never leave).
+func (s *inStream) failLocked(err error) {
+	s.err = err
+	_ = s.st.Reset()
 }
 
 func (s *inStream) flush() {
@@ -86,9 +95,8 @@ func (s *inStream) flush() {
 
 func (s *inStream) flushLocked() {
 	if s.err == nil && s.bw.Buffered() > 0 {
-		s.dl.extend(writeTimeout, s.st.SetWriteDeadline)
 		if err := s.bw.Flush(); err != nil {
-			s.err = err
+			s.failLocked(err)
 		}
 	}
 }
@@ -195,9 +203,9 @@ func (s *inStream) close() {
 // persisted by the Router's persister, so a retransmission after a restart
 // of either side is recognised as a duplicate.
 type inChannel struct {
-	key      string // <peerID>/<channel id>
-	id       string
-	from, to agentcard.Card
+	key   string // <peerID>/<channel id>
+	id    string
+	cards atomic.Pointer[inCards] // replaced whole when a re-open refreshes them: read without mu by the stream loop
 
 	mu        sync.Mutex
 	watermark uint64
@@ -212,6 +220,9 @@ type inChannel struct {
 
 	known atomic.Pointer[route] // the last attribution of the pair, for the stream loop (see receive)
 }
+
+// inCards are the attributed cards of an inbound channel's pair.
+type inCards struct{ from, to agentcard.Card }
 
 type inItem struct {
 	seq    uint64
@@ -245,7 +256,8 @@ func (r *Router) accept(ic *inChannel, out *inStream, it inItem) (startWork bool
 	if !ic.running && it.err == nil && it.env != nil && r.isAwaited(it.env, ic) {
 		ic.running = true
 		ic.mu.Unlock()
-		_ = r.deliverSync(it.env, ic.from, ic.to, out, it.at)
+		c := ic.cards.Load()
+		_ = r.deliverSync(it.env, c.from, c.to, out, it.at)
 		ic.mu.Lock()
 		ic.watermark, ic.dirty = it.seq, true
 		r.wakePersister()
@@ -288,9 +300,12 @@ func (r *Router) work(ic *inChannel) {
 		out := ic.out
 		ic.mu.Unlock()
 
-		if it.err != nil {
-			out.send(&wireMsg{Kind: kindNack, Ch: ic.id, Seq: it.seq, Code: CodeOf(it.err), Msg: it.err.Error()}, false)
-		} else if err := r.deliverSync(it.env, ic.from, ic.to, out, it.at); err != nil {
+		err := it.err
+		if err == nil {
+			c := ic.cards.Load()
+			err = r.deliverSync(it.env, c.from, c.to, out, it.at)
+		}
+		if err != nil {
 			out.send(&wireMsg{Kind: kindNack, Ch: ic.id, Seq: it.seq, Code: CodeOf(err), Msg: err.Error()}, false)
 		}
 		ic.mu.Lock()

@@ -209,6 +209,18 @@ func (r *Router) deliverSync(env *envelope.Envelope, from, to agentcard.Card, ou
 	}
 	r.noteAsked(env)
 	r.emitReceivedAt(env, from, to, via, at)
+	// Each channel runs one handler at a time, but a peer opens as many
+	// channels as it likes: handlers from channels take a slot, so no
+	// more than the concurrency bound run at once. Their own pool, not
+	// the local one: a handler that sends to a local agent takes a local
+	// slot while it holds this one, and if both came from one pool, enough
+	// such handlers would wait on each other forever. Answers (above)
+	// take none, so a handler awaiting one never blocks its delivery.
+	select {
+	case r.chSem <- struct{}{}:
+		defer func() { <-r.chSem }()
+	case <-r.ctx.Done(): // closing: Close waits for this worker anyway
+	}
 	r.runHandler(h, env, from, to, true, true, at) // the handler's alone: the thread index keeps a copy
 	return nil
 }

@@ -159,7 +159,14 @@ func (rd *inReader) frame(body []byte, at time.Time) (ic *inChannel, ask bool, e
 		}
 		ic.mu.Lock()
 		dup := m.Seq <= ic.queued
+		backlog := len(ic.queue)
 		ic.mu.Unlock()
+		if !dup && backlog >= maxPending {
+			// A sender keeps at most maxPending envelopes unacknowledged,
+			// and the queue holds only unacknowledged ones: this peer
+			// ignores the bound, and would grow the queue without one.
+			return nil, false, fmt.Errorf("%w: more than %d envelopes unacknowledged on channel %s", ErrProtocol, maxPending, m.Ch)
+		}
 		it := inItem{seq: m.Seq, ackNow: m.Ack, at: at}
 		if !dup {
 			// The canonical decoder read m.env from m.Env: unless receive
@@ -202,20 +209,35 @@ func (r *Router) openIn(p peer.ID, pStr string, m *inMsg) (uint64, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if ic := r.inChans[key]; ic != nil {
-		if ic.from.Address() != from.Address() || ic.to.Address() != to.Address() {
+		if c := ic.cards.Load(); c.from.Address() != from.Address() || c.to.Address() != to.Address() {
 			return 0, &senderError{Sender: m.From, Peer: p, Reason: "channel id reused for another agent pair"}
 		}
+		ic.cards.Store(&inCards{from, to}) // refreshed cards
 		ic.mu.Lock()
-		ic.from, ic.to = from, to // refreshed cards
 		w := ic.watermark
 		ic.mu.Unlock()
 		return w, nil
 	}
-	ic := &inChannel{key: key, id: m.Ch, from: from, to: to, watermark: r.watermarks[key]}
+	if r.inPerPeer[p] >= maxInChannelsPerPeer {
+		return 0, fmt.Errorf("%w: peer %s has %d channels open to this node, the most it may", ErrProtocol, shortID(p), maxInChannelsPerPeer)
+	}
+	ic := &inChannel{key: key, id: m.Ch, watermark: r.watermarks[key]}
+	ic.cards.Store(&inCards{from, to})
 	ic.queued = ic.watermark
 	r.inChans[key] = ic
+	r.inPerPeer[p]++
 	return ic.watermark, nil
 }
+
+// maxInChannelsPerPeer bounds the inbound channels one peer may open while
+// this node runs. A channel is an agent pair, and an honest peer opens one
+// per pair of its agents and ours, once per run of its node (a restarted
+// sender reuses the channels in its outbox and opens new ones for the
+// rest); a peer opening fresh channel IDs without end would grow this
+// node's channel table without bound. Known limit: channels are not
+// dropped when their stream ends, so a peer restarted some thousand times
+// while this node runs reaches the bound too (until this node restarts).
+const maxInChannelsPerPeer = 4096
 
 func (r *Router) localRecipient(addr string) (agentcard.Card, error) {
 	id, host, _ := strings.Cut(addr, "@")
@@ -288,7 +310,8 @@ func (r *Router) receive(p peer.ID, pStr string, ic *inChannel, raw []byte, deco
 	}
 	lease := r.reg.Lease() // before the lookups: see agentcard.Lease
 	from, err := r.attribute(p, pStr, env)
-	if err == nil && !ic.from.HasAddress(env.Sender) {
+	cards := ic.cards.Load()
+	if err == nil && !cards.from.HasAddress(env.Sender) {
 		err = &senderError{Sender: env.Sender, Peer: p, Reason: "the envelope's sender is not the agent this channel was opened for"}
 	}
 	if err != nil {
@@ -301,7 +324,7 @@ func (r *Router) receive(p peer.ID, pStr string, ic *inChannel, raw []byte, deco
 	if err != nil {
 		return env, err
 	}
-	if to.ID != ic.to.ID || to.Host != ic.to.Host {
+	if to.ID != cards.to.ID || to.Host != cards.to.Host {
 		return env, &senderError{Sender: env.Sender, Peer: p, Reason: "the envelope's recipient is not the agent this channel was opened for"}
 	}
 	if !to.HasAddress(env.Recipient) {

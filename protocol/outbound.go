@@ -49,14 +49,15 @@ type openResult struct {
 }
 
 func (r *Router) newOutStream(p peer.ID, st network.Stream) *outStream {
-	return &outStream{
+	s := &outStream{
 		r: r, p: p, st: st, opened: clock.Now(),
 		kick:    make(chan struct{}, 1),
 		done:    make(chan struct{}),
-		bw:      bufio.NewWriterSize(st, 16<<10),
 		opening: map[string]chan openResult{},
 		bound:   map[*outChannel]struct{}{},
 	}
+	s.bw = bufio.NewWriterSize(deadlineWriter{st, &s.dl}, 16<<10)
+	return s
 }
 
 func (s *outStream) dead() bool {
@@ -125,7 +126,6 @@ func (s *outStream) writeWith(urgent bool, fill func(bw *bufio.Writer) error) er
 	}
 	err := fill(s.bw)
 	if err == nil && urgent {
-		s.dl.extend(writeTimeout, s.st.SetWriteDeadline)
 		err = s.bw.Flush()
 	}
 	if err != nil {
@@ -155,7 +155,6 @@ func (s *outStream) flushLoop() {
 		s.wmu.Lock()
 		var err error
 		if s.werr == nil && s.bw.Buffered() > 0 {
-			s.dl.extend(writeTimeout, s.st.SetWriteDeadline)
 			if err = s.bw.Flush(); err != nil {
 				s.werr = err
 			}

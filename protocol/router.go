@@ -69,6 +69,7 @@ type Router struct {
 	outByPair     map[agentPair]*outChannel          // current channel of each pair
 	outByID       map[string]*outChannel
 	inChans       map[string]*inChannel // "<peerID>/<channel id>"
+	inPerPeer     map[peer.ID]int       // inChans per peer (see maxInChannelsPerPeer)
 	watermarks    map[string]uint64     // persisted inbound watermarks, loaded at Start
 	out           map[peer.ID]*outStream
 	opening       map[peer.ID]chan struct{}
@@ -92,8 +93,9 @@ type Router struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
-	sem    chan struct{}
-	jobs   chan func() // idle workers take work here (see goWork)
+	sem    chan struct{} // slots of local and broadcast handler calls
+	chSem  chan struct{} // slots of handler calls from channels (see deliverSync)
+	jobs   chan func()   // idle workers take work here (see goWork)
 	sub    event.Subscription
 	bc     *broadcaster
 }
@@ -196,6 +198,7 @@ func New(h host.Host, reg *agentcard.Registry, opts ...Option) (*Router, error) 
 		outByPair:     make(map[agentPair]*outChannel),
 		outByID:       make(map[string]*outChannel),
 		inChans:       make(map[string]*inChannel),
+		inPerPeer:     make(map[peer.ID]int),
 		watermarks:    make(map[string]uint64),
 		out:           make(map[peer.ID]*outStream),
 		opening:       make(map[peer.ID]chan struct{}),
@@ -210,6 +213,7 @@ func New(h host.Host, reg *agentcard.Registry, opts ...Option) (*Router, error) 
 		sealed:        make(map[string]sealedCard),
 		threads:       envelope.NewThreads(10000, envelope.DefaultThreadBytes),
 		sem:           make(chan struct{}, o.concurrency),
+		chSem:         make(chan struct{}, o.concurrency),
 		jobs:          make(chan func()),
 	}, nil
 }

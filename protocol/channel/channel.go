@@ -260,6 +260,15 @@ func (m *Machine) Step(e Event) ([]Action, error) {
 		if done := m.settle(e.Watermark); len(done) > 0 {
 			acts = append(acts, Delivered{Items: done})
 		}
+		// The receiver took sequences this machine does not know of: a
+		// channel restored from the outbox after a crash numbers on from
+		// its last written item, and the receiver may have taken later
+		// ones that were never written. Reusing their numbers would have
+		// the receiver take new envelopes for duplicates, acknowledge
+		// them, and drop them.
+		if e.Watermark >= m.next {
+			m.next = e.Watermark + 1
+		}
 		m.attempt = 0
 		acts = m.to(Open, acts)
 		if len(m.pending) > 0 {

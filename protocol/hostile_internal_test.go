@@ -1,0 +1,534 @@
+package protocol
+
+// Hostile peers, from a review of the inbound paths (session 7): each test
+// reproduces a defect found then, and fails without its fix.
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"fmt"
+	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p"
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/nova-node/nova-node/agentcard"
+	"github.com/nova-node/nova-node/envelope"
+	"github.com/nova-node/nova-node/protocol/frame"
+	"github.com/nova-node/nova-node/tiers"
+)
+
+type rvTarget struct {
+	h   host.Host
+	r   *Router
+	reg *agentcard.Registry
+}
+
+func rvNewTarget(t *testing.T, opts ...Option) *rvTarget {
+	t.Helper()
+	h, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	reg := agentcard.NewRegistry(h.ID())
+	if _, err := reg.Register(agentcard.Card{ID: "a0", Name: "a0", Version: "1.0.0", Tier: 3, Capabilities: []agentcard.Capability{}}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := New(h, reg, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return &rvTarget{h: h, r: r, reg: reg}
+}
+
+type rvMallory struct {
+	t   *testing.T
+	h   host.Host
+	key crypto.PrivKey
+}
+
+func rvNewMallory(t *testing.T, tg *rvTarget) *rvMallory {
+	t.Helper()
+	key, _, _ := crypto.GenerateEd25519Key(rand.Reader)
+	h, err := libp2p.New(libp2p.Identity(key), libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	if err := h.Connect(t.Context(), peer.AddrInfo{ID: tg.h.ID(), Addrs: tg.h.Addrs()}); err != nil {
+		t.Fatal(err)
+	}
+	return &rvMallory{t: t, h: h, key: key}
+}
+
+func (m *rvMallory) addr(id string) string { return id + "@" + m.h.ID().String() }
+
+type rvStream struct {
+	st network.Stream
+	bw *bufio.Writer
+	mu sync.Mutex
+}
+
+func (m *rvMallory) stream(tg *rvTarget, agents ...string) *rvStream {
+	m.t.Helper()
+	st, err := m.h.NewStream(m.t.Context(), tg.h.ID(), IDA2A)
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	s := &rvStream{st: st, bw: bufio.NewWriterSize(st, 64<<10)}
+	var cards [][]byte
+	for _, a := range agents {
+		c := agentcard.Card{ID: a, Name: a, Version: "1.0.0", Tier: tiers.L3, Protocols: []string{"a2a/1.0"},
+			Capabilities: []agentcard.Capability{}, Host: m.h.ID().String()}
+		b, err := agentcard.Seal(c, m.key)
+		if err != nil {
+			m.t.Fatal(err)
+		}
+		cards = append(cards, b)
+	}
+	s.write(&wireMsg{Kind: kindHello, Cards: cards})
+	s.flush()
+	return s
+}
+
+func (s *rvStream) write(msg *wireMsg) {
+	b, err := encodeMsg(msg)
+	if err != nil {
+		panic(err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_ = frame.Write(s.bw, b)
+}
+
+func (s *rvStream) flush() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_ = s.bw.Flush()
+}
+
+// drain reads (and discards) what the target writes back.
+func (s *rvStream) drain() {
+	go func() {
+		fr := frame.NewReader(s.st, 0)
+		for {
+			if _, err := fr.Next(); err != nil {
+				return
+			}
+		}
+	}()
+}
+
+func rvWait(t *testing.T, d time.Duration, f func() bool) bool {
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+		if f() {
+			return true
+		}
+	}
+	return f()
+}
+
+// One peer grows r.inChans (and later the persisted watermarks) without
+// bound with open frames of fresh channel ids: nothing ever removes an entry.
+func TestHostileInChansUnbounded(t *testing.T) {
+	tg := rvNewTarget(t)
+	m := rvNewMallory(t, tg)
+	s := m.stream(tg, "m")
+	s.drain()
+	const n = 50000
+	for i := range n {
+		s.write(&wireMsg{Kind: kindOpen, Ch: fmt.Sprintf("c%07d", i), From: m.addr("m"), To: "a0"})
+	}
+	s.flush()
+	ok := rvWait(t, 3*time.Second, func() bool {
+		tg.r.mu.Lock()
+		defer tg.r.mu.Unlock()
+		return len(tg.r.inChans) >= n
+	})
+	tg.r.mu.Lock()
+	got := len(tg.r.inChans)
+	tg.r.mu.Unlock()
+	t.Logf("inbound channels held for one peer: %d (ok=%v)", got, ok)
+	_ = s.st.Close()
+	time.Sleep(200 * time.Millisecond)
+	tg.r.mu.Lock()
+	got = len(tg.r.inChans)
+	tg.r.mu.Unlock()
+	t.Logf("after the peer closed its stream: %d still held", got)
+	if got > maxInChannelsPerPeer {
+		t.Errorf("DEFECT: a peer's open frames grew inChans to %d entries, over the bound of %d", got, maxInChannelsPerPeer)
+	}
+}
+
+// One channel's receive queue grows without bound while its handler is
+// slow: the stream reader keeps reading and appending.
+func TestHostileInboundQueueUnbounded(t *testing.T) {
+	tg := rvNewTarget(t)
+	release := make(chan struct{})
+	defer close(release)
+	tg.r.Handle("a0", func(ctx context.Context, env *envelope.Envelope) (any, error) {
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return nil, nil
+	})
+	m := rvNewMallory(t, tg)
+	s := m.stream(tg, "m")
+	s.drain()
+	s.write(&wireMsg{Kind: kindOpen, Ch: "c1", From: m.addr("m"), To: "a0"})
+	s.flush()
+	f := envelope.NewFactory()
+	const n = 30000
+	payload := make([]byte, 0, 1024)
+	payload = append(payload, '"')
+	for range 1000 {
+		payload = append(payload, 'x')
+	}
+	payload = append(payload, '"')
+	for i := range n {
+		env, err := f.New(m.addr("m"), "a0", envelope.TypeNotification, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		env.Payload = payload
+		s.write(&wireMsg{Kind: kindEnvelope, Ch: "c1", Seq: uint64(i + 1), Env: env})
+	}
+	s.flush()
+	var q int
+	rvWait(t, 3*time.Second, func() bool {
+		tg.r.mu.Lock()
+		ic := tg.r.inChans[m.h.ID().String()+"/c1"]
+		tg.r.mu.Unlock()
+		if ic == nil {
+			return false
+		}
+		ic.mu.Lock()
+		q = len(ic.queue)
+		ic.mu.Unlock()
+		return q >= n-1
+	})
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	t.Logf("queued on one inbound channel: %d envelopes (~1 KiB each), heap in use %d MiB", q, ms.HeapInuse>>20)
+	if q > maxPending {
+		t.Errorf("DEFECT: one peer queued %d envelopes on one channel (the sender side caps itself at %d; the receiver caps nothing)", q, maxPending)
+	}
+}
+
+// Handlers of envelopes received on channels run on each channel's worker,
+// outside the router's concurrency bound (r.sem, 256 by default): a peer
+// that opens many channels runs as many handlers at once.
+func TestHostileHandlerConcurrencyUnbounded(t *testing.T) {
+	tg := rvNewTarget(t)
+	release := make(chan struct{})
+	var running, peak atomic.Int64
+	tg.r.Handle("a0", func(ctx context.Context, env *envelope.Envelope) (any, error) {
+		n := running.Add(1)
+		for {
+			p := peak.Load()
+			if n <= p || peak.CompareAndSwap(p, n) {
+				break
+			}
+		}
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		running.Add(-1)
+		return nil, nil
+	})
+	defer close(release)
+	m := rvNewMallory(t, tg)
+	s := m.stream(tg, "m")
+	s.drain()
+	f := envelope.NewFactory()
+	const n = 2000
+	for i := range n {
+		ch := fmt.Sprintf("c%05d", i)
+		s.write(&wireMsg{Kind: kindOpen, Ch: ch, From: m.addr("m"), To: "a0"})
+		env, _ := f.New(m.addr("m"), "a0", envelope.TypeNotification, nil)
+		s.write(&wireMsg{Kind: kindEnvelope, Ch: ch, Seq: 1, Env: env})
+	}
+	s.flush()
+	rvWait(t, 3*time.Second, func() bool { return peak.Load() >= n })
+	t.Logf("peak concurrent handler calls driven by one peer: %d (router concurrency option: %d); goroutines: %d", peak.Load(), tg.r.o.concurrency, runtime.NumGoroutine())
+	if peak.Load() > int64(tg.r.o.concurrency) {
+		t.Errorf("DEFECT: %d handler calls at once, over the %d bound", peak.Load(), tg.r.o.concurrency)
+	}
+}
+
+// openIn rewrites ic.from/ic.to under ic.mu, while the stream reader
+// (receive) and the channel's worker (deliverSync) read them without it:
+// a peer re-opening a channel on a second stream while envelopes flow on
+// the first is a data race on two Card structs (strings, slices). Run with
+// -race.
+func TestHostileReopenRace(t *testing.T) {
+	tg := rvNewTarget(t)
+	tg.r.Handle("a0", func(context.Context, *envelope.Envelope) (any, error) { return nil, nil })
+	m := rvNewMallory(t, tg)
+	s1 := m.stream(tg, "m")
+	s1.drain()
+	s2 := m.stream(tg, "m")
+	s2.drain()
+	s1.write(&wireMsg{Kind: kindOpen, Ch: "c1", From: m.addr("m"), To: "a0"})
+	s1.flush()
+	time.Sleep(100 * time.Millisecond)
+	f := envelope.NewFactory()
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for i := range 3000 {
+			env, _ := f.New(m.addr("m"), "a0", envelope.TypeNotification, nil)
+			s1.write(&wireMsg{Kind: kindEnvelope, Ch: "c1", Seq: uint64(i + 1), Env: env})
+			if i%10 == 0 {
+				s1.flush()
+			}
+		}
+		s1.flush()
+	})
+	wg.Go(func() {
+		for range 3000 {
+			s2.write(&wireMsg{Kind: kindOpen, Ch: "c1", From: m.addr("m"), To: "a0"})
+		}
+		s2.flush()
+	})
+	wg.Wait()
+	time.Sleep(500 * time.Millisecond)
+}
+
+// After a sender restart, a restored channel continues its sequence after
+// the highest sequence left in its outbox, not after the receiver's
+// watermark (which the opened frame states). Envelopes sent after the
+// restart reuse sequences the receiver already took: it treats them as
+// retransmissions, acknowledges them and never delivers them, and the
+// sender reports them delivered.
+//
+// The stores are prepared as a kill (not Close) leaves them: envelope 3
+// was written to the outbox (unacknowledged for over a second), 4 and 5
+// were sent and delivered but not yet written, the receiver took 5 and
+// persisted its watermark, and the sender died before its persister
+// deleted 3.
+func TestHostileSequenceReuseAfterRestart(t *testing.T) {
+	listen := libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0")
+	ha, err := libp2p.New(listen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ha.Close()
+	hb, err := libp2p.New(listen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hb.Close()
+	regA, regB := agentcard.NewRegistry(ha.ID()), agentcard.NewRegistry(hb.ID())
+	regA.Register(agentcard.Card{ID: "a0", Name: "a0", Version: "1.0.0", Tier: 3, Capabilities: []agentcard.Capability{}})
+	regB.Register(agentcard.Card{ID: "a1", Name: "a1", Version: "1.0.0", Tier: 3, Capabilities: []agentcard.Capability{}})
+	from, to := "a0@"+ha.ID().String(), "a1@"+hb.ID().String()
+	f := envelope.NewFactory()
+	old, _ := f.New(from, to, envelope.TypeNotification, nil)
+	old.Metadata = &envelope.Metadata{Tier: 3}
+	raw, err := envelope.EncodeCBOR(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	storeA, storeB := NewMemStore(), NewMemStore()
+	storeA.SaveOutbox([]OutboxOp{{Channel: "chX", From: from, To: to, Put: []OutboxItem{{Seq: 3, Env: raw}}}})
+	storeB.SaveWatermarks(map[string]uint64{ha.ID().String() + "/chX": 5})
+
+	ra, _ := New(ha, regA, WithStore(storeA), WithFactory(f))
+	rb, _ := New(hb, regB, WithStore(storeB), WithFactory(f))
+	var got atomic.Int64
+	rb.Handle("a1", func(context.Context, *envelope.Envelope) (any, error) { got.Add(1); return nil, nil })
+	for _, r := range []*Router{ra, rb} {
+		if err := r.Start(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+	}
+	if err := ha.Connect(t.Context(), peer.AddrInfo{ID: hb.ID(), Addrs: hb.Addrs()}); err != nil {
+		t.Fatal(err)
+	}
+	if !rvWait(t, 10*time.Second, func() bool { _, ok := regA.Get(to); return ok }) {
+		t.Fatal("no card")
+	}
+	// the restored channel reopens and settles 3 (watermark 5)
+	rvWait(t, 5*time.Second, func() bool {
+		for _, c := range ra.Channels() {
+			if c.ID == "chX" && c.State == "open" && c.Pending == 0 {
+				return true
+			}
+		}
+		return false
+	})
+	for i := range 3 {
+		env, _ := f.New("a0", "a1", envelope.TypeNotification, nil)
+		res, err := ra.Post(t.Context(), env)
+		t.Logf("post %d after restart: %+v err=%v", i+1, res, err)
+	}
+	rvWait(t, 3*time.Second, func() bool {
+		for _, c := range ra.Channels() {
+			if c.Pending > 0 {
+				return false
+			}
+		}
+		return true
+	})
+	time.Sleep(200 * time.Millisecond)
+	for _, c := range ra.Channels() {
+		t.Logf("sender channel %+v", c)
+	}
+	t.Logf("receiver handler calls: %d of 3 posted", got.Load())
+	if got.Load() != 3 {
+		t.Errorf("DEFECT: %d of 3 envelopes posted after the restart were delivered; the sender holds none of them pending", got.Load())
+	}
+}
+
+// deliverBroadcast spawns one goroutine per (broadcast, local agent) before
+// taking a handler slot (r.sem): with slow handlers, a peer's stream of
+// valid broadcasts piles up goroutines (each holding its envelope) without
+// bound.
+func TestHostileBroadcastGoroutinesUnbounded(t *testing.T) {
+	listen := libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0")
+	var hs [2]host.Host
+	var rs [2]*Router
+	var regs [2]*agentcard.Registry
+	release := make(chan struct{})
+	defer close(release)
+	for i := range hs {
+		h, err := libp2p.New(listen)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer h.Close()
+		hs[i] = h
+		ps, err := pubsub.NewGossipSub(t.Context(), h, PubSubOptions("rv", 1<<20)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		regs[i] = agentcard.NewRegistry(h.ID())
+		name := []string{"m", "a0"}[i]
+		regs[i].Register(agentcard.Card{ID: name, Name: name, Version: "1.0.0", Tier: 0, Capabilities: []agentcard.Capability{}})
+		r, err := New(h, regs[i], WithPubSub(ps, "rv"), WithRequestTimeout(time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs[i] = r
+	}
+	rs[1].Handle("a0", func(ctx context.Context, env *envelope.Envelope) (any, error) {
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return nil, nil
+	})
+	for _, r := range rs {
+		if err := r.Start(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+	}
+	if err := hs[0].Connect(t.Context(), peer.AddrInfo{ID: hs[1].ID(), Addrs: hs[1].Addrs()}); err != nil {
+		t.Fatal(err)
+	}
+	rvWait(t, 10*time.Second, func() bool { return len(regs[1].Remote()) > 0 && len(rs[0].TopicPeers()) > 0 })
+	base := runtime.NumGoroutine()
+	f := envelope.NewFactory()
+	const n = 5000
+	for range n {
+		env, _ := f.New("m", envelope.Broadcast, envelope.TypeNotification, nil)
+		if _, err := rs[0].Send(t.Context(), env); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rvWait(t, 5*time.Second, func() bool { return runtime.NumGoroutine()-base >= n-rs[1].o.concurrency })
+	t.Logf("goroutines: %d before, %d after %d broadcasts to a slow agent (handler bound %d)", base, runtime.NumGoroutine(), n, rs[1].o.concurrency)
+	if runtime.NumGoroutine()-base > 2*rs[1].o.concurrency {
+		t.Errorf("DEFECT: %d goroutines piled up", runtime.NumGoroutine()-base)
+	}
+}
+
+// inStream's write deadline is re-armed only before explicit flushes; a
+// bufio auto-flush (more than 4 KiB of frames before a flush) after 30 s
+// without one hits the stale deadline, the error is sticky (s.err) and
+// nothing resets the stream: the node keeps reading and delivering on it
+// but never acknowledges again.
+func TestHostileInboundAcksStopAfterStaleDeadline(t *testing.T) {
+	tg := rvNewTarget(t)
+	var got atomic.Int64
+	tg.r.Handle("a0", func(context.Context, *envelope.Envelope) (any, error) { got.Add(1); return nil, nil })
+	m := rvNewMallory(t, tg)
+	s := m.stream(tg, "m")
+	acks := make(chan *inMsg, 1000)
+	go func() {
+		fr := frame.NewReader(s.st, 0)
+		for {
+			b, err := fr.Next()
+			if err != nil {
+				close(acks)
+				return
+			}
+			if msg, err := decodeMsg(b); err == nil && msg.Kind == kindAck {
+				acks <- msg
+			}
+		}
+	}()
+	f := envelope.NewFactory()
+	seq := uint64(0)
+	send := func(rcpt string) {
+		env, _ := f.New(m.addr("m"), rcpt, envelope.TypeNotification, nil)
+		seq++
+		s.write(&wireMsg{Kind: kindEnvelope, Ch: "c1", Seq: seq, Env: env})
+	}
+	s.write(&wireMsg{Kind: kindOpen, Ch: "c1", From: m.addr("m"), To: "a0"})
+	send("a0")
+	s.flush()
+	select {
+	case a := <-acks:
+		t.Logf("ack %d before the pause", a.Seq)
+	case <-time.After(5 * time.Second):
+		t.Fatal("no first ack")
+	}
+	if os.Getenv("RV_NOPAUSE") == "" {
+		time.Sleep(32 * time.Second)
+	}
+	// a burst of refused envelopes: their nacks fill the 4 KiB buffer
+	for range 60 {
+		send("nobody-" + string(make([]byte, 0)) + "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx")
+	}
+	s.flush()
+	time.Sleep(time.Second)
+	before := got.Load()
+	send("a0")
+	s.flush()
+	deadline := time.After(5 * time.Second)
+	for {
+		select {
+		case a, ok := <-acks:
+			if !ok {
+				t.Fatal("stream ended")
+			}
+			if a.Seq == seq {
+				t.Logf("ack %d after the burst: fine", a.Seq)
+				return
+			}
+		case <-deadline:
+			t.Errorf("DEFECT: envelope %d delivered (handler calls %d -> %d) but never acknowledged; the stream was not reset", seq, before, got.Load())
+			return
+		}
+	}
+}
