@@ -59,7 +59,10 @@
 // registered again). Remote cards come from other nodes through
 // [Registry.MergeRemote], after the caller has verified them with [Open];
 // a higher revision replaces, an equal one refreshes, a lower one is
-// ignored.
+// ignored. A host has at most [MaxRemoteCardsPerHost] (256) remote cards in
+// the registry: past that, a card for a new agent of that host is refused
+// with a [*TooManyCardsError], while new revisions and refreshes of the
+// cards it holds are accepted, so one peer cannot fill the registry.
 //
 // TTL: a remote card is visible for the remote TTL ([WithRemoteTTL],
 // default 10 minutes) after it was last merged. Once that has elapsed it is
@@ -92,10 +95,11 @@
 //
 // # Errors
 //
-// Every error returned by this package carries a seed error code through a
-// Code method ([CodeInvalidCard], [CodeAgentNotFound],
-// [CodeCapabilityNotFound], [CodeAmbiguousAgent]) and matches the sentinel
-// of its code with errors.Is; the typed errors carry the details for
-// errors.As. The only exceptions are failures of the signing key itself in
-// [Seal] and of encoding in [Registry.Serialize], which are internal errors.
+// Every error returned by this package carries an error code through a
+// Code method (the seed's [CodeInvalidCard], [CodeAgentNotFound],
+// [CodeCapabilityNotFound], [CodeAmbiguousAgent], and nova's own
+// [CodeTooManyCards]) and matches the sentinel of its code with
+// errors.Is; the typed errors carry the details for errors.As. The only
+// exceptions are failures of the signing key itself in [Seal] and of
+// encoding in [Registry.Serialize], which are internal errors.
 package agentcard

@@ -17,6 +17,9 @@ const (
 	CodeCapabilityNotFound = "CAPABILITY_NOT_FOUND"
 	// CodeAmbiguousAgent: a bare agent name matches cards on several nodes.
 	CodeAmbiguousAgent = "AMBIGUOUS_AGENT"
+	// CodeTooManyCards: a host already has [MaxRemoteCardsPerHost] cards in
+	// the registry. Not a seed code: nova's own.
+	CodeTooManyCards = "TOO_MANY_CARDS"
 )
 
 // codedError is the type of the sentinels: an error with a seed code.
@@ -40,6 +43,29 @@ var ErrCapabilityNotFound error = &codedError{CodeCapabilityNotFound, "agentcard
 // ErrAmbiguousAgent is matched (errors.Is) by every [*AmbiguousError]. Its
 // Code is [CodeAmbiguousAgent].
 var ErrAmbiguousAgent error = &codedError{CodeAmbiguousAgent, "agentcard: ambiguous agent"}
+
+// ErrTooManyCards is matched (errors.Is) by every [*TooManyCardsError]. Its
+// Code is [CodeTooManyCards].
+var ErrTooManyCards error = &codedError{CodeTooManyCards, "agentcard: too many cards from one host"}
+
+// TooManyCardsError reports a remote card refused because its host already
+// has [MaxRemoteCardsPerHost] (Limit) cards in the registry. Host is the
+// card's host and ID its agent id.
+type TooManyCardsError struct {
+	Host  string
+	ID    string
+	Limit int
+}
+
+func (e *TooManyCardsError) Error() string {
+	return fmt.Sprintf("agentcard: too many cards from host %s: card %s refused (at most %d per host)", quote(e.Host), quote(e.ID), e.Limit)
+}
+
+// Code returns [CodeTooManyCards].
+func (e *TooManyCardsError) Code() string { return CodeTooManyCards }
+
+// Is reports whether target is [ErrTooManyCards].
+func (e *TooManyCardsError) Is(target error) bool { return target == ErrTooManyCards }
 
 // FieldProblem is one validation failure. Field is the JSON path of the
 // offending value ("id", "capabilities[2].id"); Reason says what is wrong.

@@ -59,7 +59,8 @@ func TestErrorCodes(t *testing.T) {
 				return errors.As(err, &e) && len(e.Candidates) == 2
 			}},
 	}
-	sentinels := []error{agentcard.ErrInvalidCard, agentcard.ErrAgentNotFound, agentcard.ErrCapabilityNotFound, agentcard.ErrAmbiguousAgent}
+	sentinels := []error{agentcard.ErrInvalidCard, agentcard.ErrAgentNotFound, agentcard.ErrCapabilityNotFound, agentcard.ErrAmbiguousAgent,
+		agentcard.ErrTooManyCards}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if tt.err == nil {
@@ -91,6 +92,7 @@ func TestSentinelCodes(t *testing.T) {
 		agentcard.CodeAgentNotFound:      agentcard.ErrAgentNotFound,
 		agentcard.CodeCapabilityNotFound: agentcard.ErrCapabilityNotFound,
 		agentcard.CodeAmbiguousAgent:     agentcard.ErrAmbiguousAgent,
+		agentcard.CodeTooManyCards:       agentcard.ErrTooManyCards,
 	} {
 		c, ok := err.(coder)
 		if !ok || c.Code() != code {
@@ -113,6 +115,8 @@ func TestErrorMessages(t *testing.T) {
 		{&agentcard.AmbiguousError{Name: "mars", Candidates: []string{"mars@A", "mars@B"}},
 			`agentcard: ambiguous agent "mars": 2 candidates: mars@A, mars@B; use a full address`},
 		{&agentcard.InvalidCardError{}, "agentcard: invalid card"},
+		{&agentcard.TooManyCardsError{Host: "12D3KooW", ID: "mars", Limit: 256},
+			`agentcard: too many cards from host "12D3KooW": card "mars" refused (at most 256 per host)`},
 		{&agentcard.AddressError{Address: strings.Repeat("a", 100), Reason: "r"},
 			`agentcard: invalid agent address "` + strings.Repeat("a", 64) + `"...: r`},
 	}

@@ -15,11 +15,21 @@ import (
 	"github.com/nova-node/nova-node/tiers"
 )
 
+// MaxRemoteCardsPerHost bounds the remote cards the registry holds for one
+// host (peer): a peer can present many signed cards, in any number of
+// hellos or DHT records, and each would otherwise be kept. A new card past
+// the bound is refused with a [*TooManyCardsError]; a new revision or a
+// refresh of a card already held for that host is always accepted, and
+// cards of the host whose TTL has elapsed make room. A node hosting more
+// agents than this is seen by other nodes with only the first ones.
+const MaxRemoteCardsPerHost = 256
+
 // Registry holds the cards of the agents this node hosts (local) and the
 // cards merged from other nodes (remote), indexed by id, capability and
-// tier. It is passive: it starts no goroutine and keeps no timer; remote
-// cards expire by comparing their last merge time with the injected clock
-// on every call. All methods are safe for concurrent use (one RWMutex).
+// tier, with at most [MaxRemoteCardsPerHost] remote cards per host. It is
+// passive: it starts no goroutine and keeps no timer; remote cards expire
+// by comparing their last merge time with the injected clock on every
+// call. All methods are safe for concurrent use (one RWMutex).
 //
 // Every card it returns is a deep copy, which callers may modify freely,
 // except those of the *Shared methods ([Registry.GetShared] and others),
@@ -44,6 +54,7 @@ type Registry struct {
 	byID   map[string]map[key]*entry
 	byCap  map[string]map[key]*entry
 	byTier [tiers.L3 + 1]map[key]*entry
+	byHost map[peer.ID]map[key]*entry // remote entries only, for MaxRemoteCardsPerHost
 	nLocal int
 	gen    atomic.Uint64 // bumped by every put and remove (see Lease)
 }
@@ -79,6 +90,7 @@ func NewRegistry(self peer.ID, opts ...Option) *Registry {
 		byAddr: make(map[string]*entry),
 		byID:   make(map[string]map[key]*entry),
 		byCap:  make(map[string]map[key]*entry),
+		byHost: make(map[peer.ID]map[key]*entry),
 	}
 	if self != "" {
 		r.selfStr = self.String()
@@ -184,6 +196,9 @@ func (r *Registry) Unregister(id string) bool {
 // higher revision replaces it (changed = true), an equal revision only
 // refreshes its LastSeenAt and TTL (changed = false, data kept), and a lower
 // revision is ignored (changed = false). An expired card counts as absent.
+// A card for an agent not yet held, when its host already has
+// [MaxRemoteCardsPerHost] cards here, is refused with a [*TooManyCardsError]
+// (matching [ErrTooManyCards]); other errors are [*InvalidCardError].
 //
 // MergeRemote is [Registry.MergeRemoteAt] with seen = now: use it when the
 // card comes straight from its host (a card presented on a live stream).
@@ -259,8 +274,32 @@ func (r *Registry) merge(c Card, seen, now time.Time) (changed bool, err error) 
 	if !r.visible(e, now) {
 		return false, nil
 	}
+	if !ok {
+		if err := r.roomFor(host, s.ID, now); err != nil {
+			return false, err
+		}
+	}
 	r.put(k, e)
 	return true, nil
+}
+
+// roomFor returns a [*TooManyCardsError] when host already has
+// MaxRemoteCardsPerHost cards, after dropping those of its cards whose TTL
+// has elapsed. id is the agent of the new card, for the error. r.mu must be
+// held for writing.
+func (r *Registry) roomFor(host peer.ID, id string, now time.Time) error {
+	if len(r.byHost[host]) < MaxRemoteCardsPerHost {
+		return nil
+	}
+	for k, e := range r.byHost[host] {
+		if !r.visible(e, now) {
+			r.remove(k) // deleting from the map being ranged over is allowed
+		}
+	}
+	if len(r.byHost[host]) < MaxRemoteCardsPerHost {
+		return nil
+	}
+	return &TooManyCardsError{Host: host.String(), ID: id, Limit: MaxRemoteCardsPerHost}
 }
 
 // RemoveRemote removes the remote card at address "id@peer" and reports
@@ -292,13 +331,11 @@ func (r *Registry) RemovePeer(p peer.ID) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	n := 0
-	for k, e := range r.cards {
-		if k.host == p {
-			if r.visible(e, now) {
-				n++
-			}
-			r.remove(k)
+	for k, e := range r.byHost[p] {
+		if r.visible(e, now) {
+			n++
 		}
+		r.remove(k)
 	}
 	return n
 }
@@ -618,7 +655,8 @@ func Deserialize(data []byte, self peer.ID, opts ...Option) (*Registry, error) {
 }
 
 // restoreRemote puts a persisted remote card back with its own LastSeenAt,
-// unless its TTL has elapsed.
+// unless its TTL has elapsed. Past [MaxRemoteCardsPerHost] cards of one
+// host it is a [*TooManyCardsError].
 func (r *Registry) restoreRemote(c Card, now time.Time) error {
 	s := c.Clone()
 	ps := s.problems()
@@ -638,9 +676,16 @@ func (r *Registry) restoreRemote(c Card, now time.Time) error {
 	e := &entry{card: s, addr: s.Address(), seen: time.UnixMilli(s.LastSeenAt)}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.visible(e, now) {
-		r.put(key{host, s.ID}, e)
+	if !r.visible(e, now) {
+		return nil
 	}
+	k := key{host, s.ID}
+	if _, ok := r.cards[k]; !ok {
+		if err := r.roomFor(host, s.ID, now); err != nil {
+			return err
+		}
+	}
+	r.put(k, e)
 	return nil
 }
 
@@ -667,6 +712,8 @@ func (r *Registry) put(k key, e *entry) {
 	r.byAddr[e.addr] = e
 	if e.local {
 		r.nLocal++
+	} else {
+		index(r.byHost, k.host, k, e)
 	}
 	index(r.byID, e.card.ID, k, e)
 	for i := range e.card.Capabilities {
@@ -687,6 +734,8 @@ func (r *Registry) remove(k key) {
 	delete(r.byAddr, e.addr)
 	if e.local {
 		r.nLocal--
+	} else {
+		unindex(r.byHost, k.host, k)
 	}
 	unindex(r.byID, e.card.ID, k)
 	for i := range e.card.Capabilities {
@@ -710,7 +759,7 @@ func clip(c *Card) {
 	}
 }
 
-func index(m map[string]map[key]*entry, name string, k key, e *entry) {
+func index[N comparable](m map[N]map[key]*entry, name N, k key, e *entry) {
 	s := m[name]
 	if s == nil {
 		s = make(map[key]*entry)
@@ -719,7 +768,7 @@ func index(m map[string]map[key]*entry, name string, k key, e *entry) {
 	s[k] = e
 }
 
-func unindex(m map[string]map[key]*entry, name string, k key) {
+func unindex[N comparable](m map[N]map[key]*entry, name N, k key) {
 	if s := m[name]; s != nil {
 		delete(s, k)
 		if len(s) == 0 {
@@ -818,8 +867,8 @@ func (r *Registry) whereHost(host peer.ID, now time.Time) string {
 		return fmt.Sprintf("local registry (%s)", count(r.nLocal, "agent"))
 	}
 	n := 0
-	for k, e := range r.cards {
-		if k.host == host && r.visible(e, now) {
+	for _, e := range r.byHost[host] {
+		if r.visible(e, now) {
 			n++
 		}
 	}

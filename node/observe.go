@@ -2,17 +2,51 @@ package node
 
 import (
 	"encoding/json"
+	"fmt"
+	"maps"
 	"os"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
+	"unicode/utf8"
 
+	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/nova-node/nova-node/envelope"
 	"github.com/nova-node/nova-node/protocol"
 )
 
 // AuditFile is the append-only JSON-lines audit log inside the data dir.
 const AuditFile = "audit.jsonl"
+
+// MaxEventFieldLen bounds, in bytes, every string field of an event the
+// [Observer] keeps, counts, passes to subscribers or audits. Many of them
+// are chosen by peers (a channel-open frame's sender can be a whole frame
+// long); a longer value is cut on a UTF-8 boundary and ends with
+// "…(+N bytes)", the whole still within the bound. Valid agent addresses
+// (envelope.MaxAgentLen), envelope ids and this node's codes are never cut.
+const MaxEventFieldLen = 256
+
+// EventAuditSuppressed is the type of the audit line that says how many of a
+// peer's security events the audit log's rate limit left out. It appears
+// only in the audit log, never in the ring or to subscribers.
+const EventAuditSuppressed = "audit-suppressed"
+
+// The audit log's rate limit on security events, per peer (the event's Peer;
+// events without one share a bucket): a token bucket of auditRate events a
+// second with a burst of auditBurst. A suppressed event is still kept,
+// counted and sent to subscribers; only its audit line is left out, and
+// counted in [Metrics].AuditSuppressed. The first event the peer's bucket
+// admits again writes an [EventAuditSuppressed] line first, at most once per
+// auditSummaryEvery per peer; a peer evicted from the table, or the
+// Observer's close, writes its pending count too. At most auditPeers peers
+// are tracked: a new one evicts the peer idle the longest.
+const (
+	auditRate         = 100
+	auditBurst        = 200
+	auditSummaryEvery = time.Second
+	auditPeers        = 1024
+)
 
 // Metrics are the seed's A2AMetrics for messaging.
 type Metrics struct {
@@ -23,12 +57,15 @@ type Metrics struct {
 	ErrorCount              uint64                   `json:"errorCount"`
 	SecurityEvents          uint64                   `json:"securityEvents"`
 	AuditWriteErrors        uint64                   `json:"auditWriteErrors"`
+	AuditSuppressed         uint64                   `json:"auditSuppressed"` // security events left out of the audit log by its rate limit
 }
 
 // Observer collects the router's events: recent events in a ring, the
 // seed's metrics, and an audit line for every security event and every
 // cross-tier message. Emit never blocks on anything but a short mutex and an
-// append to the audit file.
+// append to the audit file. Every string field of an event is first cut to
+// [MaxEventFieldLen] bytes, and security events are rate-limited per peer in
+// the audit log (see auditRate).
 type Observer struct {
 	mu        sync.Mutex
 	ring      []protocol.Event
@@ -39,7 +76,8 @@ type Observer struct {
 	latencyNs float64
 	decisions uint64
 	audit     *os.File
-	subs      []*Subscription // a slice, not a map: Emit ranges over it on every event
+	buckets   map[peer.ID]*auditBucket // the audit rate limit's, at most auditPeers
+	subs      []*Subscription          // a slice, not a map: Emit ranges over it on every event
 	prom      *promMetrics
 }
 
@@ -111,7 +149,8 @@ func (o *Observer) Subscribe(n int, types ...string) *Subscription {
 }
 
 func newObserver(auditPath string, size int) (*Observer, error) {
-	o := &Observer{ring: make([]protocol.Event, size), prom: newPromMetrics(), sentBy: make([]uint64, len(promTypes))}
+	o := &Observer{ring: make([]protocol.Event, size), prom: newPromMetrics(), sentBy: make([]uint64, len(promTypes)),
+		buckets: map[peer.ID]*auditBucket{}}
 	o.m.MessagesByType = map[envelope.Type]uint64{}
 	if auditPath != "" {
 		f, err := os.OpenFile(auditPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
@@ -127,6 +166,9 @@ func newObserver(auditPath string, size int) (*Observer, error) {
 func (o *Observer) Emit(ev protocol.Event) {
 	if ev.Time.IsZero() {
 		ev.Time = time.Now()
+	}
+	if !fieldsShort(&ev) {
+		cutEvent(&ev) // outside the lock: only a long field allocates
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -169,15 +211,142 @@ func (o *Observer) Emit(ev protocol.Event) {
 	crossTier := (ev.Type == protocol.EventMessageSent || ev.Type == protocol.EventMessageReceived) &&
 		ev.SourceTier >= 0 && ev.TargetTier >= 0 && ev.SourceTier != ev.TargetTier
 	if o.audit != nil && (ev.Type == protocol.EventSecurity || crossTier) {
-		b, err := json.Marshal(ev)
-		if err == nil {
-			_, err = o.audit.Write(append(b, '\n'))
+		if ev.Type == protocol.EventSecurity && !o.admitAudit(ev.Peer, time.Now()) {
+			o.m.AuditSuppressed++
+			return
 		}
-		if err != nil {
-			o.m.AuditWriteErrors++
-		}
+		o.writeAudit(ev)
 	}
 }
+
+// writeAudit appends ev to the audit log. The caller holds o.mu and has
+// checked that o.audit is open.
+func (o *Observer) writeAudit(ev protocol.Event) { // by value: &ev would move Emit's ev to the heap
+	b, err := json.Marshal(ev)
+	if err == nil {
+		_, err = o.audit.Write(append(b, '\n'))
+	}
+	if err != nil {
+		o.m.AuditWriteErrors++
+	}
+}
+
+// auditBucket is one peer's token bucket for security events in the audit
+// log.
+type auditBucket struct {
+	tokens     float64
+	last       time.Time // of the last refill: the peer's last security event
+	suppressed uint64    // events left out since the last summary line
+	summarized time.Time // when the last summary line was written
+}
+
+// admitAudit reports whether a security event of peer p may be written to
+// the audit log at now, taking a token from p's bucket, and writes p's
+// summary line first when it is due. The caller holds o.mu and has checked
+// that o.audit is open.
+func (o *Observer) admitAudit(p peer.ID, now time.Time) bool {
+	b := o.buckets[p]
+	if b == nil {
+		if len(o.buckets) >= auditPeers {
+			o.evictIdlest(now)
+		}
+		b = &auditBucket{tokens: auditBurst, last: now}
+		o.buckets[p] = b
+	}
+	if d := now.Sub(b.last); d > 0 {
+		b.tokens = min(auditBurst, b.tokens+d.Seconds()*auditRate)
+	}
+	b.last = now
+	if b.tokens < 1 {
+		b.suppressed++
+		return false
+	}
+	b.tokens--
+	if b.suppressed > 0 && now.Sub(b.summarized) >= auditSummaryEvery {
+		o.writeSummary(p, b, now)
+	}
+	return true
+}
+
+// evictIdlest drops the bucket of the peer whose last security event is
+// the oldest, writing its pending summary. The caller holds o.mu.
+func (o *Observer) evictIdlest(now time.Time) {
+	var idlest peer.ID
+	var ib *auditBucket
+	for p, b := range o.buckets {
+		if ib == nil || b.last.Before(ib.last) {
+			idlest, ib = p, b
+		}
+	}
+	if ib == nil {
+		return
+	}
+	if ib.suppressed > 0 && o.audit != nil {
+		o.writeSummary(idlest, ib, now)
+	}
+	delete(o.buckets, idlest)
+}
+
+// writeSummary writes the line saying how many of p's security events were
+// left out, and resets the count. The caller holds o.mu and has checked
+// that o.audit is open.
+func (o *Observer) writeSummary(p peer.ID, b *auditBucket, now time.Time) {
+	who := "peer " + p.String()
+	if p == "" {
+		who = "no peer (local)"
+	}
+	o.writeAudit(protocol.Event{Type: EventAuditSuppressed, Time: now, Peer: p, SourceTier: -1, TargetTier: -1,
+		Detail: fmt.Sprintf("%d security events from %s suppressed (audit limit %d/s, burst %d)", b.suppressed, who, auditRate, auditBurst)})
+	b.suppressed, b.summarized = 0, now
+}
+
+// fieldsShort reports whether every string field of ev is under
+// MaxEventFieldLen: one test of their lengths' bitwise or, which is at least
+// each length, and under the bound only if all are. It is inlined in Emit:
+// an event whose fields are all short costs that test, and no store. A new
+// string field of protocol.Event must be added here and in cutEvent
+// (TestEmitCapsEveryStringField checks both).
+func fieldsShort(ev *protocol.Event) bool {
+	return len(ev.Type)|len(ev.EnvelopeID)|len(ev.Sender)|len(ev.Recipient)|len(ev.MessageType)|
+		len(ev.Path)|len(ev.Code)|len(ev.Detail)|len(ev.Peer) < MaxEventFieldLen
+}
+
+// cutEvent cuts every string field of ev to MaxEventFieldLen bytes (see
+// fieldsShort).
+func cutEvent(ev *protocol.Event) {
+	ev.Type = capField(ev.Type)
+	ev.EnvelopeID = capField(ev.EnvelopeID)
+	ev.Sender = capField(ev.Sender)
+	ev.Recipient = capField(ev.Recipient)
+	ev.MessageType = capField(ev.MessageType)
+	ev.Path = capField(ev.Path)
+	ev.Code = capField(ev.Code)
+	ev.Detail = capField(ev.Detail)
+	ev.Peer = capField(ev.Peer) // authenticated and short; cut all the same
+}
+
+// capField returns s, or s cut to MaxEventFieldLen bytes (see cutField). It
+// is small enough to be inlined: a field under the bound costs a compare.
+func capField[S ~string](s S) S {
+	if len(s) <= MaxEventFieldLen {
+		return s
+	}
+	return S(cutField(string(s)))
+}
+
+// cutField cuts s, longer than MaxEventFieldLen, on a UTF-8 boundary and
+// appends "…(+N bytes)", N the bytes cut, so that the result is at most
+// MaxEventFieldLen bytes.
+func cutField(s string) string {
+	// N < len(s), so the marker for len(s) is at least as long as the real one.
+	keep := MaxEventFieldLen - len(cutMarker(len(s)))
+	for keep > 0 && !utf8.RuneStart(s[keep]) {
+		keep--
+	}
+	return s[:keep] + cutMarker(len(s)-keep)
+}
+
+func cutMarker(n int) string { return "…(+" + strconv.Itoa(n) + " bytes)" }
 
 // Recent returns up to limit most recent events, oldest first.
 func (o *Observer) Recent(limit int) []protocol.Event {
@@ -232,6 +401,12 @@ func (o *Observer) close() error {
 	o.subs = nil
 	if o.audit == nil {
 		return nil
+	}
+	now := time.Now()
+	for _, p := range slices.Sorted(maps.Keys(o.buckets)) {
+		if b := o.buckets[p]; b.suppressed > 0 {
+			o.writeSummary(p, b, now)
+		}
 	}
 	err := o.audit.Close()
 	o.audit = nil

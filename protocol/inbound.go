@@ -78,10 +78,18 @@ func (rd *inReader) run() {
 		body, err := rd.fr.Next()
 		now := clock.Now() // when the frame arrived: its received event's time
 		if err != nil {
-			if errors.Is(err, io.EOF) {
+			switch {
+			case errors.Is(err, io.EOF):
 				_ = rd.st.Close()
-			} else {
-				r.refuseStream(rd.st, rd.p, err)
+			case errors.Is(err, frame.ErrTooLarge), errors.Is(err, frame.ErrMalformed):
+				r.refuseStream(rd.st, rd.p, err) // the peer broke the framing
+			default:
+				// The transport ended (a reset by a peer that stops, a
+				// connection closed, the idle deadline): no peer lied, so
+				// no security event, which every node stopping used to
+				// leave in its peers' audit logs.
+				r.log.Debugw("inbound stream ended", "peer", rd.p, "err", err)
+				_ = rd.st.Reset()
 			}
 			rd.end()
 			return
@@ -274,6 +282,12 @@ func (r *Router) acceptCards(p peer.ID, cards [][]byte) error {
 			return &senderError{Sender: c.Address(), Peer: p, Reason: fmt.Sprintf("card signed by %s, presented by another peer", shortID(signer))}
 		}
 		changed, err := r.reg.MergeRemote(c)
+		if errors.Is(err, agentcard.ErrTooManyCards) {
+			// The cards already held stay usable: say so once, keep the
+			// stream, and take no more from this hello.
+			r.security(Event{Code: agentcard.CodeTooManyCards, Detail: err.Error(), Peer: p, SourceTier: -1, TargetTier: -1})
+			break
+		}
 		if err != nil {
 			return fmt.Errorf("card %s from %s refused: %w", c.Address(), shortID(p), err)
 		}

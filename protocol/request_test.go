@@ -333,3 +333,40 @@ func TestOutboxWriteFailureIsRetried(t *testing.T) {
 		t.Fatalf("the store failed only %d of 3 writes: the test did not exercise a failure", 3-store.fails.Load()-1)
 	}
 }
+
+// securitySink records security events.
+type securitySink struct {
+	mu  sync.Mutex
+	evs []protocol.Event
+}
+
+func (s *securitySink) Emit(e protocol.Event) {
+	if e.Type == protocol.EventSecurity {
+		s.mu.Lock()
+		s.evs = append(s.evs, e)
+		s.mu.Unlock()
+	}
+}
+
+// A peer that stops (its streams reset) is not a security event: every
+// node stopping used to leave a PROTOCOL_ERROR in its peers' audit logs.
+func TestPeerStoppingIsNoSecurityEvent(t *testing.T) {
+	sink := &securitySink{}
+	routers, f := mockPairWith(t, func(i int) []protocol.Option {
+		if i == 1 {
+			return []protocol.Option{protocol.WithEventSink(sink)}
+		}
+		return nil
+	})
+	env, _ := f.New("a0", "a1", envelope.TypeRequest, []byte(`"warm"`))
+	if _, _, err := routers[0].RequestWithin(t.Context(), env, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	routers[0].Close()                 // resets its streams to routers[1]
+	time.Sleep(300 * time.Millisecond) // routers[1]'s readers see the reset
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	if len(sink.evs) > 0 {
+		t.Fatalf("security events for a peer that stopped: %+v", sink.evs)
+	}
+}

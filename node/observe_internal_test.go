@@ -1,0 +1,314 @@
+package node
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+	"unicode/utf8"
+	"unsafe"
+
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"pgregory.net/rapid"
+
+	"github.com/nova-node/nova-node/envelope"
+	"github.com/nova-node/nova-node/protocol"
+)
+
+// auditObserver returns an Observer auditing to a file in a temporary
+// directory, and the file's path. It is closed by t.Cleanup.
+func auditObserver(t *testing.T) (*Observer, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), AuditFile)
+	o, err := newObserver(path, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = o.close() })
+	return o, path
+}
+
+// readAudit returns the audit log's lines, each decoded as a JSON object.
+func readAudit(t *testing.T, path string) []map[string]any {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []map[string]any
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 4<<20), 4<<20)
+	for sc.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("audit line is not JSON: %v", err)
+		}
+		out = append(out, m)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func testPeer(t *testing.T) peer.ID {
+	t.Helper()
+	_, pub, err := crypto.GenerateEd25519Key(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := peer.IDFromPublicKey(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// checkCut reports what is wrong with got, the value a field of orig became.
+func checkCut(orig, got string) error {
+	if len(orig) <= MaxEventFieldLen {
+		if got != orig {
+			return fmt.Errorf("a %d-byte value was changed", len(orig))
+		}
+		return nil
+	}
+	if len(got) > MaxEventFieldLen {
+		return fmt.Errorf("%d bytes, over the bound of %d", len(got), MaxEventFieldLen)
+	}
+	i := strings.LastIndex(got, "…(+")
+	if i < 0 || !strings.HasSuffix(got, " bytes)") {
+		return fmt.Errorf("no cut marker in %q", got)
+	}
+	n, err := strconv.Atoi(got[i+len("…(+") : len(got)-len(" bytes)")])
+	if err != nil || got[:i] != orig[:i] || i+n != len(orig) {
+		return fmt.Errorf("%q does not say what was cut from a %d-byte value", got, len(orig))
+	}
+	if utf8.ValidString(orig) && !utf8.ValidString(got) {
+		return fmt.Errorf("%q: cut inside a UTF-8 sequence", got)
+	}
+	return nil
+}
+
+// TestEmitCapsEveryStringField: every string field of an event (found by
+// reflection, so that a field added to protocol.Event is covered) is cut to
+// MaxEventFieldLen bytes, with a marker, in the ring, for subscribers and in
+// the audit log; the reviewer's 40 events with 1 MiB fields make a small
+// audit log.
+func TestEmitCapsEveryStringField(t *testing.T) {
+	o, path := auditObserver(t)
+	sub := o.Subscribe(1000)
+	defer sub.Close()
+	p := testPeer(t)
+	long := "x" + strings.Repeat("aé€", 1<<20/6) // 1 MiB of 1-, 2- and 3-byte runes, odd offsets
+	typ := reflect.TypeFor[protocol.Event]()
+	var fields []int
+	for i := range typ.NumField() {
+		if typ.Field(i).Type.Kind() == reflect.String {
+			fields = append(fields, i)
+		}
+	}
+	if len(fields) < 8 {
+		t.Fatalf("only %d string fields found in protocol.Event", len(fields))
+	}
+	audited := 0
+	for round := range 40 {
+		f := typ.Field(fields[round%len(fields)])
+		ev := protocol.Event{Type: protocol.EventSecurity, Code: protocol.CodeProtocolError, Peer: p, SourceTier: -1, TargetTier: -1}
+		reflect.ValueOf(&ev).Elem().FieldByIndex(f.Index).SetString(long)
+		o.Emit(ev)
+		if ev.Type == protocol.EventSecurity {
+			audited++
+		}
+		got := []protocol.Event{o.Recent(1)[0], <-sub.C}
+		for _, g := range got {
+			gv := reflect.ValueOf(g)
+			for _, i := range fields {
+				orig := reflect.ValueOf(ev).Field(i).String()
+				if err := checkCut(orig, gv.Field(i).String()); err != nil {
+					t.Fatalf("%s (event with a long %s): %v", typ.Field(i).Name, f.Name, err)
+				}
+			}
+		}
+	}
+	if m := o.Metrics(); m.SecurityEvents != uint64(audited) {
+		t.Fatalf("%d security events counted, want %d", m.SecurityEvents, audited)
+	}
+	lines := readAudit(t, path)
+	if len(lines) != audited {
+		t.Fatalf("%d audit lines, want %d", len(lines), audited)
+	}
+	for _, l := range lines {
+		for k, v := range l {
+			if s, ok := v.(string); ok && k != "peer" && k != "time" && len(s) > MaxEventFieldLen {
+				t.Fatalf("audit line's %s has %d bytes", k, len(s))
+			}
+		}
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Size() > int64(audited)*4096 {
+		t.Fatalf("audit log of %d bytes for %d events", st.Size(), audited)
+	}
+}
+
+// TestPropertyEventFieldCut: cutting keeps a value under the bound as it
+// is (the same string, no copy), and cuts a longer one to at most the bound,
+// on a UTF-8 boundary, with a marker giving the bytes cut.
+func TestPropertyEventFieldCut(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		s := rapid.OneOf(rapid.String(), rapid.StringN(MaxEventFieldLen-8, MaxEventFieldLen+40, -1),
+			rapid.StringOfN(rapid.RuneFrom([]rune{'a', 'é', '€', '𝄞'}), 50, 400, -1),
+			rapid.Map(rapid.SliceOfN(rapid.Byte(), 0, 600), func(b []byte) string { return string(b) })).Draw(rt, "s")
+		got := capField(s)
+		if err := checkCut(s, got); err != nil {
+			rt.Fatal(err)
+		}
+		if len(s) <= MaxEventFieldLen && len(s) > 0 && unsafe.StringData(got) != unsafe.StringData(s) {
+			rt.Fatal("a value under the bound was copied")
+		}
+	})
+}
+
+// TestAuditRateLimitPerPeer: a peer's flood of security events reaches the
+// audit log at most at the bucket's burst and rate, with one summary line
+// for what was left out; another peer is not affected; every event is still
+// counted and kept.
+func TestAuditRateLimitPerPeer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		o, path := auditObserver(t)
+		flooder, quiet := testPeer(t), testPeer(t)
+		sec := func(p peer.ID, i int) {
+			o.Emit(protocol.Event{Type: protocol.EventSecurity, Code: protocol.CodeProtocolError, Peer: p,
+				Detail: fmt.Sprintf("frame %d", i), SourceTier: -1, TargetTier: -1})
+		}
+		count := func(lines []map[string]any, typ string, p peer.ID) int {
+			n := 0
+			for _, l := range lines {
+				if l["type"] == typ && l["peer"] == p.String() {
+					n++
+				}
+			}
+			return n
+		}
+		for i := range 1000 {
+			sec(flooder, i)
+		}
+		for i := range 10 {
+			sec(quiet, i)
+		}
+		lines := readAudit(t, path)
+		if n := count(lines, protocol.EventSecurity, flooder); n != auditBurst {
+			t.Fatalf("%d of the flooder's 1000 events audited at once, want the burst %d", n, auditBurst)
+		}
+		if n := count(lines, protocol.EventSecurity, quiet); n != 10 {
+			t.Fatalf("%d of the quiet peer's 10 events audited, want 10", n)
+		}
+		m := o.Metrics()
+		if m.SecurityEvents != 1010 || m.AuditSuppressed != 800 {
+			t.Fatalf("metrics count %d security events, %d suppressed; want 1010 and 800", m.SecurityEvents, m.AuditSuppressed)
+		}
+		if r := o.Recent(1000); len(r) != 1000 || r[len(r)-1].Detail != "frame 9" {
+			t.Fatalf("the ring does not hold the latest events")
+		}
+
+		time.Sleep(time.Second) // the bucket refills by auditRate
+		sec(flooder, 1000)
+		lines = readAudit(t, path)
+		want := fmt.Sprintf("800 security events from peer %s suppressed", flooder)
+		last := lines[len(lines)-2:]
+		if last[0]["type"] != EventAuditSuppressed || !strings.HasPrefix(last[0]["detail"].(string), want) ||
+			last[1]["detail"] != "frame 1000" {
+			t.Fatalf("after a refill, the audit log ends with %v; want the summary %q, then the event", last, want)
+		}
+
+		// A sustained flood: per second, about auditRate lines and one summary.
+		before := count(readAudit(t, path), protocol.EventSecurity, flooder)
+		for range 10 {
+			for i := range 1000 {
+				sec(flooder, i)
+				time.Sleep(time.Millisecond)
+			}
+		}
+		lines = readAudit(t, path)
+		got, sums := count(lines, protocol.EventSecurity, flooder), count(lines, EventAuditSuppressed, flooder)
+		if flood := got - before; flood > auditBurst+10*auditRate || flood < 10*auditRate || sums < 9 || sums > 12 {
+			t.Fatalf("10 s of 1,000 events/s: %d lines and %d summaries audited in all, want at most %d lines and about 11 summaries",
+				flood, sums, auditBurst+10*auditRate)
+		}
+		m = o.Metrics()
+		if m.SecurityEvents != 1010+1+10000 || m.SecurityEvents-m.AuditSuppressed != uint64(got+10) {
+			t.Fatalf("metrics: %d security events, %d suppressed, for %d audited", m.SecurityEvents, m.AuditSuppressed, got+10)
+		}
+
+		// What is still pending is written when the Observer closes.
+		pending := o.buckets[flooder].suppressed
+		if pending == 0 {
+			t.Fatal("nothing pending after a flood")
+		}
+		if err := o.close(); err != nil {
+			t.Fatal(err)
+		}
+		lines = readAudit(t, path)
+		want = fmt.Sprintf("%d security events from peer %s suppressed", pending, flooder)
+		if l := lines[len(lines)-1]; l["type"] != EventAuditSuppressed || !strings.HasPrefix(l["detail"].(string), want) {
+			t.Fatalf("after close the audit log ends with %v, want %q", l, want)
+		}
+	})
+}
+
+// TestAuditPeersBounded: the rate limit tracks at most auditPeers peers; the
+// one evicted is the idlest, and its pending count is written then.
+func TestAuditPeersBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		o, path := auditObserver(t)
+		first := testPeer(t)
+		for range auditBurst + 5 {
+			o.Emit(protocol.Event{Type: protocol.EventSecurity, Peer: first, SourceTier: -1, TargetTier: -1})
+		}
+		for i := range auditPeers {
+			time.Sleep(time.Millisecond)
+			// Cheap distinct peer IDs: identity multihashes of the index.
+			p := peer.ID(fmt.Sprintf("\x00\x08peer%04d", i))
+			o.Emit(protocol.Event{Type: protocol.EventSecurity, Peer: p, SourceTier: -1, TargetTier: -1})
+			if len(o.buckets) > auditPeers {
+				t.Fatalf("%d peers tracked, want at most %d", len(o.buckets), auditPeers)
+			}
+		}
+		if _, ok := o.buckets[first]; ok {
+			t.Fatal("the idlest peer was not evicted")
+		}
+		want := fmt.Sprintf("5 security events from peer %s suppressed", first)
+		found := false
+		for _, l := range readAudit(t, path) {
+			found = found || (l["type"] == EventAuditSuppressed && strings.HasPrefix(l["detail"].(string), want))
+		}
+		if !found {
+			t.Fatalf("no summary %q on eviction", want)
+		}
+	})
+}
+
+// TestCrossTierNotRateLimited: the limit is on security events only; every
+// cross-tier message is still audited.
+func TestCrossTierNotRateLimited(t *testing.T) {
+	o, path := auditObserver(t)
+	p := testPeer(t)
+	for range 3 * auditBurst {
+		o.Emit(protocol.Event{Type: protocol.EventMessageReceived, Peer: p, MessageType: envelope.TypeNotification,
+			Path: protocol.PathRemote, SourceTier: 0, TargetTier: 2})
+	}
+	if n := len(readAudit(t, path)); n != 3*auditBurst {
+		t.Fatalf("%d cross-tier messages audited, want %d", n, 3*auditBurst)
+	}
+}
