@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/libp2p/go-libp2p"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 
@@ -18,17 +17,7 @@ import (
 // callers race for a new stream and write on it at once: the peer
 // attributes every later frame from the cards in the hello.
 func TestHelloIsFirstFrame(t *testing.T) {
-	listen := libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0")
-	ha, err := libp2p.New(listen)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ha.Close()
-	hb, err := libp2p.New(listen)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer hb.Close()
+	ha, hb := loopbackHost(t), loopbackHost(t)
 
 	var mu sync.Mutex
 	var first []uint8 // kind of the first frame of each stream b accepted

@@ -36,11 +36,7 @@ type rvTarget struct {
 
 func rvNewTarget(t *testing.T, opts ...Option) *rvTarget {
 	t.Helper()
-	h, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { h.Close() })
+	h := loopbackHost(t)
 	reg := agentcard.NewRegistry(h.ID())
 	if _, err := reg.Register(agentcard.Card{ID: "a0", Name: "a0", Version: "1.0.0", Tier: 3, Capabilities: []agentcard.Capability{}}); err != nil {
 		t.Fatal(err)
@@ -65,11 +61,7 @@ type rvMallory struct {
 func rvNewMallory(t *testing.T, tg *rvTarget) *rvMallory {
 	t.Helper()
 	key, _, _ := crypto.GenerateEd25519Key(rand.Reader)
-	h, err := libp2p.New(libp2p.Identity(key), libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { h.Close() })
+	h := loopbackHost(t, libp2p.Identity(key))
 	if err := h.Connect(t.Context(), peer.AddrInfo{ID: tg.h.ID(), Addrs: tg.h.Addrs()}); err != nil {
 		t.Fatal(err)
 	}
@@ -143,9 +135,9 @@ func rvWait(t *testing.T, d time.Duration, f func() bool) bool {
 	return f()
 }
 
-// One peer grows r.inChans (and later the persisted watermarks) without
-// bound with open frames of fresh channel ids: nothing ever removes an entry.
-func TestHostileInChansUnbounded(t *testing.T) {
+// One peer sending open frames of fresh channel ids holds at most
+// maxInChannelsPerPeer inbound channels (it grew r.inChans without bound).
+func TestHostileChannelsPerPeerBounded(t *testing.T) {
 	tg := rvNewTarget(t)
 	m := rvNewMallory(t, tg)
 	s := m.stream(tg, "m")
@@ -175,9 +167,10 @@ func TestHostileInChansUnbounded(t *testing.T) {
 	}
 }
 
-// One channel's receive queue grows without bound while its handler is
-// slow: the stream reader keeps reading and appending.
-func TestHostileInboundQueueUnbounded(t *testing.T) {
+// One channel's receive queue, while its handler is slow, holds at most
+// maxPending envelopes: a peer past the sender's own bound is refused (the
+// stream reader kept reading and appending without bound).
+func TestHostileInboundQueueBounded(t *testing.T) {
 	tg := rvNewTarget(t)
 	release := make(chan struct{})
 	defer close(release)
@@ -231,10 +224,11 @@ func TestHostileInboundQueueUnbounded(t *testing.T) {
 	}
 }
 
-// Handlers of envelopes received on channels run on each channel's worker,
-// outside the router's concurrency bound (r.sem, 256 by default): a peer
-// that opens many channels runs as many handlers at once.
-func TestHostileHandlerConcurrencyUnbounded(t *testing.T) {
+// Handlers of envelopes received on channels run on each channel's worker
+// and take a slot of r.chSem (the concurrency bound, 256 by default): a
+// peer that opens many channels runs no more handlers at once than that
+// (it ran one per channel).
+func TestHostileHandlerConcurrencyBounded(t *testing.T) {
 	tg := rvNewTarget(t)
 	release := make(chan struct{})
 	var running, peak atomic.Int64
@@ -273,11 +267,12 @@ func TestHostileHandlerConcurrencyUnbounded(t *testing.T) {
 	}
 }
 
-// openIn rewrites ic.from/ic.to under ic.mu, while the stream reader
-// (receive) and the channel's worker (deliverSync) read them without it:
-// a peer re-opening a channel on a second stream while envelopes flow on
-// the first is a data race on two Card structs (strings, slices). Run with
-// -race.
+// A peer re-opening a channel on a second stream while envelopes flow on
+// the first: openIn refreshes the channel's cards, which the stream reader
+// (receive) and the channel's worker (deliverSync) read. They are replaced
+// whole behind an atomic pointer; openIn used to rewrite the two Card
+// structs under ic.mu while the readers read them without it, a data race
+// this test shows under -race (only there).
 func TestHostileReopenRace(t *testing.T) {
 	tg := rvNewTarget(t)
 	tg.r.Handle("a0", func(context.Context, *envelope.Envelope) (any, error) { return nil, nil })
@@ -311,30 +306,20 @@ func TestHostileReopenRace(t *testing.T) {
 	time.Sleep(500 * time.Millisecond)
 }
 
-// After a sender restart, a restored channel continues its sequence after
-// the highest sequence left in its outbox, not after the receiver's
-// watermark (which the opened frame states). Envelopes sent after the
-// restart reuse sequences the receiver already took: it treats them as
-// retransmissions, acknowledges them and never delivers them, and the
-// sender reports them delivered.
+// After a sender restart, a restored channel numbers on past the
+// receiver's watermark (which the opened frame states). It used to continue
+// after the highest sequence left in its outbox, so envelopes sent after
+// the restart reused sequences the receiver had already taken: it treated
+// them as retransmissions, acknowledged them and never delivered them, and
+// the sender reported them delivered.
 //
 // The stores are prepared as a kill (not Close) leaves them: envelope 3
 // was written to the outbox (unacknowledged for over a second), 4 and 5
 // were sent and delivered but not yet written, the receiver took 5 and
 // persisted its watermark, and the sender died before its persister
 // deleted 3.
-func TestHostileSequenceReuseAfterRestart(t *testing.T) {
-	listen := libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0")
-	ha, err := libp2p.New(listen)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ha.Close()
-	hb, err := libp2p.New(listen)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer hb.Close()
+func TestHostileNoSequenceReuseAfterRestart(t *testing.T) {
+	ha, hb := loopbackHost(t), loopbackHost(t)
 	regA, regB := agentcard.NewRegistry(ha.ID()), agentcard.NewRegistry(hb.ID())
 	regA.Register(agentcard.Card{ID: "a0", Name: "a0", Version: "1.0.0", Tier: 3, Capabilities: []agentcard.Capability{}})
 	regB.Register(agentcard.Card{ID: "a1", Name: "a1", Version: "1.0.0", Tier: 3, Capabilities: []agentcard.Capability{}})
@@ -398,23 +383,19 @@ func TestHostileSequenceReuseAfterRestart(t *testing.T) {
 	}
 }
 
-// deliverBroadcast spawns one goroutine per (broadcast, local agent) before
-// taking a handler slot (r.sem): with slow handlers, a peer's stream of
-// valid broadcasts piles up goroutines (each holding its envelope) without
+// deliverBroadcast takes a handler slot (r.sem) before it spawns the
+// goroutine of a (broadcast, local agent): with slow handlers, a peer's
+// stream of valid broadcasts waits in GossipSub's bounded queue. It used to
+// spawn first, piling up goroutines (each holding its envelope) without
 // bound.
-func TestHostileBroadcastGoroutinesUnbounded(t *testing.T) {
-	listen := libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0")
+func TestHostileBroadcastGoroutinesBounded(t *testing.T) {
 	var hs [2]host.Host
 	var rs [2]*Router
 	var regs [2]*agentcard.Registry
 	release := make(chan struct{})
 	defer close(release)
 	for i := range hs {
-		h, err := libp2p.New(listen)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer h.Close()
+		h := loopbackHost(t)
 		hs[i] = h
 		ps, err := pubsub.NewGossipSub(t.Context(), h, PubSubOptions("rv", 1<<20)...)
 		if err != nil {
@@ -462,12 +443,14 @@ func TestHostileBroadcastGoroutinesUnbounded(t *testing.T) {
 	}
 }
 
-// inStream's write deadline is re-armed only before explicit flushes; a
-// bufio auto-flush (more than 4 KiB of frames before a flush) after 30 s
-// without one hits the stale deadline, the error is sticky (s.err) and
-// nothing resets the stream: the node keeps reading and delivering on it
-// but never acknowledges again.
-func TestHostileInboundAcksStopAfterStaleDeadline(t *testing.T) {
+// After 30 s without a flush, a bufio write of its own (more than 4 KiB of
+// frames before a flush) meets a live write deadline (deadlineWriter
+// extends it before every write), and a failed write resets the stream.
+// The deadline used to be re-armed only before explicit flushes: such a
+// write hit the stale one, the error was sticky (s.err) and nothing reset
+// the stream, so the node went on delivering on it but never acknowledged
+// again. It takes over 30 s.
+func TestHostileAcksGoOnAfterAQuietSpell(t *testing.T) {
 	tg := rvNewTarget(t)
 	var got atomic.Int64
 	tg.r.Handle("a0", func(context.Context, *envelope.Envelope) (any, error) { got.Add(1); return nil, nil })

@@ -185,12 +185,7 @@ func TestPersisterWakesForEnvelopesToAPeerGone(t *testing.T) {
 		}
 	}
 	testnet.Eventually(t, 2*time.Second, func() error {
-		chans, _ := store.LoadOutbox()
-		items := 0
-		for _, c := range chans {
-			items += len(c.Items)
-		}
-		if items != n {
+		if items := outboxItems(store); items != n {
 			return fmt.Errorf("%d of %d envelopes to the gone peer in the outbox", items, n)
 		}
 		return nil
@@ -275,6 +270,16 @@ func TestAnswerNamingTheRequestInsideAThread(t *testing.T) {
 	}
 }
 
+// outboxItems counts the envelopes in store's outbox.
+func outboxItems(store protocol.Store) int {
+	chans, _ := store.LoadOutbox()
+	items := 0
+	for _, c := range chans {
+		items += len(c.Items)
+	}
+	return items
+}
+
 // failingStore fails its first fails outbox writes, like a full disk.
 type failingStore struct {
 	*protocol.MemStore
@@ -313,11 +318,7 @@ func TestOutboxWriteFailureIsRetried(t *testing.T) {
 		}
 	}
 	testnet.Eventually(t, 5*time.Second, func() error {
-		chans, _ := store.LoadOutbox()
-		items := 0
-		for _, c := range chans {
-			items += len(c.Items)
-		}
+		items := outboxItems(store)
 		pending, stored := 0, 0
 		for _, c := range routers[0].Channels() {
 			pending, stored = pending+c.Pending, stored+c.Stored
