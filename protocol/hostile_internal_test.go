@@ -8,7 +8,6 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
-	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -165,6 +164,9 @@ func TestHostileChannelsPerPeerBounded(t *testing.T) {
 	if got > maxInChannelsPerPeer {
 		t.Errorf("DEFECT: a peer's open frames grew inChans to %d entries, over the bound of %d", got, maxInChannelsPerPeer)
 	}
+	if got < maxInChannelsPerPeer {
+		t.Errorf("only %d channels taken: the test did not reach the bound of %d", got, maxInChannelsPerPeer)
+	}
 }
 
 // One channel's receive queue, while its handler is slow, holds at most
@@ -214,7 +216,19 @@ func TestHostileInboundQueueBounded(t *testing.T) {
 		ic.mu.Lock()
 		q = len(ic.queue)
 		ic.mu.Unlock()
-		return q >= n-1
+		return q >= maxPending
+	})
+	if q < maxPending {
+		t.Fatalf("only %d envelopes queued: the test did not reach the bound of %d", q, maxPending)
+	}
+	rvWait(t, time.Second, func() bool { // past the bound: the stream is refused, the queue stays
+		tg.r.mu.Lock()
+		ic := tg.r.inChans[m.h.ID().String()+"/c1"]
+		tg.r.mu.Unlock()
+		ic.mu.Lock()
+		q = len(ic.queue)
+		ic.mu.Unlock()
+		return q > maxPending
 	})
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
@@ -260,10 +274,14 @@ func TestHostileHandlerConcurrencyBounded(t *testing.T) {
 		s.write(&wireMsg{Kind: kindEnvelope, Ch: ch, Seq: 1, Env: env})
 	}
 	s.flush()
-	rvWait(t, 3*time.Second, func() bool { return peak.Load() >= n })
+	bound := int64(tg.r.o.concurrency)
+	if !rvWait(t, 10*time.Second, func() bool { return peak.Load() >= bound }) {
+		t.Fatalf("peak %d handler calls: the test did not reach the bound of %d", peak.Load(), bound)
+	}
+	rvWait(t, time.Second, func() bool { return peak.Load() > bound }) // any past the bound
 	t.Logf("peak concurrent handler calls driven by one peer: %d (router concurrency option: %d); goroutines: %d", peak.Load(), tg.r.o.concurrency, runtime.NumGoroutine())
-	if peak.Load() > int64(tg.r.o.concurrency) {
-		t.Errorf("DEFECT: %d handler calls at once, over the %d bound", peak.Load(), tg.r.o.concurrency)
+	if peak.Load() > bound {
+		t.Errorf("DEFECT: %d handler calls at once, over the %d bound", peak.Load(), bound)
 	}
 }
 
@@ -410,7 +428,10 @@ func TestHostileBroadcastGoroutinesBounded(t *testing.T) {
 		}
 		rs[i] = r
 	}
+	var running atomic.Int64
 	rs[1].Handle("a0", func(ctx context.Context, env *envelope.Envelope) (any, error) {
+		running.Add(1)
+		defer running.Add(-1)
 		select {
 		case <-release:
 		case <-ctx.Done():
@@ -436,7 +457,10 @@ func TestHostileBroadcastGoroutinesBounded(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	rvWait(t, 5*time.Second, func() bool { return runtime.NumGoroutine()-base >= n-rs[1].o.concurrency })
+	if bound := int64(rs[1].o.concurrency); !rvWait(t, 10*time.Second, func() bool { return running.Load() >= bound }) {
+		t.Fatalf("%d handlers running: the broadcasts did not fill the %d slots", running.Load(), bound)
+	}
+	rvWait(t, 2*time.Second, func() bool { return runtime.NumGoroutine()-base >= n-rs[1].o.concurrency }) // any pile-up
 	t.Logf("goroutines: %d before, %d after %d broadcasts to a slow agent (handler bound %d)", base, runtime.NumGoroutine(), n, rs[1].o.concurrency)
 	if runtime.NumGoroutine()-base > 2*rs[1].o.concurrency {
 		t.Errorf("DEFECT: %d goroutines piled up", runtime.NumGoroutine()-base)
@@ -451,6 +475,9 @@ func TestHostileBroadcastGoroutinesBounded(t *testing.T) {
 // the stream, so the node went on delivering on it but never acknowledged
 // again. It takes over 30 s.
 func TestHostileAcksGoOnAfterAQuietSpell(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out the 30 s write timeout")
+	}
 	tg := rvNewTarget(t)
 	var got atomic.Int64
 	tg.r.Handle("a0", func(context.Context, *envelope.Envelope) (any, error) { got.Add(1); return nil, nil })
@@ -486,9 +513,7 @@ func TestHostileAcksGoOnAfterAQuietSpell(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("no first ack")
 	}
-	if os.Getenv("RV_NOPAUSE") == "" {
-		time.Sleep(32 * time.Second)
-	}
+	time.Sleep(32 * time.Second) // past writeTimeout: the deadline set at the last flush expires
 	// a burst of refused envelopes: their nacks fill the 4 KiB buffer
 	for range 60 {
 		send("nobody-" + string(make([]byte, 0)) + "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx")
