@@ -41,6 +41,7 @@ type inStream struct {
 	err error
 	dl  deadline
 
+	ended atomic.Bool             // the stream's reading is over (close): its channels may be evicted
 	due   map[*inChannel]struct{} // channels whose watermark awaits an ack
 	timer *time.Timer             // sends due acks; armed while due is not empty
 	armed bool
@@ -179,6 +180,7 @@ func (s *inStream) sendDue() {
 // dropped (the sender retransmits what it has not seen acknowledged, and
 // the watermark makes that a duplicate).
 func (s *inStream) close() {
+	s.ended.Store(true)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.err == nil {
@@ -218,7 +220,8 @@ type inChannel struct {
 	out       *inStream
 	dirty     bool
 
-	known atomic.Pointer[route] // the last attribution of the pair, for the stream loop (see receive)
+	known   atomic.Pointer[route] // the last attribution of the pair, for the stream loop (see receive)
+	evicted atomic.Bool           // dropped from inChans (see evictIdleLocked): no longer takes envelopes
 }
 
 // inCards are the attributed cards of an inbound channel's pair.
@@ -230,6 +233,7 @@ type inItem struct {
 	env    *envelope.Envelope
 	err    error // refused: nack instead of delivering
 	ackNow bool  // the sender waits for the acknowledgement
+	taken  bool  // an answer already handed to its requester (see accept)
 }
 
 // accept queues one envelope (or its refusal) unless it is a duplicate. It
@@ -270,6 +274,18 @@ func (r *Router) accept(ic *inChannel, out *inStream, it inItem) (startWork bool
 		ic.mu.Unlock()
 		return true // queued meanwhile from another stream of the peer
 	}
+	// The channel's worker is busy, perhaps with the very handler that
+	// waits for this answer (an agent asking back the agent that messaged
+	// it): the answer is handed to its requester now, and the worker only
+	// moves the watermark past it in its turn. Queued behind that handler,
+	// it waited out the request's timeout. What handlers see keeps the
+	// channel's order; only a requester's answer comes before it.
+	if ic.running && it.err == nil && it.env != nil && r.isAwaited(it.env, ic) {
+		c := ic.cards.Load()
+		if r.takeAnswer(it.env, c.from, c.to, it.at) {
+			it.env, it.taken = nil, true
+		}
+	}
 	ic.queue = append(ic.queue, it)
 	start := !ic.running
 	ic.running = true
@@ -301,7 +317,7 @@ func (r *Router) work(ic *inChannel) {
 		ic.mu.Unlock()
 
 		err := it.err
-		if err == nil {
+		if err == nil && !it.taken {
 			c := ic.cards.Load()
 			err = r.deliverSync(it.env, c.from, c.to, out, it.at)
 		}

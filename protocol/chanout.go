@@ -365,9 +365,9 @@ func (c *outChannel) dial() {
 	ctx, cancel := context.WithTimeout(c.r.ctx, 10*time.Second)
 	defer cancel()
 	s, err := c.r.stream(ctx, c.p)
-	var w uint64
+	var w, taken uint64
 	if err == nil {
-		w, err = s.openChannel(ctx, c)
+		w, taken, err = s.openChannel(ctx, c)
 	}
 	c.mu.Lock()
 	defer c.unlock()
@@ -390,7 +390,7 @@ func (c *outChannel) dial() {
 		return
 	}
 	c.st = s
-	c.stepLocked(channel.Connected{Watermark: w})
+	c.stepLocked(channel.Connected{Watermark: w, Taken: taken})
 }
 
 // stop freezes the channel for shutdown: nothing is failed, pending items
@@ -453,8 +453,8 @@ func (c *outChannel) persistOps(now time.Time, after time.Duration, force bool) 
 
 // saved records the outcome of writing op, with put its items: they are
 // stored; or, when the write failed, handed back for a later pass to write
-// again, with op's deletions (a failed pass used to leave its items marked
-// as written: they would never have reached the disk).
+// again, with op's deletions and its drop (a failed pass used to leave its
+// items marked as written: they would never have reached the disk).
 func (c *outChannel) saved(op OutboxOp, put []*outItem, err error) {
 	c.mu.Lock()
 	defer c.unlock()
@@ -469,6 +469,9 @@ func (c *outChannel) saved(op OutboxOp, put []*outItem, err error) {
 		c.settled = append(op.Delete, c.settled...)
 		if op.From != "" {
 			c.metaSaved = false
+		}
+		if op.Drop {
+			c.metaSaved = true // still on disk: the next pass drops it again
 		}
 	}
 }

@@ -209,13 +209,14 @@ func (r *Router) deliverSync(env *envelope.Envelope, from, to agentcard.Card, ou
 	}
 	r.noteAsked(env)
 	r.emitReceivedAt(env, from, to, via, at)
-	// Each channel runs one handler at a time, but a peer opens as many
-	// channels as it likes: handlers from channels take a slot, so no
-	// more than the concurrency bound run at once. Their own pool, not
-	// the local one: a handler that sends to a local agent takes a local
-	// slot while it holds this one, and if both came from one pool, enough
-	// such handlers would wait on each other forever. Answers (above)
-	// take none, so a handler awaiting one never blocks its delivery.
+	// Each channel runs one handler at a time, but a peer opens many
+	// channels: handlers from channels take a slot, so no more than the
+	// concurrency bound run at once. Their own pool, not the local one: a
+	// handler that sends to a local agent takes a local slot while it
+	// holds this one, and if both came from one pool, enough such handlers
+	// would wait on each other forever. Answers take none: above, or
+	// handed over on arrival when their channel's worker is busy (accept),
+	// so a handler waiting for one never waits on a slot.
 	select {
 	case r.chSem <- struct{}{}:
 		defer func() { <-r.chSem }()
@@ -223,6 +224,28 @@ func (r *Router) deliverSync(env *envelope.Envelope, from, to agentcard.Card, ou
 	}
 	r.runHandler(h, env, from, to, true, true, at) // the handler's alone: the thread index keeps a copy
 	return nil
+}
+
+// takeAnswer hands env, an answer received on a channel whose worker is
+// busy, to the request waiting for it, recording it as seen. It reports
+// whether env needs nothing more (handed over, or a duplicate); otherwise
+// it is left unrecorded, for the worker to deliver in its turn. Called
+// under the channel's mutex, which comes before r.pmu.
+func (r *Router) takeAnswer(env *envelope.Envelope, from, to agentcard.Card, at time.Time) bool {
+	key := seenKey{from: env.Sender, id: env.ID}
+	if !r.seen.addNew(key) {
+		return true
+	}
+	if !r.matchAnswer(env) {
+		r.seen.forget(key) // its request gave up meanwhile
+		return false
+	}
+	via := r.self
+	if p, err := r.peerOf(from.Host); err == nil {
+		via = p
+	}
+	r.emitReceivedAt(env, from, to, via, at)
+	return true
 }
 
 // matchAnswer completes a waiting Request with its answer. env's addresses
@@ -325,19 +348,22 @@ func (r *Router) persist(force bool) (more bool, err error) {
 		if ok {
 			ops = append(ops, op)
 			hs = append(hs, handed{c, op, put})
-			if op.Drop {
-				r.mu.Lock() // Drop means closed, and a closed channel never reopens
-				if r.outByID[c.id] == c {
-					delete(r.outByID, c.id)
-				}
-				r.mu.Unlock()
-			}
 		}
 	}
 	if len(ops) > 0 {
 		err = r.o.store.SaveOutbox(ops)
 		for _, h := range hs {
 			h.c.saved(h.op, h.put, err)
+			if h.op.Drop && err == nil {
+				// Dropped from the store: the Router forgets it too (Drop
+				// means closed, and a closed channel never reopens). Not
+				// before: a failed drop is made again by the next pass.
+				r.mu.Lock()
+				if r.outByID[h.c.id] == h.c {
+					delete(r.outByID, h.c.id)
+				}
+				r.mu.Unlock()
+			}
 		}
 	}
 	// Watermarks alone are written at most every watermarkEvery: a message

@@ -144,11 +144,11 @@ func (rd *inReader) frame(body []byte, at time.Time) (ic *inChannel, ask bool, e
 	case kindHello:
 		return nil, false, r.acceptCards(p, m.Cards)
 	case kindOpen:
-		w, err := r.openIn(p, pStr, m)
+		w, taken, err := r.openIn(p, pStr, m, out)
 		if err != nil {
 			out.send(&wireMsg{Kind: kindNack, Ch: m.Ch, Code: CodeOf(err), Msg: err.Error()}, false)
 		} else {
-			out.send(&wireMsg{Kind: kindOpened, Ch: m.Ch, W: w}, false)
+			out.send(&wireMsg{Kind: kindOpened, Ch: m.Ch, W: w, Seq: taken}, false)
 		}
 		return nil, false, nil
 	case kindEnvelope:
@@ -160,7 +160,7 @@ func (rd *inReader) frame(body []byte, at time.Time) (ic *inChannel, ask bool, e
 			r.mu.Unlock()
 			rd.last = ic
 		}
-		if ic == nil {
+		if ic == nil || ic.evicted.Load() {
 			err := &deliveryError{Target: m.Ch, Reason: "unknown channel: open it first"}
 			out.send(&wireMsg{Kind: kindNack, Ch: m.Ch, Seq: m.Seq, Code: CodeChannelClosed, Msg: err.Error()}, false)
 			return nil, false, nil
@@ -202,50 +202,95 @@ func (rd *inReader) frame(body []byte, at time.Time) (ic *inChannel, ask bool, e
 }
 
 // openIn accepts a channel from agent m.From (hosted by p) to local agent
-// m.To, and returns the channel's watermark.
-func (r *Router) openIn(p peer.ID, pStr string, m *inMsg) (uint64, error) {
+// m.To, opened on stream out, and returns the channel's watermark (the
+// highest sequence handled) and the highest sequence it has taken into its
+// queue: a sender restarted from its outbox numbers on past both.
+func (r *Router) openIn(p peer.ID, pStr string, m *inMsg, out *inStream) (w, taken uint64, err error) {
 	from, err := r.attributeAddr(p, pStr, m.From)
 	if err != nil {
 		r.security(Event{Sender: m.From, Recipient: m.To, Code: CodeOf(err), Detail: err.Error(), Peer: p, SourceTier: -1, TargetTier: -1})
-		return 0, err
+		return 0, 0, err
 	}
 	to, err := r.localRecipient(m.To)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	key := pStr + "/" + m.Ch
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if ic := r.inChans[key]; ic != nil {
 		if c := ic.cards.Load(); c.from.Address() != from.Address() || c.to.Address() != to.Address() {
-			return 0, &senderError{Sender: m.From, Peer: p, Reason: "channel id reused for another agent pair"}
+			return 0, 0, &senderError{Sender: m.From, Peer: p, Reason: "channel id reused for another agent pair"}
 		}
 		ic.cards.Store(&inCards{from, to}) // refreshed cards
 		ic.mu.Lock()
-		w := ic.watermark
+		ic.out = out // its stream now, which keeps it from eviction
+		w, taken = ic.watermark, ic.queued
 		ic.mu.Unlock()
-		return w, nil
+		return w, taken, nil
 	}
-	if r.inPerPeer[p] >= maxInChannelsPerPeer {
-		return 0, fmt.Errorf("%w: peer %s has %d channels open to this node, the most it may", ErrProtocol, shortID(p), maxInChannelsPerPeer)
+	pc := r.inByPeer[p]
+	if pc == nil {
+		pc = &peerChans{chans: make(map[string]*inChannel)}
+		r.inByPeer[p] = pc
 	}
-	ic := &inChannel{key: key, id: m.Ch, watermark: r.watermarks[key]}
+	chans := pc.chans
+	if len(chans) >= maxInChannelsPerPeer {
+		// A scan at most once a second per peer: one that keeps every
+		// channel busy must not make each of its open frames cost one.
+		if now := clock.Now(); now.Sub(pc.scanned) >= time.Second {
+			pc.scanned = now
+			r.evictIdleLocked(chans)
+		}
+	}
+	if len(chans) >= maxInChannelsPerPeer {
+		return 0, 0, fmt.Errorf("%w: peer %s has %d channels open to this node, the most it may", ErrProtocol, shortID(p), maxInChannelsPerPeer)
+	}
+	ic := &inChannel{key: key, id: m.Ch, watermark: r.watermarks[key], out: out}
 	ic.cards.Store(&inCards{from, to})
 	ic.queued = ic.watermark
 	r.inChans[key] = ic
-	r.inPerPeer[p]++
-	return ic.watermark, nil
+	chans[key] = ic
+	return ic.watermark, ic.queued, nil
 }
 
-// maxInChannelsPerPeer bounds the inbound channels one peer may open while
-// this node runs. A channel is an agent pair, and an honest peer opens one
-// per pair of its agents and ours, once per run of its node (a restarted
-// sender reuses the channels in its outbox and opens new ones for the
-// rest); a peer opening fresh channel IDs without end would grow this
-// node's channel table without bound. Known limit: channels are not
-// dropped when their stream ends, so a peer restarted some thousand times
-// while this node runs reaches the bound too (until this node restarts).
+// maxInChannelsPerPeer bounds the inbound channels one peer holds on this
+// node. A channel is an agent pair, and an honest peer opens one per pair
+// of its agents and ours, once per run of its node or after giving up on a
+// redial (a restarted sender reuses the channels in its outbox and opens
+// new ones for the rest); a peer opening fresh channel IDs without end
+// would grow this node's channel table without bound. At the bound, the
+// peer's idle channels are evicted (evictIdleLocked); only a peer holding
+// this many channels busy, or on live streams, is refused.
 const maxInChannelsPerPeer = 4096
+
+// peerChans are one peer's inbound channels.
+type peerChans struct {
+	chans   map[string]*inChannel // by inChans key
+	scanned time.Time             // the last eviction scan (see openIn)
+}
+
+// evictIdleLocked drops from chans (one peer's) and inChans every channel
+// that is idle: nothing queued or running, its watermark persisted, and the
+// stream it was last opened or used on ended. Its watermark stays in
+// r.watermarks, so a sender that reopens it later on a new stream finds
+// its duplicates recognised, as after a restart. r.mu is held.
+func (r *Router) evictIdleLocked(chans map[string]*inChannel) {
+	for key, ic := range chans {
+		ic.mu.Lock()
+		idle := len(ic.queue) == 0 && !ic.running && !ic.dirty && (ic.out == nil || ic.out.ended.Load())
+		if idle {
+			ic.evicted.Store(true)
+		}
+		w := ic.watermark
+		ic.mu.Unlock()
+		if idle {
+			r.watermarks[key] = w
+			delete(chans, key)
+			delete(r.inChans, key)
+		}
+	}
+}
 
 func (r *Router) localRecipient(addr string) (agentcard.Card, error) {
 	id, host, _ := strings.Cut(addr, "@")
@@ -273,6 +318,7 @@ func (r *Router) refuseStream(st network.Stream, p peer.ID, err error) {
 // merges them as remote cards. One forged card taints the whole hello.
 func (r *Router) acceptCards(p peer.ID, cards [][]byte) error {
 	var merged int
+	var tooMany error
 	for _, b := range cards {
 		c, signer, err := agentcard.Open(b)
 		if err != nil {
@@ -283,10 +329,10 @@ func (r *Router) acceptCards(p peer.ID, cards [][]byte) error {
 		}
 		changed, err := r.reg.MergeRemote(c)
 		if errors.Is(err, agentcard.ErrTooManyCards) {
-			// The cards already held stay usable: say so once, keep the
-			// stream, and take no more from this hello.
-			r.security(Event{Code: agentcard.CodeTooManyCards, Detail: err.Error(), Peer: p, SourceTier: -1, TargetTier: -1})
-			break
+			// The cards already held stay usable, and the rest of the hello
+			// may refresh them: keep the stream and go on, and say so once.
+			tooMany = err
+			continue
 		}
 		if err != nil {
 			return fmt.Errorf("card %s from %s refused: %w", c.Address(), shortID(p), err)
@@ -294,6 +340,9 @@ func (r *Router) acceptCards(p peer.ID, cards [][]byte) error {
 		if changed {
 			merged++
 		}
+	}
+	if tooMany != nil {
+		r.security(Event{Code: agentcard.CodeTooManyCards, Detail: tooMany.Error(), Peer: p, SourceTier: -1, TargetTier: -1})
 	}
 	if merged > 0 {
 		r.o.sink.Emit(Event{Type: EventCardsReceived, Time: clock.Now(), Peer: p, Success: true, Detail: fmt.Sprintf("%d new or updated cards", merged), SourceTier: -1, TargetTier: -1})

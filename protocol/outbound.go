@@ -44,8 +44,8 @@ type outStream struct {
 }
 
 type openResult struct {
-	watermark uint64
-	err       error
+	watermark, taken uint64 // see openIn
+	err              error
 }
 
 func (r *Router) newOutStream(p peer.ID, st network.Stream) *outStream {
@@ -168,13 +168,13 @@ func (s *outStream) flushLoop() {
 }
 
 // openChannel sends an open frame for c and waits for the receiver's answer.
-func (s *outStream) openChannel(ctx context.Context, c *outChannel) (uint64, error) {
+func (s *outStream) openChannel(ctx context.Context, c *outChannel) (watermark, taken uint64, err error) {
 	w := make(chan openResult, 1)
 	s.mu.Lock()
 	if s.err != nil {
 		err := s.err
 		s.mu.Unlock()
-		return 0, err
+		return 0, 0, err
 	}
 	s.opening[c.id] = w
 	s.mu.Unlock()
@@ -188,18 +188,18 @@ func (s *outStream) openChannel(ctx context.Context, c *outChannel) (uint64, err
 	body, err := encodeMsg(&wireMsg{Kind: kindOpen, Ch: c.id, From: c.from, To: c.to})
 	if err != nil {
 		forget()
-		return 0, err
+		return 0, 0, err
 	}
 	if err := s.write([][]byte{body}, true); err != nil {
 		forget()
-		return 0, err
+		return 0, 0, err
 	}
 	select {
 	case res := <-w:
-		return res.watermark, res.err
+		return res.watermark, res.taken, res.err
 	case <-ctx.Done():
 		forget()
-		return 0, ctx.Err()
+		return 0, 0, ctx.Err()
 	}
 }
 
@@ -244,7 +244,7 @@ func (s *outStream) readLoop() {
 			s.mu.Unlock()
 			if w != nil {
 				if m.Kind == kindOpened {
-					w <- openResult{watermark: m.W}
+					w <- openResult{watermark: m.W, taken: m.Seq}
 				} else {
 					w <- openResult{err: &RemoteError{ErrCode: m.Code, Message: m.Msg, Peer: s.p}}
 				}

@@ -371,3 +371,53 @@ func TestPeerStoppingIsNoSecurityEvent(t *testing.T) {
 		t.Fatalf("security events for a peer that stopped: %+v", sink.evs)
 	}
 }
+
+// dropFailingStore fails its first write that drops a channel.
+type dropFailingStore struct {
+	*protocol.MemStore
+	failed atomic.Bool
+}
+
+func (s *dropFailingStore) SaveOutbox(ops []protocol.OutboxOp) error {
+	for _, op := range ops {
+		if op.Drop && s.failed.CompareAndSwap(false, true) {
+			return errors.New("disk full")
+		}
+	}
+	return s.MemStore.SaveOutbox(ops)
+}
+
+// A channel closed for good (its envelopes failed after the retries) is
+// dropped from the outbox by a later pass when the write that dropped it
+// failed: it used to stay on disk, and be restored with envelopes already
+// reported DELIVERY_FAILED at the next start.
+func TestOutboxDropFailureIsRetried(t *testing.T) {
+	store := &dropFailingStore{MemStore: protocol.NewMemStore()}
+	routers, f := mockPairWith(t, func(i int) []protocol.Option {
+		if i == 0 {
+			return []protocol.Option{protocol.WithStore(store), protocol.WithRetry(1, 50*time.Millisecond)}
+		}
+		return nil
+	})
+	env, _ := f.New("a0", "a1", envelope.TypeRequest, []byte(`"warm"`))
+	if _, _, err := routers[0].RequestWithin(t.Context(), env, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	routers[1].Close()
+	for range 3 {
+		env, _ := f.New("a0", "a1", envelope.TypeNotification, nil)
+		if _, err := routers[0].Post(t.Context(), env); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testnet.Eventually(t, 5*time.Second, func() error {
+		if !store.failed.Load() {
+			return errors.New("no drop written yet")
+		}
+		chans, _ := store.LoadOutbox()
+		if items := outboxItems(store); len(chans) > 0 || items > 0 {
+			return fmt.Errorf("%d channels, %d envelopes still in the outbox after the channel failed", len(chans), items)
+		}
+		return nil
+	})
+}

@@ -68,9 +68,9 @@ type Router struct {
 	handlers      atomic.Pointer[map[string]Handler] // copied on write (Handle), read on every delivery
 	outByPair     map[agentPair]*outChannel          // current channel of each pair
 	outByID       map[string]*outChannel
-	inChans       map[string]*inChannel // "<peerID>/<channel id>"
-	inPerPeer     map[peer.ID]int       // inChans per peer (see maxInChannelsPerPeer)
-	watermarks    map[string]uint64     // persisted inbound watermarks, loaded at Start
+	inChans       map[string]*inChannel  // "<peerID>/<channel id>"
+	inByPeer      map[peer.ID]*peerChans // inChans by peer (see maxInChannelsPerPeer)
+	watermarks    map[string]uint64      // persisted inbound watermarks, loaded at Start
 	out           map[peer.ID]*outStream
 	opening       map[peer.ID]chan struct{}
 	regreet       *bounded[peer.ID, time.Duration] // last re-greeting delay per peer (see regreetLater)
@@ -198,7 +198,7 @@ func New(h host.Host, reg *agentcard.Registry, opts ...Option) (*Router, error) 
 		outByPair:     make(map[agentPair]*outChannel),
 		outByID:       make(map[string]*outChannel),
 		inChans:       make(map[string]*inChannel),
-		inPerPeer:     make(map[peer.ID]int),
+		inByPeer:      make(map[peer.ID]*peerChans),
 		watermarks:    make(map[string]uint64),
 		out:           make(map[peer.ID]*outStream),
 		opening:       make(map[peer.ID]chan struct{}),

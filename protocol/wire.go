@@ -22,7 +22,7 @@ const (
 	kindAck      uint8 = 3 // channel Ch: every sequence <= Seq is taken
 	kindNack     uint8 = 4 // channel Ch: sequence Seq refused (Code, Msg); Seq 0 refuses the open
 	kindOpen     uint8 = 5 // open channel Ch from agent From to agent To
-	kindOpened   uint8 = 6 // channel Ch accepted; W is the receiver's watermark
+	kindOpened   uint8 = 6 // channel Ch accepted; W is the receiver's watermark, Seq the highest sequence it has queued
 )
 
 // maxHelloCards caps the cards in one hello frame.

@@ -100,8 +100,10 @@ type (
 	// Enqueue adds a message; it gets the next sequence number.
 	Enqueue struct{ Data any }
 	// Connected: the receiver accepted the channel; Watermark is the highest
-	// sequence it has already taken.
-	Connected struct{ Watermark uint64 }
+	// sequence it has handled (what settles pending items), Taken the
+	// highest it has taken into its queue (at least Watermark; 0 when the
+	// receiver does not say).
+	Connected struct{ Watermark, Taken uint64 }
 	// DialFailed: an attempt to (re)connect failed.
 	DialFailed struct{ Err error }
 	// RetryDue: the redial delay has elapsed.
@@ -263,19 +265,20 @@ func (m *Machine) Step(e Event) ([]Action, error) {
 		// The receiver took sequences this machine does not know of: a
 		// channel restored from the outbox after a crash numbers on from
 		// its last written item, and the receiver may have taken later
-		// ones that were never written. Reusing their numbers would have
-		// the receiver take new envelopes for duplicates, acknowledge
-		// them, and drop them.
-		if e.Watermark >= m.next {
-			m.next = e.Watermark + 1
+		// ones that were never written, handled or still in its queue.
+		// Reusing their numbers would have the receiver take new envelopes
+		// for duplicates, acknowledge them, and drop them; and its acks of
+		// them are legitimate.
+		taken := max(e.Watermark, e.Taken)
+		if taken >= m.next {
+			m.next = taken + 1
 		}
 		m.attempt = 0
 		acts = m.to(Open, acts)
+		m.sent = taken
 		if len(m.pending) > 0 {
 			acts = append(acts, Transmit{Items: append([]Item(nil), m.pending...)})
-			m.sent = m.pending[len(m.pending)-1].Seq
-		} else {
-			m.sent = e.Watermark
+			m.sent = max(taken, m.pending[len(m.pending)-1].Seq)
 		}
 		return acts, nil
 

@@ -330,6 +330,31 @@ func TestRestoreNumbersPastTheReceiversWatermark(t *testing.T) {
 	}
 }
 
+// The receiver may have queued more than it handled (a slow agent): a
+// restored channel numbers past what it took, not only past its
+// watermark, settles only what it handled, and takes its later acks.
+func TestRestoreNumbersPastWhatTheReceiverQueued(t *testing.T) {
+	m, _ := channel.Restore(channel.Config{}, []channel.Item{{Seq: 1, Data: "old1"}}, 3)
+	acts, err := m.Step(channel.Connected{Watermark: 0, Taken: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range acts {
+		if _, ok := a.(channel.Delivered); ok {
+			t.Fatalf("settled on connecting, with nothing handled: %v", acts)
+		}
+	}
+	if it, _, _ := m.Enqueue("new1"); it.Seq != 5 {
+		t.Fatalf("next envelope got seq %d, want 5", it.Seq)
+	}
+	if _, err := m.Step(channel.Ack{Seq: 4}); err != nil {
+		t.Fatalf("the receiver's ack of what it had queued: %v", err)
+	}
+	if p := m.Pending(); len(p) != 1 || p[0].Seq != 5 {
+		t.Fatalf("pending after the ack of 4: %v, want only 5", p)
+	}
+}
+
 func TestNackFailsOneItem(t *testing.T) {
 	m := machineIn(t, channel.Open)
 	for i := 0; i < 3; i++ {
