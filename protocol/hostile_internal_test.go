@@ -36,18 +36,7 @@ type rvTarget struct {
 func rvNewTarget(t *testing.T, opts ...Option) *rvTarget {
 	t.Helper()
 	h := loopbackHost(t)
-	reg := agentcard.NewRegistry(h.ID())
-	if _, err := reg.Register(agentcard.Card{ID: "a0", Name: "a0", Version: "1.0.0", Tier: 3, Capabilities: []agentcard.Capability{}}); err != nil {
-		t.Fatal(err)
-	}
-	r, err := New(h, reg, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close() })
+	r, reg := startRouter(t, h, []string{"a0"}, opts...)
 	return &rvTarget{h: h, r: r, reg: reg}
 }
 

@@ -270,6 +270,23 @@ func TestAnswerNamingTheRequestInsideAThread(t *testing.T) {
 	}
 }
 
+// postToGonePeer warms routers[0]'s channel to routers[1] with a request,
+// closes routers[1], and posts n notifications to it from routers[0].
+func postToGonePeer(t *testing.T, routers [2]*protocol.Router, f *envelope.Factory, n int) {
+	t.Helper()
+	env, _ := f.New("a0", "a1", envelope.TypeRequest, []byte(`"warm"`))
+	if _, _, err := routers[0].RequestWithin(t.Context(), env, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	routers[1].Close()
+	for range n {
+		env, _ := f.New("a0", "a1", envelope.TypeNotification, nil)
+		if _, err := routers[0].Post(t.Context(), env); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // outboxItems counts the envelopes in store's outbox.
 func outboxItems(store protocol.Store) int {
 	chans, _ := store.LoadOutbox()
@@ -305,18 +322,8 @@ func TestOutboxWriteFailureIsRetried(t *testing.T) {
 		}
 		return nil
 	})
-	env, _ := f.New("a0", "a1", envelope.TypeRequest, []byte(`"warm"`))
-	if _, _, err := routers[0].RequestWithin(t.Context(), env, 10*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	routers[1].Close()
 	const n = 5
-	for range n {
-		env, _ := f.New("a0", "a1", envelope.TypeNotification, nil)
-		if _, err := routers[0].Post(t.Context(), env); err != nil {
-			t.Fatal(err)
-		}
-	}
+	postToGonePeer(t, routers, f, n)
 	testnet.Eventually(t, 5*time.Second, func() error {
 		items := outboxItems(store)
 		pending, stored := 0, 0
@@ -399,17 +406,7 @@ func TestOutboxDropFailureIsRetried(t *testing.T) {
 		}
 		return nil
 	})
-	env, _ := f.New("a0", "a1", envelope.TypeRequest, []byte(`"warm"`))
-	if _, _, err := routers[0].RequestWithin(t.Context(), env, 10*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	routers[1].Close()
-	for range 3 {
-		env, _ := f.New("a0", "a1", envelope.TypeNotification, nil)
-		if _, err := routers[0].Post(t.Context(), env); err != nil {
-			t.Fatal(err)
-		}
-	}
+	postToGonePeer(t, routers, f, 3)
 	testnet.Eventually(t, 5*time.Second, func() error {
 		if !store.failed.Load() {
 			return errors.New("no drop written yet")
