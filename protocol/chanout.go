@@ -9,7 +9,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
+	lpswarm "github.com/libp2p/go-libp2p/p2p/net/swarm"
 
 	"github.com/nova-node/nova-node/envelope"
 	"github.com/nova-node/nova-node/internal/clock"
@@ -262,7 +264,8 @@ func (c *outChannel) perform(acts []channel.Action) {
 		switch a := a.(type) {
 		case channel.Dial:
 			c.st = nil
-			if !c.r.spawn(c.dial) {
+			attempt := c.m.Attempt()
+			if !c.r.spawn(func() { c.dial(attempt) }) {
 				c.stopped = true
 			}
 		case channel.Transmit:
@@ -361,8 +364,27 @@ func (c *outChannel) transmit(items []channel.Item) {
 }
 
 // dial runs on a Router goroutine: get the stream, open the channel on it.
-func (c *outChannel) dial() {
-	ctx, cancel := context.WithTimeout(c.r.ctx, 10*time.Second)
+// dial opens the channel on the stream to its peer. attempt is 0 for the
+// first dial and n for the nth redial after a loss.
+//
+// A redial is a fresh try: libp2p's dial backoff (5 s and more after a
+// failed dial) would otherwise answer the second and third redials from
+// the failure of the first without dialling, so a peer back within the
+// retries would still be given up on. In exchange each redial's dial is
+// bounded by the delay that preceded it (at least a second), so that an
+// address that never answers (a QUIC handshake to a gone host waits up to
+// 10 s) does not stretch the retries far past their schedule.
+func (c *outChannel) dial(attempt int) {
+	timeout := 10 * time.Second
+	if attempt > 0 {
+		timeout = max(time.Second, c.r.o.channel.Base<<(attempt-1))
+		if c.r.h.Network().Connectedness(c.p) != network.Connected {
+			if sw, ok := c.r.h.Network().(*lpswarm.Swarm); ok {
+				sw.Backoff().Clear(c.p)
+			}
+		}
+	}
+	ctx, cancel := context.WithTimeout(c.r.ctx, timeout)
 	defer cancel()
 	s, err := c.r.stream(ctx, c.p)
 	var w, taken uint64
@@ -391,6 +413,22 @@ func (c *outChannel) dial() {
 	}
 	c.st = s
 	c.stepLocked(channel.Connected{Watermark: w, Taken: taken})
+}
+
+// redialNow brings a scheduled redial forward: the peer was just seen again
+// (it connected and identified), so waiting out the delay would only hold
+// its envelopes back. A redial already under way is left alone.
+func (c *outChannel) redialNow() {
+	c.mu.Lock()
+	defer c.unlock()
+	if c.stopped || c.timer == nil || c.m.State() != channel.Reconnecting {
+		return
+	}
+	if !c.timer.Stop() {
+		return // fired (its RetryDue is on the way) or already brought forward
+	}
+	c.r.emitChannel(c, "redial now: peer seen again")
+	c.stepLocked(channel.RetryDue{})
 }
 
 // stop freezes the channel for shutdown: nothing is failed, pending items

@@ -415,7 +415,7 @@ func (r *Router) restoreLocked(oc OutboxChannel) {
 	c.m = m
 	for _, a := range acts {
 		if _, ok := a.(channel.Dial); ok {
-			r.wg.Go(c.dial)
+			r.wg.Go(func() { c.dial(m.Attempt()) })
 		}
 	}
 }

@@ -508,7 +508,16 @@ func (r *Router) identifyLoop() {
 			if slices.Contains(evt.Protocols, IDA2A) {
 				r.mu.Lock()
 				r.greetLocked(evt.Peer)
+				var lost []*outChannel
+				for _, c := range r.outByID {
+					if c.p == evt.Peer && !c.closed.Load() {
+						lost = append(lost, c)
+					}
+				}
 				r.mu.Unlock()
+				for _, c := range lost {
+					c.redialNow()
+				}
 			}
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -364,4 +365,109 @@ func TestBacklogAcknowledgedWhileWorkedOff(t *testing.T) {
 		return nil
 	})
 	rec.exactlyOnceInOrder(t, 200)
+}
+
+// deliveryFailures counts the DELIVERY_FAILED events node n reported.
+func deliveryFailures(n *node.Node) int {
+	c := 0
+	for _, e := range n.Observer().Recent(0) {
+		if e.Type == protocol.EventError && e.Code == protocol.CodeDeliveryFailed {
+			c++
+		}
+	}
+	return c
+}
+
+// waitChannelEvent waits for a channel event on sub whose detail starts
+// with prefix.
+func waitChannelEvent(t *testing.T, sub *node.Subscription, prefix string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.After(timeout)
+	for {
+		select {
+		case e := <-sub.C:
+			if e.Type == protocol.EventChannel && strings.HasPrefix(e.Detail, prefix) {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("no channel event %q within %s", prefix, timeout)
+		}
+	}
+}
+
+// TestReceiverBackBetweenRedials: the receiver is gone when the first redial
+// runs and back before the second. The second redial must really dial
+// (libp2p's dial backoff from the first failure would otherwise answer it)
+// and the pending envelopes arrive, once each and in order, with no
+// DELIVERY_FAILED.
+func TestReceiverBackBetweenRedials(t *testing.T) {
+	rec := &recorder{}
+	net := sinkPair(t, rec, testnet.WithTransport(testnet.TCP), testnet.WithConfig(func(i int, c *node.Config) {
+		c.RetryDelay = 500 * time.Millisecond // redials at 0.5, 1.5 and 3.5 s
+	}))
+	postN(t, net.Nodes[0], 0, 10)
+	testnet.Eventually(t, 5*time.Second, func() error {
+		if rec.len() < 10 {
+			return fmt.Errorf("%d of 10 received", rec.len())
+		}
+		return nil
+	})
+	sub := net.Nodes[0].Observer().Subscribe(1000)
+	defer sub.Close()
+	cfg := net.Nodes[1].Config()
+	cfg.Listen = nil
+	for _, a := range net.Nodes[1].Host().Addrs() {
+		cfg.Listen = append(cfg.Listen, a.String())
+	}
+	net.Kill(1)
+	postN(t, net.Nodes[0], 10, 20)
+	waitChannelEvent(t, sub, "redial 2 in", 5*time.Second) // the first redial failed
+	net.Start(1, cfg, rec.register(t))
+	testnet.Eventually(t, 10*time.Second, func() error {
+		if n := deliveryFailures(net.Nodes[0]); n > 0 {
+			return fmt.Errorf("%d DELIVERY_FAILED: the later redials never dialled", n)
+		}
+		if rec.len() < 20 {
+			return fmt.Errorf("%d of 20 received", rec.len())
+		}
+		return nil
+	})
+	rec.exactlyOnceInOrder(t, 20)
+	if n := deliveryFailures(net.Nodes[0]); n > 0 {
+		t.Fatalf("%d DELIVERY_FAILED after the receiver came back", n)
+	}
+}
+
+// TestRedialWhenPeerSeenAgain: a receiver that comes back and connects to
+// the sender gets its pending envelopes at once, not when the sender's
+// next redial is due (here 30 s away).
+func TestRedialWhenPeerSeenAgain(t *testing.T) {
+	const retry = 30 * time.Second
+	rec := &recorder{}
+	net := sinkPair(t, rec, testnet.WithConfig(func(i int, c *node.Config) { c.RetryDelay = retry }))
+	postN(t, net.Nodes[0], 0, 5)
+	testnet.Eventually(t, 5*time.Second, func() error {
+		if rec.len() < 5 {
+			return fmt.Errorf("%d of 5 received", rec.len())
+		}
+		return nil
+	})
+	sub := net.Nodes[0].Observer().Subscribe(1000)
+	defer sub.Close()
+	net.Restart(1, rec.register(t))
+	waitChannelEvent(t, sub, "redial 1 in", 5*time.Second)
+	start := time.Now()
+	postN(t, net.Nodes[0], 5, 10)
+	net.Connect(1, 0) // the receiver, back, reaches out
+	waitChannelEvent(t, sub, "redial now", 10*time.Second)
+	testnet.Eventually(t, 10*time.Second, func() error {
+		if rec.len() < 10 {
+			return fmt.Errorf("%d of 10 received", rec.len())
+		}
+		return nil
+	})
+	if d := time.Since(start); d >= retry {
+		t.Fatalf("delivered after %s: waited for the scheduled redial", d)
+	}
+	rec.exactlyOnceInOrder(t, 10)
 }
