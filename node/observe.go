@@ -3,6 +3,7 @@ package node
 import (
 	"encoding/json"
 	"fmt"
+	"hash/maphash"
 	"maps"
 	"os"
 	"slices"
@@ -66,6 +67,14 @@ type Metrics struct {
 // append to the audit file. Every string field of an event is first cut to
 // [MaxEventFieldLen] bytes, and security events are rate-limited per peer in
 // the audit log (see auditRate).
+//
+// One failure is one error event: an error event that repeats the envelope
+// id, sender and code of one among the last [errorsRemembered] error events
+// is dropped (neither kept, counted, sent nor audited). The router reports
+// the failure of a remote send it waits for twice, from the channel that
+// gave up and from Send; an envelope id is new for every envelope the
+// node's factory makes, so a second report with all three equal is the
+// same failure.
 type Observer struct {
 	mu        sync.Mutex
 	ring      []protocol.Event
@@ -79,6 +88,46 @@ type Observer struct {
 	buckets   map[peer.ID]*auditBucket // the audit rate limit's, at most auditPeers
 	subs      []*Subscription          // a slice, not a map: Emit ranges over it on every event
 	prom      *promMetrics
+	errs      recentErrors
+}
+
+// errorsRemembered is how many error events the Observer remembers to drop
+// a second report of the same failure (see [Observer]). A burst of failures
+// larger than this (a peer gone with more waited sends in flight) could
+// count some twice again; 1024 hashes cost 8 KiB and a map of them.
+const errorsRemembered = 1024
+
+// recentErrors remembers the last errorsRemembered error events that name
+// an envelope, as hashes of (envelope id, sender, code).
+type recentErrors struct {
+	seed maphash.Seed
+	ring []uint64
+	next int
+	set  map[uint64]struct{}
+}
+
+type errorKey struct{ id, sender, code string }
+
+// repeated reports whether ev, an error event naming an envelope, repeats
+// one remembered, and remembers it if not. The caller holds the Observer's
+// mutex.
+func (r *recentErrors) repeated(ev *protocol.Event) bool {
+	if r.set == nil {
+		r.seed, r.ring, r.set = maphash.MakeSeed(), make([]uint64, 0, errorsRemembered), make(map[uint64]struct{}, errorsRemembered)
+	}
+	h := maphash.Comparable(r.seed, errorKey{ev.EnvelopeID, ev.Sender, ev.Code})
+	if _, ok := r.set[h]; ok {
+		return true
+	}
+	if len(r.ring) < errorsRemembered {
+		r.ring = append(r.ring, h)
+	} else {
+		delete(r.set, r.ring[r.next])
+		r.ring[r.next] = h
+		r.next = (r.next + 1) % errorsRemembered
+	}
+	r.set[h] = struct{}{}
+	return false
 }
 
 // Subscription receives events as they happen. Its channel is buffered;
@@ -172,6 +221,9 @@ func (o *Observer) Emit(ev protocol.Event) {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if ev.Type == protocol.EventError && ev.EnvelopeID != "" && o.errs.repeated(&ev) {
+		return // the same failure, reported again (see Observer)
+	}
 	o.ring[o.next] = ev
 	if o.next++; o.next == len(o.ring) {
 		o.next, o.full = 0, true

@@ -312,3 +312,38 @@ func TestCrossTierNotRateLimited(t *testing.T) {
 		t.Fatalf("%d cross-tier messages audited, want %d", n, 3*auditBurst)
 	}
 }
+
+// TestRepeatedErrorKeptOnce: a second report of one failure (same envelope,
+// sender and code) is dropped; a different code, sender or envelope is
+// not; what is remembered stays bounded, and a failure forgotten past the
+// bound counts again.
+func TestRepeatedErrorKeptOnce(t *testing.T) {
+	o, _ := auditObserver(t)
+	fail := func(id, sender, code string) {
+		o.Emit(protocol.Event{Type: protocol.EventError, EnvelopeID: id, Sender: sender, Code: code, SourceTier: -1, TargetTier: -1})
+	}
+	fail("e1", "a@p", protocol.CodeDeliveryFailed)
+	fail("e1", "a@p", protocol.CodeDeliveryFailed) // the same failure, reported again
+	fail("e1", "a@p", protocol.CodeChannelClosed)
+	fail("e1", "b@p", protocol.CodeDeliveryFailed)
+	fail("e2", "a@p", protocol.CodeDeliveryFailed)
+	fail("", "a@p", protocol.CodeDeliveryFailed) // no envelope: never taken for a repeat
+	fail("", "a@p", protocol.CodeDeliveryFailed)
+	if m := o.Metrics(); m.ErrorCount != 6 {
+		t.Fatalf("errorCount %d, want 6", m.ErrorCount)
+	}
+	if n := len(o.Recent(0)); n != 6 {
+		t.Fatalf("%d events kept, want 6", n)
+	}
+	for i := range 3 * errorsRemembered {
+		fail(strconv.Itoa(i), "a@p", protocol.CodeDeliveryFailed)
+	}
+	if len(o.errs.set) != errorsRemembered || len(o.errs.ring) != errorsRemembered {
+		t.Fatalf("remembers %d (ring %d), want %d", len(o.errs.set), len(o.errs.ring), errorsRemembered)
+	}
+	before := o.Metrics().ErrorCount
+	fail("e1", "a@p", protocol.CodeDeliveryFailed) // forgotten by now
+	if got := o.Metrics().ErrorCount; got != before+1 {
+		t.Fatalf("errorCount %d, want %d", got, before+1)
+	}
+}

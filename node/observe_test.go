@@ -18,6 +18,7 @@ import (
 	"github.com/nova-node/nova-node/envelope"
 	"github.com/nova-node/nova-node/node"
 	"github.com/nova-node/nova-node/protocol"
+	"github.com/nova-node/nova-node/testnet"
 	"github.com/nova-node/nova-node/tiers"
 )
 
@@ -296,5 +297,64 @@ func TestPrometheusCodeLabelsBounded(t *testing.T) {
 	}
 	if !strings.Contains(body, `nova_errors_total{code="OTHER"}`) {
 		t.Error("codes past the bound are not counted as OTHER")
+	}
+}
+
+// TestFailedSendCountedOnce: a send that fails once (the peer is gone, the
+// channel gives up) is one error event and one count, as the node's API
+// reports them (status metrics, events, Prometheus), though the router
+// reports it both from the channel and from Send.
+func TestFailedSendCountedOnce(t *testing.T) {
+	net := testnet.New(t, 2, testnet.WithTransport(testnet.TCP))
+	net.FullMesh()
+	net.WaitForCards()
+	a := net.Nodes[0]
+	net.Kill(1)
+	cl := node.NewClient(a.Config().APISocketPath())
+	if _, err := cl.ResetMetrics(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	res, err := cl.Send(t.Context(), node.SendRequest{To: "a1", Type: envelope.TypeNotification, Payload: json.RawMessage(`"gone"`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Error == nil || res.Error.Code != protocol.CodeDeliveryFailed {
+		t.Fatalf("send to a stopped node: %+v, want DELIVERY_FAILED", res.Error)
+	}
+	st, err := cl.Status(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Metrics.ErrorCount != 1 {
+		t.Errorf("errorCount %d after one failed send, want 1", st.Metrics.ErrorCount)
+	}
+	// A second failure is counted: only a repeated report of one is not.
+	if res2, err := cl.Send(t.Context(), node.SendRequest{To: "a1", Type: envelope.TypeNotification}); err != nil || res2.Error == nil {
+		t.Fatalf("second send: %v %+v", err, res2.Error)
+	}
+	if st, err := cl.Status(t.Context()); err != nil || st.Metrics.ErrorCount != 2 {
+		t.Errorf("errorCount %d after two failed sends, want 2 (%v)", st.Metrics.ErrorCount, err)
+	}
+	var errs []protocol.Event
+	err = cl.Events(t.Context(), 0, false, func(e protocol.Event) error {
+		if e.Type == protocol.EventError && e.EnvelopeID == res.Sent.ID {
+			errs = append(errs, e)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(errs) != 1 {
+		t.Errorf("%d error events for the failed envelope, want 1: %+v", len(errs), errs)
+	}
+	resp, err := http.Get(a.MetricsURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if want := `nova_errors_total{code="DELIVERY_FAILED"} 2` + "\n"; !strings.Contains(string(b), want) {
+		t.Errorf("/metrics lacks %q", want)
 	}
 }
