@@ -13,9 +13,11 @@ import (
 	"github.com/libp2p/go-libp2p"
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
 	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/event"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/p2p/host/eventbus"
 	"github.com/libp2p/go-libp2p/p2p/net/connmgr"
 	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
 	"github.com/libp2p/go-libp2p/p2p/transport/websocket"
@@ -217,6 +219,13 @@ func (n *Node) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Before the router restores its outbox: its channels dial peers that
+	// may be known only from the last run.
+	if known, err := loadAddrBook(h, n.db, time.Now()); err != nil {
+		n.log.Warnw("peer addresses not loaded", "err", err)
+	} else if known > 0 {
+		n.log.Debugw("peer addresses loaded", "peers", known)
+	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	boot, err := discovery.ParseAddrs(n.cfg.Bootstrap)
 	if err != nil {
@@ -335,6 +344,12 @@ func (n *Node) Start(ctx context.Context) error {
 	n.cancel = cancel
 	if len(n.cfg.Peers) > 0 {
 		n.wg.Go(func() { n.keepPeers(runCtx) })
+	}
+	if sub, err := h.EventBus().Subscribe(new(event.EvtPeerIdentificationCompleted), eventbus.BufSize(256)); err != nil {
+		n.log.Warnw("peer addresses will not be remembered", "err", err)
+	} else {
+		book := &addrBook{h: h, db: n.db, log: n.log, seen: map[peer.ID]struct{}{}}
+		n.wg.Go(func() { book.run(sub, runCtx.Done()) })
 	}
 	n.hostRemoteA2A(runCtx)
 	n.log.Infow("node started", "peer", n.id, "addrs", h.Addrs(), "agents", len(n.reg.Local()))

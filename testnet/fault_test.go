@@ -471,3 +471,38 @@ func TestRedialWhenPeerSeenAgain(t *testing.T) {
 	}
 	rec.exactlyOnceInOrder(t, 10)
 }
+
+// TestRestartedSenderFindsPeerItKnew: the sender restarts with envelopes in
+// its outbox for a peer that is neither configured nor connected. It dials
+// the peer at the address it remembered from the last run (the address
+// book) and delivers them, instead of failing them for want of an address.
+func TestRestartedSenderFindsPeerItKnew(t *testing.T) {
+	rec := &recorder{}
+	net := sinkPair(t, rec, testnet.WithTransport(testnet.TCP), testnet.WithConfig(func(i int, c *node.Config) {
+		c.RetryDelay = 30 * time.Second // the channel stays reconnecting while the receiver is down
+	}))
+	addrsOf := func(i int) node.Config {
+		cfg := net.Nodes[i].Config()
+		cfg.Listen = nil
+		for _, a := range net.Nodes[i].Host().Addrs() {
+			cfg.Listen = append(cfg.Listen, a.String())
+		}
+		return cfg
+	}
+	cfg0, cfg1 := net.Nodes[0].Config(), addrsOf(1)
+	net.Kill(1)
+	postN(t, net.Nodes[0], 0, 10)
+	net.Kill(0) // the outbox keeps the 10; the address book, node 1's address
+	net.Start(1, cfg1, rec.register(t))
+	sender := net.Start(0, cfg0, nil)
+	testnet.Eventually(t, 10*time.Second, func() error {
+		if n := deliveryFailures(sender); n > 0 {
+			return fmt.Errorf("%d DELIVERY_FAILED: the restarted sender had no address", n)
+		}
+		if rec.len() < 10 {
+			return fmt.Errorf("%d of 10 received", rec.len())
+		}
+		return nil
+	})
+	rec.exactlyOnceInOrder(t, 10)
+}
