@@ -15,6 +15,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/nova-node/nova-node/envelope"
 	"github.com/nova-node/nova-node/protocol"
+	"github.com/nova-node/nova-node/tiers"
 )
 
 // AuditFile is the append-only JSON-lines audit log inside the data dir.
@@ -62,11 +63,12 @@ type Metrics struct {
 }
 
 // Observer collects the router's events: recent events in a ring, the
-// seed's metrics, and an audit line for every security event and every
-// cross-tier message. Emit never blocks on anything but a short mutex and an
-// append to the audit file. Every string field of an event is first cut to
-// [MaxEventFieldLen] bytes, and security events are rate-limited per peer in
-// the audit log (see auditRate).
+// seed's metrics, and an audit line for every security event, every
+// cross-tier message and every escalation refusal (an error event with code
+// ESCALATION_REQUIRED). Emit never blocks on anything but a short mutex and
+// an append to the audit file. Every string field of an event is first cut
+// to [MaxEventFieldLen] bytes, and security events are rate-limited per peer
+// in the audit log (see auditRate).
 //
 // One failure is one error event: an error event that repeats the envelope
 // id, sender and code of one among the last [errorsRemembered] error events
@@ -262,7 +264,11 @@ func (o *Observer) Emit(ev protocol.Event) {
 	}
 	crossTier := (ev.Type == protocol.EventMessageSent || ev.Type == protocol.EventMessageReceived) &&
 		ev.SourceTier >= 0 && ev.TargetTier >= 0 && ev.SourceTier != ev.TargetTier
-	if o.audit != nil && (ev.Type == protocol.EventSecurity || crossTier) {
+	// An escalation refusal is not a security event (nothing was forged),
+	// but it is a tier decision an auditor asks about, as cross-tier
+	// messages are: audited, and like them not rate-limited.
+	escalation := ev.Type == protocol.EventError && ev.Code == tiers.CodeEscalationRequired
+	if o.audit != nil && (ev.Type == protocol.EventSecurity || crossTier || escalation) {
 		if ev.Type == protocol.EventSecurity && !o.admitAudit(ev.Peer, time.Now()) {
 			o.m.AuditSuppressed++
 			return

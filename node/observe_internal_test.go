@@ -347,3 +347,23 @@ func TestRepeatedErrorKeptOnce(t *testing.T) {
 		t.Fatalf("errorCount %d, want %d", got, before+1)
 	}
 }
+
+// TestEscalationRefusalFromPeerAudited: an escalation refusal that a peer
+// reported (its nack's code) is audited like a local one, and is not a
+// security event, so the security rate limit does not apply.
+func TestEscalationRefusalFromPeerAudited(t *testing.T) {
+	o, path := auditObserver(t)
+	p := testPeer(t)
+	for i := range 3 * auditBurst {
+		o.Emit(protocol.Event{Type: protocol.EventError, EnvelopeID: strconv.Itoa(i), Sender: "callisto@x", Recipient: "sun@y",
+			MessageType: envelope.TypeTaskProposal, Code: "ESCALATION_REQUIRED", Peer: p, SourceTier: -1, TargetTier: -1})
+	}
+	o.Emit(protocol.Event{Type: protocol.EventError, EnvelopeID: "other", Code: protocol.CodeDeliveryFailed, SourceTier: -1, TargetTier: -1})
+	lines := readAudit(t, path)
+	if len(lines) != 3*auditBurst {
+		t.Fatalf("%d audit lines, want %d (each escalation refusal, no other error)", len(lines), 3*auditBurst)
+	}
+	if l := lines[0]; l["type"] != protocol.EventError || l["code"] != "ESCALATION_REQUIRED" || l["peer"] != p.String() {
+		t.Fatalf("audit line %v", l)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -357,4 +358,49 @@ func TestFailedSendCountedOnce(t *testing.T) {
 	if want := `nova_errors_total{code="DELIVERY_FAILED"} 2` + "\n"; !strings.Contains(string(b), want) {
 		t.Errorf("/metrics lacks %q", want)
 	}
+}
+
+// TestEscalationRefusalAudited: the node that refuses an L2/L3 -> L0/L1
+// task proposal without a justification (ESCALATION_REQUIRED) writes it to
+// its audit log, once, with both tiers; the same proposal with a
+// justification is audited as the cross-tier message it is.
+func TestEscalationRefusalAudited(t *testing.T) {
+	n := tierNode(t)
+	refused, _ := n.NewEnvelope("t3", "t0", envelope.TypeTaskProposal, map[string]string{"task": "review"})
+	if _, err := n.Send(t.Context(), refused); !errors.Is(err, tiers.ErrEscalationRequired) {
+		t.Fatalf("send: %v, want ESCALATION_REQUIRED", err)
+	}
+	lines := auditOf(t, filepath.Join(n.Config().DataDir, node.AuditFile), refused.ID)
+	if len(lines) != 1 {
+		t.Fatalf("%d audit lines for the refused proposal, want 1: %+v", len(lines), lines)
+	}
+	if e := lines[0]; e.Type != protocol.EventError || e.Code != tiers.CodeEscalationRequired || e.MessageType != envelope.TypeTaskProposal || e.SourceTier != 3 || e.TargetTier != 0 {
+		t.Errorf("audit line %+v", e)
+	}
+	if m := n.Observer().Metrics(); m.SecurityEvents != 0 {
+		t.Errorf("an escalation refusal counted as %d security events; it is a refusal, not an attack", m.SecurityEvents)
+	}
+}
+
+// auditOf returns the audit log's lines about envelope id.
+func auditOf(t *testing.T, path, id string) []protocol.Event {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []protocol.Event
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if l == "" {
+			continue
+		}
+		var e protocol.Event
+		if err := json.Unmarshal([]byte(l), &e); err != nil {
+			t.Fatalf("audit line %q: %v", l, err)
+		}
+		if e.EnvelopeID == id {
+			out = append(out, e)
+		}
+	}
+	return out
 }
