@@ -80,7 +80,18 @@ type apiServer struct {
 	ln   net.Listener
 	path string
 	done chan struct{}
+	stop context.CancelCauseFunc // ends every request's context, with errNodeStopping
 }
+
+// errNodeStopping is the cause of a request context that ended because the
+// node is stopping (apiServer.close), rather than because its client went
+// away.
+var errNodeStopping = errors.New("node: stopping")
+
+// EvtNodeStopped is the type of the last event of a followed events stream
+// (GET /v1/events?follow=1) when it ends because the node is stopping. It
+// is never in the ring, sent to subscribers or audited.
+const EvtNodeStopped = "node-stopped"
 
 func startAPI(n *Node, path string) (*apiServer, error) {
 	if len(path) > 100 {
@@ -105,6 +116,11 @@ func startAPI(n *Node, path string) (*apiServer, error) {
 			return nil, fmt.Errorf("node: local API: %w", err)
 		}
 	}
+	// Every request's context derives from base, which close ends before
+	// it shuts the server down: a handler that waits for its client (a
+	// followed events stream, a watched document, a followed swarm) returns
+	// at once instead of holding Shutdown until its deadline.
+	base, stop := context.WithCancelCause(context.Background())
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/id", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, n.Info()) })
 	mux.HandleFunc("GET /v1/agents", func(w http.ResponseWriter, r *http.Request) {
@@ -189,10 +205,12 @@ func startAPI(n *Node, path string) (*apiServer, error) {
 		writeJSON(w, 200, n.obs.Metrics())
 	})
 	s := &apiServer{
-		srv:  &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second},
+		srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second,
+			BaseContext: func(net.Listener) context.Context { return base }},
 		ln:   ln,
 		path: path,
 		done: make(chan struct{}),
+		stop: stop,
 	}
 	go func() { // owned by apiServer: close() waits on done
 		defer close(s.done)
@@ -201,7 +219,10 @@ func startAPI(n *Node, path string) (*apiServer, error) {
 	return s, nil
 }
 
+// close ends every request in progress (see errNodeStopping), then shuts
+// the server down, waiting up to 5 s for the handlers to return.
 func (s *apiServer) close() error {
+	s.stop(errNodeStopping)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	err := s.srv.Shutdown(ctx)
@@ -271,7 +292,9 @@ func (n *Node) Status() Status {
 }
 
 // serveEvents writes recent events as JSON lines, then, with ?follow=1,
-// every new event until the client goes away.
+// every new event until the client goes away or the node stops; in the
+// latter case the last line is an [EvtNodeStopped] event and the stream
+// ends cleanly.
 func (n *Node) serveEvents(w http.ResponseWriter, r *http.Request) {
 	limit := 50
 	if v := r.URL.Query().Get("limit"); v != "" {
@@ -300,6 +323,10 @@ func (n *Node) serveEvents(w http.ResponseWriter, r *http.Request) {
 	for {
 		select {
 		case <-r.Context().Done():
+			if context.Cause(r.Context()) == errNodeStopping {
+				_ = enc.Encode(protocol.Event{Type: EvtNodeStopped, Time: time.Now(), Success: true,
+					Detail: "the node is stopping", SourceTier: -1, TargetTier: -1})
+			}
 			return
 		case e, ok := <-sub.C:
 			if !ok {
@@ -488,7 +515,9 @@ func (c *Client) ResetMetrics(ctx context.Context) (Metrics, error) {
 }
 
 // Events calls fn for recent events (up to limit) and, with follow, for
-// every new one until ctx ends or fn returns an error.
+// every new one until ctx ends, fn returns an error, or the node stops: fn
+// then gets an [EvtNodeStopped] event last and Events returns nil. A stream
+// cut without it (the node was killed) is an error.
 func (c *Client) Events(ctx context.Context, limit int, follow bool, fn func(protocol.Event) error) error {
 	u := fmt.Sprintf("http://nova/v1/events?limit=%d", limit)
 	if follow {
@@ -514,7 +543,7 @@ func (c *Client) Events(ctx context.Context, limit int, follow bool, fn func(pro
 			if errors.Is(err, io.EOF) || ctx.Err() != nil {
 				return nil
 			}
-			return err
+			return fmt.Errorf("node: the events stream from %s broke off (was the node killed?): %w", c.path, err)
 		}
 		if err := fn(e); err != nil {
 			return err

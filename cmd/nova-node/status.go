@@ -139,8 +139,13 @@ func newEventsCmd(g *globals) *cobra.Command {
 		Short: "Print the node's recent events, and follow new ones live",
 		Long: `events prints what the router did: message-sent, message-received,
 routing-decision (path and latency), channel state changes, errors with
-their codes, and security events. --follow keeps printing new events until
-Ctrl-C; --json prints one JSON object per line.`,
+their codes, and security events. --json prints one JSON object per line.
+
+--follow keeps printing new events until Ctrl-C (exit 0). When the node
+stops (Ctrl-C or SIGTERM on ` + "`nova-node run`" + `), the stream ends at once:
+the last line is "node stopped" (with --json, an object with "type":
+"node-stopped"), and events exits 0. If the node is killed instead, the
+stream breaks off and events exits 1.`,
 		Example: `  nova-node events
   nova-node events --follow
   nova-node events --follow --json | jq 'select(.type=="security")'`,
@@ -154,6 +159,10 @@ Ctrl-C; --json prints one JSON object per line.`,
 			return cl.Events(cmd.Context(), limit, follow, func(e protocol.Event) error {
 				if g.json {
 					return enc.Encode(e)
+				}
+				if e.Type == node.EvtNodeStopped {
+					_, err := fmt.Fprintf(g.stdout, "%s node stopped\n", e.Time.Local().Format("15:04:05.000"))
+					return err
 				}
 				_, err := fmt.Fprintln(g.stdout, formatEvent(e))
 				return err
