@@ -1,7 +1,6 @@
 package protocol
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -51,6 +50,21 @@ type outChannel struct {
 	metaSaved bool
 	settled   []uint64    // persisted items settled since the last persist
 	closed    atomic.Bool // the machine reached Closed (final): read under Router.mu, which must not wait for mu
+
+	// Frames leave in two steps, so that no one waits for the peer to read
+	// while holding mu (the persister, status and the stream's reader all
+	// need it): transmit, under mu, appends the frames to sendBuf, bound
+	// for stream sendSt; whoever queued them writes them after releasing
+	// mu (flushSends), holding sendMu, which keeps this channel's frames in
+	// sequence order. A sender whose peer stops reading still blocks in
+	// Post (the backpressure), but only on sendMu and the stream.
+	sendMu     sync.Mutex
+	sendSt     *outStream  // under mu
+	sendBuf    []byte      // under mu: length-prefixed envelope frames
+	spareBuf   []byte      // under mu: the buffer last written, for reuse
+	sendUrgent bool        // under mu: flush sendBuf at once
+	sendDue    bool        // under mu: the holder queued frames and writes them after unlocking
+	sendQueued atomic.Bool // sendBuf is not empty
 
 	// Acks and nacks from the stream's reader wait here, in order, for
 	// whoever holds mu (see fromStream): the reader never blocks on mu,
@@ -237,14 +251,56 @@ func (c *outChannel) applyStreamLocked() {
 // held. An event queued just as mu is released is not left behind: its
 // reader set evDue before trying mu, so either its TryLock succeeds or this
 // check sees evDue.
+//
+// Frames the holder queued (transmit) are then written, after mu is
+// released.
 func (c *outChannel) unlock() {
+	if c.release() {
+		c.flushSends()
+	}
+}
+
+// release is unlock without the writing: it reports whether frames were
+// queued for the caller to write.
+func (c *outChannel) release() (sendDue bool) {
 	for {
 		if c.evDue.Load() {
 			c.applyStreamLocked()
 		}
+		sendDue = sendDue || c.sendDue
+		c.sendDue = false
 		c.mu.Unlock()
 		if !c.evDue.Load() || !c.mu.TryLock() {
-			return
+			return sendDue
+		}
+	}
+}
+
+// flushSends writes the channel's queued frames, in order, until none are
+// left. It holds sendMu, not mu, while it writes: a peer that stops reading
+// blocks this sender (and later senders of the channel, in line for
+// sendMu) but nobody who only needs the channel's state.
+func (c *outChannel) flushSends() {
+	c.sendMu.Lock()
+	defer c.sendMu.Unlock()
+	for c.sendQueued.Load() {
+		c.mu.Lock()
+		st, buf, urgent := c.sendSt, c.sendBuf, c.sendUrgent
+		if st != c.st {
+			buf = nil // bound for a stream since lost: the channel retransmits on reconnection
+		}
+		c.sendBuf, c.spareBuf, c.sendUrgent = c.spareBuf[:0], nil, false
+		c.sendQueued.Store(false)
+		c.release() // frames queued meanwhile are this loop's to write
+		if len(buf) > 0 {
+			_ = st.writeFramed(buf, urgent) // a failed write fails the stream, and the channel with it
+		}
+		if cap(buf) <= 256<<10 {
+			c.mu.Lock()
+			if c.spareBuf == nil {
+				c.spareBuf = buf[:0]
+			}
+			c.release()
 		}
 	}
 }
@@ -348,23 +404,21 @@ func (c *outChannel) transmit(items []channel.Item) {
 	if c.st == nil {
 		return
 	}
+	if c.sendSt != c.st {
+		c.sendSt, c.sendBuf, c.sendUrgent = c.st, c.sendBuf[:0], false
+	}
 	urgent := len(items) > 1
 	for _, it := range items {
-		urgent = urgent || it.Data.(*outItem).urgent
+		oi := it.Data.(*outItem)
+		urgent = urgent || oi.urgent
+		c.sendBuf = appendFramedEnv(c.sendBuf, c.id, it.Seq, oi.raw, oi.ackNow)
 	}
-	_ = c.st.writeWith(urgent, func(bw *bufio.Writer) error {
-		for _, it := range items {
-			oi := it.Data.(*outItem)
-			if err := writeEnvFrame(bw, c.id, it.Seq, oi.raw, oi.ackNow); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	c.sendUrgent = c.sendUrgent || urgent
+	c.sendDue = true
+	c.sendQueued.Store(true)
 }
 
-// dial runs on a Router goroutine: get the stream, open the channel on it.
-// dial opens the channel on the stream to its peer. attempt is 0 for the
+// dial runs on a Router goroutine. It opens the channel on the stream to its peer. attempt is 0 for the
 // first dial and n for the nth redial after a loss.
 //
 // A redial is a fresh try: libp2p's dial backoff (5 s and more after a

@@ -145,6 +145,15 @@ func (s *outStream) writeWith(urgent bool, fill func(bw *bufio.Writer) error) er
 	return nil
 }
 
+// writeFramed writes frames already length-prefixed, then flushes now
+// (urgent) or soon (the flusher).
+func (s *outStream) writeFramed(b []byte, urgent bool) error {
+	return s.writeWith(urgent, func(bw *bufio.Writer) error {
+		_, err := bw.Write(b)
+		return err
+	})
+}
+
 func (s *outStream) flushLoop() {
 	for {
 		select {

@@ -1,7 +1,6 @@
 package protocol
 
 import (
-	"bufio"
 	"encoding/binary"
 	"fmt"
 	"unicode/utf8"
@@ -103,25 +102,10 @@ func appendEnvFrame(dst []byte, ch string, seq uint64, env []byte, ackNow bool) 
 	return appendCBORHead(dst, 0, seq) // unsigned integer
 }
 
-// writeEnvFrame writes one envelope frame (length prefix and the body
-// appendEnvFrame makes) to bw, built in bw's free space when it fits.
-func writeEnvFrame(bw *bufio.Writer, ch string, seq uint64, env []byte, ackNow bool) error {
-	n := envFrameLen(ch, seq, env, ackNow)
-	if bw.Available() < n+binary.MaxVarintLen64 && bw.Buffered() > 0 {
-		if err := bw.Flush(); err != nil {
-			return err
-		}
-	}
-	var buf []byte
-	if bw.Available() >= n+binary.MaxVarintLen64 {
-		buf = bw.AvailableBuffer() // appended in place: Write then copies nothing
-	} else {
-		buf = make([]byte, 0, n+binary.MaxVarintLen64) // larger than the whole buffer
-	}
-	buf = binary.AppendUvarint(buf, uint64(n))
-	buf = appendEnvFrame(buf, ch, seq, env, ackNow)
-	_, err := bw.Write(buf)
-	return err
+// appendFramedEnv appends one envelope frame with its length prefix.
+func appendFramedEnv(dst []byte, ch string, seq uint64, env []byte, ackNow bool) []byte {
+	dst = binary.AppendUvarint(dst, uint64(envFrameLen(ch, seq, env, ackNow)))
+	return appendEnvFrame(dst, ch, seq, env, ackNow)
 }
 
 // envFrameLen is the length of appendEnvFrame's output.
