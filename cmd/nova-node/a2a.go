@@ -45,22 +45,16 @@ agent succeeded.`,
 				opts = append(opts, a2ahttp.WithBearerToken(token))
 			}
 			res := a2ahttp.NewClient(opts...).Send(cmd.Context(), a[0], a2ahttp.Message{Text: msg, ContextID: contextID, TaskID: taskID})
-			if g.json {
-				if err := g.printJSON(res); err != nil {
-					return err
-				}
-			} else if res.Success {
-				if res.State != "" {
-					fmt.Fprintf(g.stderr, "[%s, task %s, context %s]\n", res.State, res.TaskID, res.ContextID)
-				}
-				fmt.Fprintln(g.stdout, res.ResponseText)
-			}
 			if !res.Success {
-				if g.json {
-					return &exitError{code: 1}
-				}
-				return &exitError{code: 1, err: fmt.Errorf("%s: %s", res.Code, res.Error)}
+				return &exitError{code: 1, err: &codedError{res.Code, res.Error}, result: res}
 			}
+			if g.json {
+				return g.printJSON(res)
+			}
+			if res.State != "" {
+				fmt.Fprintf(g.stderr, "[%s, task %s, context %s]\n", res.State, res.TaskID, res.ContextID)
+			}
+			fmt.Fprintln(g.stdout, res.ResponseText)
 			return nil
 		},
 	}

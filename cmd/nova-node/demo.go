@@ -41,18 +41,11 @@ summary object.`,
 				w = io.Discard
 			}
 			sum, err := demo.Run(cmd.Context(), w)
-			if g.json {
-				if perr := g.printJSON(sum); perr != nil {
-					return perr
-				}
-				if err != nil {
-					fmt.Fprintln(g.stderr, "error:", err)
-					return &exitError{code: 1}
-				}
-				return nil
-			}
 			if err != nil {
-				return &exitError{code: 1, err: fmt.Errorf("demo: %w", err)}
+				return &exitError{code: 1, err: fmt.Errorf("demo: %w", err), result: sum}
+			}
+			if g.json {
+				return g.printJSON(sum)
 			}
 			return nil
 		},

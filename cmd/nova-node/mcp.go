@@ -105,7 +105,7 @@ func mcpErr(err error) error {
 	if code == mcpbridge.CodeToolFailed {
 		return err
 	}
-	return &exitError{code: 1, err: fmt.Errorf("%s: %v", code, err)}
+	return &exitError{code: 1, err: &codedError{code, err.Error()}}
 }
 
 func newToolsCmd(g *globals) *cobra.Command {
@@ -176,19 +176,21 @@ agent and the code, and exits 1.`,
 			if err != nil {
 				return mcpErr(err)
 			}
-			if g.json {
-				if err := g.printJSON(res); err != nil {
-					return err
-				}
-			} else {
-				printContent(g.stdout, res.Content)
-				if res.StructuredContent != nil && !res.IsError {
-					b, _ := json.MarshalIndent(res.StructuredContent, "", "  ")
-					fmt.Fprintln(g.stdout, string(b))
-				}
-			}
 			if res.IsError {
-				return &exitError{code: 1}
+				if !g.json {
+					printContent(g.stdout, res.Content)
+					return &exitError{code: 1} // the content is the tool's error
+				}
+				return &exitError{code: 1, result: res, err: &codedError{mcpbridge.CodeToolFailed, "tool " + a[0] + " failed: " + contentText(res.Content)},
+					hint: "the tool's own error: its arguments (`nova-node tools list --json` shows its input schema) or its server"}
+			}
+			if g.json {
+				return g.printJSON(res)
+			}
+			printContent(g.stdout, res.Content)
+			if res.StructuredContent != nil {
+				b, _ := json.MarshalIndent(res.StructuredContent, "", "  ")
+				fmt.Fprintln(g.stdout, string(b))
 			}
 			return nil
 		},
@@ -212,6 +214,13 @@ func printContent(w io.Writer, cs []mcp.Content) {
 			fmt.Fprintln(w, string(b))
 		}
 	}
+}
+
+// contentText is cs as printContent prints it, on one line.
+func contentText(cs []mcp.Content) string {
+	var b strings.Builder
+	printContent(&b, cs)
+	return strings.Join(strings.Fields(b.String()), " ")
 }
 
 func firstLine(s string) string {

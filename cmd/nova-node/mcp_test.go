@@ -53,6 +53,20 @@ func TestMCPCommands(t *testing.T) {
 	if code != 1 || !strings.Contains(errOut, mcpbridge.CodeToolNotFound) {
 		t.Fatalf("unknown tool: %d %q", code, errOut)
 	}
+	// With --json, a failure is JSON on stdout with its code, nothing on stderr.
+	out, errOut, code = runCLI(t, "tools", "call", "toolsmith_fail", "--data-dir", dirA, "--json")
+	var failed struct {
+		IsError bool      `json:"isError"`
+		Error   errorBody `json:"error"`
+	}
+	if code != 1 || errOut != "" || json.Unmarshal([]byte(out), &failed) != nil || !failed.IsError ||
+		failed.Error.Code != mcpbridge.CodeToolFailed || !strings.Contains(failed.Error.Message, "always fails") || failed.Error.Hint == "" {
+		t.Fatalf("failing tool --json: %d %q %q", code, out, errOut)
+	}
+	out, errOut, code = runCLI(t, "tools", "call", "nobody.nothing", "--data-dir", dirA, "--json")
+	if e := jsonError(t, out); code != 1 || errOut != "" || e.Code != mcpbridge.CodeToolNotFound {
+		t.Fatalf("unknown tool --json: %d %q %q", code, out, errOut)
+	}
 	_, errOut, code = runCLI(t, "tools", "call", "toolsmith.say", "--args", "{nope", "--data-dir", dirA)
 	if code != 2 || !strings.Contains(errOut, "JSON object") {
 		t.Fatalf("bad --args: %d %q", code, errOut)

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 
@@ -21,36 +20,23 @@ type globals struct {
 	stderr  io.Writer
 }
 
-// exitError carries an exit code chosen by a command.
-type exitError struct {
-	code int
-	err  error
-}
-
-func (e *exitError) Error() string { return e.err.Error() }
-func (e *exitError) Unwrap() error { return e.err }
-
 // run is main without the process: it parses args, runs one command and
-// returns the exit code (0 ok, 1 failure, 2 usage).
+// returns the exit code (0 ok, 1 failure, 2 usage). Failures are reported
+// as errors.go describes.
 func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
 	g := &globals{environ: environ, stdout: stdout, stderr: stderr}
 	root := newRoot(g)
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return 0
 	}
-	var ee *exitError
-	if errors.As(err, &ee) {
-		if ee.err != nil {
-			fmt.Fprintln(stderr, "error:", ee.err)
-		}
-		return ee.code
+	if cmd == nil {
+		cmd = root
 	}
-	fmt.Fprintln(stderr, "error:", err)
-	return 1
+	return report(g, cmd, g.json || jsonRequested(args), err)
 }
 
 func newRoot(g *globals) *cobra.Command {
@@ -68,14 +54,21 @@ Start a node (creates ~/.nova with an identity and a config on first run):
 From another terminal, talk to it:
   nova-node id                     # peer ID and addresses
   nova-node agents                 # local and known remote agents
-  nova-node send --to echo --payload '{"text":"hi"}'`,
+  nova-node send --to echo --payload '{"text":"hi"}'
+
+Errors: "error: MESSAGE (CODE)" and "hint: WHAT TO DO" on stderr. With
+--json, one JSON document on stdout instead and nothing on stderr:
+{"error":{"code":"...","message":"...","hint":"..."}} on one line, or, for a
+command with a result to show (send, tasks propose --wait, swarm create
+--wait, tools call, a2a call, demo), that result with the same "error"
+member. Exit status: 0 success, 1 failure, 2 usage error.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
 	root.PersistentFlags().StringVar(&g.dataDir, "data-dir", "", "data directory (default ~/.nova, env NOVA_DATA_DIR)")
 	root.PersistentFlags().BoolVar(&g.json, "json", false, "print machine-readable JSON")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return &exitError{code: 2, err: fmt.Errorf("%w\nrun `%s --help` for usage", err, c.CommandPath())}
+		return &exitError{code: 2, err: err, hint: helpHint(c)}
 	})
 	root.AddCommand(newInitCmd(g), newRunCmd(g), newSendCmd(g), newAgentsCmd(g), newIDCmd(g), newBroadcastCmd(g), newStatusCmd(g), newEventsCmd(g), newPeersCmd(g), newPingCmd(g), newInviteCmd(g), newJoinCmd(g), newCRDTCmd(g), newVersionCmd(g))
 	root.AddCommand(taskCommands(g)...)
@@ -106,7 +99,7 @@ func (g *globals) printJSON(v any) error {
 // noArgs refuses positional arguments as a usage error (exit 2).
 func noArgs(cmd *cobra.Command, args []string) error {
 	if len(args) > 0 {
-		return &exitError{code: 2, err: fmt.Errorf("%s takes no arguments, got %q\nrun `%s --help` for usage", cmd.CommandPath(), args, cmd.CommandPath())}
+		return usage(cmd, fmt.Sprintf("%s takes no arguments, got %q", cmd.CommandPath(), args))
 	}
 	return nil
 }

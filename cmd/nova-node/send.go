@@ -68,7 +68,8 @@ Types: ` + typeList() + `.`,
 // sendAndReport sends req (with payload, if given, as its JSON payload)
 // through the running node and prints the outcome: JSON with --json, else
 // through human. Exit codes: 2 for a payload that is not JSON, 1 for a
-// refusal (with its code on stderr unless --json).
+// refusal (reported by run: its code on stderr, or with --json as the
+// result's "error" member).
 func sendAndReport(cmd *cobra.Command, g *globals, req node.SendRequest, payload string, human func(node.SendResult)) error {
 	if payload != "" {
 		if !json.Valid([]byte(payload)) {
@@ -84,19 +85,16 @@ func sendAndReport(cmd *cobra.Command, g *globals, req node.SendRequest, payload
 	if err != nil {
 		return err
 	}
-	if g.json {
-		if err := g.printJSON(res); err != nil {
-			return err
-		}
-	} else {
-		human(res)
-	}
 	if res.Error != nil {
-		if g.json {
-			return &exitError{code: 1}
+		if !g.json {
+			human(res)
 		}
-		return &exitError{code: 1, err: res.Error}
+		return &exitError{code: 1, err: res.Error, result: res}
 	}
+	if g.json {
+		return g.printJSON(res)
+	}
+	human(res)
 	return nil
 }
 

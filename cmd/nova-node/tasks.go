@@ -108,19 +108,16 @@ accepted, 1 when rejected or timed out.`,
 			if err != nil {
 				return err
 			}
-			if g.json {
-				if err := g.printJSON(rec); err != nil {
-					return err
-				}
-			} else {
-				printOutcome(g, rec)
-			}
 			if rec.Status != negotiation.StatusAccepted {
-				if g.json {
-					return &exitError{code: 1}
+				if !g.json {
+					printOutcome(g, rec)
 				}
-				return &exitError{code: 1, err: fmt.Errorf("proposal %s was %s", rec.ProposalID, rec.Status)}
+				return proposalFailed(rec)
 			}
+			if g.json {
+				return g.printJSON(rec)
+			}
+			printOutcome(g, rec)
 			return nil
 		},
 	}
@@ -135,6 +132,29 @@ accepted, 1 when rejected or timed out.`,
 	f.StringVar(&req.Justification, "justification", "", "escalation justification (L2/L3 proposing to L0/L1)")
 	f.BoolVar(&wait, "wait", false, "wait for the answer (exit 1 unless accepted)")
 	return c
+}
+
+// Codes of a proposal waited for (--wait) that was not accepted.
+const codeProposalRejected = "PROPOSAL_REJECTED"
+
+// proposalFailed is the failure (exit 1) of a proposal waited for that was
+// not accepted, with rec as its result.
+func proposalFailed(rec negotiation.Record) error {
+	e := &exitError{code: 1, result: rec}
+	switch rec.Status {
+	case negotiation.StatusRejected:
+		e.err = &codedError{codeProposalRejected, fmt.Sprintf("proposal %s was rejected by %s: %s", rec.ProposalID, rec.AnsweredBy, rec.RejectionReason)}
+		e.hint = "propose to another agent: `nova-node agents find --capability ID` lists those that have a capability, and --by-capability lets the first one answer"
+		if rec.AlternativeSuggestion != "" {
+			e.hint = "the agent suggests: " + rec.AlternativeSuggestion
+		}
+	case negotiation.StatusTimedOut:
+		e.err = &codedError{negotiation.CodeProposalTimeout, fmt.Sprintf("proposal %s got no answer by its deadline", rec.ProposalID)}
+		e.hint = "is the target's node running? `nova-node ping AGENT` tells; a longer --deadline gives the agent more time"
+	default:
+		e.err = fmt.Errorf("proposal %s was %s", rec.ProposalID, rec.Status)
+	}
+	return e
 }
 
 // waitProposal polls a sent proposal until it is decided.
@@ -338,13 +358,8 @@ func resolveProposal(ctx context.Context, cl *node.Client, prefix string, receiv
 func oneID(verb string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) != 1 {
-			return &exitError{code: 2, err: fmt.Errorf("%s takes one id (or a unique prefix of one)\nrun `%s --help` for usage", verb, cmd.CommandPath())}
+			return usage(cmd, fmt.Sprintf("%s takes one id (or a unique prefix of one)", verb))
 		}
 		return nil
 	}
-}
-
-// usage is a usage error (exit 2) naming the command's help.
-func usage(cmd *cobra.Command, msg string) error {
-	return &exitError{code: 2, err: fmt.Errorf("%s\nrun `%s --help` for usage", msg, cmd.CommandPath())}
 }

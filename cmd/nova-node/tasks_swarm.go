@@ -114,22 +114,17 @@ capabilities it needs. With --wait it follows the swarm until it ends: exit
 				return err
 			}
 			if err != nil || !wait {
-				if g.json {
-					if perr := g.printJSON(s); perr != nil {
-						return perr
-					}
-				} else {
-					fmt.Fprintf(g.stdout, "swarm %s %s: proposed to %s, %s\n", s.ID, s.Status, plural(len(s.Recruits), "capable agent"), plural(len(s.SubTasks), "sub-task"))
-					if err == nil {
-						fmt.Fprintf(g.stdout, "follow it: nova-node swarm status %s%s\n", s.ID, dataDirFlag(g))
-					}
-				}
 				if err != nil {
-					if g.json {
-						return &exitError{code: 1}
+					if !g.json {
+						fmt.Fprintf(g.stdout, "swarm %s %s: proposed to %s, %s\n", s.ID, s.Status, plural(len(s.Recruits), "capable agent"), plural(len(s.SubTasks), "sub-task"))
 					}
-					return err
+					return &exitError{code: 1, err: err, result: s}
 				}
+				if g.json {
+					return g.printJSON(s)
+				}
+				fmt.Fprintf(g.stdout, "swarm %s %s: proposed to %s, %s\n", s.ID, s.Status, plural(len(s.Recruits), "capable agent"), plural(len(s.SubTasks), "sub-task"))
+				fmt.Fprintf(g.stdout, "follow it: nova-node swarm status %s%s\n", s.ID, dataDirFlag(g))
 				return nil
 			}
 			return followSwarm(cmd, g, cl, s.ID)
@@ -338,6 +333,14 @@ func followSwarm(cmd *cobra.Command, g *globals, cl *node.Client, id string) err
 	if err != nil {
 		return err
 	}
+	if last.Status == swarm.StatusFailed {
+		if !g.json {
+			done, total := progress(last)
+			fmt.Fprintf(g.stdout, "%s %s %d/%d sub-tasks\n", last.Status, bar(done, total, 30), done, total)
+		}
+		return &exitError{code: 1, result: last, err: &codedError{codeSwarmFailed, fmt.Sprintf("swarm %s failed: %s", last.ID, last.Error)},
+			hint: fmt.Sprintf("`nova-node swarm status %s%s` shows each sub-task and its last error", last.ID, dataDirFlag(g))}
+	}
 	if g.json {
 		if err := g.printJSON(last); err != nil {
 			return err
@@ -352,14 +355,12 @@ func followSwarm(cmd *cobra.Command, g *globals, cl *node.Client, id string) err
 			}
 		}
 	}
-	if last.Status == swarm.StatusFailed {
-		if g.json {
-			return &exitError{code: 1}
-		}
-		return &exitError{code: 1, err: fmt.Errorf("swarm %s failed: %s", last.ID, last.Error)}
-	}
 	return nil
 }
+
+// codeSwarmFailed is the code of a swarm followed to its end (--wait) that
+// failed.
+const codeSwarmFailed = "SWARM_FAILED"
 
 func plural(n int, what string) string {
 	if n == 1 {

@@ -1,0 +1,247 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nova-node/nova-node/node"
+	"github.com/nova-node/nova-node/protocol"
+)
+
+// How a failed command reports, in one place (report):
+//
+//   - Without --json: "error: MESSAGE" on stderr, the code appended when
+//     the message does not show it, then "hint: WHAT TO DO" when there is
+//     advice for the code.
+//   - With --json: one JSON document on stdout, nothing on stderr. It is
+//     {"error": {"code", "message", "hint"}} on one line; or, for a command
+//     that has a result to show (send's exchange, a rejected proposal, a
+//     failed swarm, a tool's error result, an A2A call, the demo's
+//     summary), that result, indented as on success, with the same "error"
+//     object as its "error" member (replacing a string one).
+//
+// The exit code is the same either way: 2 for a usage error, 1 otherwise.
+
+// The codes of failures that are the CLI's own, not the seed's.
+const (
+	codeUsage  = "USAGE"   // the command line is wrong: exit 2
+	codeNoNode = "NO_NODE" // no node runs on the data dir
+)
+
+// exitError carries an exit code chosen by a command. err nil means the
+// command printed everything already (there is nothing to add).
+type exitError struct {
+	code int
+	err  error
+	// hint says what to do; empty: the usual advice for the error's code
+	// (hintFor).
+	hint string
+	// result, with --json, is printed with the error as its "error"
+	// member; without --json the command printed its human form already.
+	result any
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit status %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func (e *exitError) Unwrap() error { return e.err }
+
+// usage is a usage error (exit 2): msg, with a hint to cmd's help.
+func usage(cmd *cobra.Command, msg string) error {
+	return &exitError{code: 2, err: errors.New(msg), hint: helpHint(cmd)}
+}
+
+func helpHint(cmd *cobra.Command) string {
+	return fmt.Sprintf("run `%s --help` for usage", cmd.CommandPath())
+}
+
+// codedError is a failure with a code of its own, for outcomes that are
+// not Go errors elsewhere: a rejected proposal, a failed swarm, a tool's
+// error result.
+type codedError struct {
+	code, msg string
+}
+
+func (e *codedError) Error() string { return e.msg }
+func (e *codedError) Code() string  { return e.code }
+
+// errorBody is the "error" member of --json output.
+type errorBody struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Hint    string `json:"hint"`
+}
+
+// report prints err, which cmd (the command that ran, or the root) returned,
+// and returns the exit code.
+func report(g *globals, cmd *cobra.Command, jsonOut bool, err error) int {
+	exit, hint := 1, ""
+	var result any
+	var ee *exitError
+	if errors.As(err, &ee) {
+		exit, hint, result = ee.code, ee.hint, ee.result
+		if ee.err == nil {
+			return exit // printed by the command
+		}
+		err = ee.err
+	}
+	code := codeOf(err, exit)
+	if hint == "" {
+		hint = hintFor(cmd, code)
+	}
+	msg := messageOf(err, code)
+	if !jsonOut {
+		if !strings.Contains(msg, code) && code != codeUsage && code != codeNoNode && code != protocol.CodeInternal {
+			msg += " (" + code + ")"
+		}
+		fmt.Fprintln(g.stderr, "error:", msg)
+		if hint != "" {
+			fmt.Fprintln(g.stderr, "hint:", hint)
+		}
+		return exit
+	}
+	if hint == "" {
+		hint = helpHint(cmd)
+	}
+	body := errorBody{Code: code, Message: msg, Hint: hint}
+	if result == nil {
+		b, _ := json.Marshal(map[string]errorBody{"error": body})
+		fmt.Fprintf(g.stdout, "%s\n", b)
+		return exit
+	}
+	b, merr := withError(result, body)
+	if merr != nil { // not an object: the error alone
+		b, _ = json.Marshal(map[string]errorBody{"error": body})
+		fmt.Fprintf(g.stdout, "%s\n", b)
+		return exit
+	}
+	var out bytes.Buffer
+	_ = json.Indent(&out, b, "", "  ")
+	fmt.Fprintf(g.stdout, "%s\n", out.Bytes())
+	return exit
+}
+
+// codeOf is err's code: the seed's (or a package's) code when err carries
+// one, NO_NODE, USAGE for any other usage error (exit 2), else INTERNAL.
+func codeOf(err error, exit int) string {
+	var ae *node.APIError
+	var c interface{ Code() string }
+	switch {
+	case errors.Is(err, node.ErrNoNode):
+		return codeNoNode
+	case errors.As(err, &ae) && ae.Code != "":
+		return ae.Code
+	case errors.As(err, &c) && c.Code() != "":
+		return c.Code()
+	case exit == 2:
+		return codeUsage
+	}
+	return protocol.CodeOf(err)
+}
+
+// messageOf is err's message without the " (CODE)" that API errors end with.
+func messageOf(err error, code string) string {
+	var ae *node.APIError
+	if errors.As(err, &ae) && ae == err {
+		return strings.TrimSuffix(ae.Message, " ("+code+")")
+	}
+	return strings.TrimSuffix(err.Error(), " ("+code+")")
+}
+
+// hintFor is the usual advice for a failure with code in cmd, or "".
+func hintFor(cmd *cobra.Command, code string) string {
+	switch code {
+	case codeUsage:
+		return helpHint(cmd)
+	case codeNoNode:
+		return "start the node with `nova-node run`, or pass the --data-dir it runs on"
+	case "AGENT_NOT_FOUND":
+		return "`nova-node agents` lists the agents this node knows; `nova-node agents find --name NAME` asks the swarm"
+	case "AMBIGUOUS_AGENT":
+		return "give the full address name@peerID, as `nova-node agents` lists it"
+	case "CAPABILITY_NOT_FOUND":
+		return "`nova-node agents find --capability ID` lists the agents that have it"
+	case "TIER_VIOLATION":
+		return "the receiving node's tier rules do not let the sender's tier start this conversation: send as an agent whose tier may (see `nova-node agents` for tiers)"
+	case "SANDBOX_VIOLATION":
+		return "agents in different sandboxes reach each other only when the target is on sandbox.crossSandboxAllowList in the receiving node's config"
+	case "DELIVERY_FAILED", "CHANNEL_CLOSED":
+		return "is the other node running and reachable? `nova-node peers` and `nova-node ping AGENT` tell"
+	}
+	return ""
+}
+
+// withError returns result, which must encode as a JSON object, with e as
+// its "error" member: in place of an "error" member it has, else last. The
+// other members keep their order.
+func withError(result any, e errorBody) ([]byte, error) {
+	raw, err := json.Marshal(result)
+	if err != nil {
+		return nil, err
+	}
+	eb, _ := json.Marshal(e)
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, fmt.Errorf("result is not a JSON object")
+	}
+	var out bytes.Buffer
+	out.WriteByte('{')
+	member := func(k string, v []byte) {
+		if out.Len() > 1 {
+			out.WriteByte(',')
+		}
+		kb, _ := json.Marshal(k)
+		out.Write(kb)
+		out.WriteByte(':')
+		out.Write(v)
+	}
+	replaced := false
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		k, _ := t.(string)
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, err
+		}
+		if k == "error" {
+			v, replaced = eb, true
+		}
+		member(k, v)
+	}
+	if !replaced {
+		member("error", eb)
+	}
+	out.WriteByte('}')
+	return out.Bytes(), nil
+}
+
+// jsonRequested reports whether args ask for --json, for errors found
+// before the flags are parsed (an unknown flag before --json).
+func jsonRequested(args []string) bool {
+	for _, a := range args {
+		if a == "--" {
+			return false
+		}
+		if a == "--json" {
+			return true
+		}
+		if v, ok := strings.CutPrefix(a, "--json="); ok {
+			b, err := strconv.ParseBool(v)
+			return err == nil && b
+		}
+	}
+	return false
+}
