@@ -177,8 +177,9 @@ func (o outboxStore) SaveWatermarks(w map[string]uint64) error {
 		if err != nil {
 			return err
 		}
+		now := uint64(time.Now().Unix())
 		for k, v := range w {
-			if err := b.Put([]byte(k), binary.BigEndian.AppendUint64(nil, v)); err != nil {
+			if err := b.Put([]byte(k), watermarkValue(v, now)); err != nil {
 				return err
 			}
 		}
@@ -186,19 +187,65 @@ func (o outboxStore) SaveWatermarks(w map[string]uint64) error {
 	})
 }
 
+// watermarkMaxAge is how long a channel's watermark is kept after it last
+// moved. A sender retransmits only what it has not had acknowledged, so a
+// watermark matters while its channel is in use; without an end, every
+// channel a peer ever opened (a new one per agent pair each time it
+// restarts) would stay in the store, and in memory from the next start.
+const watermarkMaxAge = 90 * 24 * time.Hour
+
+// watermarkValue is a watermark as stored: the sequence, then when it was
+// saved (unix seconds), both big-endian. Stores written before the time
+// was kept hold the sequence alone.
+func watermarkValue(seq, unix uint64) []byte {
+	return binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(make([]byte, 0, 16), seq), unix)
+}
+
+// LoadWatermarks returns the watermarks saved within watermarkMaxAge and
+// deletes older ones (and unreadable values). Watermarks stored without a
+// time are dated now, so they age from this start.
 func (o outboxStore) LoadWatermarks() (map[string]uint64, error) {
 	out := map[string]uint64{}
-	err := o.s.db.View(func(tx *bolt.Tx) error {
+	now := time.Now()
+	err := o.s.db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketWatermarks)
 		if b == nil {
 			return nil
 		}
-		return b.ForEach(func(k, v []byte) error {
-			if len(v) == 8 {
+		var drop [][]byte
+		legacy := map[string]uint64{}
+		err := b.ForEach(func(k, v []byte) error {
+			switch {
+			case len(v) == 16:
+				saved := time.Unix(int64(binary.BigEndian.Uint64(v[8:])), 0)
+				if now.Sub(saved) > watermarkMaxAge {
+					drop = append(drop, append([]byte(nil), k...))
+					return nil
+				}
 				out[string(k)] = binary.BigEndian.Uint64(v)
+			case len(v) == 8:
+				seq := binary.BigEndian.Uint64(v)
+				out[string(k)] = seq
+				legacy[string(k)] = seq
+			default:
+				drop = append(drop, append([]byte(nil), k...))
 			}
 			return nil
 		})
+		if err != nil {
+			return err
+		}
+		for _, k := range drop {
+			if err := b.Delete(k); err != nil {
+				return err
+			}
+		}
+		for k, seq := range legacy {
+			if err := b.Put([]byte(k), watermarkValue(seq, uint64(now.Unix()))); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	return out, err
 }
