@@ -32,7 +32,14 @@ type APIError struct {
 	Message string `json:"message"`
 }
 
-func (e *APIError) Error() string { return fmt.Sprintf("%s (%s)", e.Message, e.Code) }
+// Error is the message and the code, once: a peer's refusal names its
+// code already.
+func (e *APIError) Error() string {
+	if strings.HasSuffix(e.Message, "("+e.Code+")") {
+		return e.Message
+	}
+	return fmt.Sprintf("%s (%s)", e.Message, e.Code)
+}
 
 // Is matches the sentinel of the same seed code.
 func (e *APIError) Is(target error) bool {

@@ -114,21 +114,27 @@ func report(g *globals, cmd *cobra.Command, jsonOut bool, err error) int {
 		hint = helpHint(cmd)
 	}
 	body := errorBody{Code: code, Message: msg, Hint: hint}
-	if result == nil {
-		b, _ := json.Marshal(map[string]errorBody{"error": body})
-		fmt.Fprintf(g.stdout, "%s\n", b)
-		return exit
+	if result != nil {
+		if b, err := withError(result, body); err == nil {
+			var out bytes.Buffer
+			_ = json.Indent(&out, b, "", "  ")
+			fmt.Fprintf(g.stdout, "%s\n", out.Bytes())
+			return exit
+		} // not an object: the error alone
 	}
-	b, merr := withError(result, body)
-	if merr != nil { // not an object: the error alone
-		b, _ = json.Marshal(map[string]errorBody{"error": body})
-		fmt.Fprintf(g.stdout, "%s\n", b)
-		return exit
-	}
-	var out bytes.Buffer
-	_ = json.Indent(&out, b, "", "  ")
-	fmt.Fprintf(g.stdout, "%s\n", out.Bytes())
+	fmt.Fprintf(g.stdout, "%s\n", marshal(map[string]errorBody{"error": body}))
 	return exit
+}
+
+// marshal is json.Marshal without HTML escaping: messages say "L3 -> L0".
+func marshal(v any) []byte {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 }
 
 // codeOf is err's code: the seed's (or a package's) code when err carries
@@ -149,14 +155,23 @@ func codeOf(err error, exit int) string {
 	return protocol.CodeOf(err)
 }
 
-// messageOf is err's message without the " (CODE)" that API errors end with.
+// messageOf is err's message without the " (CODE)" that API errors end
+// with, in the CLI's words (cliWords).
 func messageOf(err error, code string) string {
+	msg := err.Error()
 	var ae *node.APIError
 	if errors.As(err, &ae) && ae == err {
-		return strings.TrimSuffix(ae.Message, " ("+code+")")
+		msg = ae.Message
 	}
-	return strings.TrimSuffix(err.Error(), " ("+code+")")
+	return cliWords.Replace(strings.TrimSuffix(msg, " ("+code+")"))
 }
+
+// cliWords rewords what errors from the packages below say in their
+// callers' terms (an envelope field) where the CLI user has a flag instead,
+// named by the hint.
+var cliWords = strings.NewReplacer(
+	"needs metadata.escalationJustification", "carries none",
+)
 
 // hintFor is the usual advice for a failure with code in cmd, or "".
 func hintFor(cmd *cobra.Command, code string) string {
@@ -175,6 +190,12 @@ func hintFor(cmd *cobra.Command, code string) string {
 		return "the receiving node's tier rules do not let the sender's tier start this conversation: send as an agent whose tier may (see `nova-node agents` for tiers)"
 	case "SANDBOX_VIOLATION":
 		return "agents in different sandboxes reach each other only when the target is on sandbox.crossSandboxAllowList in the receiving node's config"
+	case "ESCALATION_REQUIRED":
+		if cmd.Flags().Lookup("justification") != nil {
+			return `say why with --justification "WHY": an L2/L3 agent proposing a task to an L0/L1 agent must justify the escalation`
+		}
+		return "an L2/L3 agent proposing a task to an L0/L1 agent must justify the escalation: " +
+			"use `nova-node tasks propose` or `nova-node send --type task-proposal` with --justification \"WHY\""
 	case "DELIVERY_FAILED", "CHANNEL_CLOSED":
 		return "is the other node running and reachable? `nova-node peers` and `nova-node ping AGENT` tell"
 	}
@@ -185,11 +206,10 @@ func hintFor(cmd *cobra.Command, code string) string {
 // its "error" member: in place of an "error" member it has, else last. The
 // other members keep their order.
 func withError(result any, e errorBody) ([]byte, error) {
-	raw, err := json.Marshal(result)
-	if err != nil {
-		return nil, err
+	raw, eb := marshal(result), marshal(e)
+	if raw == nil {
+		return nil, fmt.Errorf("result does not encode as JSON")
 	}
-	eb, _ := json.Marshal(e)
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
 		return nil, fmt.Errorf("result is not a JSON object")
@@ -200,8 +220,7 @@ func withError(result any, e errorBody) ([]byte, error) {
 		if out.Len() > 1 {
 			out.WriteByte(',')
 		}
-		kb, _ := json.Marshal(k)
-		out.Write(kb)
+		out.Write(marshal(k))
 		out.WriteByte(':')
 		out.Write(v)
 	}

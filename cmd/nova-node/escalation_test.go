@@ -1,0 +1,37 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/nova-node/nova-node/node"
+	"github.com/nova-node/nova-node/tiers"
+)
+
+// TestEscalationHintNamesTheFlag: an L3 -> L0 task proposal without a
+// justification is refused (ESCALATION_REQUIRED), and the CLI tells the
+// user which flag to pass (--justification), not an envelope field name;
+// with the flag it goes through.
+func TestEscalationHintNamesTheFlag(t *testing.T) {
+	dir := t.TempDir()
+	l0, l3 := tiers.L0, tiers.L3
+	high, low := node.DefaultAgent("high"), node.DefaultAgent("low")
+	high.Tier, low.Tier = &l0, &l3
+	startNode(t, 0, dir, high, low)
+	for _, args := range [][]string{
+		{"send", "--data-dir", dir, "--from", "low", "--to", "high", "--type", "task-proposal", "--no-wait", "--payload", `{"task":"review"}`},
+		{"tasks", "propose", "--data-dir", dir, "--as", "low", "--to", "high", "--task", "review", "--cap", "echo"},
+	} {
+		_, errOut, code := runCLI(t, args...)
+		if code != 1 || !strings.Contains(errOut, "ESCALATION_REQUIRED") || !strings.Contains(errOut, "--justification") || strings.Contains(errOut, "escalationJustification") {
+			t.Errorf("%v: exit %d, stderr %q; want ESCALATION_REQUIRED and a hint to pass --justification", args[:2], code, errOut)
+		}
+		out, _, code := runCLI(t, append(args, "--json")...)
+		if e := jsonError(t, out); code != 1 || e.Code != "ESCALATION_REQUIRED" || !strings.Contains(e.Hint, "--justification") || strings.Contains(e.Message+e.Hint, "escalationJustification") {
+			t.Errorf("%v --json: exit %d, %q", args[:2], code, out)
+		}
+		if _, errOut, code := runCLI(t, append(args, "--justification", "needs L0 sign-off")...); code != 0 {
+			t.Errorf("%v --justification: exit %d, %q", args[:2], code, errOut)
+		}
+	}
+}
