@@ -9,6 +9,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 
 	"github.com/nova-node/nova-node/agentcard"
 	"github.com/nova-node/nova-node/protocol"
@@ -28,7 +29,7 @@ type store struct {
 func openStore(dataDir string) (*store, error) {
 	path := filepath.Join(dataDir, StoreFile)
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
-	if errors.Is(err, bolt.ErrTimeout) {
+	if errors.Is(err, bolterrors.ErrTimeout) {
 		return nil, fmt.Errorf("node: store %s is locked: is another nova-node running with this data dir? Stop it or use --data-dir", path)
 	}
 	if err != nil {

@@ -50,7 +50,7 @@ func TestProperty13_DirectMessageRouting(t *testing.T) {
 		target := rapid.SampledFrom(addrs).Draw(rt, "to")
 		to := target
 		if rapid.Bool().Draw(rt, "bareName") {
-			to = target[:len(fmt.Sprintf("n0a0"))] // names are unique: a bare name resolves
+			to = target[:len("n0a0")] // names are unique: a bare name resolves
 		}
 		mu.Lock()
 		before := make(map[string]int, len(counts))

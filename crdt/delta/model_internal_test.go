@@ -34,10 +34,6 @@ type model struct {
 
 func newModel() *model { return &model{ctx: map[Dot]bool{}, ent: map[Dot]mEntry{}} }
 
-func (m *model) clone() *model {
-	return &model{ctx: maps.Clone(m.ctx), lam: m.lam, ent: maps.Clone(m.ent)}
-}
-
 func atOrBelow(p, q string) bool { return p == q || strings.HasPrefix(p, q+"/") }
 
 func strictAncestor(a, p string) bool { return a != p && atOrBelow(p, a) }

@@ -77,12 +77,6 @@ func (f *fakeNet) addAgent(name string, node int, tier tiers.Tier, caps ...strin
 	return addr
 }
 
-func (f *fakeNet) addHandler(node int, h func(context.Context, *envelope.Envelope) (bool, error)) {
-	f.mu.Lock()
-	f.nodes[node] = append(f.nodes[node], h)
-	f.mu.Unlock()
-}
-
 func (f *fakeNet) setHandlers(node int, hs ...func(context.Context, *envelope.Envelope) (bool, error)) {
 	f.mu.Lock()
 	f.nodes[node] = hs
