@@ -1,8 +1,12 @@
 package node_test
 
 import (
+	"encoding/json"
+	"errors"
+	"strings"
 	"testing"
 
+	"github.com/nova-node/nova-node/envelope"
 	"github.com/nova-node/nova-node/node"
 )
 
@@ -19,5 +23,28 @@ func TestAPIErrorNamesItsCodeOnce(t *testing.T) {
 		if got := c.e.Error(); got != c.want {
 			t.Errorf("%+v: %q, want %q", c.e, got, c.want)
 		}
+	}
+}
+
+// TestBroadcastOfAQuestionRefused: the API refuses to broadcast a type that
+// asks for an answer (nobody can answer "*"), before anything is sent; a
+// notification is broadcast.
+func TestBroadcastOfAQuestionRefused(t *testing.T) {
+	n := tierNode(t)
+	for _, typ := range []envelope.Type{envelope.TypeRequest, envelope.TypeTaskProposal} {
+		res := n.SendFromAPI(t.Context(), node.SendRequest{From: "t0", To: envelope.Broadcast, Type: typ, Payload: json.RawMessage(`"hi"`)})
+		if res.Error == nil || res.Error.Code != envelope.CodeInvalidEnvelope || res.Sent != nil || !strings.Contains(res.Error.Message, "cannot be answered") {
+			t.Errorf("broadcast %s: %+v", typ, res)
+		}
+		if err := node.CheckBroadcastType(typ); !errors.Is(err, envelope.ErrInvalid) {
+			t.Errorf("CheckBroadcastType(%s) = %v", typ, err)
+		}
+	}
+	if m := n.Observer().Metrics(); m.TotalMessagesSent != 0 {
+		t.Errorf("%d messages sent by refused broadcasts", m.TotalMessagesSent)
+	}
+	res := n.SendFromAPI(t.Context(), node.SendRequest{From: "t0", To: envelope.Broadcast, Type: envelope.TypeNotification})
+	if res.Error != nil {
+		t.Errorf("broadcast notification: %+v", res.Error)
 	}
 }

@@ -20,7 +20,11 @@ topic. Every node, this one included, delivers it to each of its agents that
 the sender may reach: an L0 agent's directive reaches every tier; other
 tiers reach what their tier rules allow, and sandbox rules apply. Messages
 are signed by the publishing node; a node that receives a broadcast whose
-sender is not hosted by its publisher rejects it and logs a security event.`,
+sender is not hosted by its publisher rejects it and logs a security event.
+
+Nobody can answer a broadcast, so the types that ask for an answer
+(request, task-proposal) are refused (INVALID_ENVELOPE, exit 2): send those
+to one agent with ` + "`nova-node send`" + `.`,
 		Example: `  nova-node broadcast --payload '"deploy finished"'
   nova-node broadcast --from sun --type notification --payload '{"directive":"pause"}'`,
 		Args: noArgs,
@@ -28,6 +32,9 @@ sender is not hosted by its publisher rejects it and logs a security event.`,
 			t, err := envelope.ParseType(typ)
 			if err != nil {
 				return &exitError{code: 2, err: err}
+			}
+			if err := node.CheckBroadcastType(t); err != nil {
+				return &exitError{code: 2, err: err, hint: fmt.Sprintf("to ask for an answer, send to one agent: `nova-node send --to AGENT --type %s` (or --capability ID); broadcast only types nobody answers, like notification", t)}
 			}
 			req.Type, req.To = t, envelope.Broadcast
 			return sendAndReport(cmd, g, req, payload, func(res node.SendResult) {
@@ -39,7 +46,7 @@ sender is not hosted by its publisher rejects it and logs a security event.`,
 	}
 	f := c.Flags()
 	f.StringVar(&req.From, "from", "", "local agent broadcasting (default: the node's first agent)")
-	f.StringVar(&typ, "type", "notification", "message type")
+	f.StringVar(&typ, "type", "notification", "message type (not request or task-proposal: a broadcast is not answered)")
 	f.StringVar(&payload, "payload", "", "payload, any JSON value")
 	return c
 }

@@ -1,0 +1,28 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestBroadcastRefusesQuestions: a broadcast cannot be answered, so the
+// types that ask for an answer are refused before the node is asked (no
+// node runs here): exit 2, the code, and what to use instead.
+func TestBroadcastRefusesQuestions(t *testing.T) {
+	dir := t.TempDir()
+	for _, typ := range []string{"request", "task-proposal"} {
+		_, errOut, code := runCLI(t, "broadcast", "--data-dir", dir, "--type", typ, "--payload", `"who is there?"`)
+		if code != 2 || !strings.HasPrefix(errOut, "error: ") || !strings.Contains(errOut, "INVALID_ENVELOPE") ||
+			!strings.Contains(errOut, "cannot be answered") || !strings.Contains(errOut, "nova-node send --to AGENT --type "+typ) {
+			t.Errorf("broadcast --type %s: exit %d, stderr %q", typ, code, errOut)
+		}
+		out, _, code := runCLI(t, "broadcast", "--data-dir", dir, "--type", typ, "--json")
+		if e := jsonError(t, out); code != 2 || e.Code != "INVALID_ENVELOPE" || !strings.Contains(e.Hint, "nova-node send") {
+			t.Errorf("broadcast --type %s --json: exit %d, %q", typ, code, out)
+		}
+	}
+	// A type nobody answers gets as far as asking the node.
+	if _, errOut, code := runCLI(t, "broadcast", "--data-dir", dir, "--type", "notification"); code != 1 || !strings.Contains(errOut, "nova-node run") {
+		t.Errorf("broadcast notification without a node: exit %d, %q", code, errOut)
+	}
+}
