@@ -74,6 +74,10 @@ type SendRequest struct {
 	NoWait        bool            `json:"noWait,omitempty"` // do not wait for the answer of a request
 }
 
+// MaxSendRequest is the largest SendRequest the API takes, in bytes of
+// JSON: payload included. (An envelope must also fit Config.MaxFrameSize.)
+const MaxSendRequest = 2 << 20
+
 // SendResult is what happened to a SendRequest.
 type SendResult struct {
 	Sent     *envelope.Envelope     `json:"sent,omitempty"`
@@ -147,8 +151,13 @@ func startAPI(n *Node, path string) (*apiServer, error) {
 	})
 	mux.HandleFunc("POST /v1/send", func(w http.ResponseWriter, r *http.Request) {
 		var req SendRequest
-		if err := json.NewDecoder(io.LimitReader(r.Body, 2<<20)).Decode(&req); err != nil {
-			writeJSON(w, 400, SendResult{Error: &APIError{Code: envelope.CodeInvalidEnvelope, Message: "request body: " + err.Error()}})
+		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxSendRequest)).Decode(&req); err != nil {
+			msg := "request body: " + err.Error()
+			var tooLarge *http.MaxBytesError
+			if errors.As(err, &tooLarge) {
+				msg = fmt.Sprintf("request body over %d bytes: the payload is too large", MaxSendRequest)
+			}
+			writeJSON(w, 400, SendResult{Error: &APIError{Code: envelope.CodeInvalidEnvelope, Message: msg}})
 			return
 		}
 		writeJSON(w, 200, n.SendFromAPI(r.Context(), req))

@@ -26,7 +26,8 @@ Nobody can answer a broadcast, so the types that ask for an answer
 (request, task-proposal) are refused (INVALID_ENVELOPE, exit 2): send those
 to one agent with ` + "`nova-node send`" + `.`,
 		Example: `  nova-node broadcast --payload '"deploy finished"'
-  nova-node broadcast --from sun --type notification --payload '{"directive":"pause"}'`,
+  nova-node broadcast --from sun --type notification --payload '{"directive":"pause"}'
+  nova-node broadcast --payload @directive.json`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			t, err := envelope.ParseType(typ)
@@ -47,6 +48,6 @@ to one agent with ` + "`nova-node send`" + `.`,
 	f := c.Flags()
 	f.StringVar(&req.From, "from", "", "local agent broadcasting (default: the node's first agent)")
 	f.StringVar(&typ, "type", "notification", "message type (not request or task-proposal: a broadcast is not answered)")
-	f.StringVar(&payload, "payload", "", "payload, any JSON value")
+	f.StringVar(&payload, "payload", "", payloadFlagHelp)
 	return c
 }

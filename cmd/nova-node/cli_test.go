@@ -17,8 +17,14 @@ import (
 
 func runCLI(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
+	return runCLIIn(t, "", args...)
+}
+
+// runCLIIn is runCLI with stdin.
+func runCLIIn(t *testing.T, stdin string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
 	var o, e bytes.Buffer
-	code = run(t.Context(), args, []string{"HOME=" + t.TempDir()}, &o, &e)
+	code = run(t.Context(), args, []string{"HOME=" + t.TempDir()}, strings.NewReader(stdin), &o, &e)
 	return o.String(), e.String(), code
 }
 
@@ -217,7 +223,7 @@ func TestStatusAndEvents(t *testing.T) {
 	var o syncBuffer
 	done := make(chan int, 1)
 	go func() {
-		done <- run(ctx, []string{"events", "--data-dir", dirA, "--follow", "--limit", "0", "--json"}, nil, &o, &bytes.Buffer{})
+		done <- run(ctx, []string{"events", "--data-dir", dirA, "--follow", "--limit", "0", "--json"}, nil, nil, &o, &bytes.Buffer{})
 	}()
 	testnet.Eventually(t, testnetWait, func() error {
 		runCLI(t, "send", "--data-dir", dirA, "--to", "bob", "--type", "notification", "--payload", `"live"`)
@@ -368,7 +374,7 @@ func TestCRDTCommands(t *testing.T) {
 	var w syncBuffer
 	done := make(chan int, 1)
 	go func() {
-		done <- run(ctx, []string{"crdt", "watch", "--data-dir", dirB, "plan", "--json"}, nil, &w, &bytes.Buffer{})
+		done <- run(ctx, []string{"crdt", "watch", "--data-dir", dirB, "plan", "--json"}, nil, nil, &w, &bytes.Buffer{})
 	}()
 	out, errOut, code := runCLI(t, "crdt", "set", "--data-dir", dirA, "plan", "/goal", `"ship v1"`)
 	if code != 0 || !strings.Contains(out, `"ship v1"`) {

@@ -26,7 +26,7 @@ func TestStopEndsFollowers(t *testing.T) {
 	var out, errOut syncBuffer
 	ran := make(chan int, 1)
 	go func() {
-		ran <- run(ctx, []string{"run", "--json", "--data-dir", dir, "--agent", "alice", "--listen", "/ip4/127.0.0.1/tcp/0"}, env, &out, &errOut)
+		ran <- run(ctx, []string{"run", "--json", "--data-dir", dir, "--agent", "alice", "--listen", "/ip4/127.0.0.1/tcp/0"}, env, nil, &out, &errOut)
 	}()
 	testnet.Eventually(t, testnetWait, func() error {
 		var info node.IDInfo
@@ -41,7 +41,7 @@ func TestStopEndsFollowers(t *testing.T) {
 		if json {
 			args = append(args, "--json")
 		}
-		done <- run(t.Context(), args, env, o, &bytes.Buffer{})
+		done <- run(t.Context(), args, env, nil, o, &bytes.Buffer{})
 	}
 	var text, js syncBuffer
 	textDone, jsDone := make(chan int, 1), make(chan int, 1)

@@ -23,10 +23,11 @@ type globals struct {
 // run is main without the process: it parses args, runs one command and
 // returns the exit code (0 ok, 1 failure, 2 usage). Failures are reported
 // as errors.go describes.
-func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) int {
+func run(ctx context.Context, args, environ []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	g := &globals{environ: environ, stdout: stdout, stderr: stderr}
 	root := newRoot(g)
 	root.SetArgs(args)
+	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	cmd, err := root.ExecuteContextC(ctx)

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -34,7 +37,9 @@ Types: ` + typeList() + `.`,
   nova-node send --capability echo --payload 42
   nova-node send --from venus --to sun --type task-proposal \
       --justification "schema change needs L0 sign-off" --payload '{"task":"review"}'
-  nova-node send --to bob --payload '{"n":1}' --json`,
+  nova-node send --to bob --payload '{"n":1}' --json
+  nova-node send --to bob --payload @request.json
+  jq -c '.items[0]' batch.json | nova-node send --to bob --payload @-`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			t, err := envelope.ParseType(typ)
@@ -58,7 +63,7 @@ Types: ` + typeList() + `.`,
 	f.StringVar(&req.To, "to", "", "recipient: agent name or name@peerID")
 	f.StringVar(&capability, "capability", "", "send to the first reachable agent with this capability instead of --to")
 	f.StringVar(&typ, "type", "request", "message type")
-	f.StringVar(&payload, "payload", "", "payload, any JSON value (default null)")
+	f.StringVar(&payload, "payload", "", payloadFlagHelp+" (default null)")
 	f.StringVar(&req.CorrelationID, "correlation-id", "", "thread to attach the envelope to")
 	f.StringVar(&req.Justification, "justification", "", "escalation justification (needed for L2/L3 -> L0/L1 task proposals)")
 	f.BoolVar(&req.NoWait, "no-wait", false, "for a request: do not wait for the answer")
@@ -71,12 +76,11 @@ Types: ` + typeList() + `.`,
 // refusal (reported by run: its code on stderr, or with --json as the
 // result's "error" member).
 func sendAndReport(cmd *cobra.Command, g *globals, req node.SendRequest, payload string, human func(node.SendResult)) error {
-	if payload != "" {
-		if !json.Valid([]byte(payload)) {
-			return &exitError{code: 2, err: fmt.Errorf("--payload is not valid JSON: %s (quote strings: '\"text\"')", payload)}
-		}
-		req.Payload = json.RawMessage(payload)
+	p, err := readPayload(cmd, payload)
+	if err != nil {
+		return err
 	}
+	req.Payload = p
 	cl, err := g.client()
 	if err != nil {
 		return err
@@ -96,6 +100,63 @@ func sendAndReport(cmd *cobra.Command, g *globals, req node.SendRequest, payload
 	}
 	human(res)
 	return nil
+}
+
+// payloadFlagHelp is the help of every --payload flag.
+const payloadFlagHelp = "payload: a JSON value, or @FILE holding one (@- reads stdin)"
+
+// readPayload is the payload that --payload gives: none for "", the JSON
+// value itself, or the JSON value in the file that follows "@" ("@-":
+// stdin), at most node.MaxSendRequest bytes. Anything else is a usage
+// error (exit 2) that names the file.
+func readPayload(cmd *cobra.Command, arg string) (json.RawMessage, error) {
+	name, fromFile := strings.CutPrefix(arg, "@")
+	switch {
+	case arg == "":
+		return nil, nil
+	case !fromFile:
+		if !json.Valid([]byte(arg)) {
+			return nil, &exitError{code: 2, err: fmt.Errorf("--payload is not valid JSON: %s (quote strings: '\"text\"')", arg),
+				hint: `quote strings ('"text"'), or give a file: --payload @FILE (@- for stdin)`}
+		}
+		return json.RawMessage(arg), nil
+	case name == "":
+		return nil, usage(cmd, "--payload @ needs a file name: --payload @FILE, or @- for stdin")
+	}
+	what, r := "stdin", cmd.InOrStdin()
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			var pe *os.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err // the path is in the message already
+			}
+			return nil, &exitError{code: 2, err: fmt.Errorf("--payload @%s: %w", name, err)}
+		}
+		defer f.Close()
+		what, r = "the file", f
+	}
+	b, err := io.ReadAll(io.LimitReader(r, node.MaxSendRequest+1))
+	switch {
+	case err != nil:
+		return nil, &exitError{code: 2, err: fmt.Errorf("--payload @%s: read %s: %w", name, what, err)}
+	case len(b) > node.MaxSendRequest:
+		return nil, &exitError{code: 2, err: fmt.Errorf("--payload @%s: %s is over %d bytes, more than the node takes in one send", name, what, node.MaxSendRequest)}
+	}
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 {
+		return nil, &exitError{code: 2, err: fmt.Errorf("--payload @%s: %s is empty; it must hold one JSON value", name, what)}
+	}
+	if !json.Valid(b) {
+		var v any
+		err := json.Unmarshal(b, &v) // for the reason, and where
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			err = fmt.Errorf("%w, at byte %d", err, se.Offset)
+		}
+		return nil, &exitError{code: 2, err: fmt.Errorf("--payload @%s: %s is not valid JSON: %v", name, what, err)}
+	}
+	return json.RawMessage(b), nil
 }
 
 func typeList() string {
