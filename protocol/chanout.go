@@ -425,13 +425,18 @@ func (c *outChannel) transmit(items []channel.Item) {
 // failed dial) would otherwise answer the second and third redials from
 // the failure of the first without dialling, so a peer back within the
 // retries would still be given up on. In exchange each redial's dial is
-// bounded by the delay that preceded it (at least a second), so that an
-// address that never answers (a QUIC handshake to a gone host waits up to
-// 10 s) does not stretch the retries far past their schedule.
+// bounded by the delay that preceded it, and at least redialMin, so that
+// an address that never answers (a QUIC handshake to a gone host waits up
+// to 10 s) does not stretch the retries far past their schedule.
+// redialMin is the least time a redial waits for its dial: TCP, TLS and
+// yamux take three round trips, QUIC one or two. On a link slower than
+// that the later redials, with longer delays, wait longer.
+const redialMin = time.Second
+
 func (c *outChannel) dial(attempt int) {
 	timeout := 10 * time.Second
 	if attempt > 0 {
-		timeout = max(time.Second, c.r.o.channel.Base<<(attempt-1))
+		timeout = max(redialMin, c.r.o.channel.Base<<(attempt-1))
 		if c.r.h.Network().Connectedness(c.p) != network.Connected {
 			if sw, ok := c.r.h.Network().(*lpswarm.Swarm); ok {
 				sw.Backoff().Clear(c.p)

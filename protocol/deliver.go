@@ -415,7 +415,7 @@ func (r *Router) restoreLocked(oc OutboxChannel) {
 	c.m = m
 	for _, a := range acts {
 		if _, ok := a.(channel.Dial); ok {
-			r.wg.Go(func() { c.dial(m.Attempt()) })
+			r.wg.Go(func() { c.dial(0) }) // a first dial since the start: patient, as for a new channel
 		}
 	}
 }

@@ -306,12 +306,23 @@ func TestSendAfterCloseIsChannelClosed(t *testing.T) {
 	}
 }
 
+// TestDeliveryFailedWhenPeerGone: a request to a peer that went away fails
+// with DELIVERY_FAILED once the channel's dial and redials are exhausted:
+// up to 10 s for the first dial (a QUIC handshake to a gone host waits 5 s
+// here), then 0.1 + 0.2 + 0.4 s of delays with at most 1 s per redial, so
+// the request's own timeout is set well past that.
 func TestDeliveryFailedWhenPeerGone(t *testing.T) {
-	net := testnet.New(t, 2)
+	net := testnet.New(t, 2, testnet.WithConfig(func(i int, c *node.Config) { c.RequestTimeout = 30 * time.Second }))
 	net.Connect(0, 1)
 	net.WaitForCards()
 	net.Nodes[1].Close()
-	_, res, err := request(t, net.Nodes[0], "a0", "a1", 1)
+	env, err := net.Nodes[0].NewEnvelope("a0", "a1", envelope.TypeRequest, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	_, res, err := net.Nodes[0].Request(ctx, env)
 	if !errors.Is(err, protocol.ErrDeliveryFailed) || res.Delivered || res.Error == "" {
 		t.Fatalf("got %+v %v, want DELIVERY_FAILED", res, err)
 	}
