@@ -48,3 +48,15 @@ func TestBroadcastOfAQuestionRefused(t *testing.T) {
 		t.Errorf("broadcast notification: %+v", res.Error)
 	}
 }
+
+// TestSendRequestTooLarge: a send whose request is over MaxSendRequest is
+// refused with a message that says so.
+func TestSendRequestTooLarge(t *testing.T) {
+	n := tierNode(t)
+	cl := node.NewClient(n.Config().APISocketPath())
+	big := json.RawMessage(`"` + strings.Repeat("x", node.MaxSendRequest) + `"`)
+	_, err := cl.Send(t.Context(), node.SendRequest{From: "t0", To: "t1", Type: envelope.TypeNotification, Payload: big})
+	if err == nil || !strings.Contains(err.Error(), "too large") || !errors.Is(err, envelope.ErrInvalid) {
+		t.Fatalf("oversized send: %v", err)
+	}
+}

@@ -44,6 +44,7 @@ func TestPayloadFromFile(t *testing.T) {
 	bad := write("bad.json", `{"text": nope}`)
 	empty := write("empty.json", " \n")
 	missing := filepath.Join(files, "missing.json")
+	huge := write("huge.json", `"`+strings.Repeat("x", node.MaxSendRequest)+`"`)
 	for _, c := range []struct {
 		stdin string
 		args  []string
@@ -53,6 +54,7 @@ func TestPayloadFromFile(t *testing.T) {
 		{"", []string{"broadcast", "--payload", "@" + bad}, []string{bad, "not valid JSON"}},
 		{"", []string{"send", "--to", "alice", "--payload", "@" + empty}, []string{empty, "empty"}},
 		{"", []string{"send", "--to", "alice", "--payload", "@" + missing}, []string{missing, "no such file"}},
+		{"", []string{"send", "--to", "alice", "--payload", "@" + huge}, []string{huge, "over 2097152 bytes"}},
 		{"{nope", []string{"send", "--to", "alice", "--payload", "@-"}, []string{"@-", "stdin is not valid JSON"}},
 		{"", []string{"send", "--to", "alice", "--payload", "@"}, []string{"@FILE"}},
 		{"", []string{"send", "--to", "alice", "--payload", "{nope"}, []string{"not valid JSON", "@FILE"}},
