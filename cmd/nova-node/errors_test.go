@@ -44,6 +44,8 @@ func TestJSONErrors(t *testing.T) {
 		{[]string{"init", "extra-arg", "--json"}, 2, codeUsage},
 		{[]string{"crdt", "set", "--data-dir", dir, "plan", "--json"}, 2, codeUsage},
 		{[]string{"tasks", "show", "--data-dir", dir, "--json"}, 2, codeUsage},
+		{[]string{"tools", "call", "--data-dir", dir, "--json"}, 2, codeUsage},
+		{[]string{"bogus", "--json"}, 2, codeUsage},
 		{[]string{"agents", "--data-dir", dir, "--json"}, 1, codeNoNode},
 		{[]string{"status", "--data-dir", dir, "--json"}, 1, codeNoNode},
 		{[]string{"events", "--data-dir", dir, "--follow", "--json"}, 1, codeNoNode},

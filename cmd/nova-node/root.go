@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -36,6 +38,9 @@ func run(ctx context.Context, args, environ []string, stdin io.Reader, stdout, s
 	}
 	if cmd == nil {
 		cmd = root
+	}
+	if strings.HasPrefix(err.Error(), "unknown command ") { // cobra's, untyped
+		err = &exitError{code: 2, err: err, hint: helpHint(cmd)}
 	}
 	return report(g, cmd, g.json || jsonRequested(args), err)
 }
@@ -74,7 +79,27 @@ member. Exit status: 0 success, 1 failure, 2 usage error.`,
 	root.AddCommand(newInitCmd(g), newRunCmd(g), newSendCmd(g), newAgentsCmd(g), newIDCmd(g), newBroadcastCmd(g), newStatusCmd(g), newEventsCmd(g), newPeersCmd(g), newPingCmd(g), newInviteCmd(g), newJoinCmd(g), newCRDTCmd(g), newVersionCmd(g))
 	root.AddCommand(taskCommands(g)...)
 	root.AddCommand(mcpCommands(g)...)
+	usageArgs(root)
 	return root
+}
+
+// usageArgs makes every positional-argument check under c a usage error
+// (exit 2), as flag errors are: cobra's own checks (ExactArgs, ...) return
+// plain errors.
+func usageArgs(c *cobra.Command) {
+	if check := c.Args; check != nil {
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			err := check(cmd, args)
+			var ee *exitError
+			if err == nil || errors.As(err, &ee) {
+				return err
+			}
+			return &exitError{code: 2, err: err, hint: helpHint(cmd)}
+		}
+	}
+	for _, sub := range c.Commands() {
+		usageArgs(sub)
+	}
 }
 
 // config loads the configuration of the selected data dir.
