@@ -358,6 +358,14 @@ func (c *outChannel) perform(acts []channel.Action) {
 					c.settled = append(c.settled, it.Seq)
 					c.r.wakePersister()
 				}
+				if !a.Remote && c.r.wasAnswered(oi.env) {
+					// Its answer proved it arrived: no failure to report.
+					if oi.done != nil {
+						oi.done(nil)
+					}
+					oi.release()
+					continue
+				}
 				err := c.failure(a)
 				c.r.emitFailure(oi.env, c, err)
 				if oi.done != nil {

@@ -65,11 +65,20 @@ func (r *Router) sendChannel(ctx context.Context, from string, to agentcard.Card
 	}
 	select {
 	case err := <-wait:
-		return err
+		if err != nil {
+			return &channelReported{err} // the channel emitted its error event (emitFailure)
+		}
+		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("protocol: waiting for %s to acknowledge (the envelope stays queued): %w", to.Address(), ctx.Err())
 	}
 }
+
+// channelReported is a failure its channel already reported as an error
+// event: the caller reports the routing decision, not the error again.
+type channelReported struct{ error }
+
+func (e *channelReported) Unwrap() error { return e.error }
 
 // Post routes env like Send but does not wait for a remote acknowledgement:
 // it returns once the envelope is queued on its channel (Delivered stays
@@ -261,9 +270,18 @@ func (r *Router) matchAnswer(env *envelope.Envelope) bool {
 		return false
 	}
 	delete(r.pending, key)
-	pr.end(reqResult{env: env}) // the requester's: the thread index keeps its own copy
+	asked := seenKey{from: env.Recipient, id: pr.id} // pr is reused once ended
+	pr.end(reqResult{env: env})                      // the requester's: the thread index keeps its own copy
 	r.pmu.Unlock()
+	r.answered.add(asked)
 	return true
+}
+
+// wasAnswered reports whether env, sent from here, is a question whose
+// answer came: it arrived, though its channel may fail it before the
+// receiver's coalesced ack (the receiver stopping just after answering).
+func (r *Router) wasAnswered(env *envelope.Envelope) bool {
+	return asksForAnswer(env.Type) && r.answered.has(seenKey{from: env.Sender, id: env.ID})
 }
 
 // persistLoop writes the outbox and watermarks behind the traffic, a pass

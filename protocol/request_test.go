@@ -418,3 +418,62 @@ func TestOutboxDropFailureIsRetried(t *testing.T) {
 		return nil
 	})
 }
+
+// errorSink records error events.
+type errorSink struct {
+	mu  sync.Mutex
+	evs []protocol.Event
+}
+
+func (s *errorSink) Emit(e protocol.Event) {
+	if e.Type == protocol.EventError {
+		s.mu.Lock()
+		s.evs = append(s.evs, e)
+		s.mu.Unlock()
+	}
+}
+
+// A Send whose channel gives up is one error event: the channel reports the
+// envelope's failure, and Send, which waited for it, does not report it again.
+// And a request answered just before its receiver stopped is no failure,
+// though the receiver's coalesced ack of it never came: the answer proved
+// it arrived.
+func TestFailedSendIsOneErrorEvent(t *testing.T) {
+	sink := &errorSink{}
+	routers, f := mockPairWith(t, func(i int) []protocol.Option {
+		if i == 0 {
+			return []protocol.Option{protocol.WithEventSink(sink), protocol.WithRetry(1, 10*time.Millisecond)}
+		}
+		return nil
+	})
+	warm, _ := f.New("a0", "a1", envelope.TypeRequest, []byte(`"warm"`))
+	if _, _, err := routers[0].RequestWithin(t.Context(), warm, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	unacked := pending(routers[0]) // the receiver acks a request within 2 ms, not with its answer
+	routers[1].Close()
+	env, _ := f.New("a0", "a1", envelope.TypeNotification, nil)
+	if _, err := routers[0].Send(t.Context(), env); !errors.Is(err, protocol.ErrDeliveryFailed) {
+		t.Fatalf("send to a gone peer: %v, want DELIVERY_FAILED", err)
+	}
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	n := 0
+	for _, e := range sink.evs {
+		if e.EnvelopeID == env.ID {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d error events for one failed send, want 1: %+v", n, sink.evs)
+	}
+	if unacked == 0 { // 60 of 60 runs had it pending; a stalled test goroutine may not
+		t.Log("the answered request was acknowledged before the receiver stopped: its case is not exercised")
+		return
+	}
+	for _, e := range sink.evs {
+		if e.EnvelopeID == warm.ID {
+			t.Fatalf("the answered request reported as failed: %+v", e)
+		}
+	}
+}

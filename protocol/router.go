@@ -86,6 +86,7 @@ type Router struct {
 	answerable    askSet                    // every request/proposal sent or received
 	peerIDs       *bounded[string, peer.ID] // card host string -> decoded peer ID
 	seen          seenSet                   // envelopes delivered here
+	answered      seenSet                   // questions sent from here whose answer came (they arrived, acked or not)
 	sealed        map[string]sealedCard
 	threads       *envelope.Threads
 	routes        routeCache // resolutions of direct envelopes (see resolve)
@@ -210,6 +211,7 @@ func New(h host.Host, reg *agentcard.Registry, opts ...Option) (*Router, error) 
 		persistKick:   make(chan struct{}, 1),
 		answerable:    newAskSet(16384),
 		seen:          newSeenSet(65536),
+		answered:      newSeenSet(4096),
 		sealed:        make(map[string]sealedCard),
 		threads:       envelope.NewThreads(10000, envelope.DefaultThreadBytes),
 		sem:           make(chan struct{}, o.concurrency),
@@ -425,6 +427,10 @@ func (r *Router) dispatch(ctx context.Context, env *envelope.Envelope, from, to 
 			err = r.sendChannel(ctx, env.Sender, to, env, true, start, done, sentReport{})
 		}
 	}
+	reported := false
+	if rep, ok := err.(*channelReported); ok {
+		err, reported = rep.error, true
+	}
 	now := clock.Now()
 	res.LatencyMs = float64(now.Sub(start).Microseconds()) / 1000
 	ev := Event{
@@ -442,8 +448,10 @@ func (r *Router) dispatch(ctx context.Context, env *envelope.Envelope, from, to 
 		res.Error = fmt.Sprintf("%s: %v", CodeOf(err), err)
 		ev.Code, ev.Detail = CodeOf(err), err.Error()
 		r.o.sink.Emit(ev)
-		ev.Type = EventError
-		r.o.sink.Emit(ev)
+		if !reported {
+			ev.Type = EventError
+			r.o.sink.Emit(ev)
+		}
 		return res, err
 	}
 	res.Delivered = true
@@ -937,7 +945,11 @@ func (r *Router) checkPolicy(env *envelope.Envelope, from, to agentcard.Card, re
 	if err == nil {
 		return nil
 	}
-	if errors.Is(err, tiers.ErrTierViolation) || errors.Is(err, sandbox.ErrSandboxViolation) {
+	// An escalation without a justification is refused by the sending node
+	// before it leaves; one received was sent by a node that skipped that
+	// check, so it is a security event too (and so audited).
+	if errors.Is(err, tiers.ErrTierViolation) || errors.Is(err, sandbox.ErrSandboxViolation) ||
+		via != r.self && errors.Is(err, tiers.ErrEscalationRequired) {
 		r.security(Event{
 			EnvelopeID: env.ID, Sender: env.Sender, Recipient: env.Recipient, MessageType: env.Type,
 			Code: CodeOf(err), Detail: err.Error(), Peer: via, SourceTier: int(from.Tier), TargetTier: int(to.Tier),

@@ -7,6 +7,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -443,5 +445,14 @@ func TestCodesCrossTheWireBetweenNodes(t *testing.T) {
 		if !errors.Is(err, tc.want) || !errors.As(err, &re) || re.Peer != net.Nodes[1].ID() || res.Delivered {
 			t.Errorf("%s -> %s %s: got %v (%+v), want a remote %v", tc.from, tc.to, tc.typ, err, res, tc.want)
 		}
+	}
+	// The receiver refused an escalation its sender should have refused:
+	// a security event, in its audit log.
+	if securityEvents(net.Nodes[1], tiers.CodeEscalationRequired) != 1 {
+		t.Errorf("%d ESCALATION_REQUIRED security events on the receiver, want 1", securityEvents(net.Nodes[1], tiers.CodeEscalationRequired))
+	}
+	audit, err := os.ReadFile(filepath.Join(net.Nodes[1].Config().DataDir, node.AuditFile))
+	if err != nil || !strings.Contains(string(audit), `"ESCALATION_REQUIRED"`) {
+		t.Errorf("the receiver's audit log has no ESCALATION_REQUIRED (%v):\n%s", err, audit)
 	}
 }
