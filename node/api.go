@@ -382,12 +382,7 @@ func (n *Node) Info() IDInfo {
 // an answer (request, task-proposal): an envelope to "*" cannot be
 // answered, so its sender would wait for nothing. The error is an
 // *envelope.InvalidError (INVALID_ENVELOPE).
-func CheckBroadcastType(t envelope.Type) error {
-	if t == envelope.TypeRequest || t == envelope.TypeTaskProposal {
-		return &envelope.InvalidError{Field: "type", Reason: fmt.Sprintf("a %s asks for an answer, and a broadcast cannot be answered", t)}
-	}
-	return nil
-}
+func CheckBroadcastType(t envelope.Type) error { return protocol.CheckBroadcastType(t) }
 
 // SendFromAPI carries out a SendRequest: requests wait for their answer
 // unless NoWait; other types report the routing result. A broadcast of a

@@ -3,6 +3,7 @@ package testnet_test
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -44,6 +45,17 @@ func (b *inbox) count(addr, id string) int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.got[addr][id]
+}
+
+// total is how many envelopes addr's handler saw.
+func (b *inbox) total(addr string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := 0
+	for _, c := range b.got[addr] {
+		n += c
+	}
+	return n
 }
 
 // TestProperty14_BroadcastDelivery: a broadcast reaches every agent of the
@@ -265,4 +277,35 @@ func TestBroadcastRightAfterConnect(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestBroadcastOfAQuestionRefusedByTheRouter: a request or task proposal to
+// "*" is refused with INVALID_ENVELOPE by the router itself (not only by
+// the CLI and the node's API), and nothing is published.
+func TestBroadcastOfAQuestionRefusedByTheRouter(t *testing.T) {
+	box := &inbox{got: map[string]map[string]int{}}
+	net := testnet.New(t, 2)
+	net.Nodes[1].RegisterAgent(node.DefaultAgent("listener").Card(), box.handler("listener@"+net.Nodes[1].ID().String()))
+	net.Connect(0, 1)
+	net.WaitForCards()
+	for _, typ := range []envelope.Type{envelope.TypeRequest, envelope.TypeTaskProposal} {
+		env, _ := net.Nodes[0].NewEnvelope("a0", envelope.Broadcast, typ, "who is there?")
+		if _, err := net.Nodes[0].Router().Send(t.Context(), env); !errors.Is(err, envelope.ErrInvalid) || protocol.CodeOf(err) != "INVALID_ENVELOPE" {
+			t.Fatalf("%s to *: %v, want INVALID_ENVELOPE", typ, err)
+		}
+	}
+	// A notification sent after them arrives alone.
+	env, _ := net.Nodes[0].NewEnvelope("a0", envelope.Broadcast, envelope.TypeNotification, "hello")
+	if _, err := net.Nodes[0].Send(t.Context(), env); err != nil {
+		t.Fatal(err)
+	}
+	testnet.Eventually(t, 5*time.Second, func() error {
+		if c := box.count("listener@"+net.Nodes[1].ID().String(), env.ID); c != 1 {
+			return fmt.Errorf("the notification arrived %d times", c)
+		}
+		return nil
+	})
+	if n := box.total("listener@" + net.Nodes[1].ID().String()); n != 1 {
+		t.Fatalf("the listener got %d broadcasts, want only the notification", n)
+	}
 }
