@@ -432,28 +432,31 @@ func (c *outChannel) transmit(items []channel.Item) {
 // A redial is a fresh try: libp2p's dial backoff (5 s and more after a
 // failed dial) would otherwise answer the second and third redials from
 // the failure of the first without dialling, so a peer back within the
-// retries would still be given up on. In exchange each redial's dial is
-// bounded by the delay that preceded it, and at least redialMin, so that
-// an address that never answers (a QUIC handshake to a gone host waits up
-// to 10 s) does not stretch the retries far past their schedule.
+// retries would still be given up on. In exchange a redial's connection
+// to a peer it is not connected to is bounded by the delay that preceded
+// it, and at least redialMin, so that an address that never answers (a
+// QUIC handshake to a gone host waits up to 10 s) does not stretch the
+// retries far past their schedule.
 // redialMin is the least time a redial waits for its dial: TCP, TLS and
 // yamux take three round trips, QUIC one or two. On a link slower than
 // that the later redials, with longer delays, wait longer.
 const redialMin = time.Second
 
 func (c *outChannel) dial(attempt int) {
-	timeout := 10 * time.Second
-	if attempt > 0 {
-		timeout = max(redialMin, c.r.o.channel.Base<<(attempt-1))
-		if c.r.h.Network().Connectedness(c.p) != network.Connected {
-			if sw, ok := c.r.h.Network().(*lpswarm.Swarm); ok {
-				sw.Backoff().Clear(c.p)
-			}
-		}
-	}
-	ctx, cancel := context.WithTimeout(c.r.ctx, timeout)
+	ctx, cancel := context.WithTimeout(c.r.ctx, 10*time.Second)
 	defer cancel()
-	s, err := c.r.stream(ctx, c.p)
+	connect := ctx
+	if attempt > 0 && c.r.h.Network().Connectedness(c.p) != network.Connected {
+		// Only reaching the peer is bounded short; the open's answer may
+		// queue behind other channels' retransmissions on a slow link.
+		if sw, ok := c.r.h.Network().(*lpswarm.Swarm); ok {
+			sw.Backoff().Clear(c.p)
+		}
+		var cancelConnect context.CancelFunc
+		connect, cancelConnect = context.WithTimeout(ctx, max(redialMin, c.r.o.channel.Base<<(attempt-1)))
+		defer cancelConnect()
+	}
+	s, err := c.r.stream(connect, c.p)
 	var w, taken uint64
 	if err == nil {
 		w, taken, err = s.openChannel(ctx, c)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -103,5 +104,80 @@ func TestStalledReceiverBlocksOnlyItsSender(t *testing.T) {
 			n += len(c.Items)
 		}
 		t.Fatalf("%d of %d posted envelopes written to the outbox while the sender is blocked", n, last)
+	}
+}
+
+// A receiver still connected but slow to answer a redial's open (its
+// reader behind other channels' retransmissions on a slow link) is waited
+// for: only reaching a peer that is not connected is bounded short. With
+// the whole redial bounded to max(1 s, delay), the envelope failed with
+// DELIVERY_FAILED though the peer never went away. (From a review.)
+func TestSlowOpenAnswerIsWaitedFor(t *testing.T) {
+	const openDelay = 4 * time.Second // past the three 1 s redials of the old bound, replies included
+	tg := rvNewTarget(t, WithRetry(3, 100*time.Millisecond))
+	m := rvNewMallory(t, tg)
+	var streams, opens atomic.Int32
+	m.h.SetStreamHandler(IDA2A, func(st network.Stream) {
+		n := streams.Add(1)
+		fr := frame.NewReader(st, 0)
+		bw := bufio.NewWriter(st)
+		var wmu sync.Mutex
+		for {
+			b, err := fr.Next()
+			if err != nil {
+				return
+			}
+			msg, err := decodeMsg(b)
+			if err != nil {
+				continue
+			}
+			switch msg.Kind {
+			case kindOpen:
+				opens.Add(1)
+				ok, _ := encodeMsg(&wireMsg{Kind: kindOpened, Ch: msg.Ch})
+				if n == 1 {
+					wmu.Lock()
+					_ = frame.Write(bw, ok)
+					_ = bw.Flush()
+					wmu.Unlock()
+					continue
+				}
+				go func() { // slow, but alive and answering every open
+					time.Sleep(openDelay)
+					wmu.Lock()
+					_ = frame.Write(bw, ok)
+					_ = bw.Flush()
+					wmu.Unlock()
+				}()
+			case kindEnvelope:
+				if n == 1 {
+					_ = st.Reset() // the first stream is lost before the ack
+					return
+				}
+				ack, _ := encodeMsg(&wireMsg{Kind: kindAck, Ch: msg.Ch, Seq: msg.Seq})
+				wmu.Lock()
+				_ = frame.Write(bw, ack)
+				_ = bw.Flush()
+				wmu.Unlock()
+			}
+		}
+	})
+	m.stream(tg, "m").drain()
+	to := m.addr("m")
+	if !rvWait(t, 5*time.Second, func() bool { _, ok := tg.reg.Get(to); return ok }) {
+		t.Fatal("the target never learned Mallory's card")
+	}
+	env, err := envelope.NewFactory().New("a0", to, envelope.TypeNotification, []byte(`"hi"`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err = tg.r.Send(t.Context(), env)
+	if err != nil {
+		t.Fatalf("envelope failed after %s though the receiver answered every open: %v (streams %d, opens %d)",
+			time.Since(start).Round(time.Millisecond), err, streams.Load(), opens.Load())
+	}
+	if streams.Load() < 2 {
+		t.Fatalf("%d streams: the first was not lost, nothing was redialled", streams.Load())
 	}
 }
