@@ -10,10 +10,14 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/event"
 	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/peerstore"
 	ma "github.com/multiformats/go-multiaddr"
 	bolt "go.etcd.io/bbolt"
 	"go.uber.org/zap"
+
+	"github.com/nova-node/nova-node/protocol"
 )
 
 // The address book remembers where the peers this node was connected to
@@ -39,19 +43,31 @@ type bookEntry struct {
 	Seen  int64    `json:"t"` // unix seconds
 }
 
-// addrBook records the peerstore addresses of each peer identified, in
-// batches (bookFlush), and loads them back at start.
+// addrBook records where each nova peer identified can be dialled (from
+// the identify event itself, see bookAddrs), and writes it in batches
+// (bookFlush); peers still connected are dated again every bookTouch, so
+// that a long-lived connection does not age its peer out of the book.
 type addrBook struct {
 	h   host.Host
 	db  *store
 	log *zap.SugaredLogger
 
-	mu   sync.Mutex
-	seen map[peer.ID]struct{} // identified since the last flush
+	mu    sync.Mutex
+	dirty map[peer.ID][]ma.Multiaddr // to write at the next flush
+	known map[peer.ID][]ma.Multiaddr // what this run identified, for bookTouch
+}
+
+const bookTouch = time.Hour
+
+func newAddrBook(h host.Host, db *store, log *zap.SugaredLogger) *addrBook {
+	return &addrBook{h: h, db: db, log: log, dirty: map[peer.ID][]ma.Multiaddr{}, known: map[peer.ID][]ma.Multiaddr{}}
 }
 
 // loadAddrBook puts the remembered addresses into h's peerstore and
-// returns how many peers it knew. Unreadable entries are skipped.
+// returns how many peers it knew. Unreadable entries are skipped. The TTL
+// is libp2p's for recently connected peers, which identify replaces with
+// what the peer says once it connects: a stale address is not kept alive
+// (and saved again) alongside its live one.
 func loadAddrBook(h host.Host, db *store, now time.Time) (int, error) {
 	n := 0
 	err := db.db.View(func(tx *bolt.Tx) error {
@@ -75,7 +91,7 @@ func loadAddrBook(h host.Host, db *store, now time.Time) (int, error) {
 				}
 			}
 			if len(addrs) > 0 {
-				h.Peerstore().AddAddrs(p, addrs, bookAddrTTL)
+				h.Peerstore().AddAddrs(p, addrs, peerstore.RecentlyConnectedAddrTTL)
 				n++
 			}
 			return nil
@@ -87,32 +103,106 @@ func loadAddrBook(h host.Host, db *store, now time.Time) (int, error) {
 	return n, nil
 }
 
-// run records identified peers until done is closed, then writes what is
-// left. The subscription is the caller's, closed by run.
+// bookAddrs is where the identified peer can be dialled, best first, at
+// most bookMaxAddrs: the address this node dialled it at (if it did), then
+// the addresses of its signed peer record, or else those it claims to
+// listen on. Not the peerstore's, which also holds addresses loaded from
+// the book or learned from third parties.
+func bookAddrs(evt event.EvtPeerIdentificationCompleted) []ma.Multiaddr {
+	var out []ma.Multiaddr
+	add := func(a ma.Multiaddr) {
+		if a == nil || len(out) >= bookMaxAddrs {
+			return
+		}
+		for _, o := range out {
+			if o.Equal(a) {
+				return
+			}
+		}
+		out = append(out, a)
+	}
+	if evt.Conn != nil && evt.Conn.Stat().Direction == network.DirOutbound {
+		add(evt.Conn.RemoteMultiaddr())
+	}
+	if evt.SignedPeerRecord != nil {
+		if rec, err := evt.SignedPeerRecord.Record(); err == nil {
+			if pr, ok := rec.(*peer.PeerRecord); ok && pr.PeerID == evt.Peer {
+				for _, a := range pr.Addrs {
+					add(a)
+				}
+				return out
+			}
+		}
+	}
+	for _, a := range evt.ListenAddrs {
+		add(a)
+	}
+	return out
+}
+
+// record notes an identified peer that speaks the A2A protocol: only nova
+// nodes take places in the book.
+func (b *addrBook) record(evt event.EvtPeerIdentificationCompleted) {
+	if evt.Peer == b.h.ID() || !slices.Contains(evt.Protocols, protocol.IDA2A) {
+		return
+	}
+	addrs := bookAddrs(evt)
+	if len(addrs) == 0 {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, ok := b.dirty[evt.Peer]; ok || len(b.dirty) < bookMaxPeers {
+		b.dirty[evt.Peer] = addrs
+	}
+	if _, ok := b.known[evt.Peer]; ok || len(b.known) < bookMaxPeers {
+		b.known[evt.Peer] = addrs
+	}
+}
+
+// touch dates again the peers identified in this run that are still
+// connected.
+func (b *addrBook) touch() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for p, addrs := range b.known {
+		if b.h.Network().Connectedness(p) == network.Connected {
+			b.dirty[p] = addrs
+		}
+	}
+}
+
+// run records identified peers until the subscription ends or done is
+// closed. It does no I/O: the identify emitter waits for a full
+// subscription, so a slow disk must not hold it (flushLoop writes).
 func (b *addrBook) run(sub event.Subscription, done <-chan struct{}) {
 	defer sub.Close()
-	t := time.NewTicker(bookFlush)
-	defer t.Stop()
-	b.mu.Lock()
-	for _, p := range b.h.Network().Peers() {
-		b.seen[p] = struct{}{}
-	}
-	b.mu.Unlock()
 	for {
 		select {
 		case e, ok := <-sub.Out():
 			if !ok {
-				b.flush()
 				return
 			}
-			p := e.(event.EvtPeerIdentificationCompleted).Peer
-			b.mu.Lock()
-			if len(b.seen) < bookMaxPeers {
-				b.seen[p] = struct{}{}
-			}
-			b.mu.Unlock()
+			b.record(e.(event.EvtPeerIdentificationCompleted))
+		case <-done:
+			return
+		}
+	}
+}
+
+// flushLoop writes the book every bookFlush, dates connected peers every
+// bookTouch, and writes what is left when done is closed.
+func (b *addrBook) flushLoop(done <-chan struct{}) {
+	t := time.NewTicker(bookFlush)
+	defer t.Stop()
+	touch := time.NewTicker(bookTouch)
+	defer touch.Stop()
+	for {
+		select {
 		case <-t.C:
 			b.flush()
+		case <-touch.C:
+			b.touch()
 		case <-done:
 			b.flush()
 			return
@@ -124,29 +214,22 @@ func (b *addrBook) run(sub event.Subscription, done <-chan struct{}) {
 // forgets the least recently seen peers past bookMaxPeers.
 func (b *addrBook) flush() {
 	b.mu.Lock()
-	seen := b.seen
-	b.seen = make(map[peer.ID]struct{})
+	dirty := b.dirty
+	b.dirty = make(map[peer.ID][]ma.Multiaddr)
 	b.mu.Unlock()
-	if len(seen) == 0 {
+	if len(dirty) == 0 {
 		return
 	}
 	now := time.Now().Unix()
 	type put struct{ k, v []byte }
-	puts := make([]put, 0, len(seen))
-	for p := range seen {
-		addrs := b.h.Peerstore().Addrs(p)
-		if len(addrs) == 0 || p == b.h.ID() {
-			continue
-		}
+	puts := make([]put, 0, len(dirty))
+	for p, addrs := range dirty {
 		e := bookEntry{Seen: now}
-		for _, a := range addrs[:min(len(addrs), bookMaxAddrs)] {
+		for _, a := range addrs {
 			e.Addrs = append(e.Addrs, a.String())
 		}
 		v, _ := json.Marshal(e)
 		puts = append(puts, put{[]byte(p), v})
-	}
-	if len(puts) == 0 {
-		return
 	}
 	err := b.db.db.Update(func(tx *bolt.Tx) error {
 		bk, err := tx.CreateBucketIfNotExists(bucketAddrs)

@@ -3,14 +3,21 @@ package node
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/libp2p/go-libp2p"
 	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/event"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
 	bolt "go.etcd.io/bbolt"
+	"go.uber.org/zap"
+
+	"github.com/nova-node/nova-node/protocol"
 )
 
 func randomPeer(t *testing.T) peer.ID {
@@ -115,12 +122,11 @@ func TestAddrBookKeepsTheMostRecentPeers(t *testing.T) {
 		v, _ := json.Marshal(bookEntry{Addrs: []string{"/ip4/127.0.0.1/tcp/4001"}, Seen: old.Unix() + int64(i)})
 		putEntry(t, s, []byte(p), v)
 	}
-	b := &addrBook{h: h, db: s, seen: map[peer.ID]struct{}{}}
+	b := newAddrBook(h, s, zap.NewNop().Sugar())
 	fresh := []peer.ID{randomPeer(t), randomPeer(t), randomPeer(t)}
 	a, _ := ma.NewMultiaddr("/ip4/127.0.0.1/tcp/4005")
 	for _, p := range fresh {
-		h.Peerstore().AddAddr(p, a, time.Hour)
-		b.seen[p] = struct{}{}
+		b.dirty[p] = []ma.Multiaddr{a}
 	}
 	b.flush()
 	keys := map[string]bool{}
@@ -138,6 +144,88 @@ func TestAddrBookKeepsTheMostRecentPeers(t *testing.T) {
 	for _, p := range oldest {
 		if keys[string(p)] {
 			t.Fatalf("least recently seen peer %s kept", p)
+		}
+	}
+}
+
+// TestAddrBookSavesWhatIdentifySays: the book saves where a nova peer can
+// be dialled from its identify event (the address dialled first), not the
+// peerstore's addresses: those loaded from the book at start, stale now,
+// are not saved again. A peer that does not speak the A2A protocol takes
+// no place in the book. (From a review: stale loaded addresses were kept
+// alive, saved again, and could push the live one past the cap.)
+func TestAddrBookSavesWhatIdentifySays(t *testing.T) {
+	s, err := openStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	listen := libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0")
+	a, err := libp2p.New(listen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	nova, err := libp2p.New(listen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nova.Close()
+	nova.SetStreamHandler(protocol.IDA2A, func(st network.Stream) { _ = st.Reset() })
+	other, err := libp2p.New(listen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+
+	var stale []string
+	for i := range bookMaxAddrs {
+		stale = append(stale, fmt.Sprintf("/ip4/127.0.0.1/tcp/%d", 1+i)) // nova's old, dead addresses
+	}
+	v, _ := json.Marshal(bookEntry{Addrs: stale, Seen: time.Now().Add(-time.Hour).Unix()})
+	putEntry(t, s, []byte(nova.ID()), v)
+	if _, err := loadAddrBook(a, s, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	sub, err := a.EventBus().Subscribe(new(event.EvtPeerIdentificationCompleted))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	book := newAddrBook(a, s, zap.NewNop().Sugar())
+	for _, h := range []host.Host{nova, other} {
+		if err := a.Connect(t.Context(), peer.AddrInfo{ID: h.ID(), Addrs: h.Addrs()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for seen := 0; seen < 2; {
+		select {
+		case e := <-sub.Out():
+			evt := e.(event.EvtPeerIdentificationCompleted)
+			if evt.Peer == nova.ID() || evt.Peer == other.ID() {
+				book.record(evt)
+				seen++
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("no identify")
+		}
+	}
+	book.flush()
+	var saved bookEntry
+	_ = s.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketAddrs)
+		if b.Get([]byte(other.ID())) != nil {
+			t.Error("a peer without the A2A protocol was saved")
+		}
+		return json.Unmarshal(b.Get([]byte(nova.ID())), &saved)
+	})
+	live := nova.Addrs()[0].String()
+	if len(saved.Addrs) == 0 || saved.Addrs[0] != live {
+		t.Fatalf("saved %v, want the dialled address %s first", saved.Addrs, live)
+	}
+	for _, x := range saved.Addrs {
+		if slices.Contains(stale, x) {
+			t.Fatalf("stale address %s saved again: %v", x, saved.Addrs)
 		}
 	}
 }

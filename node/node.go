@@ -348,8 +348,9 @@ func (n *Node) Start(ctx context.Context) error {
 	if sub, err := h.EventBus().Subscribe(new(event.EvtPeerIdentificationCompleted), eventbus.BufSize(256)); err != nil {
 		n.log.Warnw("peer addresses will not be remembered", "err", err)
 	} else {
-		book := &addrBook{h: h, db: n.db, log: n.log, seen: map[peer.ID]struct{}{}}
+		book := newAddrBook(h, n.db, n.log)
 		n.wg.Go(func() { book.run(sub, runCtx.Done()) })
+		n.wg.Go(func() { book.flushLoop(runCtx.Done()) })
 	}
 	n.hostRemoteA2A(runCtx)
 	n.log.Infow("node started", "peer", n.id, "addrs", h.Addrs(), "agents", len(n.reg.Local()))
