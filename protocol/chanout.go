@@ -61,7 +61,7 @@ type outChannel struct {
 	sendMu     sync.Mutex
 	sendSt     *outStream  // under mu
 	sendBuf    []byte      // under mu: length-prefixed envelope frames
-	spareBuf   []byte      // under mu: the buffer last written, for reuse
+	spareBuf   []byte      // under sendMu: the buffer last written, for reuse
 	sendUrgent bool        // under mu: flush sendBuf at once
 	sendDue    bool        // under mu: the holder queued frames and writes them after unlocking
 	sendQueued atomic.Bool // sendBuf is not empty
@@ -286,21 +286,16 @@ func (c *outChannel) flushSends() {
 	for c.sendQueued.Load() {
 		c.mu.Lock()
 		st, buf, urgent := c.sendSt, c.sendBuf, c.sendUrgent
-		if st != c.st {
-			buf = nil // bound for a stream since lost: the channel retransmits on reconnection
-		}
-		c.sendBuf, c.spareBuf, c.sendUrgent = c.spareBuf[:0], nil, false
+		stale := st != c.st // bound for a stream since lost: the channel retransmits on reconnection
+		c.sendBuf, c.sendUrgent = c.spareBuf[:0], false
 		c.sendQueued.Store(false)
 		c.release() // frames queued meanwhile are this loop's to write
-		if len(buf) > 0 {
+		if !stale && len(buf) > 0 {
 			_ = st.writeFramed(buf, urgent) // a failed write fails the stream, and the channel with it
 		}
+		c.spareBuf = nil
 		if cap(buf) <= 256<<10 {
-			c.mu.Lock()
-			if c.spareBuf == nil {
-				c.spareBuf = buf[:0]
-			}
-			c.release()
+			c.spareBuf = buf[:0]
 		}
 	}
 }
