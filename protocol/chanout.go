@@ -280,6 +280,11 @@ func (c *outChannel) release() (sendDue bool) {
 // left. It holds sendMu, not mu, while it writes: a peer that stops reading
 // blocks this sender (and later senders of the channel, in line for
 // sendMu) but nobody who only needs the channel's state.
+// maxSpareSend caps the send buffer a channel keeps for reuse: a burst
+// (a retransmission after a reconnection) may need megabytes once, and a
+// node may hold thousands of channels.
+const maxSpareSend = 16 << 10
+
 func (c *outChannel) flushSends() {
 	c.sendMu.Lock()
 	defer c.sendMu.Unlock()
@@ -294,7 +299,7 @@ func (c *outChannel) flushSends() {
 			_ = st.writeFramed(buf, urgent) // a failed write fails the stream, and the channel with it
 		}
 		c.spareBuf = nil
-		if cap(buf) <= 256<<10 {
+		if cap(buf) <= maxSpareSend {
 			c.spareBuf = buf[:0]
 		}
 	}
