@@ -101,9 +101,16 @@ func shortAddr(a string) string {
 	return name + "@" + host[:6] + "…" + host[len(host)-4:]
 }
 
+// formatEvent is one line of `events` and of status's recent errors: time,
+// type, then what the event carries. The peer is shown where no agent
+// address names it (cards received, a malformed frame), and always for a
+// security event, whose sender is only what the peer claimed. The detail is
+// shown for errors, security events and every event that is not a message
+// (channel changes, cards received, task and swarm steps).
 func formatEvent(e protocol.Event) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %-16s", e.Time.Local().Format("15:04:05.000"), e.Type)
+	head := b.Len()
 	task := strings.HasPrefix(e.Type, "proposal-") || strings.HasPrefix(e.Type, "swarm-") || e.Type == "peer-gone"
 	if task && e.EnvelopeID != "" {
 		fmt.Fprintf(&b, " %s", e.EnvelopeID) // the proposal or swarm id
@@ -122,13 +129,19 @@ func formatEvent(e protocol.Event) string {
 		}
 		b.WriteString(")")
 	}
+	if e.Peer != "" && e.Type != node.EvtPeerGone && (e.Type == protocol.EventSecurity || e.Sender == "" && e.Recipient == "") {
+		fmt.Fprintf(&b, " peer %s", e.Peer)
+	}
 	if e.Code != "" {
 		fmt.Fprintf(&b, " %s", e.Code)
 	}
-	if e.Detail != "" && (e.Code != "" || e.Type == protocol.EventChannel || task) {
-		fmt.Fprintf(&b, ": %s", e.Detail)
+	if e.Detail != "" && (e.Code != "" || e.MessageType == "" || task) {
+		if b.Len() > head {
+			b.WriteString(":")
+		}
+		fmt.Fprintf(&b, " %s", e.Detail)
 	}
-	return b.String()
+	return strings.TrimRight(b.String(), " ")
 }
 
 func newEventsCmd(g *globals) *cobra.Command {
