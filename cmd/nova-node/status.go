@@ -62,9 +62,7 @@ the last errors and security events. --reset zeroes the counters.`,
 				fmt.Fprintf(w, "  %s  %-7s %s  agents: %s\n", p.PeerID, path, addr, strings.Join(p.Agents, ","))
 			}
 			fmt.Fprintf(w, "\nCHANNELS (%d)\n", len(st.Channels))
-			sort.Slice(st.Channels, func(i, j int) bool {
-				return st.Channels[i].From+st.Channels[i].To < st.Channels[j].From+st.Channels[j].To
-			})
+			sortChannels(st.Channels)
 			for _, ch := range st.Channels {
 				fmt.Fprintf(w, "  %-13s %s -> %s  pending %d (%d on disk)  next seq %d\n", ch.State, shortAddr(ch.From), shortAddr(ch.To), ch.Pending, ch.Stored, ch.NextSeq)
 			}
@@ -90,6 +88,25 @@ the last errors and security events. --reset zeroes the counters.`,
 	}
 	c.Flags().BoolVar(&reset, "reset", false, "zero the message counters first")
 	return c
+}
+
+// sortChannels orders channels by sender and recipient, and the channels
+// of one pair (a closed one and its successor) by state, then id: the same
+// order every time, so that two status calls line up.
+func sortChannels(chs []protocol.ChannelInfo) {
+	sort.Slice(chs, func(i, j int) bool {
+		a, b := chs[i], chs[j]
+		if a.From != b.From {
+			return a.From < b.From
+		}
+		if a.To != b.To {
+			return a.To < b.To
+		}
+		if a.State != b.State {
+			return a.State < b.State
+		}
+		return a.ID < b.ID
+	})
 }
 
 // shortAddr abbreviates name@12D3KooW...xyz for tables.

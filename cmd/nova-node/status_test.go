@@ -55,3 +55,28 @@ func TestFormatEventNamesThePeer(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusChannelOrderIsStable: two channels of one pair (the closed one
+// and its successor) keep one order whatever order the node lists them in.
+func TestStatusChannelOrderIsStable(t *testing.T) {
+	mk := func() []protocol.ChannelInfo {
+		return []protocol.ChannelInfo{
+			{ID: "b", From: "alice@x", To: "bob@y", State: "open"},
+			{ID: "c", From: "alice@x", To: "carol@z", State: "open"},
+			{ID: "a", From: "alice@x", To: "bob@y", State: "closed"},
+		}
+	}
+	first := mk()
+	sortChannels(first)
+	second := mk()
+	second[0], second[2] = second[2], second[0]
+	sortChannels(second)
+	for i := range first {
+		if first[i].ID != second[i].ID {
+			t.Fatalf("order depends on the input: %v vs %v", first, second)
+		}
+	}
+	if first[0].ID != "a" || first[1].ID != "b" || first[2].ID != "c" {
+		t.Errorf("order %v, want closed bob, open bob, carol", first)
+	}
+}
