@@ -307,7 +307,8 @@ func (n *Node) Status() Status {
 	return st
 }
 
-// serveEvents writes recent events as JSON lines, then, with ?follow=1,
+// serveEvents writes the last ?limit= recent events (default 50; 0: all
+// the node keeps; negative: none) as JSON lines, then, with ?follow=1,
 // every new event until the client goes away or the node stops; in the
 // latter case the last line is an [EvtNodeStopped] event and the stream
 // ends cleanly.
@@ -315,6 +316,10 @@ func (n *Node) serveEvents(w http.ResponseWriter, r *http.Request) {
 	limit := 50
 	if v := r.URL.Query().Get("limit"); v != "" {
 		fmt.Sscan(v, &limit)
+	}
+	var recent []protocol.Event
+	if limit >= 0 {
+		recent = n.obs.Recent(limit)
 	}
 	follow := r.URL.Query().Get("follow") == "1"
 	var sub *Subscription
@@ -324,7 +329,7 @@ func (n *Node) serveEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	enc := json.NewEncoder(w)
-	for _, e := range n.obs.Recent(limit) {
+	for _, e := range recent {
 		if enc.Encode(e) != nil {
 			return
 		}
@@ -542,8 +547,8 @@ func (c *Client) ResetMetrics(ctx context.Context) (Metrics, error) {
 	return v, c.do(ctx, "POST", "/v1/metrics/reset", nil, &v)
 }
 
-// Events calls fn for recent events (up to limit) and, with follow, for
-// every new one until ctx ends, fn returns an error, or the node stops: fn
+// Events calls fn for the last limit recent events (0: all the node keeps;
+// negative: none) and, with follow, for every new one until ctx ends, fn returns an error, or the node stops: fn
 // then gets an [EvtNodeStopped] event last and Events returns nil. A stream
 // cut without it (the node was killed) is an error.
 func (c *Client) Events(ctx context.Context, limit int, follow bool, fn func(protocol.Event) error) error {

@@ -178,15 +178,23 @@ the last line is "node stopped" (with --json, an object with "type":
 stream breaks off and events exits 1.`,
 		Example: `  nova-node events
   nova-node events --follow
+  nova-node events --follow --limit 0        # only what happens from now on
   nova-node events --follow --json | jq 'select(.type=="security")'`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if limit < 0 {
+				return usage(cmd, fmt.Sprintf("--limit must be 0 or more, not %d", limit))
+			}
 			cl, err := g.client()
 			if err != nil {
 				return err
 			}
+			recent := limit
+			if recent == 0 {
+				recent = -1 // none: to the API, 0 is all it keeps
+			}
 			enc := json.NewEncoder(g.stdout)
-			return cl.Events(cmd.Context(), limit, follow, func(e protocol.Event) error {
+			return cl.Events(cmd.Context(), recent, follow, func(e protocol.Event) error {
 				if g.json {
 					return enc.Encode(e)
 				}
@@ -200,6 +208,6 @@ stream breaks off and events exits 1.`,
 		},
 	}
 	c.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new events")
-	c.Flags().IntVar(&limit, "limit", 50, "how many recent events to print first")
+	c.Flags().IntVar(&limit, "limit", 50, "how many recent events to print first (0: none, only new ones with --follow)")
 	return c
 }

@@ -80,3 +80,35 @@ func TestStatusChannelOrderIsStable(t *testing.T) {
 		t.Errorf("order %v, want closed bob, open bob, carol", first)
 	}
 }
+
+// TestEventsLimit: --limit N prints the last N events, --limit 0 none (so
+// that `events --follow --limit 0` shows only what happens from now on),
+// and a negative limit is a usage error.
+func TestEventsLimit(t *testing.T) {
+	dir := t.TempDir()
+	startNode(t, 0, dir, node.DefaultAgent("alice"))
+	for i := 0; i < 3; i++ {
+		if _, errOut, code := runCLI(t, "send", "--data-dir", dir, "--to", "alice", "--type", "notification", "--payload", "1"); code != 0 {
+			t.Fatalf("send: exit %d, %s", code, errOut)
+		}
+	}
+	lines := func(s string) int {
+		if s = strings.TrimSpace(s); s == "" {
+			return 0
+		}
+		return strings.Count(s, "\n") + 1
+	}
+	if out, errOut, code := runCLI(t, "events", "--data-dir", dir, "--limit", "2"); code != 0 || lines(out) != 2 {
+		t.Errorf("events --limit 2: exit %d, %d lines:\n%s%s", code, lines(out), out, errOut)
+	}
+	if out, errOut, code := runCLI(t, "events", "--data-dir", dir, "--limit", "0", "--json"); code != 0 || out != "" {
+		t.Errorf("events --limit 0: exit %d, want no event:\n%s%s", code, out, errOut)
+	}
+	if out, errOut, code := runCLI(t, "events", "--data-dir", dir); code != 0 || lines(out) < 6 {
+		t.Errorf("events: exit %d, %d lines, want the sends' events:\n%s%s", code, lines(out), out, errOut)
+	}
+	_, errOut, code := runCLI(t, "events", "--data-dir", dir, "--limit", "-1")
+	if code != 2 || !strings.Contains(errOut, "--limit must be 0 or more") {
+		t.Errorf("events --limit -1: exit %d, %q; want a usage error", code, errOut)
+	}
+}
