@@ -15,6 +15,7 @@ import (
 	"runtime"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/nova-node/nova-node/agentcard"
@@ -576,12 +577,31 @@ func (c *Client) Events(ctx context.Context, limit int, follow bool, fn func(pro
 			if errors.Is(err, io.EOF) || ctx.Err() != nil {
 				return nil
 			}
-			return fmt.Errorf("node: the events stream from %s broke off (was the node killed?): %w", c.path, err)
+			return &streamBrokenError{path: c.path, err: err}
 		}
 		if err := fn(e); err != nil {
 			return err
 		}
 	}
+}
+
+// streamBrokenError is an events stream cut off without the node saying it
+// stops. When the connection ended mid-stream (the node was killed or
+// crashed), it is also an [ErrNoNode]: no node runs there any more.
+type streamBrokenError struct {
+	path string
+	err  error
+}
+
+func (e *streamBrokenError) Error() string {
+	return fmt.Sprintf("node: the events stream from %s broke off (was the node killed?): %v", e.path, e.err)
+}
+
+func (e *streamBrokenError) Unwrap() []error {
+	if errors.Is(e.err, io.ErrUnexpectedEOF) || errors.Is(e.err, syscall.ECONNRESET) {
+		return []error{e.err, ErrNoNode}
+	}
+	return []error{e.err}
 }
 
 // FindAgents asks the node to find agents by name, capability or tier.

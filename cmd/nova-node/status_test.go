@@ -1,6 +1,9 @@
 package main
 
 import (
+	"fmt"
+	"net"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -110,5 +113,37 @@ func TestEventsLimit(t *testing.T) {
 	_, errOut, code := runCLI(t, "events", "--data-dir", dir, "--limit", "-1")
 	if code != 2 || !strings.Contains(errOut, "--limit must be 0 or more") {
 		t.Errorf("events --limit -1: exit %d, %q; want a usage error", code, errOut)
+	}
+}
+
+// TestEventsStreamCutOff: when the node is killed under `events --follow`
+// (the stream ends mid-response), events exits 1 after printing what came,
+// and the error says so with NO_NODE and what to do, not INTERNAL and a
+// pointer to --help.
+func TestEventsStreamCutOff(t *testing.T) {
+	dir := t.TempDir()
+	l, err := net.Listen("unix", filepath.Join(dir, "nova.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() { // a node that sends one event and dies
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		_, _ = c.Read(make([]byte, 4096))
+		ev := `{"type":"cards-received","time":"2026-11-25T15:51:11Z","success":true,"sourceTier":-1,"targetTier":-1}` + "\n"
+		fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n", len(ev), ev)
+		c.Close()
+	}()
+	out, errOut, code := runCLI(t, "events", "--data-dir", dir, "--follow", "--json")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != 1 || len(lines) != 2 || !strings.Contains(lines[0], "cards-received") || errOut != "" {
+		t.Fatalf("events cut off: exit %d, stdout %q, stderr %q; want the event, then the error", code, out, errOut)
+	}
+	e := jsonError(t, lines[1])
+	if e.Code != "NO_NODE" || !strings.Contains(e.Message, "broke off") || !strings.Contains(e.Hint, "nova-node run") {
+		t.Errorf("events cut off: %+v; want NO_NODE, what happened and how to start the node", e)
 	}
 }
