@@ -32,7 +32,7 @@ to one agent with ` + "`nova-node send`" + `.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			t, err := envelope.ParseType(typ)
 			if err != nil {
-				return &exitError{code: 2, err: err}
+				return &exitError{code: 2, err: err, hint: "--type is one of: " + broadcastTypeList()}
 			}
 			if err := node.CheckBroadcastType(t); err != nil {
 				return &exitError{code: 2, err: err, hint: fmt.Sprintf("to ask for an answer, send to one agent: `nova-node send --to AGENT --type %s` (or --capability ID); broadcast only types nobody answers, like notification", t)}

@@ -26,3 +26,18 @@ func TestBroadcastRefusesQuestions(t *testing.T) {
 		t.Errorf("broadcast notification without a node: exit %d, %q", code, errOut)
 	}
 }
+
+// TestUnknownTypeListsTypes: a mistyped --type is a usage error whose hint
+// lists the types to choose from (for broadcast, those it takes).
+func TestUnknownTypeListsTypes(t *testing.T) {
+	dir := t.TempDir()
+	_, errOut, code := runCLI(t, "send", "--data-dir", dir, "--to", "bob", "--type", "notify")
+	if code != 2 || !strings.Contains(errOut, `"notify"`) || !strings.Contains(errOut, "hint: --type is one of: request, response, notification") {
+		t.Errorf("send --type notify: exit %d, %q", code, errOut)
+	}
+	out, _, code := runCLI(t, "broadcast", "--data-dir", dir, "--type", "notify", "--json")
+	e := jsonError(t, out)
+	if code != 2 || !strings.Contains(e.Hint, "notification") || strings.Contains(e.Hint, "request") {
+		t.Errorf("broadcast --type notify --json: exit %d, %+v; want the types a broadcast takes", code, e)
+	}
+}

@@ -44,7 +44,7 @@ Types: ` + typeList() + `.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			t, err := envelope.ParseType(typ)
 			if err != nil {
-				return &exitError{code: 2, err: err}
+				return &exitError{code: 2, err: err, hint: "--type is one of: " + typeList()}
 			}
 			req.Type = t
 			switch {
@@ -163,6 +163,17 @@ func typeList() string {
 	var s []string
 	for _, t := range envelope.Types() {
 		s = append(s, string(t))
+	}
+	return strings.Join(s, ", ")
+}
+
+// broadcastTypeList is typeList without the types a broadcast refuses.
+func broadcastTypeList() string {
+	var s []string
+	for _, t := range envelope.Types() {
+		if node.CheckBroadcastType(t) == nil {
+			s = append(s, string(t))
+		}
 	}
 	return strings.Join(s, ", ")
 }
