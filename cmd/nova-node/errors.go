@@ -181,6 +181,13 @@ func hintFor(cmd *cobra.Command, code string) string {
 	case codeNoNode:
 		return "start the node with `nova-node run`, or pass the --data-dir it runs on"
 	case "AGENT_NOT_FOUND":
+		for _, f := range []string{"from", "as"} {
+			if fl := cmd.Flags().Lookup(f); fl != nil && fl.Changed {
+				// The missing agent may be the sender, which no swarm lookup finds.
+				return "--" + f + " takes an agent this node hosts (`nova-node agents --origin local`); " +
+					"for the recipient, `nova-node agents` lists the agents this node knows and `nova-node agents find --name NAME` asks the swarm"
+			}
+		}
 		return "`nova-node agents` lists the agents this node knows; `nova-node agents find --name NAME` asks the swarm"
 	case "AMBIGUOUS_AGENT":
 		return "give the full address name@peerID, as `nova-node agents` lists it"

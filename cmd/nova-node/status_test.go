@@ -147,3 +147,26 @@ func TestEventsStreamCutOff(t *testing.T) {
 		t.Errorf("events cut off: %+v; want NO_NODE, what happened and how to start the node", e)
 	}
 }
+
+// TestUnknownSenderHint: a --from that is not one of the node's agents is
+// AGENT_NOT_FOUND like an unknown recipient, but no swarm lookup finds a
+// sender: the hint says --from takes a local agent.
+func TestUnknownSenderHint(t *testing.T) {
+	dir := t.TempDir()
+	startNode(t, 0, dir, node.DefaultAgent("alice"))
+	for _, cmd := range [][]string{
+		{"send", "--to", "alice", "--payload", "1"},
+		{"broadcast", "--payload", "1"},
+	} {
+		args := append(cmd, "--data-dir", dir, "--from", "bob")
+		_, errOut, code := runCLI(t, args...)
+		if code != 1 || !strings.Contains(errOut, "AGENT_NOT_FOUND") || !strings.Contains(errOut, "hint: --from takes an agent this node hosts") {
+			t.Errorf("%s --from bob: exit %d, %q", cmd[0], code, errOut)
+		}
+	}
+	// Without --from, the usual advice for a recipient.
+	_, errOut, _ := runCLI(t, "send", "--data-dir", dir, "--to", "zed@12D3KooWQkwHhGMHT4cVonXFECkPmn23L6LmpQLJtEu3FjKxG2WX")
+	if !strings.Contains(errOut, "hint: `nova-node agents` lists the agents this node knows") {
+		t.Errorf("send --to an unknown agent: %q", errOut)
+	}
+}
