@@ -65,9 +65,9 @@ From another terminal, talk to it:
 Errors: "error: MESSAGE (CODE)" and "hint: WHAT TO DO" on stderr. With
 --json, one JSON document on stdout instead and nothing on stderr:
 {"error":{"code":"...","message":"...","hint":"..."}} on one line, or, for a
-command with a result to show (send, tasks propose --wait, swarm create
---wait, tools call, a2a call, demo), that result with the same "error"
-member. Exit status: 0 success, 1 failure, 2 usage error.`,
+command with a result to show (send, broadcast, tasks propose --wait,
+swarm create --wait, tools call, a2a call, demo), that result with the
+same "error" member. Exit status: 0 success, 1 failure, 2 usage error.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

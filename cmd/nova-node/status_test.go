@@ -170,3 +170,28 @@ func TestUnknownSenderHint(t *testing.T) {
 		t.Errorf("send --to an unknown agent: %q", errOut)
 	}
 }
+
+// TestPeersAndPingHelpTeach: peers and ping explain what they print, not
+// just repeat their one-line summary; ping refuses a --count it would
+// otherwise silently replace by 3; and the root help names broadcast among
+// the commands whose --json failure is the result with an "error" member.
+func TestPeersAndPingHelpTeach(t *testing.T) {
+	out, _, _ := runCLI(t, "peers", "--help")
+	if !strings.Contains(out, "direct or relayed (through a circuit relay") {
+		t.Errorf("peers --help does not say what it prints:\n%s", out)
+	}
+	out, _, _ = runCLI(t, "ping", "--help")
+	if !strings.Contains(out, "the node hosting it") || !strings.Contains(out, "average") {
+		t.Errorf("ping --help does not say what it does:\n%s", out)
+	}
+	for _, n := range []string{"0", "101"} {
+		_, errOut, code := runCLI(t, "ping", "bob", "--count", n, "--data-dir", t.TempDir())
+		if code != 2 || !strings.Contains(errOut, "--count must be 1 to 100") {
+			t.Errorf("ping --count %s: exit %d, %q", n, code, errOut)
+		}
+	}
+	out, _, _ = runCLI(t, "--help")
+	if !strings.Contains(strings.Join(strings.Fields(out), " "), "(send, broadcast, tasks propose --wait") {
+		t.Errorf("root help leaves broadcast out of the commands with a result:\n%s", out)
+	}
+}

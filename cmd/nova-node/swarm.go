@@ -124,6 +124,11 @@ func newPeersCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "peers",
 		Short: "List connected peers: addresses, direct or relayed, agents hosted",
+		Long: `peers lists the nodes this node is connected to now: each peer ID, whether
+the connection is direct or relayed (through a circuit relay, when neither
+side can dial the other), the agents whose cards that peer presented, and
+the addresses of the open connections. A peer that went away drops off
+once its connection closes (for QUIC after a peer is killed, up to 30 s).`,
 		Example: `  nova-node peers
   nova-node peers --json`,
 		Args: noArgs,
@@ -163,11 +168,20 @@ func newPingCmd(g *globals) *cobra.Command {
 		c := &cobra.Command{
 			Use:   "ping PEER|AGENT",
 			Short: "Measure round trips to a peer or to the node hosting an agent",
+			Long: `ping measures --count round trips (libp2p ping) to a node: give its peer ID,
+or an agent (name or name@peerID) to ping the node hosting it, found in
+the swarm if this node does not know it yet. It connects first if needed,
+and prints the path (direct or relayed), the address used, each round trip
+and their average. It tells whether a node is reachable; whether an agent
+answers, ` + "`nova-node send`" + ` tells.`,
 			Example: `  nova-node ping bob
   nova-node ping 12D3KooWAbc... --count 5 --json`,
 			Args: func(cmd *cobra.Command, args []string) error {
 				if len(args) != 1 {
 					return &exitError{code: 2, err: fmt.Errorf("ping takes one peer ID or agent name")}
+				}
+				if count < 1 || count > 100 {
+					return usage(cmd, fmt.Sprintf("--count must be 1 to 100, not %d", count))
 				}
 				return nil
 			},
