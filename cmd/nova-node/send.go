@@ -359,6 +359,10 @@ the data dir's identity.`,
 					return cerr
 				}
 				k, kerr := node.LoadIdentity(cfg.DataDir)
+				if errors.Is(kerr, node.ErrNoIdentity) {
+					// Neither a running node nor one to start: NO_NODE, not INTERNAL.
+					return &codedError{code: codeNoNode, msg: fmt.Sprintf("no node in %s: no running node and no identity.key (create one with `nova-node init`)", cfg.DataDir)}
+				}
 				if kerr != nil {
 					return kerr
 				}

@@ -195,3 +195,19 @@ func TestPeersAndPingHelpTeach(t *testing.T) {
 		t.Errorf("root help leaves broadcast out of the commands with a result:\n%s", out)
 	}
 }
+
+// TestIDWithoutNode: id on a data dir with neither a running node nor an
+// identity is NO_NODE (not INTERNAL with a pointer to --help), and says how
+// to make one.
+func TestIDWithoutNode(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "none")
+	out, _, code := runCLI(t, "id", "--data-dir", dir, "--json")
+	e := jsonError(t, out)
+	if code != 1 || e.Code != "NO_NODE" || !strings.Contains(e.Message, "nova-node init") || !strings.Contains(e.Hint, "nova-node run") {
+		t.Errorf("id on an empty data dir: exit %d, %+v", code, e)
+	}
+	_, errOut, _ := runCLI(t, "id", "--data-dir", dir)
+	if !strings.Contains(errOut, "error: no node in "+dir) || !strings.Contains(errOut, "hint: ") {
+		t.Errorf("id on an empty data dir: %q", errOut)
+	}
+}
