@@ -84,7 +84,12 @@ type SendResult struct {
 	Sent     *envelope.Envelope     `json:"sent,omitempty"`
 	Result   protocol.RoutingResult `json:"result"`
 	Response *envelope.Envelope     `json:"response,omitempty"`
-	Error    *APIError              `json:"error,omitempty"`
+	// RoundTripMs is, for a request that waited for its answer, the time
+	// from sending to the answer (or failure). Result.LatencyMs is only the
+	// routing decision: a request is routed once queued on its channel,
+	// which may be long before it is delivered.
+	RoundTripMs float64   `json:"roundTripMs,omitempty"`
+	Error       *APIError `json:"error,omitempty"`
 }
 
 type apiServer struct {
@@ -428,8 +433,10 @@ func (n *Node) SendFromAPI(ctx context.Context, req SendRequest) SendResult {
 	}
 	out := SendResult{Sent: env}
 	if env.Type == envelope.TypeRequest && !req.NoWait && req.To != envelope.Broadcast {
+		start := time.Now()
 		resp, res, err := n.Request(ctx, env)
 		out.Result, out.Response = res, resp
+		out.RoundTripMs = float64(time.Since(start).Microseconds()) / 1000
 		if err != nil {
 			out.Error = apiErr(err)
 		}

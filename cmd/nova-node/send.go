@@ -181,7 +181,14 @@ func broadcastTypeList() string {
 func printSendResult(g *globals, res node.SendResult) {
 	r := res.Result
 	if r.Delivered {
-		fmt.Fprintf(g.stdout, "delivered to %s (%s, %.2f ms)\n", r.TargetAgentID, r.Path, r.LatencyMs)
+		// A notification's latency runs to its acknowledgement; a
+		// request's routing latency ends when it is queued, so what tells
+		// how long delivery took is the time to its answer.
+		ms := r.LatencyMs
+		if res.Response != nil && res.RoundTripMs > 0 {
+			ms = res.RoundTripMs
+		}
+		fmt.Fprintf(g.stdout, "delivered to %s (%s, %.2f ms)\n", r.TargetAgentID, r.Path, ms)
 	}
 	if e := res.Response; e != nil {
 		fmt.Fprintf(g.stdout, "%s from %s:\n%s\n", e.Type, e.Sender, indentJSON(e.Payload))

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"path/filepath"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/nova-node/nova-node/envelope"
 	"github.com/nova-node/nova-node/node"
 	"github.com/nova-node/nova-node/protocol"
 )
@@ -209,5 +212,34 @@ func TestIDWithoutNode(t *testing.T) {
 	_, errOut, _ := runCLI(t, "id", "--data-dir", dir)
 	if !strings.Contains(errOut, "error: no node in "+dir) || !strings.Contains(errOut, "hint: ") {
 		t.Errorf("id on an empty data dir: %q", errOut)
+	}
+}
+
+// TestSendReportsTheTimeToTheAnswer: for a request, `send` reports how long
+// delivery took as the time to its answer, not the routing decision's
+// microseconds (a request is routed once queued, however long its delivery
+// then takes); --json has it as roundTripMs next to the routing latency.
+func TestSendReportsTheTimeToTheAnswer(t *testing.T) {
+	dir := t.TempDir()
+	n := startNode(t, 0, dir, node.DefaultAgent("alice"))
+	card := node.AgentConfig{Name: "slow", Capabilities: []node.CapabilityConfig{{ID: "slow"}}}.Card()
+	if _, err := n.RegisterAgent(card, func(ctx context.Context, env *envelope.Envelope) (any, error) {
+		time.Sleep(150 * time.Millisecond)
+		return "done", nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := runCLI(t, "send", "--data-dir", dir, "--to", "slow")
+	var ms float64
+	if code != 0 || !strings.HasPrefix(out, "delivered to slow@") {
+		t.Fatalf("send: exit %d, %q %q", code, out, errOut)
+	}
+	if _, err := fmt.Sscanf(out[strings.Index(out, "(local, ")+len("(local, "):], "%f ms)", &ms); err != nil || ms < 150 {
+		t.Errorf("send to an agent answering after 150 ms reports %q: want at least 150 ms", strings.SplitN(out, "\n", 2)[0])
+	}
+	out, _, code = runCLI(t, "send", "--data-dir", dir, "--to", "slow", "--json")
+	var res node.SendResult
+	if code != 0 || json.Unmarshal([]byte(out), &res) != nil || res.RoundTripMs < 150 || res.Result.LatencyMs >= 150 {
+		t.Errorf("send --json: exit %d, roundTripMs %v, result.latencyMs %v; want the round trip and the routing latency apart", code, res.RoundTripMs, res.Result.LatencyMs)
 	}
 }
