@@ -127,7 +127,7 @@ func newToolsCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer cs.Close()
-			var tools []*mcp.Tool
+			tools := []*mcp.Tool{} // --json: [] when there are none, not null
 			for t, err := range cs.Tools(cmd.Context(), nil) {
 				if err != nil {
 					return mcpErr(err)
@@ -248,7 +248,7 @@ func newResourcesCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer cs.Close()
-			var rs []*mcp.Resource
+			rs := []*mcp.Resource{}
 			for r, err := range cs.Resources(cmd.Context(), nil) {
 				if err != nil {
 					return mcpErr(err)
@@ -257,6 +257,10 @@ func newResourcesCmd(g *globals) *cobra.Command {
 			}
 			if g.json {
 				return g.printJSON(rs)
+			}
+			if len(rs) == 0 {
+				fmt.Fprintln(g.stdout, "no resources in the swarm yet (declare mcpServers for an agent in config.yaml)")
+				return nil
 			}
 			tw := tabwriter.NewWriter(g.stdout, 2, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "URI\tMIME\tAGENT\tNAME")
@@ -318,7 +322,7 @@ func newPromptsCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer cs.Close()
-			var ps []*mcp.Prompt
+			ps := []*mcp.Prompt{}
 			for p, err := range cs.Prompts(cmd.Context(), nil) {
 				if err != nil {
 					return mcpErr(err)
@@ -327,6 +331,10 @@ func newPromptsCmd(g *globals) *cobra.Command {
 			}
 			if g.json {
 				return g.printJSON(ps)
+			}
+			if len(ps) == 0 {
+				fmt.Fprintln(g.stdout, "no prompts in the swarm yet (declare mcpServers for an agent in config.yaml)")
+				return nil
 			}
 			tw := tabwriter.NewWriter(g.stdout, 2, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "NAME\tCANONICAL\tARGUMENTS\tDESCRIPTION")

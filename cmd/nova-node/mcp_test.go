@@ -117,3 +117,21 @@ func TestMain(m *testing.M) {
 	mcptest.MaybeServe()
 	os.Exit(m.Run())
 }
+
+// TestMCPListsEmpty: in a swarm with no MCP server, `tools list`,
+// `resources list` and `prompts list` print [] with --json (not null, which
+// `jq '.[]'` cannot iterate), and say so in words without.
+func TestMCPListsEmpty(t *testing.T) {
+	dir := t.TempDir()
+	startNode(t, 0, dir, node.DefaultAgent("alice"))
+	for _, what := range []string{"tools", "resources", "prompts"} {
+		out, errOut, code := runCLI(t, what, "list", "--data-dir", dir, "--json")
+		if code != 0 || strings.TrimSpace(out) != "[]" {
+			t.Errorf("%s list --json with none: exit %d, %q %q; want []", what, code, out, errOut)
+		}
+		out, _, code = runCLI(t, what, "list", "--data-dir", dir)
+		if code != 0 || !strings.HasPrefix(out, "no "+what+" in the swarm yet") {
+			t.Errorf("%s list with none: exit %d, %q", what, code, out)
+		}
+	}
+}
