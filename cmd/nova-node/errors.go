@@ -181,6 +181,9 @@ func hintFor(cmd *cobra.Command, code string) string {
 	case codeNoNode:
 		return "start the node with `nova-node run`, or pass the --data-dir it runs on"
 	case "AGENT_NOT_FOUND":
+		if cmd.Name() == "find" || cmd.Name() == "show" {
+			return "no node in reach hosts that name: check its spelling, and that its node runs and is connected (`nova-node peers`)"
+		}
 		for _, f := range []string{"from", "as"} {
 			if fl := cmd.Flags().Lookup(f); fl != nil && fl.Changed {
 				// The missing agent may be the sender, which no swarm lookup finds.
@@ -192,6 +195,9 @@ func hintFor(cmd *cobra.Command, code string) string {
 	case "AMBIGUOUS_AGENT":
 		return "give the full address name@peerID, as `nova-node agents` lists it"
 	case "CAPABILITY_NOT_FOUND":
+		if cmd.Name() == "find" {
+			return "no agent in reach has that capability: check its id (`nova-node agents` lists capabilities), and that the hosting node runs and is connected (`nova-node peers`)"
+		}
 		return "`nova-node agents find --capability ID` lists the agents that have it"
 	case "TIER_VIOLATION":
 		return "the receiving node's tier rules do not let the sender's tier start this conversation: send as an agent whose tier may (see `nova-node agents` for tiers)"

@@ -14,6 +14,7 @@ import (
 	"github.com/nova-node/nova-node/agentcard"
 	"github.com/nova-node/nova-node/envelope"
 	"github.com/nova-node/nova-node/node"
+	"github.com/nova-node/nova-node/tiers"
 )
 
 func newSendCmd(g *globals) *cobra.Command {
@@ -261,6 +262,20 @@ node's agents: a sandboxed agent only sees agents it may discover.`,
   nova-node agents find --capability code.review --as sandboxed-agent`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			given := 0
+			for _, v := range []string{name, capability, tier} {
+				if v != "" {
+					given++
+				}
+			}
+			if given != 1 {
+				return usage(cmd, "give exactly one of --name, --capability or --tier")
+			}
+			if tier != "" {
+				if _, err := tiers.ParseTier(tier); err != nil {
+					return &exitError{code: 2, err: err, hint: helpHint(cmd)}
+				}
+			}
 			cl, err := g.client()
 			if err != nil {
 				return err
@@ -271,6 +286,10 @@ node's agents: a sandboxed agent only sees agents it may discover.`,
 			}
 			if g.json {
 				return g.printJSON(cards)
+			}
+			if len(cards) == 0 {
+				fmt.Fprintln(g.stdout, "no agents")
+				return nil
 			}
 			fmt.Fprintf(g.stdout, "%-16s %-4s %-7s %-24s %s\n", "NAME", "TIER", "ORIGIN", "CAPABILITIES", "ADDRESS")
 			for _, c := range cards {

@@ -243,3 +243,27 @@ func TestSendReportsTheTimeToTheAnswer(t *testing.T) {
 		t.Errorf("send --json: exit %d, roundTripMs %v, result.latencyMs %v; want the round trip and the routing latency apart", code, res.RoundTripMs, res.Result.LatencyMs)
 	}
 }
+
+// TestAgentsFindUsage: `agents find` needs exactly one criterion and a
+// valid tier (usage errors, exit 2, checked before asking the node); a
+// search with no match says so, and a name or capability not found is not
+// answered with "run agents find", the command that just failed.
+func TestAgentsFindUsage(t *testing.T) {
+	dir := t.TempDir()
+	for _, args := range [][]string{{}, {"--name", "a", "--tier", "L1"}, {"--tier", "L7"}} {
+		_, errOut, code := runCLI(t, append([]string{"agents", "find", "--data-dir", dir}, args...)...)
+		if code != 2 || !strings.HasPrefix(errOut, "error: ") {
+			t.Errorf("agents find %v: exit %d, %q; want a usage error", args, code, errOut)
+		}
+	}
+	startNode(t, 0, dir, node.DefaultAgent("alice"))
+	if out, errOut, code := runCLI(t, "agents", "find", "--data-dir", dir, "--tier", "L0"); code != 0 || out != "no agents\n" {
+		t.Errorf("agents find --tier L0 with none: exit %d, %q %q", code, out, errOut)
+	}
+	for _, args := range [][]string{{"--name", "zzz"}, {"--capability", "zzz"}} {
+		_, errOut, code := runCLI(t, append([]string{"agents", "find", "--data-dir", dir}, args...)...)
+		if code != 1 || !strings.Contains(errOut, "hint: ") || strings.Contains(errOut, "agents find --") {
+			t.Errorf("agents find %v with no match: exit %d, %q", args, code, errOut)
+		}
+	}
+}
