@@ -22,7 +22,9 @@ func newStatusCmd(g *globals) *cobra.Command {
 relayed, and the agents they host), each channel from a local agent to a
 remote one (state: connecting, open, reconnecting, closed; envelopes waiting
 for acknowledgement), message counters by type, average routing latency, and
-the last errors and security events. --reset zeroes the counters.`,
+the last errors and security events. --reset zeroes these counters (the
+recent errors stay listed); the /metrics counters never go down, as
+Prometheus expects, so after a reset the two differ.`,
 		Example: `  nova-node status
   nova-node status --json
   nova-node status --reset`,

@@ -267,3 +267,13 @@ func TestAgentsFindUsage(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusResetSaysWhatItLeaves: after `status --reset` the status
+// counters read 0 while /metrics keeps counting and the recent errors stay
+// listed; the help says so, so the user who compares them is not misled.
+func TestStatusResetSaysWhatItLeaves(t *testing.T) {
+	out, _, _ := runCLI(t, "status", "--help")
+	if flat := strings.Join(strings.Fields(out), " "); !strings.Contains(flat, "the /metrics counters never go down") || !strings.Contains(flat, "recent errors stay listed") {
+		t.Errorf("status --help does not say what --reset leaves:\n%s", out)
+	}
+}
