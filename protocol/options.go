@@ -35,6 +35,8 @@ type options struct {
 	swarm          string
 	resolver       Resolver
 	lookupTimeout  time.Duration
+	probeAfter     time.Duration // silence, after a write, before the peer is pinged
+	probeTimeout   time.Duration // how long the ping may take before the peer counts as gone
 }
 
 // defaults: the seed's tier rules, sandbox not enforced, 1 MiB frames, 30 s
@@ -57,6 +59,8 @@ func defaults() options {
 		persistAfter:   time.Second,
 		persistEvery:   20 * time.Millisecond,
 		lookupTimeout:  5 * time.Second,
+		probeAfter:     5 * time.Second,
+		probeTimeout:   5 * time.Second,
 	}
 }
 
@@ -128,6 +132,20 @@ func WithHelloInterval(d time.Duration) Option {
 			return errors.New("protocol: hello interval must be positive")
 		}
 		o.helloInterval = d
+		return nil
+	}
+}
+
+// WithLiveness sets when a peer this node is waiting on is checked (a
+// libp2p ping after probeAfter with nothing read since the last write) and
+// how long that ping may take before the peer's connections are closed as
+// dead (defaults 5 s and 5 s). See livenessLoop.
+func WithLiveness(probeAfter, probeTimeout time.Duration) Option {
+	return func(o *options) error {
+		if probeAfter <= 0 || probeTimeout <= 0 {
+			return errors.New("protocol: liveness delays must be positive")
+		}
+		o.probeAfter, o.probeTimeout = probeAfter, probeTimeout
 		return nil
 	}
 }

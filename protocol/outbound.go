@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
@@ -36,6 +37,11 @@ type outStream struct {
 	bw   *bufio.Writer
 	werr error
 	dl   deadline // under wmu
+
+	// For the liveness check (livenessLoop): writes and frames read so
+	// far, and whether a probe is running.
+	writes, reads atomic.Uint64
+	probing       atomic.Bool
 
 	mu      sync.Mutex
 	err     error
@@ -125,6 +131,7 @@ func (s *outStream) writeWith(urgent bool, fill func(bw *bufio.Writer) error) er
 		return err
 	}
 	err := fill(s.bw)
+	s.writes.Add(1)
 	if err == nil && urgent {
 		err = s.bw.Flush()
 	}
@@ -226,6 +233,7 @@ func (s *outStream) readLoop() {
 	fr := frame.NewReader(s.st, s.r.o.maxFrame)
 	for {
 		body, err := fr.Next()
+		s.reads.Add(1)
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				err = fmt.Errorf("%w: peer closed the stream", ErrChannelClosed)

@@ -260,6 +260,7 @@ func (r *Router) Start(ctx context.Context) error {
 	r.wg.Go(r.identifyLoop)
 	r.wg.Go(r.helloLoop)
 	r.wg.Go(r.persistLoop)
+	r.wg.Go(r.livenessLoop)
 	for _, oc := range outbox {
 		r.restoreLocked(oc)
 	}

@@ -3,6 +3,7 @@ package protocol
 import (
 	"bufio"
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -10,6 +11,8 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/p2p/net/swarm"
+	"github.com/libp2p/go-libp2p/p2p/protocol/ping"
 
 	"github.com/nova-node/nova-node/envelope"
 	"github.com/nova-node/nova-node/protocol/frame"
@@ -179,5 +182,110 @@ func TestSlowOpenAnswerIsWaitedFor(t *testing.T) {
 	}
 	if streams.Load() < 2 {
 		t.Fatalf("%d streams: the first was not lost, nothing was redialled", streams.Load())
+	}
+}
+
+// silentReceiver makes Mallory a receiver that accepts channels and then
+// acknowledges nothing for ackAfter (never, if 0). With deaf, its pings
+// go unanswered too: a peer dead behind a connection nobody closed. It
+// counts the streams opened to it.
+func silentReceiver(t *testing.T, m *rvMallory, ackAfter time.Duration, deaf bool) *atomic.Int32 {
+	var streams atomic.Int32
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop) }) // before the hosts close
+	if deaf {
+		// Dead from here on: pings unanswered, and no new connection
+		// accepted (the listener goes), while the old one stays open.
+		m.h.SetStreamHandler(ping.ID, func(st network.Stream) {
+			if sw, ok := m.h.Network().(*swarm.Swarm); ok {
+				sw.ListenClose(sw.ListenAddresses()...)
+			}
+			<-stop
+			_ = st.Reset()
+		})
+	}
+	m.h.SetStreamHandler(IDA2A, func(st network.Stream) {
+		streams.Add(1)
+		fr := frame.NewReader(st, 0)
+		bw := bufio.NewWriter(st)
+		var wmu sync.Mutex
+		reply := func(msg *wireMsg) {
+			b, _ := encodeMsg(msg)
+			wmu.Lock()
+			_ = frame.Write(bw, b)
+			_ = bw.Flush()
+			wmu.Unlock()
+		}
+		for {
+			b, err := fr.Next()
+			if err != nil {
+				return
+			}
+			msg, err := decodeMsg(b)
+			if err != nil {
+				continue
+			}
+			switch msg.Kind {
+			case kindOpen:
+				reply(&wireMsg{Kind: kindOpened, Ch: msg.Ch})
+			case kindEnvelope:
+				if ackAfter > 0 {
+					time.AfterFunc(ackAfter, func() { reply(&wireMsg{Kind: kindAck, Ch: msg.Ch, Seq: msg.Seq}) })
+				}
+			}
+		}
+	})
+	return &streams
+}
+
+// A peer that stops answering without closing its connection (killed,
+// asleep, off the network) is probed with a ping once the sender has
+// waited probeAfter for an ack; unanswered, its connections are closed, so
+// the channel redials and fails with DELIVERY_FAILED in seconds, not after
+// the transport's 30 s keepalive.
+func TestSilentPeerIsProbedAndDropped(t *testing.T) {
+	tg := rvNewTarget(t, WithLiveness(300*time.Millisecond, 300*time.Millisecond), WithRetry(1, 50*time.Millisecond))
+	m := rvNewMallory(t, tg)
+	silentReceiver(t, m, 0, true)
+	m.stream(tg, "m").drain()
+	to := m.addr("m")
+	if !rvWait(t, 5*time.Second, func() bool { _, ok := tg.reg.Get(to); return ok }) {
+		t.Fatal("the target never learned Mallory's card")
+	}
+	env, _ := envelope.NewFactory().New("a0", to, envelope.TypeNotification, []byte(`"anyone?"`))
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	start := time.Now()
+	if _, err := tg.r.Send(ctx, env); !errors.Is(err, ErrDeliveryFailed) {
+		t.Fatalf("send to a silent peer: %v after %s, want DELIVERY_FAILED", err, time.Since(start).Round(time.Millisecond))
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("DELIVERY_FAILED after %s: the silence was not noticed", d)
+	}
+}
+
+// A slow peer, one that answers pings but acknowledges late (its agent
+// takes its time), is probed and left alone: the envelope is delivered.
+func TestSlowPeerAnsweringPingsIsKept(t *testing.T) {
+	tg := rvNewTarget(t, WithLiveness(200*time.Millisecond, 300*time.Millisecond), WithRetry(1, 50*time.Millisecond))
+	m := rvNewMallory(t, tg)
+	streams := silentReceiver(t, m, 2*time.Second, false)
+	var pings atomic.Int32
+	ps := &ping.PingService{Host: m.h}
+	m.h.SetStreamHandler(ping.ID, func(st network.Stream) { pings.Add(1); ps.PingHandler(st) })
+	m.stream(tg, "m").drain()
+	to := m.addr("m")
+	if !rvWait(t, 5*time.Second, func() bool { _, ok := tg.reg.Get(to); return ok }) {
+		t.Fatal("the target never learned Mallory's card")
+	}
+	env, _ := envelope.NewFactory().New("a0", to, envelope.TypeNotification, []byte(`"take your time"`))
+	if _, err := tg.r.Send(t.Context(), env); err != nil {
+		t.Fatalf("send to a slow peer: %v", err)
+	}
+	if pings.Load() == 0 {
+		t.Fatal("the slow peer was never probed: the test did not exercise the check")
+	}
+	if n := streams.Load(); n != 1 {
+		t.Fatalf("%d streams to the slow peer: its connection was dropped though it answered", n)
 	}
 }
