@@ -199,10 +199,14 @@ const DefaultPort = 4710
 
 // DefaultListen returns the default listen addresses for a base port.
 func DefaultListen(port int) []string {
+	ws := port + 1
+	if port == 0 {
+		ws = 0 // ephemeral, like the others (port 1 is not a WebSocket port)
+	}
 	return []string{
 		fmt.Sprintf("/ip4/0.0.0.0/tcp/%d", port),
 		fmt.Sprintf("/ip4/0.0.0.0/udp/%d/quic-v1", port),
-		fmt.Sprintf("/ip4/0.0.0.0/tcp/%d/ws", port+1),
+		fmt.Sprintf("/ip4/0.0.0.0/tcp/%d/ws", ws),
 		fmt.Sprintf("/ip6/::/tcp/%d", port),
 		fmt.Sprintf("/ip6/::/udp/%d/quic-v1", port),
 	}

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	golog "github.com/ipfs/go-log/v2"
@@ -595,12 +597,65 @@ func (n *Node) newHost() (host.Host, error) {
 		rm.Close()
 		return nil, errors.New("node: no address left to listen on: with a swarm secret, add a TCP or WebSocket address to listen")
 	}
+	if err := checkTCPPortsFree(listen); err != nil {
+		rm.Close()
+		return nil, err
+	}
 	h, err := libp2p.New(opts...)
 	if err != nil {
 		rm.Close()
 		return nil, fmt.Errorf("node: start libp2p host on %v: %w", listen, err)
 	}
 	return h, nil
+}
+
+// checkTCPPortsFree refuses TCP listen addresses whose port is taken.
+// libp2p's TCP transport binds with SO_REUSEPORT (for hole punching), so a
+// second node on the port of a running one would start without a word and
+// share its incoming connections: a dial to either could reach the other.
+// A plain bind, which SO_REUSEPORT does not let through, tells.
+func checkTCPPortsFree(listen []string) error {
+	for _, s := range listen {
+		a, err := multiaddr.NewMultiaddr(s)
+		if err != nil {
+			continue // libp2p reports it
+		}
+		network, hostport, err := tcpListenTarget(a)
+		if err != nil {
+			continue
+		}
+		l, err := net.Listen(network, hostport)
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return fmt.Errorf("node: listen %s: the port is in use, by another nova-node or another program: stop it, or choose another port (--port, --listen, `listen` in config.yaml)", s)
+		}
+		if err == nil {
+			_ = l.Close()
+		}
+	}
+	return nil
+}
+
+// tcpListenTarget is the net.Listen network and address of a TCP (or
+// WebSocket over TCP) multiaddr with a fixed port.
+func tcpListenTarget(a multiaddr.Multiaddr) (network, hostport string, err error) {
+	var ip, port string
+	var v6 bool
+	if ip, err = a.ValueForProtocol(multiaddr.P_IP4); err != nil {
+		if ip, err = a.ValueForProtocol(multiaddr.P_IP6); err != nil {
+			return "", "", err
+		}
+		v6 = true
+	}
+	if port, err = a.ValueForProtocol(multiaddr.P_TCP); err != nil {
+		return "", "", err
+	}
+	if port == "0" {
+		return "", "", errors.New("ephemeral port")
+	}
+	if v6 {
+		return "tcp6", net.JoinHostPort(ip, port), nil
+	}
+	return "tcp4", net.JoinHostPort(ip, port), nil
 }
 
 // EnsureDataDir creates the data dir (0700) with its identity, a commented
