@@ -363,6 +363,9 @@ func (c *outChannel) perform(acts []channel.Action) {
 					if oi.done != nil {
 						oi.done(nil)
 					}
+					if oi.report.on {
+						c.r.emitSentTiersAt(oi.env, int(oi.report.fromTier), int(oi.report.toTier), PathRemote, oi.enq, clock.Now())
+					}
 					oi.release()
 					continue
 				}

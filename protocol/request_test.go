@@ -477,3 +477,56 @@ func TestFailedSendIsOneErrorEvent(t *testing.T) {
 		}
 	}
 }
+
+// kindSink records the events of one type.
+type kindSink struct {
+	typ string
+	mu  sync.Mutex
+	ids map[string]int
+}
+
+func (s *kindSink) Emit(e protocol.Event) {
+	if e.Type == s.typ {
+		s.mu.Lock()
+		s.ids[e.EnvelopeID]++
+		s.mu.Unlock()
+	}
+}
+
+func (s *kindSink) count(id string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ids[id]
+}
+
+// A request counts as sent when its receiver acknowledges it, as a posted
+// notification does: one that fails with DELIVERY_FAILED was not sent.
+// (It used to be counted as sent when it was queued.)
+func TestFailedRequestIsNotCountedSent(t *testing.T) {
+	sent := &kindSink{typ: protocol.EventMessageSent, ids: map[string]int{}}
+	routers, f := mockPairWith(t, func(i int) []protocol.Option {
+		if i == 0 {
+			return []protocol.Option{protocol.WithEventSink(sent), protocol.WithRetry(1, 10*time.Millisecond)}
+		}
+		return nil
+	})
+	ok, _ := f.New("a0", "a1", envelope.TypeRequest, []byte(`"hello"`))
+	if _, _, err := routers[0].RequestWithin(t.Context(), ok, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for sent.count(ok.ID) == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n := sent.count(ok.ID); n != 1 {
+		t.Fatalf("an answered request counted sent %d times, want 1", n)
+	}
+	routers[1].Close()
+	lost, _ := f.New("a0", "a1", envelope.TypeRequest, []byte(`"anyone?"`))
+	if _, _, err := routers[0].RequestWithin(t.Context(), lost, 10*time.Second); !errors.Is(err, protocol.ErrDeliveryFailed) {
+		t.Fatalf("request to a gone peer: %v, want DELIVERY_FAILED", err)
+	}
+	if n := sent.count(lost.ID); n != 0 {
+		t.Fatalf("a request that failed with DELIVERY_FAILED counted sent %d times", n)
+	}
+}

@@ -421,11 +421,11 @@ func (r *Router) dispatch(ctx context.Context, env *envelope.Envelope, from, to 
 			err = r.deliverLocal(env, from, to, r.self)
 		} else {
 			res.Path = PathRemote
-			done := noWait
+			done, report := noWait, sentReport{true, from.Tier, to.Tier}
 			if wait {
-				done = nil
+				done, report = nil, sentReport{} // message-sent below, once acknowledged
 			}
-			err = r.sendChannel(ctx, env.Sender, to, env, true, start, done, sentReport{})
+			err = r.sendChannel(ctx, env.Sender, to, env, true, start, done, report)
 		}
 	}
 	reported := false
@@ -457,6 +457,11 @@ func (r *Router) dispatch(ctx context.Context, env *envelope.Envelope, from, to 
 	}
 	res.Delivered = true
 	r.o.sink.Emit(ev)
+	if res.Path == PathRemote && !wait {
+		// Only queued: its channel emits message-sent on acknowledgement,
+		// or an error if it never arrives, as for Post.
+		return res, nil
+	}
 	ev.Type = EventMessageSent
 	r.o.sink.Emit(ev)
 	return res, nil
