@@ -532,7 +532,11 @@ func (c *outChannel) info() ChannelInfo {
 // for longer than after (or all, when the channel is not open or force), and
 // persisted items settled since; the items it hands over (for saved); and
 // whether items are left unwritten.
-func (c *outChannel) persistOps(now time.Time, after time.Duration, force bool) (op OutboxOp, put []*outItem, ok, unwritten bool) {
+//
+// forget reports a closed channel with nothing on disk: the Router drops
+// it (a closed channel never reopens; the next envelope to the pair opens
+// a new one), so that status does not list it for good.
+func (c *outChannel) persistOps(now time.Time, after time.Duration, force bool) (op OutboxOp, put []*outItem, ok, unwritten, forget bool) {
 	c.mu.Lock()
 	defer c.unlock()
 	op = OutboxOp{Channel: c.id, Delete: c.settled}
@@ -555,11 +559,13 @@ func (c *outChannel) persistOps(now time.Time, after time.Duration, force bool) 
 		op.From, op.To = c.from, c.to
 		c.metaSaved = true
 	}
-	if c.m.State() == channel.Closed && c.metaSaved && len(op.Put) == 0 {
+	closed := c.m.State() == channel.Closed
+	if closed && c.metaSaved && len(op.Put) == 0 {
 		op.Drop = true
 		c.metaSaved = false
 	}
-	return op, put, len(op.Put) > 0 || len(op.Delete) > 0 || op.Drop, unwritten
+	ok = len(op.Put) > 0 || len(op.Delete) > 0 || op.Drop
+	return op, put, ok, unwritten, closed && !ok && !c.metaSaved
 }
 
 // saved records the outcome of writing op, with put its items: they are

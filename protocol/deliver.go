@@ -284,6 +284,18 @@ func (r *Router) wasAnswered(env *envelope.Envelope) bool {
 	return asksForAnswer(env.Type) && r.answered.has(seenKey{from: env.Sender, id: env.ID})
 }
 
+// forgetChannel drops closed channel c from the Router's indexes.
+func (r *Router) forgetChannel(c *outChannel) {
+	r.mu.Lock()
+	if r.outByID[c.id] == c {
+		delete(r.outByID, c.id)
+	}
+	if k := (agentPair{c.from, c.to}); r.outByPair[k] == c {
+		delete(r.outByPair, k)
+	}
+	r.mu.Unlock()
+}
+
 // persistLoop writes the outbox and watermarks behind the traffic, a pass
 // every persistEvery while a pass may have something to write. When none
 // has, it sleeps until wakePersister: an idle node's persister woke 50
@@ -361,11 +373,14 @@ func (r *Router) persist(force bool) (more bool, err error) {
 	}
 	var hs []handed
 	for _, c := range chans {
-		op, put, ok, unwritten := c.persistOps(now, r.o.persistAfter, force)
+		op, put, ok, unwritten, forget := c.persistOps(now, r.o.persistAfter, force)
 		more = more || unwritten
 		if ok {
 			ops = append(ops, op)
 			hs = append(hs, handed{c, op, put})
+		}
+		if forget {
+			r.forgetChannel(c)
 		}
 	}
 	if len(ops) > 0 {
@@ -376,11 +391,7 @@ func (r *Router) persist(force bool) (more bool, err error) {
 				// Dropped from the store: the Router forgets it too (Drop
 				// means closed, and a closed channel never reopens). Not
 				// before: a failed drop is made again by the next pass.
-				r.mu.Lock()
-				if r.outByID[h.c.id] == h.c {
-					delete(r.outByID, h.c.id)
-				}
-				r.mu.Unlock()
+				r.forgetChannel(h.c)
 			}
 		}
 	}

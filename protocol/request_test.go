@@ -530,3 +530,31 @@ func TestFailedRequestIsNotCountedSent(t *testing.T) {
 		t.Fatalf("a request that failed with DELIVERY_FAILED counted sent %d times", n)
 	}
 }
+
+// A channel that closed (its redials spent) leaves the router's list: the
+// next envelope to the pair opens a new channel, and status used to show
+// the closed one next to it for good.
+func TestClosedChannelLeavesTheList(t *testing.T) {
+	routers, f := mockPairWith(t, func(i int) []protocol.Option {
+		if i == 0 {
+			return []protocol.Option{protocol.WithRetry(1, 10*time.Millisecond)}
+		}
+		return nil
+	})
+	warm, _ := f.New("a0", "a1", envelope.TypeRequest, []byte(`"warm"`))
+	if _, _, err := routers[0].RequestWithin(t.Context(), warm, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	routers[1].Close()
+	env, _ := f.New("a0", "a1", envelope.TypeNotification, nil)
+	if _, err := routers[0].Send(t.Context(), env); !errors.Is(err, protocol.ErrDeliveryFailed) {
+		t.Fatalf("send to a gone peer: %v, want DELIVERY_FAILED", err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for len(routers[0].Channels()) > 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if cs := routers[0].Channels(); len(cs) > 0 {
+		t.Fatalf("closed channels still listed: %+v", cs)
+	}
+}
