@@ -96,10 +96,14 @@ func report(g *globals, cmd *cobra.Command, jsonOut bool, err error) int {
 		err = ee.err
 	}
 	code := codeOf(err, exit)
+	msg := messageOf(err, code)
+	if hint == "" && code == protocol.CodeDeliveryFailed && strings.Contains(msg, "has no handler") {
+		// Delivered to a running node whose agent takes no requests.
+		hint = noHandlerHint
+	}
 	if hint == "" {
 		hint = hintFor(cmd, code)
 	}
-	msg := messageOf(err, code)
 	if !jsonOut {
 		if !strings.Contains(msg, code) && code != codeUsage && code != codeNoNode && code != protocol.CodeInternal {
 			msg += " (" + code + ")"
@@ -172,6 +176,10 @@ func messageOf(err error, code string) string {
 var cliWords = strings.NewReplacer(
 	"needs metadata.escalationJustification", "carries none",
 )
+
+// noHandlerHint answers a DELIVERY_FAILED from an agent that has no
+// handler for requests: the peer is fine.
+const noHandlerHint = "the other node is up, but that agent answers no requests (it has no echo capability, MCP server, A2A URL or Go handler): send it a notification (--type notification), or ask an agent that answers"
 
 // hintFor is the usual advice for a failure with code in cmd, or "".
 func hintFor(cmd *cobra.Command, code string) string {

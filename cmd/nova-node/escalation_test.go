@@ -35,3 +35,16 @@ func TestEscalationHintNamesTheFlag(t *testing.T) {
 		}
 	}
 }
+
+// An agent without a handler for requests refuses one with DELIVERY_FAILED;
+// the hint says the node is up and what to do, not "is the other node
+// running?".
+func TestNoHandlerHint(t *testing.T) {
+	dir := t.TempDir()
+	mute := node.AgentConfig{Name: "mute", Capabilities: []node.CapabilityConfig{{ID: "summarize"}}}
+	startNode(t, 0, dir, node.DefaultAgent("talker"), mute)
+	_, errOut, code := runCLI(t, "send", "--data-dir", dir, "--from", "talker", "--to", "mute", "--payload", `"hi"`)
+	if code != 1 || !strings.Contains(errOut, "DELIVERY_FAILED") || !strings.Contains(errOut, "answers no requests") || strings.Contains(errOut, "is the other node running") {
+		t.Fatalf("exit %d, stderr %q; want DELIVERY_FAILED with the no-handler hint", code, errOut)
+	}
+}
