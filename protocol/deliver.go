@@ -162,7 +162,18 @@ func (r *Router) emitSentTiers(env *envelope.Envelope, fromTier, toTier int, pat
 // envelopes reads once for all.
 func (r *Router) emitSentTiersAt(env *envelope.Envelope, fromTier, toTier int, path string, start, now time.Time) {
 	r.o.sink.Emit(Event{Type: EventMessageSent, Time: now, EnvelopeID: env.ID, Sender: env.Sender, Recipient: env.Recipient,
-		MessageType: env.Type, Path: path, Latency: now.Sub(start), Success: true, SourceTier: fromTier, TargetTier: toTier})
+		MessageType: env.Type, Path: path, Latency: now.Sub(start), Success: true, SourceTier: fromTier, TargetTier: toTier,
+		Detail: justification(env)})
+}
+
+// justification is the detail of a message event for env: the reason an
+// escalation gave (so the audit log of a cross-tier task proposal says
+// why it was allowed), or "".
+func justification(env *envelope.Envelope) string {
+	if env.Metadata == nil || env.Metadata.EscalationJustification == "" {
+		return ""
+	}
+	return "escalation justified: " + env.Metadata.EscalationJustification
 }
 
 // EventChannel reports a channel's state change or redial.

@@ -462,7 +462,7 @@ func (r *Router) dispatch(ctx context.Context, env *envelope.Envelope, from, to 
 		// or an error if it never arrives, as for Post.
 		return res, nil
 	}
-	ev.Type = EventMessageSent
+	ev.Type, ev.Detail = EventMessageSent, justification(env)
 	r.o.sink.Emit(ev)
 	return res, nil
 }
@@ -1026,7 +1026,7 @@ func (r *Router) emitReceivedAt(env *envelope.Envelope, from, to agentcard.Card,
 	r.o.sink.Emit(Event{
 		Type: EventMessageReceived, Time: at, EnvelopeID: env.ID, Sender: env.Sender,
 		Recipient: env.Recipient, MessageType: env.Type, Path: path, Success: true, Peer: via,
-		SourceTier: int(from.Tier), TargetTier: int(to.Tier),
+		SourceTier: int(from.Tier), TargetTier: int(to.Tier), Detail: justification(env),
 	})
 }
 

@@ -456,3 +456,30 @@ func TestCodesCrossTheWireBetweenNodes(t *testing.T) {
 		t.Errorf("the receiver's audit log has no ESCALATION_REQUIRED (%v):\n%s", err, audit)
 	}
 }
+
+// An escalation that carries its justification is allowed, and the audit
+// logs of both nodes (it is a cross-tier message) say why.
+func TestJustifiedEscalationAuditedWithItsReason(t *testing.T) {
+	l0 := tiers.L0
+	net := testnet.New(t, 2, testnet.WithConfig(func(i int, c *node.Config) {
+		if i == 1 {
+			c.Agents = append(c.Agents, node.AgentConfig{Name: "sun", Tier: &l0, Capabilities: []node.CapabilityConfig{{ID: "echo"}}})
+		}
+	}))
+	net.Connect(0, 1)
+	net.WaitForCards()
+	env, _ := net.Nodes[0].NewEnvelope("a0", "sun", envelope.TypeTaskProposal, map[string]string{"task": "review"})
+	env.Metadata = &envelope.Metadata{EscalationJustification: "schema change needs L0 sign-off"}
+	if _, err := net.Nodes[0].Send(t.Context(), env); err != nil {
+		t.Fatal(err)
+	}
+	for i, n := range net.Nodes {
+		testnet.Eventually(t, 5*time.Second, func() error {
+			audit, err := os.ReadFile(filepath.Join(n.Config().DataDir, node.AuditFile))
+			if err != nil || !strings.Contains(string(audit), "escalation justified: schema change needs L0 sign-off") {
+				return fmt.Errorf("node %d's audit log has no justification (%v):\n%s", i, err, audit)
+			}
+			return nil
+		})
+	}
+}
