@@ -428,3 +428,17 @@ func TestCRDTCommands(t *testing.T) {
 		t.Fatalf("bad path: %d %s", code, errOut)
 	}
 }
+
+// A config.yaml broken while the node runs does not cut the CLI off from
+// that node: status warns and answers from the data dir's socket.
+func TestStatusWithABrokenConfigReachesTheRunningNode(t *testing.T) {
+	dir := t.TempDir()
+	startNode(t, 0, dir)
+	if err := os.WriteFile(filepath.Join(dir, "config.yaml"), []byte("listne: [oops]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := runCLI(t, "status", "--data-dir", dir, "--json")
+	if code != 0 || !strings.Contains(errOut, "warning:") || !strings.Contains(out, `"peerId"`) {
+		t.Fatalf("status with a broken config: exit %d\nstdout %s\nstderr %s", code, out, errOut)
+	}
+}

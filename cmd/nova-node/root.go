@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -108,10 +109,23 @@ func (g *globals) config() (node.Config, error) {
 }
 
 // client returns a client of the running node of the selected data dir.
+//
+// A config.yaml that does not load (a typo made while the node runs) does
+// not cut the user off from the running node, which runs with the config
+// it started with: if the data dir's default socket is there, the CLI
+// warns and uses it.
 func (g *globals) client() (*node.Client, error) {
 	cfg, err := g.config()
 	if err != nil {
-		return nil, err
+		if cfg.DataDir == "" {
+			return nil, err
+		}
+		sock := node.Config{DataDir: cfg.DataDir}.APISocketPath()
+		if _, serr := os.Stat(sock); serr != nil {
+			return nil, err
+		}
+		fmt.Fprintf(g.stderr, "warning: %v\nwarning: talking to the node at %s, which runs with the config it started with; fix the file before its next start\n", err, sock)
+		return node.NewClient(sock), nil
 	}
 	return node.NewClient(cfg.APISocketPath()), nil
 }
