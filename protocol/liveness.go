@@ -1,31 +1,45 @@
 package protocol
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
 	"errors"
+	"io"
+	"net"
+	"os"
+	"strings"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/p2p/protocol/ping"
+	msmux "github.com/multiformats/go-multistream"
 
 	"github.com/nova-node/nova-node/internal/clock"
 )
 
 // A peer that dies without closing its connections (killed, its machine
-// asleep or off the network) is noticed by the transport only when its
-// keepalives time out: about 30 s for QUIC and for yamux on TCP. Until
+// asleep or off the network) is noticed over QUIC only when the
+// connection's idle timeout (30 s) runs out: UDP brings no reset. Until
 // then its channels stay open, envelopes sent to it wait unacknowledged,
-// and DELIVERY_FAILED comes after that plus the redials (37 s in a test
-// with kill -9 over QUIC).
+// and DELIVERY_FAILED came 37.5 s after a kill -9 in a user's test.
 //
-// So the Router watches its outbound streams: one that has written since
-// it last read anything, stayed silent for probeAfter since, and has
-// something to hear back (an envelope unacknowledged, an open unanswered),
-// is probed with a libp2p ping on the same connection. A ping that gets no
-// answer within probeTimeout closes the peer's connections: the channels
-// see the loss at once and redial. A peer that answers (a slow agent: acks
-// come when envelopes are handled) is left alone, and probed again after
-// another probeAfter of silence. A ping refused (a peer without the ping
-// protocol) proves the peer alive too.
+// So the Router watches its outbound streams on QUIC connections: one that
+// has written since it last read anything, stayed silent for probeAfter
+// since, and has something to hear back (an envelope unacknowledged, an
+// open unanswered), is probed with a ping on the stream's own connection
+// (QUIC streams are independent: the ping does not queue behind a large
+// envelope). A ping that gets no answer within probeTimeout closes that
+// connection: the channels see the loss at once and redial. A peer that
+// answers (a slow agent: acks come when envelopes are handled) is left
+// alone, and probed again after another probeAfter of silence. A ping
+// refused proves the peer alive too.
+//
+// Not over TCP (and WebSocket): a killed peer's kernel resets the
+// connection at once, and a ping there queues behind everything the
+// stream has buffered, so on a slow uplink a healthy peer receiving a large
+// envelope would be taken for dead (a review reproduced it at 32 KB/s).
+// A TCP peer cut off the network is left to yamux's keepalive (30 s).
 
 // livenessTick is how often the streams are looked at.
 const livenessTick = time.Second
@@ -55,6 +69,9 @@ func (r *Router) livenessLoop() {
 		r.mu.Unlock()
 		live := make(map[*outStream]*watch, len(streams))
 		for _, s := range streams {
+			if !onQUIC(s.st.Conn()) {
+				continue
+			}
 			w := seen[s]
 			if w == nil {
 				w = &watch{}
@@ -86,22 +103,67 @@ func (r *Router) livenessLoop() {
 	}
 }
 
-// probe pings s's peer and closes its connections if it does not answer.
+// probe pings s's peer on s's connection and closes that connection if
+// the peer does not answer.
 func (r *Router) probe(s *outStream) {
 	defer s.probing.Store(false)
 	ctx, cancel := context.WithTimeout(r.ctx, r.o.probeTimeout)
 	defer cancel()
-	res, answered := <-ping.Ping(ctx, r.h, s.p) // closed without a result when ctx ends
-	if r.ctx.Err() != nil || s.dead() {
-		return
+	conn := s.st.Conn()
+	err := pingConn(ctx, conn)
+	if err == nil || r.ctx.Err() != nil || s.dead() || !timedOut(ctx, err) {
+		return // a pong, a refusal or a reset: either way the peer is there
 	}
-	if answered && (res.Error == nil || !errors.Is(res.Error, context.DeadlineExceeded) && ctx.Err() == nil) {
-		return // a pong, or a refusal: either way the peer is there
-	}
-	r.log.Infow("peer does not answer: closing its connections", "peer", s.p, "silent", r.o.probeAfter+r.o.probeTimeout)
+	r.log.Infow("peer does not answer: closing its connection", "peer", s.p, "addr", conn.RemoteMultiaddr())
 	r.o.sink.Emit(Event{Type: EventChannel, Time: clock.Now(), Peer: s.p, Success: false, SourceTier: -1, TargetTier: -1,
-		Detail: "peer silent: no answer to a ping within " + r.o.probeTimeout.String() + "; its connections are closed"})
-	_ = r.h.Network().ClosePeer(s.p)
+		Detail: "peer silent: no answer to a ping within " + r.o.probeTimeout.String() + "; its connection is closed"})
+	_ = conn.Close()
+}
+
+// onQUIC reports whether c runs over QUIC.
+func onQUIC(c network.Conn) bool {
+	return strings.HasPrefix(c.ConnState().Transport, "quic")
+}
+
+// pingConn runs one libp2p ping (/ipfs/ping/1.0.0: 32 random bytes echoed)
+// on a new stream of c, not on whichever connection the host would pick.
+func pingConn(ctx context.Context, c network.Conn) error {
+	st, err := c.NewStream(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Reset()
+	if dl, ok := ctx.Deadline(); ok {
+		_ = st.SetDeadline(dl)
+	}
+	if err := st.SetProtocol(ping.ID); err != nil {
+		return err
+	}
+	if err := msmux.SelectProtoOrFail(ping.ID, st); err != nil {
+		return err
+	}
+	out, in := make([]byte, ping.PingSize), make([]byte, ping.PingSize)
+	if _, err := rand.Read(out); err != nil {
+		return err
+	}
+	if _, err := st.Write(out); err != nil {
+		return err
+	}
+	if _, err := io.ReadFull(st, in); err != nil {
+		return err
+	}
+	if !bytes.Equal(in, out) {
+		return errors.New("ping: wrong echo")
+	}
+	return nil
+}
+
+// timedOut reports whether err is the ping running out of time, rather
+// than an answer of some kind.
+func timedOut(ctx context.Context, err error) bool {
+	var ne net.Error
+	return ctx.Err() != nil || errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.As(err, &ne) && ne.Timeout()
 }
 
 // awaiting reports whether s's peer owes this node an answer: a channel

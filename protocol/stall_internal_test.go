@@ -3,6 +3,7 @@ package protocol
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
 	"errors"
 	"strings"
 	"sync"
@@ -10,7 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p"
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/p2p/net/swarm"
 	"github.com/libp2p/go-libp2p/p2p/protocol/ping"
 
@@ -238,14 +243,35 @@ func silentReceiver(t *testing.T, m *rvMallory, ackAfter time.Duration, deaf boo
 	return &streams
 }
 
-// A peer that stops answering without closing its connection (killed,
-// asleep, off the network) is probed with a ping once the sender has
-// waited probeAfter for an ack; unanswered, its connections are closed, so
-// the channel redials and fails with DELIVERY_FAILED in seconds, not after
-// the transport's 30 s keepalive.
+// quicPair is rvNewTarget and rvNewMallory on QUIC only.
+func quicPair(t *testing.T, opts ...Option) (*rvTarget, *rvMallory) {
+	t.Helper()
+	quic := func(opts ...libp2p.Option) host.Host {
+		h, err := libp2p.New(append([]libp2p.Option{libp2p.ListenAddrStrings("/ip4/127.0.0.1/udp/0/quic-v1")}, opts...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { h.Close() })
+		return h
+	}
+	h := quic()
+	r, reg := startRouter(t, h, []string{"a0"}, opts...)
+	tg := &rvTarget{h: h, r: r, reg: reg}
+	key, _, _ := crypto.GenerateEd25519Key(rand.Reader)
+	mh := quic(libp2p.Identity(key))
+	if err := mh.Connect(t.Context(), peer.AddrInfo{ID: h.ID(), Addrs: h.Addrs()}); err != nil {
+		t.Fatal(err)
+	}
+	return tg, &rvMallory{t: t, h: mh, key: key}
+}
+
+// A peer that stops answering without closing its QUIC connection
+// (killed, asleep, off the network) is probed with a ping once the sender
+// has waited probeAfter for an ack; unanswered, the connection is closed,
+// so the channel redials and fails with DELIVERY_FAILED in seconds, not
+// after QUIC's 30 s idle timeout.
 func TestSilentPeerIsProbedAndDropped(t *testing.T) {
-	tg := rvNewTarget(t, WithLiveness(300*time.Millisecond, 300*time.Millisecond), WithRetry(1, 50*time.Millisecond))
-	m := rvNewMallory(t, tg)
+	tg, m := quicPair(t, WithLiveness(300*time.Millisecond, 300*time.Millisecond), WithRetry(1, 50*time.Millisecond))
 	silentReceiver(t, m, 0, true)
 	m.stream(tg, "m").drain()
 	to := m.addr("m")
@@ -267,8 +293,7 @@ func TestSilentPeerIsProbedAndDropped(t *testing.T) {
 // A slow peer, one that answers pings but acknowledges late (its agent
 // takes its time), is probed and left alone: the envelope is delivered.
 func TestSlowPeerAnsweringPingsIsKept(t *testing.T) {
-	tg := rvNewTarget(t, WithLiveness(200*time.Millisecond, 300*time.Millisecond), WithRetry(1, 50*time.Millisecond))
-	m := rvNewMallory(t, tg)
+	tg, m := quicPair(t, WithLiveness(200*time.Millisecond, 300*time.Millisecond), WithRetry(1, 50*time.Millisecond))
 	streams := silentReceiver(t, m, 2*time.Second, false)
 	var pings atomic.Int32
 	ps := &ping.PingService{Host: m.h}
@@ -287,5 +312,34 @@ func TestSlowPeerAnsweringPingsIsKept(t *testing.T) {
 	}
 	if n := streams.Load(); n != 1 {
 		t.Fatalf("%d streams to the slow peer: its connection was dropped though it answered", n)
+	}
+}
+
+// Over TCP nothing is probed: a killed peer's kernel resets the
+// connection, and a ping would queue behind what the stream has buffered,
+// so a healthy peer taking a large envelope over a slow uplink was taken
+// for dead (a review reproduced it at 32 KB/s). A deaf TCP peer keeps its
+// connection.
+func TestNoProbeOverTCP(t *testing.T) {
+	tg := rvNewTarget(t, WithLiveness(100*time.Millisecond, 100*time.Millisecond))
+	m := rvNewMallory(t, tg)
+	streams := silentReceiver(t, m, 0, true)
+	var pings atomic.Int32
+	m.h.SetStreamHandler(ping.ID, func(st network.Stream) { pings.Add(1); _ = st.Reset() })
+	m.stream(tg, "m").drain()
+	to := m.addr("m")
+	if !rvWait(t, 5*time.Second, func() bool { _, ok := tg.reg.Get(to); return ok }) {
+		t.Fatal("the target never learned Mallory's card")
+	}
+	env, _ := envelope.NewFactory().New("a0", to, envelope.TypeNotification, []byte(`"hi"`))
+	if _, err := tg.r.Post(t.Context(), env); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2500 * time.Millisecond) // two liveness ticks past probeAfter
+	if n := pings.Load(); n != 0 {
+		t.Fatalf("%d pings over TCP", n)
+	}
+	if n := streams.Load(); n != 1 || len(tg.h.Network().ConnsToPeer(m.h.ID())) == 0 {
+		t.Fatalf("%d streams, %d connections: the TCP peer was dropped", n, len(tg.h.Network().ConnsToPeer(m.h.ID())))
 	}
 }
