@@ -128,7 +128,7 @@ func newPromMetrics() *promMetrics {
 		security: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "nova", Name: "security_events_total",
 			Help: "Security events (forged cards, unauthorised senders, policy violations), by code."}, []string{"code"}),
 		latency: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "nova", Name: "routing_latency_seconds",
-			Help: "Time from Send to the routing decision's outcome.", Buckets: prometheus.ExponentialBuckets(20e-6, 2, 16)}),
+			Help: "Time from Send to the routing decision, of the messages routed (failures count in nova_errors_total).", Buckets: prometheus.ExponentialBuckets(20e-6, 2, 16)}),
 	}
 	m.sentBy = make([]prometheus.Counter, len(promTypes))
 	m.receivedBy = make([][len(promPaths)]prometheus.Counter, len(promTypes))
@@ -168,7 +168,9 @@ func (m *promMetrics) observe(ev *protocol.Event, ti int) {
 		}
 		c.Inc()
 	case protocol.EventRoutingDecision:
-		m.latency.Observe(ev.Latency.Seconds())
+		if ev.Success { // as AverageRoutingLatencyMs: failures are errors
+			m.latency.Observe(ev.Latency.Seconds())
+		}
 	case protocol.EventError:
 		m.errsBy.counter(ev.Code).Inc()
 	case protocol.EventSecurity:

@@ -367,3 +367,20 @@ func TestEscalationRefusalFromPeerAudited(t *testing.T) {
 		t.Fatalf("audit line %v", l)
 	}
 }
+
+// The average routing latency is of the messages routed: a failure (here a
+// lookup that waited a second and found nothing) is an error, and does
+// not swamp the average.
+func TestAverageRoutingLatencyOfRoutedMessages(t *testing.T) {
+	o, _ := auditObserver(t)
+	decision := func(ok bool, d time.Duration) {
+		o.Emit(protocol.Event{Type: protocol.EventRoutingDecision, Time: time.Now(), EnvelopeID: "e", Sender: "a@p", Recipient: "b@p",
+			MessageType: envelope.TypeRequest, Success: ok, Latency: d, SourceTier: -1, TargetTier: -1})
+	}
+	decision(true, time.Millisecond)
+	decision(true, 3*time.Millisecond)
+	decision(false, time.Second)
+	if got := o.Metrics().AverageRoutingLatencyMs; got != 2 {
+		t.Fatalf("average routing latency %v ms, want 2 (the failed decision left out)", got)
+	}
+}
