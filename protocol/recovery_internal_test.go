@@ -65,6 +65,10 @@ func TestRestartedSenderNumbersPastTheReceiversQueue(t *testing.T) {
 	from, to := "a0@"+ha1.ID().String(), "a1@"+hb.ID().String()
 
 	gate := make(chan struct{})
+	var openGate sync.Once
+	// Registered after the routers' cleanups, so run before them: a failed
+	// test must not leave rb's Close waiting for a handler held at the gate.
+	t.Cleanup(func() { openGate.Do(func() { close(gate) }) })
 	var mu sync.Mutex
 	var seen []string
 	rb.Handle("a1", func(_ context.Context, env *envelope.Envelope) (any, error) {
@@ -118,7 +122,7 @@ func TestRestartedSenderNumbersPastTheReceiversQueue(t *testing.T) {
 		t.Fatal(err)
 	}
 	ha2 := loopbackHost(t, libp2p.Identity(key))
-	ra2, _ := startRouter(t, ha2, []string{"a0"}, WithStore(store), WithFactory(f))
+	ra2, regA2 := startRouter(t, ha2, []string{"a0"}, WithStore(store), WithFactory(f))
 	connectHosts(t, ha2, hb)
 	if !rvWait(t, 10*time.Second, func() bool {
 		cs := ra2.Channels()
@@ -126,10 +130,15 @@ func TestRestartedSenderNumbersPastTheReceiversQueue(t *testing.T) {
 	}) {
 		t.Fatalf("the restored channel did not reopen: %+v", ra2.Channels())
 	}
+	// The channel reopens from the outbox without the receiver's card; a
+	// Post needs it (to resolve "a1"), and it comes with the receiver's hello.
+	if !rvWait(t, 10*time.Second, func() bool { _, ok := regA2.Get(to); return ok }) {
+		t.Fatal("the restarted sender never learned the receiver's card")
+	}
 	for _, p := range []string{`"new1"`, `"new2"`, `"new3"`} {
 		post(ra2, p)
 	}
-	close(gate)
+	openGate.Do(func() { close(gate) })
 	want := []string{`"old1"`, `"old2"`, `"old3"`, `"old4"`, `"new1"`, `"new2"`, `"new3"`}
 	ok := rvWait(t, 10*time.Second, func() bool {
 		mu.Lock()

@@ -201,6 +201,8 @@ func TestPersisterWakesForEnvelopesToAPeerGone(t *testing.T) {
 func TestRequestInsideAThread(t *testing.T) {
 	routers, f := mockPair(t)
 	release := make(chan struct{})
+	free := sync.OnceFunc(func() { close(release) })
+	defer free() // a failed check must not leave the handler held, and Close waiting for it
 	var calls atomic.Int32
 	routers[1].Handle("a1", func(_ context.Context, env *envelope.Envelope) (any, error) {
 		if calls.Add(1) == 2 {
@@ -231,7 +233,7 @@ func TestRequestInsideAThread(t *testing.T) {
 	if _, _, err := routers[0].RequestWithin(t.Context(), inThread(`"two"`), 5*time.Second); !errors.Is(err, envelope.ErrInvalid) {
 		t.Fatalf("a second request between the same agents in the same thread: %v, want INVALID_MESSAGE", err)
 	}
-	close(release)
+	free()
 	select {
 	case err := <-first:
 		if err != nil {

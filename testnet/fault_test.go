@@ -300,6 +300,8 @@ func TestPostedPayloadIsNotTheCallers(t *testing.T) {
 	net := testnet.New(t, 2)
 	got := make(chan string, 2)
 	release := make(chan struct{})
+	free := sync.OnceFunc(func() { close(release) })
+	defer free() // a failed check must not leave the handler held, and Close waiting for it
 	for i, n := range net.Nodes {
 		card := node.AgentConfig{Name: fmt.Sprintf("keeper%d", i), Capabilities: []node.CapabilityConfig{{ID: "keep"}}}.Card()
 		if _, err := n.RegisterAgent(card, func(_ context.Context, env *envelope.Envelope) (any, error) {
@@ -324,7 +326,7 @@ func TestPostedPayloadIsNotTheCallers(t *testing.T) {
 		}
 		copy(buf, `"scribble"`)
 	}
-	close(release)
+	free()
 	for range 2 {
 		select {
 		case p := <-got:
