@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p"
-	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/event"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
@@ -20,17 +19,21 @@ import (
 	"github.com/nova-node/nova-node/protocol"
 )
 
-func randomPeer(t *testing.T) peer.ID {
+// bookFixture is a fresh store and a host that listens nowhere, both
+// closed when the test ends.
+func bookFixture(t *testing.T) (*store, host.Host) {
 	t.Helper()
-	_, pub, err := crypto.GenerateEd25519Key(nil)
+	s, err := openStore(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := peer.IDFromPublicKey(pub)
+	t.Cleanup(func() { s.close() })
+	h, err := libp2p.New(libp2p.NoListenAddrs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return p
+	t.Cleanup(func() { h.Close() })
+	return s, h
 }
 
 func putEntry(t *testing.T, s *store, k []byte, v []byte) {
@@ -52,18 +55,9 @@ func putEntry(t *testing.T, s *store, k []byte, v []byte) {
 // loaded; addresses past bookMaxAddrs are cut; good ones reach the
 // peerstore.
 func TestAddrBookLoadSkipsBadAndStaleEntries(t *testing.T) {
-	s, err := openStore(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.close()
-	h, err := libp2p.New(libp2p.NoListenAddrs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
+	s, h := bookFixture(t)
 	now := time.Now()
-	good, stale, noAddrs, many := randomPeer(t), randomPeer(t), randomPeer(t), randomPeer(t)
+	good, stale, noAddrs, many := testPeer(t), testPeer(t), testPeer(t), testPeer(t)
 	entry := func(seen time.Time, addrs ...string) []byte {
 		v, _ := json.Marshal(bookEntry{Addrs: addrs, Seen: seen.Unix()})
 		return v
@@ -77,7 +71,7 @@ func TestAddrBookLoadSkipsBadAndStaleEntries(t *testing.T) {
 	}
 	putEntry(t, s, []byte(many), entry(now, lots...))
 	putEntry(t, s, []byte("not a peer id"), entry(now, "/ip4/127.0.0.1/tcp/4003"))
-	putEntry(t, s, []byte(randomPeer(t)), []byte("{not json"))
+	putEntry(t, s, []byte(testPeer(t)), []byte("{not json"))
 	putEntry(t, s, []byte(h.ID()), entry(now, "/ip4/127.0.0.1/tcp/4004")) // itself
 
 	n, err := loadAddrBook(h, s, now)
@@ -102,20 +96,11 @@ func TestAddrBookLoadSkipsBadAndStaleEntries(t *testing.T) {
 // TestAddrBookKeepsTheMostRecentPeers: past bookMaxPeers, a flush forgets
 // the least recently seen peers.
 func TestAddrBookKeepsTheMostRecentPeers(t *testing.T) {
-	s, err := openStore(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.close()
-	h, err := libp2p.New(libp2p.NoListenAddrs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
+	s, h := bookFixture(t)
 	old := time.Now().Add(-time.Hour)
 	var oldest []peer.ID
 	for i := range bookMaxPeers {
-		p := randomPeer(t)
+		p := testPeer(t)
 		if i < 3 {
 			oldest = append(oldest, p)
 		}
@@ -123,7 +108,7 @@ func TestAddrBookKeepsTheMostRecentPeers(t *testing.T) {
 		putEntry(t, s, []byte(p), v)
 	}
 	b := newAddrBook(h, s, zap.NewNop().Sugar())
-	fresh := []peer.ID{randomPeer(t), randomPeer(t), randomPeer(t)}
+	fresh := []peer.ID{testPeer(t), testPeer(t), testPeer(t)}
 	a, _ := ma.NewMultiaddr("/ip4/127.0.0.1/tcp/4005")
 	for _, p := range fresh {
 		b.dirty[p] = []ma.Multiaddr{a}

@@ -23,6 +23,43 @@ import (
 	"github.com/nova-node/nova-node/protocol/frame"
 )
 
+// scriptReceiver makes Mallory a scripted receiver of A2A streams: each
+// frame the target sends is decoded and handed to on, with the stream's
+// number (1, 2, ...) and reply, which writes a frame back (safe from any
+// goroutine). on returns false to reset the stream. The stream count is
+// returned.
+func scriptReceiver(m *rvMallory, on func(n int32, msg *inMsg, reply func(*wireMsg)) bool) *atomic.Int32 {
+	var streams atomic.Int32
+	m.h.SetStreamHandler(IDA2A, func(st network.Stream) {
+		n := streams.Add(1)
+		fr := frame.NewReader(st, 0)
+		bw := bufio.NewWriter(st)
+		var wmu sync.Mutex
+		reply := func(msg *wireMsg) {
+			b, _ := encodeMsg(msg)
+			wmu.Lock()
+			defer wmu.Unlock()
+			_ = frame.Write(bw, b)
+			_ = bw.Flush()
+		}
+		for {
+			b, err := fr.Next()
+			if err != nil {
+				return
+			}
+			msg, err := decodeMsg(b)
+			if err != nil {
+				continue
+			}
+			if !on(n, msg, reply) {
+				_ = st.Reset()
+				return
+			}
+		}
+	})
+	return &streams
+}
+
 // A receiver that accepts a channel and then stops reading blocks the
 // sender posting to it (that is the backpressure), but nothing else: the
 // channel's state is readable (status) and the persister writes its
@@ -34,25 +71,13 @@ func TestStalledReceiverBlocksOnlyItsSender(t *testing.T) {
 	tg := rvNewTarget(t, WithStore(store))
 	m := rvNewMallory(t, tg)
 	stop := make(chan struct{})
-	m.h.SetStreamHandler(IDA2A, func(st network.Stream) {
-		fr := frame.NewReader(st, 0)
-		bw := bufio.NewWriter(st)
-		for {
-			b, err := fr.Next()
-			if err != nil {
-				return
-			}
-			msg, err := decodeMsg(b)
-			if err != nil || msg.Kind != kindOpen {
-				continue
-			}
-			ok, _ := encodeMsg(&wireMsg{Kind: kindOpened, Ch: msg.Ch})
-			_ = frame.Write(bw, ok)
-			_ = bw.Flush()
-			<-stop // and never read again
-			_ = st.Reset()
-			return
+	scriptReceiver(m, func(_ int32, msg *inMsg, reply func(*wireMsg)) bool {
+		if msg.Kind != kindOpen {
+			return true
 		}
+		reply(&wireMsg{Kind: kindOpened, Ch: msg.Ch})
+		<-stop // and never read again
+		return false
 	})
 	t.Cleanup(func() { close(stop) }) // runs before the hosts close
 	m.stream(tg, "m").drain()         // the target learns agent m from this hello
@@ -124,51 +149,24 @@ func TestSlowOpenAnswerIsWaitedFor(t *testing.T) {
 	const openDelay = 4 * time.Second // past the three 1 s redials of the old bound, replies included
 	tg := rvNewTarget(t, WithRetry(3, 100*time.Millisecond))
 	m := rvNewMallory(t, tg)
-	var streams, opens atomic.Int32
-	m.h.SetStreamHandler(IDA2A, func(st network.Stream) {
-		n := streams.Add(1)
-		fr := frame.NewReader(st, 0)
-		bw := bufio.NewWriter(st)
-		var wmu sync.Mutex
-		for {
-			b, err := fr.Next()
-			if err != nil {
-				return
+	var opens atomic.Int32
+	streams := scriptReceiver(m, func(n int32, msg *inMsg, reply func(*wireMsg)) bool {
+		switch msg.Kind {
+		case kindOpen:
+			opens.Add(1)
+			ok := &wireMsg{Kind: kindOpened, Ch: msg.Ch}
+			if n == 1 {
+				reply(ok)
+				return true
 			}
-			msg, err := decodeMsg(b)
-			if err != nil {
-				continue
+			time.AfterFunc(openDelay, func() { reply(ok) }) // slow, but alive and answering every open
+		case kindEnvelope:
+			if n == 1 {
+				return false // the first stream is lost before the ack
 			}
-			switch msg.Kind {
-			case kindOpen:
-				opens.Add(1)
-				ok, _ := encodeMsg(&wireMsg{Kind: kindOpened, Ch: msg.Ch})
-				if n == 1 {
-					wmu.Lock()
-					_ = frame.Write(bw, ok)
-					_ = bw.Flush()
-					wmu.Unlock()
-					continue
-				}
-				go func() { // slow, but alive and answering every open
-					time.Sleep(openDelay)
-					wmu.Lock()
-					_ = frame.Write(bw, ok)
-					_ = bw.Flush()
-					wmu.Unlock()
-				}()
-			case kindEnvelope:
-				if n == 1 {
-					_ = st.Reset() // the first stream is lost before the ack
-					return
-				}
-				ack, _ := encodeMsg(&wireMsg{Kind: kindAck, Ch: msg.Ch, Seq: msg.Seq})
-				wmu.Lock()
-				_ = frame.Write(bw, ack)
-				_ = bw.Flush()
-				wmu.Unlock()
-			}
+			reply(&wireMsg{Kind: kindAck, Ch: msg.Ch, Seq: msg.Seq})
 		}
+		return true
 	})
 	m.stream(tg, "m").drain()
 	to := m.addr("m")
@@ -195,7 +193,6 @@ func TestSlowOpenAnswerIsWaitedFor(t *testing.T) {
 // go unanswered too: a peer dead behind a connection nobody closed. It
 // counts the streams opened to it.
 func silentReceiver(t *testing.T, m *rvMallory, ackAfter time.Duration, deaf bool) *atomic.Int32 {
-	var streams atomic.Int32
 	stop := make(chan struct{})
 	t.Cleanup(func() { close(stop) }) // before the hosts close
 	if deaf {
@@ -209,38 +206,17 @@ func silentReceiver(t *testing.T, m *rvMallory, ackAfter time.Duration, deaf boo
 			_ = st.Reset()
 		})
 	}
-	m.h.SetStreamHandler(IDA2A, func(st network.Stream) {
-		streams.Add(1)
-		fr := frame.NewReader(st, 0)
-		bw := bufio.NewWriter(st)
-		var wmu sync.Mutex
-		reply := func(msg *wireMsg) {
-			b, _ := encodeMsg(msg)
-			wmu.Lock()
-			_ = frame.Write(bw, b)
-			_ = bw.Flush()
-			wmu.Unlock()
-		}
-		for {
-			b, err := fr.Next()
-			if err != nil {
-				return
-			}
-			msg, err := decodeMsg(b)
-			if err != nil {
-				continue
-			}
-			switch msg.Kind {
-			case kindOpen:
-				reply(&wireMsg{Kind: kindOpened, Ch: msg.Ch})
-			case kindEnvelope:
-				if ackAfter > 0 {
-					time.AfterFunc(ackAfter, func() { reply(&wireMsg{Kind: kindAck, Ch: msg.Ch, Seq: msg.Seq}) })
-				}
+	return scriptReceiver(m, func(_ int32, msg *inMsg, reply func(*wireMsg)) bool {
+		switch msg.Kind {
+		case kindOpen:
+			reply(&wireMsg{Kind: kindOpened, Ch: msg.Ch})
+		case kindEnvelope:
+			if ackAfter > 0 {
+				time.AfterFunc(ackAfter, func() { reply(&wireMsg{Kind: kindAck, Ch: msg.Ch, Seq: msg.Seq}) })
 			}
 		}
+		return true
 	})
-	return &streams
 }
 
 // quicPair is rvNewTarget and rvNewMallory on QUIC only.
