@@ -21,8 +21,10 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/p2p/host/eventbus"
 	"github.com/libp2p/go-libp2p/p2p/net/connmgr"
-	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
+	quic "github.com/libp2p/go-libp2p/p2p/transport/quic"
+	webrtc "github.com/libp2p/go-libp2p/p2p/transport/webrtc"
 	"github.com/libp2p/go-libp2p/p2p/transport/websocket"
+	webtransport "github.com/libp2p/go-libp2p/p2p/transport/webtransport"
 	"github.com/multiformats/go-multiaddr"
 	"go.uber.org/zap"
 
@@ -60,6 +62,7 @@ type Node struct {
 	mcp      *mcpState  // mcp.go: the MCP bridge; nil before Start
 	a2a      *a2aState  // a2a.go: the A2A gateway; nil when off or before Start
 	host     host.Host
+	paths    *deadPaths // closes connections to a host that stopped acknowledging (tcptimeout.go)
 	router   *protocol.Router
 	api      *apiServer
 	metrics  *metricsServer
@@ -344,6 +347,9 @@ func (n *Node) Start(ctx context.Context) error {
 	}
 	n.host, n.router, n.api, n.disc, n.docs, n.started = h, r, api, disc, docs, true
 	n.cancel = cancel
+	nw := h.Network()
+	n.paths.net.Store(&nw)
+	n.wg.Go(func() { n.paths.run(runCtx.Done()) })
 	if len(n.cfg.Peers) > 0 {
 		n.wg.Go(func() { n.keepPeers(runCtx) })
 	}
@@ -548,6 +554,7 @@ func parsePeerAddr(a string) (*peer.AddrInfo, error) {
 // with nova's service limits, a connection manager, identify and ping on,
 // no DHT and no bootstrap peers.
 func (n *Node) newHost() (host.Host, error) {
+	n.paths = newDeadPaths()
 	rm, err := newResourceManager()
 	if err != nil {
 		return nil, err
@@ -569,6 +576,15 @@ func (n *Node) newHost() (host.Host, error) {
 		libp2p.EnableAutoNATv2(),
 		libp2p.EnableRelayService(), // active only once AutoNAT finds this node publicly reachable
 	}
+	// libp2p's default transports, with TCP sockets that drop a peer which
+	// stops acknowledging (TCPUserTimeout).
+	transports := []libp2p.Option{
+		libp2p.Transport(n.paths.tcpTransport),
+		libp2p.Transport(quic.NewTransport),
+		libp2p.Transport(websocket.New),
+		libp2p.Transport(webtransport.New),
+		libp2p.Transport(webrtc.New),
+	}
 	if n.cfg.ConnectionGater != nil {
 		opts = append(opts, libp2p.ConnectionGater(n.cfg.ConnectionGater))
 	}
@@ -588,11 +604,13 @@ func (n *Node) newHost() (host.Host, error) {
 		}
 		// Private networks cannot run over QUIC in go-libp2p: TCP and
 		// WebSocket only, and say so once.
-		opts = append(opts, libp2p.PrivateNetwork(psk), libp2p.Transport(tcp.NewTCPTransport), libp2p.Transport(websocket.New))
+		transports = []libp2p.Option{libp2p.Transport(n.paths.tcpTransport), libp2p.Transport(websocket.New)}
+		opts = append(opts, libp2p.PrivateNetwork(psk))
 		if len(dropped) > 0 {
 			n.log.Warnw("swarm secret set: QUIC cannot carry a private network, so these addresses are not used (TCP and WebSocket only)", "dropped", dropped)
 		}
 	}
+	opts = append(opts, transports...)
 	if len(listen) == 0 {
 		rm.Close()
 		return nil, errors.New("node: no address left to listen on: with a swarm secret, add a TCP or WebSocket address to listen")

@@ -1,0 +1,154 @@
+package node
+
+import (
+	"io"
+	"net"
+	"os"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	ma "github.com/multiformats/go-multiaddr"
+	manet "github.com/multiformats/go-multiaddr/net"
+)
+
+// fakeNet lists connections; only what deadPaths uses is implemented.
+type fakeNet struct {
+	network.Network
+	conns []*fakeConn
+}
+
+func (f *fakeNet) Conns() []network.Conn {
+	var out []network.Conn
+	for _, c := range f.conns {
+		out = append(out, c)
+	}
+	return out
+}
+
+func (f *fakeNet) ConnsToPeer(p peer.ID) []network.Conn {
+	var out []network.Conn
+	for _, c := range f.conns {
+		if c.p == p {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+type fakeConn struct {
+	network.Conn
+	p             peer.ID
+	local, remote ma.Multiaddr
+	closed        chan struct{}
+}
+
+func newFakeConn(p peer.ID, local, remote string) *fakeConn {
+	return &fakeConn{p: p, local: ma.StringCast(local), remote: ma.StringCast(remote), closed: make(chan struct{})}
+}
+
+func (c *fakeConn) RemotePeer() peer.ID           { return c.p }
+func (c *fakeConn) LocalMultiaddr() ma.Multiaddr  { return c.local }
+func (c *fakeConn) RemoteMultiaddr() ma.Multiaddr { return c.remote }
+func (c *fakeConn) Close() error                  { close(c.closed); return nil }
+
+// rawConn is the manet.Conn deadPaths is told timed out.
+type rawConn struct {
+	manet.Conn
+	local, remote ma.Multiaddr
+}
+
+func (c rawConn) LocalMultiaddr() ma.Multiaddr  { return c.local }
+func (c rawConn) RemoteMultiaddr() ma.Multiaddr { return c.remote }
+
+// A connection that timed out takes down the peer's other connections at
+// the same IP address (TCP or QUIC), and only those: the same peer at
+// another address (a relay, another interface) and other peers at that
+// address stay.
+func TestTimedOutPeerLosesItsOtherConnectionsAtThatAddress(t *testing.T) {
+	const a, b peer.ID = "peer-a", "peer-b"
+	dead := newFakeConn(a, "/ip4/10.0.0.2/tcp/4001", "/ip4/10.0.0.1/tcp/50000")
+	sameTCP := newFakeConn(a, "/ip4/10.0.0.2/tcp/50001", "/ip4/10.0.0.1/tcp/4001")
+	sameQUIC := newFakeConn(a, "/ip4/10.0.0.2/udp/4001/quic-v1", "/ip4/10.0.0.1/udp/4001/quic-v1")
+	otherAddr := newFakeConn(a, "/ip4/10.0.0.2/tcp/50002", "/ip4/192.168.1.5/tcp/4001")
+	otherPeer := newFakeConn(b, "/ip4/10.0.0.2/tcp/50003", "/ip4/10.0.0.1/tcp/4002")
+	var nw network.Network = &fakeNet{conns: []*fakeConn{dead, sameTCP, sameQUIC, otherAddr, otherPeer}}
+	d := newDeadPaths()
+	d.net.Store(&nw)
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() { d.run(done); close(stopped) }()
+	defer func() { close(done); <-stopped }()
+
+	d.timedOut(rawConn{local: dead.local, remote: dead.remote})
+	for _, c := range []*fakeConn{sameTCP, sameQUIC} {
+		select {
+		case <-c.closed:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s -> %s not closed", c.local, c.remote)
+		}
+	}
+	// run handles one report at a time: a second report, for a peer with
+	// nothing else at its address, is handled after the first is done.
+	d.timedOut(rawConn{local: otherPeer.local, remote: otherPeer.remote})
+	time.Sleep(50 * time.Millisecond)
+	for _, c := range []*fakeConn{dead, otherAddr, otherPeer} {
+		select {
+		case <-c.closed:
+			t.Errorf("%s -> %s closed, want it kept", c.local, c.remote)
+		default:
+		}
+	}
+}
+
+// A timeout before the host exists, or of a connection the swarm no longer
+// lists, is ignored.
+func TestTimeoutOfUnknownConnectionIgnored(t *testing.T) {
+	d := newDeadPaths()
+	c := rawConn{local: ma.StringCast("/ip4/10.0.0.2/tcp/1"), remote: ma.StringCast("/ip4/10.0.0.1/tcp/2")}
+	d.timedOut(c)
+	var nw network.Network = &fakeNet{}
+	d.net.Store(&nw)
+	d.timedOut(c)
+	if len(d.dead) != 0 {
+		t.Fatalf("%d reports queued, want none", len(d.dead))
+	}
+}
+
+// failingConn fails every read and write with err.
+type failingConn struct {
+	rawConn
+	err error
+}
+
+func (c failingConn) Read([]byte) (int, error)  { return 0, c.err }
+func (c failingConn) Write([]byte) (int, error) { return 0, c.err }
+
+// Only the kernel giving up on the peer (ETIMEDOUT) is reported, once; a
+// deadline that passed (yamux's write timeout) or a reset is not.
+func TestOnlyKernelTimeoutsAreReported(t *testing.T) {
+	raw := rawConn{local: ma.StringCast("/ip4/10.0.0.2/tcp/1"), remote: ma.StringCast("/ip4/10.0.0.1/tcp/2")}
+	for _, tc := range []struct {
+		err  error
+		want int
+	}{
+		{&net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ETIMEDOUT)}, 1},
+		{&net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}, 0},
+		{&net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)}, 0},
+		{io.EOF, 0},
+	} {
+		got := 0
+		u := userTimeoutUpgrader{timedOut: func(manet.Conn) { got++ }}
+		c := u.watch(failingConn{raw, tc.err})
+		_, _ = c.Read(nil)
+		_, _ = c.Write(nil)
+		_, _ = c.Read(nil)
+		if got != tc.want {
+			t.Errorf("%v: reported %d times, want %d", tc.err, got, tc.want)
+		}
+	}
+}
+
+func (c rawConn) RemoteAddr() net.Addr { a, _ := manet.ToNetAddr(c.remote); return a }

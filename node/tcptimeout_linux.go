@@ -1,0 +1,50 @@
+package node
+
+import (
+	"net"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// setUserTimeout sets TCP_USER_TIMEOUT on c's socket, if c is a TCP
+// connection (libp2p's wrapper embeds *net.TCPConn). A connection it cannot
+// reach keeps the kernel's default and yamux's keepalive.
+func setUserTimeout(c net.Conn, d time.Duration) {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		log.Debugw("tcp user timeout: not a socket", "conn", c.RemoteAddr())
+		return
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return
+	}
+	var serr error
+	if err := raw.Control(func(fd uintptr) {
+		serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_USER_TIMEOUT, int(d.Milliseconds()))
+	}); err == nil && serr != nil {
+		log.Debugw("tcp user timeout not set", "conn", c.RemoteAddr(), "error", serr)
+	}
+}
+
+// userTimeoutOf reads c's TCP_USER_TIMEOUT (for tests).
+func userTimeoutOf(c net.Conn) (time.Duration, bool) {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return 0, false
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return 0, false
+	}
+	var ms int
+	var gerr error
+	if err := raw.Control(func(fd uintptr) {
+		ms, gerr = unix.GetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_USER_TIMEOUT)
+	}); err != nil || gerr != nil {
+		return 0, false
+	}
+	return time.Duration(ms) * time.Millisecond, true
+}
