@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"sort"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -199,7 +198,7 @@ func (b *Backend) session(ctx context.Context) error {
 			cmd.Env = append(cmd.Env, k+"="+v)
 		}
 		cmd.Stderr = &logWriter{agent: b.agent, server: b.name}
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // its own process group: stopped with the node
+		ownGroup(cmd) // its own process group: stopped with the node
 		t = &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
 	}
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -243,14 +242,6 @@ func (b *Backend) session(ctx context.Context) error {
 			}
 		}
 	}
-}
-
-// killGroup ends a stdio server's whole process group.
-func killGroup(cmd *exec.Cmd) {
-	if cmd == nil || cmd.Process == nil {
-		return
-	}
-	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 }
 
 type headerTransport struct{ h map[string]string }

@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -21,6 +20,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/nova-node/nova-node/envelope"
+	"github.com/nova-node/nova-node/internal/cputime"
 	"github.com/nova-node/nova-node/node"
 	"github.com/nova-node/nova-node/protocol"
 	"github.com/nova-node/nova-node/protocol/frame"
@@ -315,25 +315,16 @@ func benchNova(b *testing.B, tr testnet.Transport, gap time.Duration) {
 	reportPercentiles(b, lat)
 }
 
-// cpuTime is the CPU time (user and system) this process has used so far.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // cpuMeter reports the process's CPU time per operation (both nodes live in
 // the process): steadier than latency on a noisy machine, and what a
 // change in the work per message moves first.
 type cpuMeter struct{ start time.Duration }
 
-func startCPU() cpuMeter { return cpuMeter{cpuTime()} }
+func startCPU() cpuMeter { return cpuMeter{cputime.Process()} }
 
 func (m cpuMeter) report(b *testing.B, ops int) {
 	if ops > 0 {
-		b.ReportMetric(float64((cpuTime()-m.start).Nanoseconds())/1e3/float64(ops), "cpu-µs/op")
+		b.ReportMetric(float64((cputime.Process()-m.start).Nanoseconds())/1e3/float64(ops), "cpu-µs/op")
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/nova-node/nova-node/envelope"
+	"github.com/nova-node/nova-node/internal/cputime"
 	"github.com/nova-node/nova-node/node"
 	"github.com/nova-node/nova-node/protocol"
 	"github.com/nova-node/nova-node/testnet"
@@ -301,9 +301,9 @@ func BenchmarkIdleNodeCPU(b *testing.B) {
 				b.Fatal(err)
 			}
 			time.Sleep(time.Second)
-			c0 := processCPU()
+			c0 := cputime.Process()
 			time.Sleep(idle)
-			b.ReportMetric(float64(processCPU()-c0)/float64(time.Millisecond)/idle.Seconds(), "cpu-ms/s")
+			b.ReportMetric(float64(cputime.Process()-c0)/float64(time.Millisecond)/idle.Seconds(), "cpu-ms/s")
 			h1.Close()
 			h2.Close()
 		}
@@ -320,23 +320,14 @@ func BenchmarkIdleNodeCPU(b *testing.B) {
 				}
 			}
 			time.Sleep(time.Second)
-			c0 := processCPU()
+			c0 := cputime.Process()
 			time.Sleep(idle)
-			b.ReportMetric(float64(processCPU()-c0)/float64(time.Millisecond)/idle.Seconds(), "cpu-ms/s")
+			b.ReportMetric(float64(cputime.Process()-c0)/float64(time.Millisecond)/idle.Seconds(), "cpu-ms/s")
 			for _, nd := range net.Nodes {
 				nd.Close()
 			}
 		}
 	})
-}
-
-// processCPU is the CPU time (user and system) this process has used.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 var _ = protocol.PathBroadcast
