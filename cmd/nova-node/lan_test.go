@@ -173,7 +173,9 @@ func TestLANDiscoveryInNamespaces(t *testing.T) {
 // one is: the TCP user timeout drops the connection once what was sent goes
 // unacknowledged for node.TCPUserTimeout, and the channel's redials then
 // run their course. Before, only yamux's keepalive noticed: 30 s after the
-// last byte received, plus 10 s for its ping, before any redial.
+// last byte received, plus 10 s for its ping, before any redial. When the
+// link comes back, the next send reaches the laptop again; a hiccup shorter
+// than the timeout loses nothing.
 func TestTCPPeerCutOffIsGivenUp(t *testing.T) {
 	l := newLAN(t, 2)
 	for i := range 2 {
@@ -183,6 +185,17 @@ func TestTCPPeerCutOffIsGivenUp(t *testing.T) {
 	if out, err := l.cli(1, "send", "--to", "laptop0", "--payload", "1"); err != nil {
 		t.Fatalf("before the cut: %v\n%s", err, out)
 	}
+	// A hiccup shorter than the timeout costs nothing: the notification sent
+	// while the link is down arrives once it is back.
+	if err := l.ip("link", "set", l.veths[0], "down"); err != nil {
+		t.Fatal(err)
+	}
+	up := time.AfterFunc(3*time.Second, func() { _ = l.ip("link", "set", l.veths[0], "up") })
+	defer up.Stop()
+	if out, err := l.cli(1, "send", "--to", "laptop0", "--type", "notification", "--payload", `"hiccup"`); err != nil {
+		t.Fatalf("a notification sent during a 3 s hiccup: %v\n%s", err, out)
+	}
+
 	if err := l.ip("link", "set", l.veths[0], "down"); err != nil {
 		t.Fatal(err)
 	}
@@ -201,4 +214,16 @@ func TestTCPPeerCutOffIsGivenUp(t *testing.T) {
 		ev, _ := l.cli(1, "events", "--limit", "30")
 		t.Fatalf("DELIVERY_FAILED took %s, want under %s; laptop1's events:\n%s", took, limit, ev)
 	}
+
+	// The lid opens again: the next send finds the laptop.
+	if err := l.ip("link", "set", l.veths[0], "up"); err != nil {
+		t.Fatal(err)
+	}
+	start = time.Now()
+	out, err = l.cli(1, "send", "--to", "laptop0", "--payload", `"back"`, "--json")
+	var res node.SendResult
+	if err != nil || json.Unmarshal([]byte(out), &res) != nil || res.Response == nil || string(res.Response.Payload) != `"back"` {
+		t.Fatalf("a request once the laptop is back: %v\n%s", err, out)
+	}
+	t.Logf("answered %s after the link came back", time.Since(start).Round(100*time.Millisecond))
 }
