@@ -3,7 +3,6 @@ package node
 import (
 	"context"
 	"errors"
-	"net"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -14,44 +13,43 @@ import (
 	"github.com/libp2p/go-libp2p/core/transport"
 	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
 	"github.com/libp2p/go-libp2p/p2p/transport/tcpreuse"
-	ma "github.com/multiformats/go-multiaddr"
 	manet "github.com/multiformats/go-multiaddr/net"
+
+	"github.com/nova-node/nova-node/protocol"
 )
 
 // TCPUserTimeout bounds how long bytes written on a TCP connection may go
 // unacknowledged by the peer's kernel before the connection is dropped
-// (Linux's TCP_USER_TIMEOUT, set on every TCP socket the node dials or
-// accepts).
+// (Linux's TCP_USER_TIMEOUT, set on every socket of libp2p's TCP transport
+// the node dials or accepts; WebSocket's are left alone).
 //
 // Without it a peer cut off the network (a laptop closed or taken off the
 // Wi-Fi: no reset is sent) is noticed only by yamux's keepalive, 30 s after
 // the last byte received plus 10 s for its ping, and its channels wait that
 // long before they redial and, in the end, report DELIVERY_FAILED. The
-// kernel's acknowledgements are the safe probe at this layer: a slow or busy
-// peer still acknowledges each segment as it arrives, however full the
-// link, so only a peer that answers nothing at all is dropped. QUIC
-// connections have the router's liveness check instead (protocol.WithLiveness).
+// kernel's acknowledgements are a probe that a busy link does not fool: a
+// slow peer, or a full uplink, still acknowledges each segment as it
+// arrives. Two kinds of live peer are dropped too, and lose nothing by it
+// (the channels redial and retransmit): one whose network is out for longer
+// than this while something is in flight, and one whose whole process is
+// frozen this long (its kernel's receive window stays full: Linux counts
+// that as a timeout even though it answers the window probes). QUIC
+// connections have the router's liveness check instead
+// (protocol.WithLiveness).
 const TCPUserTimeout = 10 * time.Second
 
-// deadPaths closes, when one TCP connection times out, the other
-// connections to the same peer at the same IP address: a host that
+// deadPaths closes, when one TCP connection times out, the peer's other
+// connections on the same path (protocol.CloseSiblings): a host that
 // acknowledged nothing for TCPUserTimeout on one is gone for all of them.
 // Two nodes that found each other at once (mDNS) hold two connections, and
 // a channel whose connection timed out would otherwise redial onto the
 // other, idle and as dead, and wait out its timeout too.
 type deadPaths struct {
 	net  atomic.Pointer[network.Network] // set once the host exists
-	dead chan peerAt                     // to the goroutine that closes (run)
+	dead chan network.Conn               // to the goroutine that closes (run)
 }
 
-// peerAt is a peer at an IP address, and the connection that timed out.
-type peerAt struct {
-	p                  peer.ID
-	ip                 net.IP
-	deadLocal, deadRem ma.Multiaddr
-}
-
-func newDeadPaths() *deadPaths { return &deadPaths{dead: make(chan peerAt, 16)} }
+func newDeadPaths() *deadPaths { return &deadPaths{dead: make(chan network.Conn, 16)} }
 
 // timedOut runs on the connection's reader or writer as it fails: it finds
 // the connection's peer while the swarm still lists it, and leaves the
@@ -62,14 +60,10 @@ func (d *deadPaths) timedOut(c manet.Conn) {
 		return
 	}
 	local, remote := c.LocalMultiaddr(), c.RemoteMultiaddr()
-	ip, err := manet.ToIP(remote)
-	if err != nil {
-		return
-	}
 	for _, conn := range (*nw).Conns() {
 		if conn.LocalMultiaddr().Equal(local) && conn.RemoteMultiaddr().Equal(remote) {
 			select {
-			case d.dead <- peerAt{conn.RemotePeer(), ip, local, remote}:
+			case d.dead <- conn:
 			default: // a burst of timeouts: the later ones find their siblings closed anyway
 			}
 			return
@@ -77,27 +71,16 @@ func (d *deadPaths) timedOut(c manet.Conn) {
 	}
 }
 
-// run closes the timed-out peers' other connections at the same IP address
+// run closes the timed-out peers' other connections on the same path
 // until done is closed.
 func (d *deadPaths) run(done <-chan struct{}) {
 	for {
 		select {
 		case <-done:
 			return
-		case pa := <-d.dead:
-			nw := d.net.Load()
-			closed := 0
-			for _, conn := range (*nw).ConnsToPeer(pa.p) {
-				if conn.LocalMultiaddr().Equal(pa.deadLocal) && conn.RemoteMultiaddr().Equal(pa.deadRem) {
-					continue
-				}
-				if ip, err := manet.ToIP(conn.RemoteMultiaddr()); err == nil && ip.Equal(pa.ip) {
-					_ = conn.Close()
-					closed++
-				}
-			}
-			if closed > 0 {
-				log.Infow("peer stopped acknowledging: closed its other connections at that address", "peer", pa.p, "ip", pa.ip, "closed", closed)
+		case conn := <-d.dead:
+			if n := protocol.CloseSiblings(*d.net.Load(), conn); n > 0 {
+				log.Infow("peer stopped acknowledging: closed its other connections on that path", "peer", conn.RemotePeer(), "closed", n)
 			}
 		}
 	}
@@ -122,6 +105,12 @@ type userTimeoutUpgrader struct {
 
 func (u userTimeoutUpgrader) Upgrade(ctx context.Context, t transport.Transport, c manet.Conn, dir network.Direction, p peer.ID, scope network.ConnManagementScope) (transport.CapableConn, error) {
 	return u.Upgrader.Upgrade(ctx, t, u.watch(c), dir, p, scope)
+}
+
+// UpgradeListener is deprecated in libp2p and unused by its TCP transport;
+// it goes through the wrapper all the same.
+func (u userTimeoutUpgrader) UpgradeListener(t transport.Transport, l manet.Listener) transport.Listener {
+	return u.UpgradeGatedMaListener(t, u.GateMaListener(l))
 }
 
 func (u userTimeoutUpgrader) UpgradeGatedMaListener(t transport.Transport, l transport.GatedMaListener) transport.Listener {

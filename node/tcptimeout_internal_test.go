@@ -1,6 +1,7 @@
 package node
 
 import (
+	"crypto/rand"
 	"io"
 	"net"
 	"os"
@@ -8,10 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
 	manet "github.com/multiformats/go-multiaddr/net"
+
+	"github.com/nova-node/nova-node/protocol"
 )
 
 // fakeNet lists connections; only what deadPaths uses is implemented.
@@ -63,38 +67,53 @@ type rawConn struct {
 func (c rawConn) LocalMultiaddr() ma.Multiaddr  { return c.local }
 func (c rawConn) RemoteMultiaddr() ma.Multiaddr { return c.remote }
 
-// A connection that timed out takes down the peer's other connections at
-// the same IP address (TCP or QUIC), and only those: the same peer at
-// another address (a relay, another interface) and other peers at that
-// address stay.
-func TestTimedOutPeerLosesItsOtherConnectionsAtThatAddress(t *testing.T) {
+// A connection that timed out takes down the peer's other connections on
+// the same path (same local and remote IP, TCP or QUIC), and only those:
+// the same peer on another path (another local interface, another address
+// of its, a relay at its address) and other peers at that address stay.
+func TestTimedOutPeerLosesItsOtherConnectionsOnThatPath(t *testing.T) {
 	const a, b peer.ID = "peer-a", "peer-b"
+	key, _, err := crypto.GenerateEd25519Key(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	relay, err := peer.IDFromPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
 	dead := newFakeConn(a, "/ip4/10.0.0.2/tcp/4001", "/ip4/10.0.0.1/tcp/50000")
 	sameTCP := newFakeConn(a, "/ip4/10.0.0.2/tcp/50001", "/ip4/10.0.0.1/tcp/4001")
 	sameQUIC := newFakeConn(a, "/ip4/10.0.0.2/udp/4001/quic-v1", "/ip4/10.0.0.1/udp/4001/quic-v1")
-	otherAddr := newFakeConn(a, "/ip4/10.0.0.2/tcp/50002", "/ip4/192.168.1.5/tcp/4001")
+	// Two QUIC connections between the same ports (both nodes dialled)
+	// differ only by identity.
+	twinQUIC := newFakeConn(a, "/ip4/10.0.0.2/udp/4001/quic-v1", "/ip4/10.0.0.1/udp/4001/quic-v1")
+	otherLocal := newFakeConn(a, "/ip4/10.0.0.3/tcp/50004", "/ip4/10.0.0.1/tcp/4001")
+	otherRemote := newFakeConn(a, "/ip4/10.0.0.2/tcp/50002", "/ip4/192.168.1.5/tcp/4001")
+	relayed := newFakeConn(a, "/ip4/10.0.0.2/tcp/50005", "/ip4/10.0.0.1/tcp/4003/p2p/"+relay.String()+"/p2p-circuit")
 	otherPeer := newFakeConn(b, "/ip4/10.0.0.2/tcp/50003", "/ip4/10.0.0.1/tcp/4002")
-	var nw network.Network = &fakeNet{conns: []*fakeConn{dead, sameTCP, sameQUIC, otherAddr, otherPeer}}
+	var nw network.Network = &fakeNet{conns: []*fakeConn{dead, sameTCP, sameQUIC, twinQUIC, otherLocal, otherRemote, relayed, otherPeer}}
 	d := newDeadPaths()
 	d.net.Store(&nw)
 	done := make(chan struct{})
 	stopped := make(chan struct{})
 	go func() { d.run(done); close(stopped) }()
-	defer func() { close(done); <-stopped }()
 
 	d.timedOut(rawConn{local: dead.local, remote: dead.remote})
-	for _, c := range []*fakeConn{sameTCP, sameQUIC} {
+	for _, c := range []*fakeConn{sameTCP, sameQUIC, twinQUIC} {
 		select {
 		case <-c.closed:
 		case <-time.After(5 * time.Second):
 			t.Fatalf("%s -> %s not closed", c.local, c.remote)
 		}
 	}
-	// run handles one report at a time: a second report, for a peer with
-	// nothing else at its address, is handled after the first is done.
-	d.timedOut(rawConn{local: otherPeer.local, remote: otherPeer.remote})
-	time.Sleep(50 * time.Millisecond)
-	for _, c := range []*fakeConn{dead, otherAddr, otherPeer} {
+	close(done)
+	<-stopped
+	// run has handled the report: nothing else was closed. A report for a
+	// peer with nothing else on its path closes nothing.
+	if n := protocol.CloseSiblings(nw, otherPeer); n != 0 {
+		t.Errorf("closed %d connections beside a peer's only one", n)
+	}
+	for _, c := range []*fakeConn{dead, otherLocal, otherRemote, relayed, otherPeer} {
 		select {
 		case <-c.closed:
 			t.Errorf("%s -> %s closed, want it kept", c.local, c.remote)

@@ -13,6 +13,8 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/p2p/protocol/ping"
+	ma "github.com/multiformats/go-multiaddr"
+	manet "github.com/multiformats/go-multiaddr/net"
 	msmux "github.com/multiformats/go-multistream"
 
 	"github.com/nova-node/nova-node/internal/clock"
@@ -118,6 +120,9 @@ func (r *Router) probe(s *outStream) {
 	r.o.sink.Emit(Event{Type: EventChannel, Time: clock.Now(), Peer: s.p, Success: false, SourceTier: -1, TargetTier: -1,
 		Detail: "peer silent: no answer to a ping within " + r.o.probeTimeout.String() + "; its connection is closed"})
 	_ = conn.Close()
+	if n := CloseSiblings(r.h.Network(), conn); n > 0 {
+		r.log.Infow("closed the silent peer's other connections on that path", "peer", s.p, "closed", n)
+	}
 }
 
 // onQUIC reports whether c runs over QUIC.
@@ -188,4 +193,43 @@ func (s *outStream) awaiting() bool {
 		}
 	}
 	return false
+}
+
+// CloseSiblings closes the other connections of dead's peer between the
+// same two IP addresses as dead (any transport), and returns how many it
+// closed. It is for a connection found dead (a ping unanswered, a TCP user
+// timeout): a host that answered nothing on one connection is gone for the
+// others on that path too, and a channel that redialled onto one of them
+// would wait out its timeout again. Two nodes that found each other at the
+// same moment (mDNS) hold two connections; over QUIC both have the same
+// addresses, so dead is told apart by identity. The same peer on another
+// path (another local interface, another address of its own, a relayed
+// connection) keeps its connections.
+func CloseSiblings(nw network.Network, dead network.Conn) int {
+	local, remote, ok := pathOf(dead)
+	if !ok {
+		return 0
+	}
+	closed := 0
+	for _, c := range nw.ConnsToPeer(dead.RemotePeer()) {
+		if c == dead {
+			continue
+		}
+		if l, r, ok := pathOf(c); ok && l.Equal(local) && r.Equal(remote) {
+			_ = c.Close()
+			closed++
+		}
+	}
+	return closed
+}
+
+// pathOf is the pair of IP addresses c runs between; not ok for a relayed
+// connection, whose remote address is the relay's.
+func pathOf(c network.Conn) (local, remote net.IP, ok bool) {
+	if _, err := c.RemoteMultiaddr().ValueForProtocol(ma.P_CIRCUIT); err == nil {
+		return nil, nil, false
+	}
+	local, err1 := manet.ToIP(c.LocalMultiaddr())
+	remote, err2 := manet.ToIP(c.RemoteMultiaddr())
+	return local, remote, err1 == nil && err2 == nil
 }

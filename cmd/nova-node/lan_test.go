@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -20,6 +21,9 @@ import (
 // in it. The fixture creates and deletes its namespaces, veths and bridge,
 // and skips the test when it cannot (not root, no `ip`). Nothing but the
 // namespaces' own addresses is used.
+// lans numbers the fixtures of this process: their names must differ.
+var lans atomic.Int32
+
 type lan struct {
 	t     *testing.T
 	tag   string
@@ -38,7 +42,7 @@ func newLAN(t *testing.T, n int) *lan {
 	if _, err := exec.LookPath("ip"); err != nil {
 		t.Skip("needs iproute2's ip to create network namespaces")
 	}
-	l := &lan{t: t, tag: fmt.Sprintf("nv%d", os.Getpid()%100000), home: t.TempDir()}
+	l := &lan{t: t, tag: fmt.Sprintf("nv%d%d", os.Getpid()%100000, lans.Add(1)%10), home: t.TempDir()}
 	t.Cleanup(func() {
 		for i := len(l.done) - 1; i >= 0; i-- {
 			l.done[i]()
@@ -168,18 +172,32 @@ func TestLANDiscoveryInNamespaces(t *testing.T) {
 	}
 }
 
-// A laptop taken off the LAN over TCP (its link goes down: no reset, no
-// FIN, its packets just stop) is given up on in about the time a stopped
-// one is: the TCP user timeout drops the connection once what was sent goes
-// unacknowledged for node.TCPUserTimeout, and the channel's redials then
-// run their course. Before, only yamux's keepalive noticed: 30 s after the
-// last byte received, plus 10 s for its ping, before any redial. When the
-// link comes back, the next send reaches the laptop again; a hiccup shorter
-// than the timeout loses nothing.
-func TestTCPPeerCutOffIsGivenUp(t *testing.T) {
+// A laptop taken off the LAN (its link goes down: no reset, no FIN, its
+// packets just stop) is given up on in about the time a stopped one is.
+// Over TCP the kernel drops the connection once what was sent goes
+// unacknowledged for node.TCPUserTimeout (before, only yamux's keepalive
+// noticed: 30 s after the last byte received, plus 10 s for its ping);
+// over QUIC the router's liveness probe does (5 s waiting, 5 s for a ping).
+// Either way the peer's other connection at that address is closed too, and
+// the channel's redials then run their course. When the link comes back,
+// the next send reaches the laptop again; a hiccup shorter than the
+// timeouts loses nothing.
+func TestPeerCutOffIsGivenUp(t *testing.T) {
+	for _, tr := range []struct{ name, listen string }{
+		{"tcp", "/ip4/%s/tcp/4001"},
+		{"quic", "/ip4/%s/udp/4001/quic-v1"},
+	} {
+		t.Run(tr.name, func(t *testing.T) {
+			t.Parallel() // each on its own LAN
+			testPeerCutOff(t, tr.listen)
+		})
+	}
+}
+
+func testPeerCutOff(t *testing.T, listen string) {
 	l := newLAN(t, 2)
 	for i := range 2 {
-		l.run(i, "--listen", "/ip4/"+l.addr(i)+"/tcp/4001") // TCP only
+		l.run(i, "--listen", fmt.Sprintf(listen, l.addr(i))) // this transport only
 	}
 	l.waitForAgents(1, 2, 45*time.Second)
 	if out, err := l.cli(1, "send", "--to", "laptop0", "--payload", "1"); err != nil {
@@ -206,10 +224,11 @@ func TestTCPPeerCutOffIsGivenUp(t *testing.T) {
 		t.Fatalf("a notification to a laptop off the LAN: %v\n%s", err, out)
 	}
 	t.Logf("DELIVERY_FAILED %s after the cut", took.Round(100*time.Millisecond))
-	// The user timeout, then the redials (0.5 + 1 + 2 s) and their bounded
-	// dials (1 + 1 + 2 s): 17.5 s; 18 s measured. Redialling onto the
-	// second connection that two nodes which found each other by mDNS hold,
-	// as dead as the first, took 26 s; yamux's keepalive alone, 47 s.
+	// The user timeout or the probe (10 s), then the redials (0.5 + 1 + 2 s)
+	// and their bounded dials (1 + 1 + 2 s): 17.5 s; 18 s measured over
+	// TCP. Redialling onto the second connection that two nodes which found
+	// each other by mDNS hold, as dead as the first, took 26 s; yamux's
+	// keepalive alone, 47 s.
 	if limit := node.TCPUserTimeout + 13*time.Second; took > limit {
 		ev, _ := l.cli(1, "events", "--limit", "30")
 		t.Fatalf("DELIVERY_FAILED took %s, want under %s; laptop1's events:\n%s", took, limit, ev)
