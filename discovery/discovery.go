@@ -196,8 +196,11 @@ func (s *Service) Start(ctx context.Context) error {
 	s.dht, s.mdns, s.started = d, md, true
 	s.wg.Go(s.publishLoop)
 	s.wg.Go(s.refreshLoop)
-	if md != nil {
-		s.wg.Go(s.mdnsLoop)
+	if md != nil || s.cfg.mdns {
+		s.wg.Go(s.mdnsLoop) // also when mDNS failed: a move restarts it
+	}
+	if s.cfg.ips != nil {
+		s.wg.Go(func() { s.addrLoop(s.cfg.ips) })
 	}
 	s.log.Infow("discovery started", "swarm", s.swarm, "mode", s.cfg.mode, "mdns", md != nil,
 		"bootstrap", len(s.cfg.bootstrap), "ttl", s.cfg.ttl, "republish", s.cfg.republish)
@@ -413,10 +416,11 @@ type Stats struct {
 	CacheHits       uint64 // card, index or provider reads answered from the cache
 	MDNSFound       uint64 // peers found by mDNS and dialled
 	MDNSDropped     uint64 // mDNS finds dropped because the dial queue was full
+	Moves           uint64 // changes of this machine's IP addresses followed
 }
 
 type counters struct {
-	publishes, publishFailures, lookups, merged, refused, cacheHits, mdnsFound, mdnsDropped atomic.Uint64
+	publishes, publishFailures, lookups, merged, refused, cacheHits, mdnsFound, mdnsDropped, moves atomic.Uint64
 }
 
 // Stats returns the service's counters.
@@ -425,6 +429,6 @@ func (s *Service) Stats() Stats {
 	return Stats{
 		Publishes: c.publishes.Load(), PublishFailures: c.publishFailures.Load(), Lookups: c.lookups.Load(),
 		CardsMerged: c.merged.Load(), CardsRefused: c.refused.Load(), CacheHits: c.cacheHits.Load(),
-		MDNSFound: c.mdnsFound.Load(), MDNSDropped: c.mdnsDropped.Load(),
+		MDNSFound: c.mdnsFound.Load(), MDNSDropped: c.mdnsDropped.Load(), Moves: c.moves.Load(),
 	}
 }

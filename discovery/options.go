@@ -3,6 +3,7 @@ package discovery
 import (
 	"errors"
 	"fmt"
+	"net"
 	"time"
 
 	dht "github.com/libp2p/go-libp2p-kad-dht"
@@ -42,6 +43,7 @@ type config struct {
 	now        func() time.Time
 	log        *zap.SugaredLogger
 	dhtOptions []dht.Option
+	ips        func() ([]net.IP, error) // nil: moves are not followed
 }
 
 func defaults() config {
@@ -55,6 +57,7 @@ func defaults() config {
 		retryBase: DefaultRetryBase,
 		skew:      DefaultMaxClockSkew,
 		now:       time.Now,
+		ips:       interfaceIPs,
 	}
 }
 
@@ -92,6 +95,17 @@ func WithBootstrapPeers(peers []peer.AddrInfo) Option {
 func WithMDNS(on bool) Option {
 	return func(c *config) error {
 		c.mdns = on
+		return nil
+	}
+}
+
+// WithInterfaceAddrs sets where the service reads this machine's IP
+// addresses, every 2 s, to follow a move (a new DHCP lease, another
+// network): by default the system's interfaces; nil turns following off.
+// Tests give their own to move a node without moving the machine.
+func WithInterfaceAddrs(f func() ([]net.IP, error)) Option {
+	return func(c *config) error {
+		c.ips = f
 		return nil
 	}
 }

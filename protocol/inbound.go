@@ -514,9 +514,13 @@ func (r *Router) identifyLoop() {
 						lost = append(lost, c)
 					}
 				}
+				s := r.out[evt.Peer]
 				r.mu.Unlock()
 				for _, c := range lost {
 					c.redialNow()
+				}
+				if s != nil && evt.Conn != nil {
+					r.probeIfMoved(s, evt.Conn)
 				}
 			}
 		}

@@ -98,7 +98,7 @@ func (r *Router) livenessLoop() {
 			}
 			w.waiting = now // the next probe, if still silent, after another probeAfter
 			if s.probing.CompareAndSwap(false, true) {
-				r.spawn(func() { r.probe(s) })
+				r.spawn(func() { r.probe(s, r.o.probeTimeout) })
 			}
 		}
 		seen = live
@@ -107,9 +107,9 @@ func (r *Router) livenessLoop() {
 
 // probe pings s's peer on s's connection and closes that connection if
 // the peer does not answer.
-func (r *Router) probe(s *outStream) {
+func (r *Router) probe(s *outStream, timeout time.Duration) {
 	defer s.probing.Store(false)
-	ctx, cancel := context.WithTimeout(r.ctx, r.o.probeTimeout)
+	ctx, cancel := context.WithTimeout(r.ctx, timeout)
 	defer cancel()
 	conn := s.st.Conn()
 	err := pingConn(ctx, conn)
@@ -118,10 +118,34 @@ func (r *Router) probe(s *outStream) {
 	}
 	r.log.Infow("peer does not answer: closing its connection", "peer", s.p, "addr", conn.RemoteMultiaddr())
 	r.o.sink.Emit(Event{Type: EventChannel, Time: clock.Now(), Peer: s.p, Success: false, SourceTier: -1, TargetTier: -1,
-		Detail: "peer silent: no answer to a ping within " + r.o.probeTimeout.String() + "; its connection is closed"})
+		Detail: "peer silent: no answer to a ping within " + timeout.String() + "; its connection is closed"})
 	_ = conn.Close()
 	if n := CloseSiblings(r.h.Network(), conn); n > 0 {
 		r.log.Infow("closed the silent peer's other connections on that path", "peer", s.p, "closed", n)
+	}
+}
+
+// movedProbeTimeout bounds the ping of probeIfMoved.
+const movedProbeTimeout = 2 * time.Second
+
+// probeIfMoved probes s's connection, over any transport, when s's peer
+// has just identified on fresh, a connection from another IP address,
+// while s waits for an answer: the peer has most likely moved (a new DHCP
+// lease, another network) and s's connection, from its old address, is
+// dead, which over TCP nothing would say before the user timeout. A peer
+// that merely has two paths (Wi-Fi and Ethernet) answers the ping.
+func (r *Router) probeIfMoved(s *outStream, fresh network.Conn) {
+	old := s.st.Conn()
+	if s.dead() || old == fresh || !s.awaiting() {
+		return
+	}
+	_, was, ok1 := pathOf(old)
+	_, now, ok2 := pathOf(fresh)
+	if !ok1 || !ok2 || was.Equal(now) {
+		return
+	}
+	if s.probing.CompareAndSwap(false, true) {
+		r.spawn(func() { r.probe(s, min(r.o.probeTimeout, movedProbeTimeout)) })
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,6 +19,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/p2p/net/swarm"
 	"github.com/libp2p/go-libp2p/p2p/protocol/ping"
+	manet "github.com/multiformats/go-multiaddr/net"
 
 	"github.com/nova-node/nova-node/envelope"
 	"github.com/nova-node/nova-node/protocol/frame"
@@ -317,5 +319,54 @@ func TestNoProbeOverTCP(t *testing.T) {
 	}
 	if n := streams.Load(); n != 1 || len(tg.h.Network().ConnsToPeer(m.h.ID())) == 0 {
 		t.Fatalf("%d streams, %d connections: the TCP peer was dropped", n, len(tg.h.Network().ConnsToPeer(m.h.ID())))
+	}
+}
+
+// A peer that comes back from another IP address (it moved: a new DHCP
+// lease, another network) while a channel to it waits on its connection
+// from the old one: that connection is probed at once, over TCP too, and,
+// unanswered, closed; the channel goes on over the new connection. Over
+// TCP nothing else would notice before the user timeout (10 s); in this
+// test, where the old connection's kernel still acknowledges, never.
+func TestPeerBackFromAnotherAddressIsFollowed(t *testing.T) {
+	tg := rvNewTarget(t, WithLiveness(time.Minute, 300*time.Millisecond), WithRetry(3, 50*time.Millisecond))
+	m := rvNewMallory(t, tg)
+	silentReceiver(t, m, 0, true) // the old address: nothing answers any more
+	m.stream(tg, "m").drain()
+	to := m.addr("m")
+	if !rvWait(t, 5*time.Second, func() bool { _, ok := tg.reg.Get(to); return ok }) {
+		t.Fatal("the target never learned Mallory's card")
+	}
+	env, _ := envelope.NewFactory().New("a0", to, envelope.TypeNotification, []byte(`"still there?"`))
+	sent := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		_, err := tg.r.Send(t.Context(), env)
+		sent <- err
+	}()
+	time.Sleep(200 * time.Millisecond) // the envelope waits on the old connection
+
+	// The same peer, from 127.0.0.2: a host with Mallory's key.
+	moved, err := libp2p.New(libp2p.Identity(m.key), libp2p.ListenAddrStrings("/ip4/127.0.0.2/tcp/0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { moved.Close() })
+	silentReceiver(t, &rvMallory{t: t, h: moved, key: m.key}, time.Millisecond, false) // acknowledges
+	if err := moved.Connect(t.Context(), peer.AddrInfo{ID: tg.h.ID(), Addrs: tg.h.Addrs()}); err != nil {
+		t.Fatal(err)
+	}
+	from := moved.Network().ConnsToPeer(tg.h.ID())[0].LocalMultiaddr()
+	if ip, _ := manet.ToIP(from); !ip.Equal(net.IPv4(127, 0, 0, 2)) {
+		t.Skipf("the second host dialled from %s, not 127.0.0.2", from)
+	}
+	select {
+	case err := <-sent:
+		if err != nil {
+			t.Fatalf("send: %v", err)
+		}
+		t.Logf("delivered %s after it was sent", time.Since(start).Round(time.Millisecond))
+	case <-time.After(10 * time.Second):
+		t.Fatal("the envelope still waits on the old connection 10 s later")
 	}
 }
