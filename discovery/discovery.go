@@ -196,11 +196,11 @@ func (s *Service) Start(ctx context.Context) error {
 	s.dht, s.mdns, s.started = d, md, true
 	s.wg.Go(s.publishLoop)
 	s.wg.Go(s.refreshLoop)
-	if md != nil || s.cfg.mdns {
+	if s.cfg.mdns && startMDNS != nil {
 		s.wg.Go(s.mdnsLoop) // also when mDNS failed: a move restarts it
 	}
 	if s.cfg.ips != nil {
-		s.wg.Go(func() { s.addrLoop(s.cfg.ips) })
+		s.wg.Go(func() { s.addrLoop(s.cfg.ips, s.cfg.ipsFromKernel) })
 	}
 	s.log.Infow("discovery started", "swarm", s.swarm, "mode", s.cfg.mode, "mdns", md != nil,
 		"bootstrap", len(s.cfg.bootstrap), "ttl", s.cfg.ttl, "republish", s.cfg.republish)

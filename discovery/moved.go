@@ -14,8 +14,13 @@ import (
 const maxRedialsOnMove = 16
 
 // addrPollInterval is how often addrLoop reads the machine's IP addresses
-// (one netlink dump on Linux: some tens of microseconds).
+// where the kernel does not tell it of changes (netlink, on Linux), or when
+// the addresses come from WithInterfaceAddrs.
 const addrPollInterval = 2 * time.Second
+
+// addrSettle lets a burst of address changes (an old address deleted, a
+// new one added, routes) end before addrLoop reads the result.
+const addrSettle = 200 * time.Millisecond
 
 // addrLoop follows the machine's IP addresses until the service closes.
 // libp2p notices a change only when its one-minute cache of them expires.
@@ -26,11 +31,15 @@ const addrPollInterval = 2 * time.Second
 //     the answers to them no longer arrive, yet nothing would say so until
 //     a timeout. They are closed, and their peers dialled again, from the
 //     new address: they learn it from the connection, and their channels
-//     to this node resume at once (the router redials when a peer
-//     identifies again).
+//     to this node resume at once (the router probes the old connection
+//     when a peer identifies from another address).
 //   - mDNS still advertised the old addresses (go-libp2p's service reads
 //     them once, at start): it is restarted, so the LAN hears the new ones.
-func (s *Service) addrLoop(source func() ([]net.IP, error)) {
+//
+// On Linux the kernel says when an address changes (a netlink
+// subscription, no cost while nothing changes); elsewhere, or with
+// WithInterfaceAddrs, the addresses are read every addrPollInterval.
+func (s *Service) addrLoop(source func() ([]net.IP, error), kernel bool) {
 	ips := func() (map[string]net.IP, error) {
 		l, err := source()
 		if err != nil {
@@ -44,19 +53,42 @@ func (s *Service) addrLoop(source func() ([]net.IP, error)) {
 	}
 	prev, err := ips()
 	if err != nil {
-		s.log.Warnw("this machine's addresses cannot be read: a move will not be followed", "err", err)
-		return
+		s.log.Warnw("this machine's addresses cannot be read (tried again at each change)", "err", err)
 	}
-	t := time.NewTicker(addrPollInterval)
-	defer t.Stop()
+	var changed <-chan struct{}
+	if kernel {
+		c, stop, err := watchAddrs()
+		if err != nil {
+			s.log.Debugw("no address notifications from the kernel: polling", "err", err)
+		} else {
+			defer stop()
+			changed = c
+		}
+	}
+	var tick <-chan time.Time
+	if changed == nil {
+		t := time.NewTicker(addrPollInterval)
+		defer t.Stop()
+		tick = t.C
+	}
 	for {
 		select {
 		case <-s.ctx.Done():
 			return
-		case <-t.C:
+		case <-tick:
+		case <-changed:
+			select {
+			case <-time.After(addrSettle):
+			case <-s.ctx.Done():
+				return
+			}
 		}
 		cur, err := ips()
 		if err != nil {
+			continue
+		}
+		if prev == nil { // the first read failed
+			prev = cur
 			continue
 		}
 		gone, added := diffIPs(prev, cur)

@@ -30,34 +30,36 @@ const (
 type Option func(*config) error
 
 type config struct {
-	bootstrap  []peer.AddrInfo
-	mdns       bool
-	mode       dht.ModeOpt
-	ttl        time.Duration
-	republish  time.Duration
-	refresh    time.Duration // 0: same as republish
-	cacheTTL   time.Duration
-	retries    int
-	retryBase  time.Duration
-	skew       time.Duration
-	now        func() time.Time
-	log        *zap.SugaredLogger
-	dhtOptions []dht.Option
-	ips        func() ([]net.IP, error) // nil: moves are not followed
+	bootstrap     []peer.AddrInfo
+	mdns          bool
+	mode          dht.ModeOpt
+	ttl           time.Duration
+	republish     time.Duration
+	refresh       time.Duration // 0: same as republish
+	cacheTTL      time.Duration
+	retries       int
+	retryBase     time.Duration
+	skew          time.Duration
+	now           func() time.Time
+	log           *zap.SugaredLogger
+	dhtOptions    []dht.Option
+	ips           func() ([]net.IP, error) // nil: moves are not followed
+	ipsFromKernel bool                     // ips are the system's: the kernel says when they change
 }
 
 func defaults() config {
 	return config{
-		mdns:      true,
-		mode:      dht.ModeServer,
-		ttl:       DefaultTTL,
-		republish: DefaultRepublishInterval,
-		cacheTTL:  DefaultLookupCacheTTL,
-		retries:   DefaultRetries,
-		retryBase: DefaultRetryBase,
-		skew:      DefaultMaxClockSkew,
-		now:       time.Now,
-		ips:       interfaceIPs,
+		mdns:          true,
+		mode:          dht.ModeServer,
+		ttl:           DefaultTTL,
+		republish:     DefaultRepublishInterval,
+		cacheTTL:      DefaultLookupCacheTTL,
+		retries:       DefaultRetries,
+		retryBase:     DefaultRetryBase,
+		skew:          DefaultMaxClockSkew,
+		now:           time.Now,
+		ips:           interfaceIPs,
+		ipsFromKernel: true,
 	}
 }
 
@@ -100,12 +102,13 @@ func WithMDNS(on bool) Option {
 }
 
 // WithInterfaceAddrs sets where the service reads this machine's IP
-// addresses, every 2 s, to follow a move (a new DHCP lease, another
-// network): by default the system's interfaces; nil turns following off.
-// Tests give their own to move a node without moving the machine.
+// addresses to follow a move (a new DHCP lease, another network): by
+// default the system's interfaces, read again when the kernel reports a
+// change; f is read every 2 s. nil turns following off. Tests give their
+// own to move a node without moving the machine.
 func WithInterfaceAddrs(f func() ([]net.IP, error)) Option {
 	return func(c *config) error {
-		c.ips = f
+		c.ips, c.ipsFromKernel = f, false
 		return nil
 	}
 }

