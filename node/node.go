@@ -272,6 +272,7 @@ func (n *Node) Start(ctx context.Context) error {
 		protocol.WithRequestTimeout(n.cfg.RequestTimeout),
 		protocol.WithRetry(n.cfg.Retries, n.cfg.RetryDelay),
 		protocol.WithStore(outboxStore{n.db}),
+		protocol.WithAckCheck(n.paths.acks),
 	}
 	if n.cfg.TierRules != nil {
 		ropts = append(ropts, protocol.WithTierRules(n.cfg.TierRules))

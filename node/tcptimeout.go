@@ -13,6 +13,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/transport"
 	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
 	"github.com/libp2p/go-libp2p/p2p/transport/tcpreuse"
+	ma "github.com/multiformats/go-multiaddr"
 	manet "github.com/multiformats/go-multiaddr/net"
 
 	"github.com/nova-node/nova-node/protocol"
@@ -47,9 +48,33 @@ const TCPUserTimeout = 10 * time.Second
 type deadPaths struct {
 	net  atomic.Pointer[network.Network] // set once the host exists
 	dead chan network.Conn               // to the goroutine that closes (run)
+
+	mu    sync.Mutex
+	socks map[sockKey]*watchedConn // the open TCP connections, for acks
 }
 
-func newDeadPaths() *deadPaths { return &deadPaths{dead: make(chan network.Conn, 16)} }
+// sockKey names a TCP connection by its two ends, as libp2p's connection
+// reports them.
+type sockKey struct{ local, remote string }
+
+func keyOf(local, remote ma.Multiaddr) sockKey { return sockKey{local.String(), remote.String()} }
+
+func newDeadPaths() *deadPaths {
+	return &deadPaths{dead: make(chan network.Conn, 16), socks: map[sockKey]*watchedConn{}}
+}
+
+// acks is the router's protocol.AckCheck: how long ago the peer's kernel
+// last acknowledged anything on c, and whether bytes wait for it, read from
+// c's socket (TCP_INFO; Linux).
+func (d *deadPaths) acks(c network.Conn) (silent time.Duration, inFlight, ok bool) {
+	d.mu.Lock()
+	w := d.socks[keyOf(c.LocalMultiaddr(), c.RemoteMultiaddr())]
+	d.mu.Unlock()
+	if w == nil {
+		return 0, false, false
+	}
+	return ackState(w.Conn)
+}
 
 // timedOut runs on the connection's reader or writer as it fails: it finds
 // the connection's peer while the swarm still lists it, and leaves the
@@ -90,7 +115,7 @@ func (d *deadPaths) run(done <-chan struct{}) {
 // and report their timeouts to d: libp2p has no option for socket settings,
 // so its upgrader, which sees each raw connection first, sets them.
 func (d *deadPaths) tcpTransport(up transport.Upgrader, rcmgr network.ResourceManager, shared *tcpreuse.ConnMgr) (*tcp.TcpTransport, error) {
-	return tcp.NewTCPTransport(userTimeoutUpgrader{up, TCPUserTimeout, d.timedOut}, rcmgr, shared)
+	return tcp.NewTCPTransport(userTimeoutUpgrader{up, TCPUserTimeout, d}, rcmgr, shared)
 }
 
 // userTimeoutUpgrader sets the user timeout on each TCP connection before
@@ -99,8 +124,8 @@ func (d *deadPaths) tcpTransport(up transport.Upgrader, rcmgr network.ResourceMa
 // through its listener).
 type userTimeoutUpgrader struct {
 	transport.Upgrader
-	d        time.Duration
-	timedOut func(manet.Conn)
+	d     time.Duration
+	paths *deadPaths // nil: the connections are not watched
 }
 
 func (u userTimeoutUpgrader) Upgrade(ctx context.Context, t transport.Transport, c manet.Conn, dir network.Direction, p peer.ID, scope network.ConnManagementScope) (transport.CapableConn, error) {
@@ -119,10 +144,14 @@ func (u userTimeoutUpgrader) UpgradeGatedMaListener(t transport.Transport, l tra
 
 func (u userTimeoutUpgrader) watch(c manet.Conn) manet.Conn {
 	setUserTimeout(c, u.d)
-	if u.timedOut == nil {
+	if u.paths == nil {
 		return c
 	}
-	return &watchedConn{Conn: c, timedOut: u.timedOut}
+	w := &watchedConn{Conn: c, paths: u.paths, key: keyOf(c.LocalMultiaddr(), c.RemoteMultiaddr())}
+	u.paths.mu.Lock()
+	u.paths.socks[w.key] = w
+	u.paths.mu.Unlock()
+	return w
 }
 
 type userTimeoutListener struct {
@@ -138,12 +167,14 @@ func (l userTimeoutListener) Accept() (manet.Conn, network.ConnManagementScope, 
 	return l.u.watch(c), scope, nil
 }
 
-// watchedConn reports the first read or write that fails with ETIMEDOUT:
-// the kernel gave up on the peer (TCP_USER_TIMEOUT, or keepalive).
+// watchedConn is a TCP connection the node watches: it reports the first
+// read or write that fails with ETIMEDOUT (the kernel gave up on the peer:
+// TCP_USER_TIMEOUT, or keepalive), and is listed in paths.socks while open.
 type watchedConn struct {
 	manet.Conn
-	timedOut func(manet.Conn)
-	once     sync.Once
+	paths *deadPaths
+	key   sockKey
+	once  sync.Once
 }
 
 func (c *watchedConn) Read(b []byte) (int, error) {
@@ -162,8 +193,17 @@ func (c *watchedConn) Write(b []byte) (int, error) {
 	return n, err
 }
 
+func (c *watchedConn) Close() error {
+	c.paths.mu.Lock()
+	if c.paths.socks[c.key] == c {
+		delete(c.paths.socks, c.key)
+	}
+	c.paths.mu.Unlock()
+	return c.Conn.Close()
+}
+
 func (c *watchedConn) check(err error) {
 	if errors.Is(err, syscall.ETIMEDOUT) {
-		c.once.Do(func() { c.timedOut(c.Conn) })
+		c.once.Do(func() { c.paths.timedOut(c.Conn) })
 	}
 }

@@ -158,16 +158,36 @@ func TestOnlyKernelTimeoutsAreReported(t *testing.T) {
 		{&net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)}, 0},
 		{io.EOF, 0},
 	} {
-		got := 0
-		u := userTimeoutUpgrader{timedOut: func(manet.Conn) { got++ }}
-		c := u.watch(failingConn{raw, tc.err})
+		d := newDeadPaths()
+		var nw network.Network = &fakeNet{conns: []*fakeConn{{p: "peer-a", local: raw.local, remote: raw.remote}}}
+		d.net.Store(&nw)
+		c := userTimeoutUpgrader{paths: d}.watch(failingConn{raw, tc.err})
 		_, _ = c.Read(nil)
 		_, _ = c.Write(nil)
 		_, _ = c.Read(nil)
-		if got != tc.want {
+		if got := len(d.dead); got != tc.want {
 			t.Errorf("%v: reported %d times, want %d", tc.err, got, tc.want)
 		}
 	}
 }
+
+// A watched connection is listed, for the router's ack checks, until it
+// closes.
+func TestWatchedConnectionsListedUntilClosed(t *testing.T) {
+	d := newDeadPaths()
+	raw := rawConn{local: ma.StringCast("/ip4/10.0.0.2/tcp/1"), remote: ma.StringCast("/ip4/10.0.0.1/tcp/2")}
+	c := userTimeoutUpgrader{paths: d}.watch(closableConn{raw})
+	if len(d.socks) != 1 {
+		t.Fatalf("%d connections listed, want 1", len(d.socks))
+	}
+	_ = c.Close()
+	if len(d.socks) != 0 {
+		t.Fatalf("%d connections listed after Close, want 0", len(d.socks))
+	}
+}
+
+type closableConn struct{ rawConn }
+
+func (closableConn) Close() error { return nil }
 
 func (c rawConn) RemoteAddr() net.Addr { a, _ := manet.ToNetAddr(c.remote); return a }

@@ -48,3 +48,24 @@ func userTimeoutOf(c net.Conn) (time.Duration, bool) {
 	}
 	return time.Duration(ms) * time.Millisecond, true
 }
+
+// ackState reads from c's socket how long ago the peer's kernel last
+// acknowledged anything, and whether segments wait for an acknowledgement.
+func ackState(c net.Conn) (silent time.Duration, inFlight, ok bool) {
+	sc, isSock := c.(syscall.Conn)
+	if !isSock {
+		return 0, false, false
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return 0, false, false
+	}
+	var info *unix.TCPInfo
+	var gerr error
+	if err := raw.Control(func(fd uintptr) {
+		info, gerr = unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO)
+	}); err != nil || gerr != nil {
+		return 0, false, false
+	}
+	return time.Duration(info.Last_ack_recv) * time.Millisecond, info.Unacked > 0, true
+}

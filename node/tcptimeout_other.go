@@ -12,3 +12,5 @@ import (
 func setUserTimeout(net.Conn, time.Duration) {}
 
 func userTimeoutOf(net.Conn) (time.Duration, bool) { return 0, false }
+
+func ackState(net.Conn) (time.Duration, bool, bool) { return 0, false, false }

@@ -40,8 +40,10 @@ import (
 // Not over TCP (and WebSocket): a killed peer's kernel resets the
 // connection at once, and a ping there queues behind everything the
 // stream has buffered, so on a slow uplink a healthy peer receiving a large
-// envelope would be taken for dead (a review reproduced it at 32 KB/s).
-// A TCP peer cut off the network is left to yamux's keepalive (30 s).
+// envelope would be taken for dead by its pong (a review reproduced it at
+// 32 KB/s). A TCP peer cut off the network is found by the node's TCP user
+// timeout (10 s). The one TCP probe, probeIfMoved's, is judged by the
+// peer's kernel (WithAckCheck), not by the pong.
 
 // livenessTick is how often the streams are looked at.
 const livenessTick = time.Second
@@ -106,7 +108,11 @@ func (r *Router) livenessLoop() {
 }
 
 // probe pings s's peer on s's connection and closes that connection if
-// the peer does not answer.
+// the peer does not answer. Over TCP the ping may wait behind what the
+// connection has buffered (a large envelope on a slow uplink), so there
+// the verdict is the kernel's: the connection is closed only if, at the
+// end of the probe, bytes wait for an acknowledgement and the peer's kernel
+// has acknowledged nothing for the whole probe (r.o.acks).
 func (r *Router) probe(s *outStream, timeout time.Duration) {
 	defer s.probing.Store(false)
 	ctx, cancel := context.WithTimeout(r.ctx, timeout)
@@ -116,27 +122,40 @@ func (r *Router) probe(s *outStream, timeout time.Duration) {
 	if err == nil || r.ctx.Err() != nil || s.dead() || !timedOut(ctx, err) {
 		return // a pong, a refusal or a reset: either way the peer is there
 	}
-	r.log.Infow("peer does not answer: closing its connection", "peer", s.p, "addr", conn.RemoteMultiaddr())
+	why := "no answer to a ping within " + timeout.String()
+	if !onQUIC(conn) {
+		if r.o.acks == nil {
+			return
+		}
+		silent, inFlight, ok := r.o.acks(conn)
+		if !ok || !inFlight || silent < timeout {
+			return // its kernel acknowledges: the ping is only slow
+		}
+		why = "nothing acknowledged for " + silent.Round(time.Millisecond).String()
+	}
+	r.log.Infow("peer does not answer: closing its connection", "peer", s.p, "addr", conn.RemoteMultiaddr(), "why", why)
 	r.o.sink.Emit(Event{Type: EventChannel, Time: clock.Now(), Peer: s.p, Success: false, SourceTier: -1, TargetTier: -1,
-		Detail: "peer silent: no answer to a ping within " + timeout.String() + "; its connection is closed"})
+		Detail: "peer silent: " + why + "; its connection is closed"})
 	_ = conn.Close()
 	if n := CloseSiblings(r.h.Network(), conn); n > 0 {
 		r.log.Infow("closed the silent peer's other connections on that path", "peer", s.p, "closed", n)
 	}
 }
 
-// movedProbeTimeout bounds the ping of probeIfMoved.
+// movedProbeTimeout bounds the probe of probeIfMoved.
 const movedProbeTimeout = 2 * time.Second
 
-// probeIfMoved probes s's connection, over any transport, when s's peer
-// has just identified on fresh, a connection from another IP address,
-// while s waits for an answer: the peer has most likely moved (a new DHCP
-// lease, another network) and s's connection, from its old address, is
-// dead, which over TCP nothing would say before the user timeout. A peer
-// that merely has two paths (Wi-Fi and Ethernet) answers the ping.
+// probeIfMoved probes s's connection when s's peer has just identified on
+// fresh, a connection from another IP address: the peer has most likely
+// moved (a new DHCP lease, another network), and s's connection, from its
+// old address, is dead, which nothing would say before a timeout (the TCP
+// user timeout, once something is sent). A peer that merely has two paths
+// (Wi-Fi and Ethernet, IPv4 and IPv6) answers, or acknowledges, and keeps
+// both. An idle s is probed too: its next send would otherwise wait out
+// that timeout.
 func (r *Router) probeIfMoved(s *outStream, fresh network.Conn) {
 	old := s.st.Conn()
-	if s.dead() || old == fresh || !s.awaiting() {
+	if s.dead() || old == fresh {
 		return
 	}
 	_, was, ok1 := pathOf(old)

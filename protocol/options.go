@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"errors"
+	"github.com/libp2p/go-libp2p/core/network"
 	"time"
 
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
@@ -37,6 +38,7 @@ type options struct {
 	lookupTimeout  time.Duration
 	probeAfter     time.Duration // silence, after a write, before the peer is pinged
 	probeTimeout   time.Duration // how long the ping may take before the peer counts as gone
+	acks           AckCheck      // nil: TCP connections are never probed
 }
 
 // defaults: the seed's tier rules, sandbox not enforced, 1 MiB frames, 30 s
@@ -132,6 +134,24 @@ func WithHelloInterval(d time.Duration) Option {
 			return errors.New("protocol: hello interval must be positive")
 		}
 		o.helloInterval = d
+		return nil
+	}
+}
+
+// AckCheck tells, for a TCP connection, how long ago the peer's kernel
+// last acknowledged anything on it and whether bytes sent on it wait for an
+// acknowledgement; ok is false when it cannot tell (not TCP, not found, not
+// Linux). The node reads it from the socket (TCP_INFO).
+type AckCheck func(c network.Conn) (silent time.Duration, inFlight, ok bool)
+
+// WithAckCheck lets the router probe TCP connections: a ping there may wait
+// behind what the connection has buffered, so its missing answer proves
+// nothing; a connection with bytes in flight and no acknowledgement from
+// the peer's kernel for the whole probe does. Without it TCP connections
+// are left to the transport's timeouts.
+func WithAckCheck(f AckCheck) Option {
+	return func(o *options) error {
+		o.acks = f
 		return nil
 	}
 }
