@@ -63,15 +63,14 @@ func newDeadPaths() *deadPaths {
 	return &deadPaths{dead: make(chan network.Conn, 16), socks: map[sockKey]*watchedConn{}}
 }
 
-// acks is the router's protocol.AckCheck: how long ago the peer's kernel
-// last acknowledged anything on c, and whether bytes wait for it, read from
-// c's socket (TCP_INFO; Linux).
-func (d *deadPaths) acks(c network.Conn) (silent time.Duration, inFlight, ok bool) {
+// acks is the router's protocol.AckCheck, read from c's socket (TCP_INFO;
+// Linux).
+func (d *deadPaths) acks(c network.Conn) (protocol.AckState, bool) {
 	d.mu.Lock()
 	w := d.socks[keyOf(c.LocalMultiaddr(), c.RemoteMultiaddr())]
 	d.mu.Unlock()
 	if w == nil {
-		return 0, false, false
+		return protocol.AckState{}, false
 	}
 	return ackState(w.Conn)
 }

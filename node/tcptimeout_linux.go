@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/nova-node/nova-node/protocol"
 )
 
 // setUserTimeout sets TCP_USER_TIMEOUT on c's socket, if c is a TCP
@@ -49,23 +51,27 @@ func userTimeoutOf(c net.Conn) (time.Duration, bool) {
 	return time.Duration(ms) * time.Millisecond, true
 }
 
-// ackState reads from c's socket how long ago the peer's kernel last
-// acknowledged anything, and whether segments wait for an acknowledgement.
-func ackState(c net.Conn) (silent time.Duration, inFlight, ok bool) {
+// ackState reads from c's socket what the peer's kernel has acknowledged.
+func ackState(c net.Conn) (protocol.AckState, bool) {
 	sc, isSock := c.(syscall.Conn)
 	if !isSock {
-		return 0, false, false
+		return protocol.AckState{}, false
 	}
 	raw, err := sc.SyscallConn()
 	if err != nil {
-		return 0, false, false
+		return protocol.AckState{}, false
 	}
 	var info *unix.TCPInfo
 	var gerr error
 	if err := raw.Control(func(fd uintptr) {
 		info, gerr = unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO)
 	}); err != nil || gerr != nil {
-		return 0, false, false
+		return protocol.AckState{}, false
 	}
-	return time.Duration(info.Last_ack_recv) * time.Millisecond, info.Unacked > 0, true
+	return protocol.AckState{
+		Silent:         time.Duration(info.Last_ack_recv) * time.Millisecond,
+		InFlight:       info.Unacked > 0,
+		Retransmitting: info.Retransmits > 0 || info.Backoff > 0,
+		RTO:            time.Duration(info.Rto) * time.Microsecond,
+	}, true
 }

@@ -5,6 +5,8 @@ package node
 import (
 	"net"
 	"time"
+
+	"github.com/nova-node/nova-node/protocol"
 )
 
 // setUserTimeout is Linux-only (TCP_USER_TIMEOUT); elsewhere a TCP peer cut
@@ -13,4 +15,4 @@ func setUserTimeout(net.Conn, time.Duration) {}
 
 func userTimeoutOf(net.Conn) (time.Duration, bool) { return 0, false }
 
-func ackState(net.Conn) (time.Duration, bool, bool) { return 0, false, false }
+func ackState(net.Conn) (protocol.AckState, bool) { return protocol.AckState{}, false }

@@ -127,11 +127,15 @@ func (r *Router) probe(s *outStream, timeout time.Duration) {
 		if r.o.acks == nil {
 			return
 		}
-		silent, inFlight, ok := r.o.acks(conn)
-		if !ok || !inFlight || silent < timeout {
-			return // its kernel acknowledges: the ping is only slow
+		st, ok := r.o.acks(conn)
+		if !ok {
+			r.log.Debugw("probe: no acknowledgement state for a TCP connection: kept", "peer", s.p, "addr", conn.RemoteMultiaddr())
+			return
 		}
-		why = "nothing acknowledged for " + silent.Round(time.Millisecond).String()
+		if !st.dead(timeout) {
+			return // its kernel acknowledges, or has not been asked long enough: the ping is only slow
+		}
+		why = "nothing acknowledged for " + st.Silent.Round(time.Millisecond).String()
 	}
 	r.log.Infow("peer does not answer: closing its connection", "peer", s.p, "addr", conn.RemoteMultiaddr(), "why", why)
 	r.o.sink.Emit(Event{Type: EventChannel, Time: clock.Now(), Peer: s.p, Success: false, SourceTier: -1, TargetTier: -1,
@@ -142,7 +146,9 @@ func (r *Router) probe(s *outStream, timeout time.Duration) {
 	}
 }
 
-// movedProbeTimeout bounds the probe of probeIfMoved.
+// movedProbeTimeout bounds probeIfMoved's probe of a TCP connection, whose
+// verdict is its kernel's: on a LAN (RTO about 200 ms) the ping's bytes are
+// retransmitted several times within it.
 const movedProbeTimeout = 2 * time.Second
 
 // probeIfMoved probes s's connection when s's peer has just identified on
@@ -163,8 +169,12 @@ func (r *Router) probeIfMoved(s *outStream, fresh network.Conn) {
 	if !ok1 || !ok2 || was.Equal(now) {
 		return
 	}
+	timeout := r.o.probeTimeout // QUIC: the pong's verdict, as in livenessLoop
+	if !onQUIC(old) {
+		timeout = min(timeout, movedProbeTimeout)
+	}
 	if s.probing.CompareAndSwap(false, true) {
-		r.spawn(func() { r.probe(s, min(r.o.probeTimeout, movedProbeTimeout)) })
+		r.spawn(func() { r.probe(s, timeout) })
 	}
 }
 

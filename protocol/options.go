@@ -138,17 +138,34 @@ func WithHelloInterval(d time.Duration) Option {
 	}
 }
 
-// AckCheck tells, for a TCP connection, how long ago the peer's kernel
-// last acknowledged anything on it and whether bytes sent on it wait for an
-// acknowledgement; ok is false when it cannot tell (not TCP, not found, not
-// Linux). The node reads it from the socket (TCP_INFO).
-type AckCheck func(c network.Conn) (silent time.Duration, inFlight, ok bool)
+// AckState is what a TCP connection's socket says of the peer's kernel.
+type AckState struct {
+	Silent         time.Duration // since it last acknowledged anything
+	InFlight       bool          // bytes sent wait for its acknowledgement
+	Retransmitting bool          // the retransmission timer fired: bytes went a whole RTO unacknowledged
+	RTO            time.Duration // the connection's retransmission timeout, backed off (for logs)
+}
+
+// dead reports whether the state proves the peer's kernel gone after a
+// probe of timeout: bytes in flight, nothing acknowledged for the whole
+// probe, and the retransmission timer fired. A link merely slow (a round
+// trip longer than the probe: bufferbloat, a congested cellular link) has
+// an RTO above its round trip, so its timer has not fired; a lossy one
+// that still works acknowledges within the probe.
+func (a AckState) dead(timeout time.Duration) bool {
+	return a.InFlight && a.Retransmitting && a.Silent >= timeout
+}
+
+// AckCheck reads a TCP connection's AckState; ok is false when it cannot
+// tell (not TCP, not found, not Linux). The node reads it from the socket
+// (TCP_INFO).
+type AckCheck func(c network.Conn) (st AckState, ok bool)
 
 // WithAckCheck lets the router probe TCP connections: a ping there may wait
 // behind what the connection has buffered, so its missing answer proves
-// nothing; a connection with bytes in flight and no acknowledgement from
-// the peer's kernel for the whole probe does. Without it TCP connections
-// are left to the transport's timeouts.
+// nothing; the peer's kernel leaving the ping's bytes unacknowledged past
+// a retransmission does (AckState.dead). Without it TCP connections are
+// left to the transport's timeouts.
 func WithAckCheck(f AckCheck) Option {
 	return func(o *options) error {
 		o.acks = f

@@ -323,79 +323,133 @@ func TestNoProbeOverTCP(t *testing.T) {
 }
 
 // A peer that comes back from another IP address (it moved: a new DHCP
-// lease, another network) while a channel to it waits on its connection
-// from the old one: that connection is probed at once. Over TCP the verdict
-// is the kernel's (AckCheck, here a fake): a path whose kernel acknowledges
-// nothing is closed, and the channel goes on over the new connection; one
-// that still acknowledges (a peer with two paths, a slow uplink) is kept,
-// however late the ping's answer.
+// lease, another network): the connection to its old address is probed at
+// once, whether a channel waits on it or not. Over TCP the verdict is the
+// kernel's (AckCheck, here a fake): a path whose kernel left the ping's
+// bytes unacknowledged past a retransmission is closed, and the channel
+// goes on over the new connection; one that acknowledges (a peer with two
+// paths), has nothing in flight, or is only slow (its retransmission timer
+// has not fired) is kept, however late the ping's answer.
 func TestPeerBackFromAnotherAddressIsFollowed(t *testing.T) {
+	gone := AckState{Silent: time.Hour, InFlight: true, Retransmitting: true, RTO: 200 * time.Millisecond}
 	t.Run("old path silent", func(t *testing.T) {
-		tg, m, sent, start := movedPeer(t, time.Hour)
+		mp := movedPeer(t, gone, true)
 		select {
-		case err := <-sent:
+		case err := <-mp.sent:
 			if err != nil {
 				t.Fatalf("send: %v", err)
 			}
-			t.Logf("delivered %s after it was sent", time.Since(start).Round(time.Millisecond))
+			t.Logf("delivered %s after it was sent", time.Since(mp.start).Round(time.Millisecond))
 		case <-time.After(10 * time.Second):
 			t.Fatal("the envelope still waits on the old connection 10 s later")
 		}
-		if c := connFrom(tg, m, net.IPv4(127, 0, 0, 1)); c != nil {
+		if c := connFrom(mp.tg, mp.m, net.IPv4(127, 0, 0, 1)); c != nil {
 			t.Errorf("the connection from the old address is still open")
 		}
 	})
-	t.Run("old path acknowledging", func(t *testing.T) {
-		tg, m, _, _ := movedPeer(t, 0)
-		time.Sleep(time.Second) // the probe takes 300 ms
-		if c := connFrom(tg, m, net.IPv4(127, 0, 0, 1)); c == nil {
-			t.Fatal("a connection whose peer's kernel acknowledges was closed")
+	t.Run("idle stream, old path silent", func(t *testing.T) {
+		mp := movedPeer(t, gone, false)
+		if !rvWait(t, 5*time.Second, func() bool { return connFrom(mp.tg, mp.m, net.IPv4(127, 0, 0, 1)) == nil }) {
+			t.Fatal("the idle connection from the old address was not probed and closed")
 		}
 	})
+	for _, keep := range []struct {
+		name string
+		st   AckState
+	}{
+		{"old path acknowledging", AckState{Silent: 0, InFlight: true, RTO: 200 * time.Millisecond}},
+		{"nothing in flight", AckState{Silent: time.Hour, Retransmitting: true, RTO: 200 * time.Millisecond}},
+		{"slow link, timer not fired", AckState{Silent: 10 * time.Second, InFlight: true, RTO: 3 * time.Second}},
+	} {
+		t.Run(keep.name, func(t *testing.T) {
+			mp := movedPeer(t, keep.st, true)
+			if !rvWait(t, 5*time.Second, func() bool { return mp.checks.Load() > 0 }) {
+				t.Fatal("the old connection was not probed")
+			}
+			time.Sleep(100 * time.Millisecond)
+			if c := connFrom(mp.tg, mp.m, net.IPv4(127, 0, 0, 1)); c == nil {
+				t.Fatal("the connection was closed, want it kept")
+			}
+		})
+	}
 }
 
-// movedPeer sets up a target router whose AckCheck reports silent for
-// connections from 127.0.0.1, and a peer, Mallory, connected from there
-// that stops answering: the target sends it a notification, and Mallory,
-// from 127.0.0.2 (a host with its key), connects again and acknowledges.
-func movedPeer(t *testing.T, silent time.Duration) (*rvTarget, *rvMallory, chan error, time.Time) {
-	acks := func(c network.Conn) (time.Duration, bool, bool) {
-		if ip, err := manet.ToIP(c.RemoteMultiaddr()); err == nil && ip.Equal(net.IPv4(127, 0, 0, 1)) {
-			return silent, true, true
+// The verdict on a TCP connection's acknowledgements.
+func TestAckStateDead(t *testing.T) {
+	const probe = 2 * time.Second
+	for _, tc := range []struct {
+		st   AckState
+		want bool
+	}{
+		{AckState{Silent: 3 * time.Second, InFlight: true, Retransmitting: true, RTO: 200 * time.Millisecond}, true},
+		{AckState{Silent: time.Second, InFlight: true, Retransmitting: true, RTO: 200 * time.Millisecond}, false},     // not silent for the whole probe
+		{AckState{Silent: 3 * time.Second, InFlight: true, Retransmitting: true, RTO: 1600 * time.Millisecond}, true}, // the RTO backed off: still dead
+		{AckState{Silent: 3 * time.Second, InFlight: true, RTO: 200 * time.Millisecond}, false},                       // the timer has not fired
+		{AckState{Silent: 3 * time.Second, Retransmitting: true, RTO: 200 * time.Millisecond}, false},                 // nothing in flight
+	} {
+		if got := tc.st.dead(probe); got != tc.want {
+			t.Errorf("%+v: dead = %v, want %v", tc.st, got, tc.want)
 		}
-		return 0, false, true
 	}
-	tg := rvNewTarget(t, WithLiveness(time.Minute, 300*time.Millisecond), WithRetry(3, 50*time.Millisecond), WithAckCheck(acks))
-	m := rvNewMallory(t, tg)
-	silentReceiver(t, m, 0, true) // the old address: nothing answers any more
-	m.stream(tg, "m").drain()
-	to := m.addr("m")
-	if !rvWait(t, 5*time.Second, func() bool { _, ok := tg.reg.Get(to); return ok }) {
+}
+
+// movedAway is movedPeer's setup.
+type movedAway struct {
+	tg     *rvTarget
+	m      *rvMallory
+	sent   chan error // the notification's outcome, if one was sent
+	start  time.Time
+	checks *atomic.Int32 // AckCheck calls
+}
+
+// movedPeer sets up a target router whose AckCheck reports st for
+// connections from 127.0.0.1, and a peer, Mallory, connected from there
+// that stops answering; with send, the target sends it a notification.
+// Then Mallory, from 127.0.0.2 (a host with its key), connects again, and
+// acknowledges there.
+func movedPeer(t *testing.T, st AckState, send bool) movedAway {
+	mp := movedAway{checks: new(atomic.Int32), sent: make(chan error, 1)}
+	acks := func(c network.Conn) (AckState, bool) {
+		if ip, err := manet.ToIP(c.RemoteMultiaddr()); err == nil && ip.Equal(net.IPv4(127, 0, 0, 1)) {
+			mp.checks.Add(1)
+			return st, true
+		}
+		return AckState{}, true
+	}
+	mp.tg = rvNewTarget(t, WithLiveness(time.Minute, 300*time.Millisecond), WithRetry(3, 50*time.Millisecond), WithAckCheck(acks))
+	mp.m = rvNewMallory(t, mp.tg)
+	silentReceiver(t, mp.m, 0, true) // the old address: nothing answers any more
+	mp.m.stream(mp.tg, "m").drain()
+	to := mp.m.addr("m")
+	if !rvWait(t, 5*time.Second, func() bool { _, ok := mp.tg.reg.Get(to); return ok }) {
 		t.Fatal("the target never learned Mallory's card")
 	}
-	env, _ := envelope.NewFactory().New("a0", to, envelope.TypeNotification, []byte(`"still there?"`))
-	sent := make(chan error, 1)
-	start := time.Now()
-	go func() {
-		_, err := tg.r.Send(t.Context(), env)
-		sent <- err
-	}()
-	time.Sleep(200 * time.Millisecond) // the envelope waits on the old connection
-
-	moved, err := libp2p.New(libp2p.Identity(m.key), libp2p.ListenAddrStrings("/ip4/127.0.0.2/tcp/0"))
+	if !rvWait(t, 5*time.Second, func() bool { return mp.tg.r.outStreamTo(mp.m.h.ID()) }) {
+		t.Fatal("the target opened no stream to Mallory")
+	}
+	mp.start = time.Now()
+	if send {
+		env, _ := envelope.NewFactory().New("a0", to, envelope.TypeNotification, []byte(`"still there?"`))
+		go func() {
+			_, err := mp.tg.r.Send(t.Context(), env)
+			mp.sent <- err
+		}()
+		time.Sleep(200 * time.Millisecond) // the envelope waits on the old connection
+	}
+	moved, err := libp2p.New(libp2p.Identity(mp.m.key), libp2p.ListenAddrStrings("/ip4/127.0.0.2/tcp/0"))
 	if err != nil {
 		t.Skipf("no second loopback address here: %v", err)
 	}
 	t.Cleanup(func() { moved.Close() })
-	silentReceiver(t, &rvMallory{t: t, h: moved, key: m.key}, time.Millisecond, false) // acknowledges
-	if err := moved.Connect(t.Context(), peer.AddrInfo{ID: tg.h.ID(), Addrs: tg.h.Addrs()}); err != nil {
+	silentReceiver(t, &rvMallory{t: t, h: moved, key: mp.m.key}, time.Millisecond, false) // acknowledges
+	if err := moved.Connect(t.Context(), peer.AddrInfo{ID: mp.tg.h.ID(), Addrs: mp.tg.h.Addrs()}); err != nil {
 		t.Fatal(err)
 	}
-	from := moved.Network().ConnsToPeer(tg.h.ID())[0].LocalMultiaddr()
+	from := moved.Network().ConnsToPeer(mp.tg.h.ID())[0].LocalMultiaddr()
 	if ip, _ := manet.ToIP(from); !ip.Equal(net.IPv4(127, 0, 0, 2)) {
 		t.Skipf("the second host dialled from %s, not 127.0.0.2", from)
 	}
-	return tg, m, sent, start
+	return mp
 }
 
 // connFrom is an open connection of the target to Mallory from ip.
@@ -406,4 +460,12 @@ func connFrom(tg *rvTarget, m *rvMallory, ip net.IP) network.Conn {
 		}
 	}
 	return nil
+}
+
+// outStreamTo reports whether r has a live outbound stream to p.
+func (r *Router) outStreamTo(p peer.ID) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.out[p]
+	return s != nil && !s.dead()
 }
