@@ -250,7 +250,7 @@ func TestLiveness(t *testing.T) {
 	time.Sleep(tm.ttl - tm.republish - tm.refresh - time.Second)
 	for i, n := range nodes {
 		if _, ok := n.reg.Get(goneAddr); !ok {
-			if early := seen[i].Add(tm.ttl).Sub(time.Now()); early > 0 {
+			if early := time.Until(seen[i].Add(tm.ttl)); early > 0 {
 				t.Fatalf("node %d dropped %s %s after it left, %s before the TTL of the heartbeat it had seen ran out", i, goneAddr, time.Since(left), early)
 			}
 			t.Logf("node %d dropped %s %s after it left: its last heartbeat was %s before", i, goneAddr, time.Since(left), left.Sub(seen[i]))

@@ -31,26 +31,6 @@ func setUserTimeout(c net.Conn, d time.Duration) {
 	}
 }
 
-// userTimeoutOf reads c's TCP_USER_TIMEOUT (for tests).
-func userTimeoutOf(c net.Conn) (time.Duration, bool) {
-	sc, ok := c.(syscall.Conn)
-	if !ok {
-		return 0, false
-	}
-	raw, err := sc.SyscallConn()
-	if err != nil {
-		return 0, false
-	}
-	var ms int
-	var gerr error
-	if err := raw.Control(func(fd uintptr) {
-		ms, gerr = unix.GetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_USER_TIMEOUT)
-	}); err != nil || gerr != nil {
-		return 0, false
-	}
-	return time.Duration(ms) * time.Millisecond, true
-}
-
 // ackState reads from c's socket what the peer's kernel has acknowledged.
 func ackState(c net.Conn) (protocol.AckState, bool) {
 	sc, isSock := c.(syscall.Conn)

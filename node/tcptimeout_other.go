@@ -13,6 +13,4 @@ import (
 // off the network is noticed by yamux's keepalive alone.
 func setUserTimeout(net.Conn, time.Duration) {}
 
-func userTimeoutOf(net.Conn) (time.Duration, bool) { return 0, false }
-
 func ackState(net.Conn) (protocol.AckState, bool) { return protocol.AckState{}, false }
