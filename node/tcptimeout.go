@@ -39,12 +39,15 @@ import (
 // (protocol.WithLiveness).
 const TCPUserTimeout = 10 * time.Second
 
-// deadPaths closes, when one TCP connection times out, the peer's other
-// connections on the same path (protocol.CloseSiblings): a host that
-// acknowledged nothing for TCPUserTimeout on one is gone for all of them.
-// Two nodes that found each other at once (mDNS) hold two connections, and
-// a channel whose connection timed out would otherwise redial onto the
-// other, idle and as dead, and wait out its timeout too.
+// deadPaths watches the node's TCP connections. It lists them while they
+// are open, so that the router can ask what a connection's peer has
+// acknowledged (acks, protocol.WithAckCheck). And when one times out it
+// closes the peer's other connections on the same path
+// (protocol.CloseSiblings): a host that acknowledged nothing for
+// TCPUserTimeout on one is gone for all of them. Two nodes that found each
+// other at once (mDNS) hold two connections, and a channel whose connection
+// timed out would otherwise redial onto the other, idle and as dead, and
+// wait out its timeout too.
 type deadPaths struct {
 	net  atomic.Pointer[network.Network] // set once the host exists
 	dead chan network.Conn               // to the goroutine that closes (run)
