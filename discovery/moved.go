@@ -16,7 +16,7 @@ const maxRedialsOnMove = 16
 // addrPollInterval is how often addrLoop reads the machine's IP addresses
 // where the kernel does not tell it of changes (netlink, on Linux), or when
 // the addresses come from WithInterfaceAddrs.
-const addrPollInterval = 2 * time.Second
+var addrPollInterval = 2 * time.Second
 
 // addrSettle lets a burst of address changes (an old address deleted, a
 // new one added, routes) end before addrLoop reads the result.
@@ -71,10 +71,16 @@ func (s *Service) addrLoop(source func() ([]net.IP, error), kernel bool) {
 		defer t.Stop()
 		tick = t.C
 	}
+	var lastRestart time.Time
+	var restartDue <-chan time.Time // a restart held back by mdnsRestartGap
 	for {
 		select {
 		case <-s.ctx.Done():
 			return
+		case <-restartDue:
+			restartDue, lastRestart = nil, time.Now()
+			s.restartMDNS()
+			continue
 		case <-tick:
 		case <-changed:
 			select {
@@ -98,10 +104,22 @@ func (s *Service) addrLoop(source func() ([]net.IP, error), kernel bool) {
 		}
 		s.log.Infow("this machine's addresses changed", "gone", gone, "new", added)
 		s.stats.moves.Add(1)
-		s.restartMDNS()
+		if wait := mdnsRestartGap - time.Since(lastRestart); wait <= 0 {
+			lastRestart = time.Now()
+			s.restartMDNS()
+		} else if restartDue == nil {
+			restartDue = time.After(wait)
+		}
 		s.redialFrom(gone)
 	}
 }
+
+// mdnsRestartGap is the least time between two restarts of mDNS: an
+// interface that flaps (a VPN, containers coming and going) would otherwise
+// restart it, and make every node of the LAN answer its new browse, at
+// each change. The changes within the gap are advertised by one restart at
+// its end.
+var mdnsRestartGap = 5 * time.Second
 
 // interfaceIPs are the machine's IP addresses, link-local IPv6 ones aside.
 func interfaceIPs() ([]net.IP, error) {
