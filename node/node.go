@@ -224,6 +224,9 @@ func (n *Node) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	nw := h.Network()
+	n.paths.net.Store(&nw)
+	nw.Notify(&network.NotifyBundle{ConnectedF: n.paths.connected})
 	// Before the router restores its outbox: its channels dial peers that
 	// may be known only from the last run.
 	if known, err := loadAddrBook(h, n.db, time.Now()); err != nil {
@@ -348,8 +351,6 @@ func (n *Node) Start(ctx context.Context) error {
 	}
 	n.host, n.router, n.api, n.disc, n.docs, n.started = h, r, api, disc, docs, true
 	n.cancel = cancel
-	nw := h.Network()
-	n.paths.net.Store(&nw)
 	n.wg.Go(func() { n.paths.run(runCtx.Done()) })
 	if len(n.cfg.Peers) > 0 {
 		n.wg.Go(func() { n.keepPeers(runCtx) })

@@ -45,6 +45,12 @@ func TestAckCheckReadsTheSocket(t *testing.T) {
 		if len(conns) == 0 {
 			t.Fatalf("%s: no connection", side.name)
 		}
+		side.n.paths.mu.Lock()
+		w := side.n.paths.socks[keyOf(conns[0].LocalMultiaddr(), conns[0].RemoteMultiaddr())]
+		side.n.paths.mu.Unlock()
+		if w == nil || w.swarm.Load() == nil || *w.swarm.Load() != conns[0] {
+			t.Fatalf("%s: the socket is not tied to the swarm's connection (Connected)", side.name)
+		}
 		deadline := time.Now().Add(5 * time.Second)
 		for {
 			st, ok := side.n.paths.acks(conns[0])

@@ -78,23 +78,41 @@ func (d *deadPaths) acks(c network.Conn) (protocol.AckState, bool) {
 	return ackState(w.Conn)
 }
 
+// connected is the swarm's Connected notification: it ties the swarm's
+// connection to the watched socket under it, so that a timeout is reported
+// even after the swarm has let go of the connection (the reader may see
+// the connection end before the writer sees why).
+func (d *deadPaths) connected(_ network.Network, c network.Conn) {
+	d.mu.Lock()
+	w := d.socks[keyOf(c.LocalMultiaddr(), c.RemoteMultiaddr())]
+	d.mu.Unlock()
+	if w != nil {
+		w.swarm.Store(&c)
+	}
+}
+
 // timedOut runs on the connection's reader or writer as it fails: it finds
-// the connection's peer while the swarm still lists it, and leaves the
-// closing to run.
-func (d *deadPaths) timedOut(c manet.Conn) {
-	nw := d.net.Load()
-	if nw == nil {
+// the swarm's connection (tied by connected, else among those the swarm
+// lists) and leaves the closing to run.
+func (d *deadPaths) timedOut(w *watchedConn) {
+	var conn network.Conn
+	if c := w.swarm.Load(); c != nil {
+		conn = *c
+	} else if nw := d.net.Load(); nw != nil {
+		local, remote := w.LocalMultiaddr(), w.RemoteMultiaddr()
+		for _, c := range (*nw).Conns() {
+			if c.LocalMultiaddr().Equal(local) && c.RemoteMultiaddr().Equal(remote) {
+				conn = c
+				break
+			}
+		}
+	}
+	if conn == nil {
 		return
 	}
-	local, remote := c.LocalMultiaddr(), c.RemoteMultiaddr()
-	for _, conn := range (*nw).Conns() {
-		if conn.LocalMultiaddr().Equal(local) && conn.RemoteMultiaddr().Equal(remote) {
-			select {
-			case d.dead <- conn:
-			default: // a burst of timeouts: the later ones find their siblings closed anyway
-			}
-			return
-		}
+	select {
+	case d.dead <- conn:
+	default: // a burst of timeouts: the later ones find their siblings closed anyway
 	}
 }
 
@@ -176,6 +194,7 @@ type watchedConn struct {
 	manet.Conn
 	paths *deadPaths
 	key   sockKey
+	swarm atomic.Pointer[network.Conn] // the swarm's connection over it, once connected
 	once  sync.Once
 }
 
@@ -206,6 +225,6 @@ func (c *watchedConn) Close() error {
 
 func (c *watchedConn) check(err error) {
 	if errors.Is(err, syscall.ETIMEDOUT) {
-		c.once.Do(func() { c.paths.timedOut(c.Conn) })
+		c.once.Do(func() { c.paths.timedOut(c) })
 	}
 }

@@ -98,7 +98,7 @@ func TestTimedOutPeerLosesItsOtherConnectionsOnThatPath(t *testing.T) {
 	stopped := make(chan struct{})
 	go func() { d.run(done); close(stopped) }()
 
-	d.timedOut(rawConn{local: dead.local, remote: dead.remote})
+	d.timedOut(&watchedConn{Conn: rawConn{local: dead.local, remote: dead.remote}, paths: d})
 	for _, c := range []*fakeConn{sameTCP, sameQUIC, twinQUIC} {
 		select {
 		case <-c.closed:
@@ -127,10 +127,10 @@ func TestTimedOutPeerLosesItsOtherConnectionsOnThatPath(t *testing.T) {
 func TestTimeoutOfUnknownConnectionIgnored(t *testing.T) {
 	d := newDeadPaths()
 	c := rawConn{local: ma.StringCast("/ip4/10.0.0.2/tcp/1"), remote: ma.StringCast("/ip4/10.0.0.1/tcp/2")}
-	d.timedOut(c)
+	d.timedOut(&watchedConn{Conn: c, paths: d})
 	var nw network.Network = &fakeNet{}
 	d.net.Store(&nw)
-	d.timedOut(c)
+	d.timedOut(&watchedConn{Conn: c, paths: d})
 	if len(d.dead) != 0 {
 		t.Fatalf("%d reports queued, want none", len(d.dead))
 	}
@@ -191,3 +191,25 @@ type closableConn struct{ rawConn }
 func (closableConn) Close() error { return nil }
 
 func (c rawConn) RemoteAddr() net.Addr { a, _ := manet.ToNetAddr(c.remote); return a }
+
+// A timeout is reported even once the swarm no longer lists the
+// connection (the reader saw it end before the writer saw why): the
+// Connected notification tied the swarm's connection to the socket.
+func TestTimeoutReportedAfterTheSwarmLetGo(t *testing.T) {
+	d := newDeadPaths()
+	var nw network.Network = &fakeNet{} // lists nothing any more
+	d.net.Store(&nw)
+	raw := rawConn{local: ma.StringCast("/ip4/10.0.0.2/tcp/1"), remote: ma.StringCast("/ip4/10.0.0.1/tcp/2")}
+	c := userTimeoutUpgrader{paths: d}.watch(failingConn{raw, &net.OpError{Op: "write", Net: "tcp", Err: os.NewSyscallError("write", syscall.ETIMEDOUT)}})
+	swarmConn := newFakeConn("peer-a", "/ip4/10.0.0.2/tcp/1", "/ip4/10.0.0.1/tcp/2")
+	d.connected(nw, swarmConn)
+	_, _ = c.Write(nil)
+	select {
+	case got := <-d.dead:
+		if got != network.Conn(swarmConn) {
+			t.Fatalf("reported %v, want the swarm's connection", got)
+		}
+	default:
+		t.Fatal("the timeout was not reported")
+	}
+}
