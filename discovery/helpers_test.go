@@ -2,25 +2,22 @@ package discovery_test
 
 import (
 	"context"
-	"crypto/rand"
 	"flag"
 	"fmt"
-	"github.com/nova-node/nova-node/internal/leakcheck"
 	mrand "math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/libp2p/go-libp2p"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
-	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
 	"go.uber.org/zap"
 
 	"github.com/nova-node/nova-node/agentcard"
 	"github.com/nova-node/nova-node/discovery"
+	"github.com/nova-node/nova-node/internal/leakcheck"
 	"github.com/nova-node/nova-node/tiers"
 )
 
@@ -29,24 +26,7 @@ var verbose = flag.Bool("nova.verbose", false, "log discovery's debug output")
 const swarm = "test-swarm"
 
 // newHost starts a libp2p host listening on 127.0.0.1 only, TCP only.
-func newHost(tb testing.TB) (host.Host, crypto.PrivKey) {
-	tb.Helper()
-	key, _, err := crypto.GenerateEd25519Key(rand.Reader)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	h, err := libp2p.New(
-		libp2p.Identity(key),
-		libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"),
-		libp2p.Transport(tcp.NewTCPTransport),
-		libp2p.DisableRelay(),
-		libp2p.Ping(true),
-	)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return h, key
-}
+func newHost(tb testing.TB) (host.Host, crypto.PrivKey) { return discovery.NewTestHost(tb) }
 
 type testNode struct {
 	h   host.Host

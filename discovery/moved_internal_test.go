@@ -1,15 +1,12 @@
 package discovery
 
 import (
-	"crypto/rand"
 	"io"
 	"net"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/libp2p/go-libp2p"
-	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
 
@@ -36,14 +33,7 @@ func TestFlappingAddressRestartsMDNSAtMostOncePerGap(t *testing.T) {
 	}
 	t.Cleanup(func() { addrPollInterval, mdnsRestartGap, startMDNS = oldPoll, oldGap, oldStart })
 
-	key, _, err := crypto.GenerateEd25519Key(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := libp2p.New(libp2p.Identity(key), libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	h, key := NewTestHost(t)
 	t.Cleanup(func() { h.Close() })
 	reg := agentcard.NewRegistry(h.ID())
 	var ipMu sync.Mutex

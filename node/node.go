@@ -62,7 +62,7 @@ type Node struct {
 	mcp      *mcpState  // mcp.go: the MCP bridge; nil before Start
 	a2a      *a2aState  // a2a.go: the A2A gateway; nil when off or before Start
 	host     host.Host
-	paths    *deadPaths // closes connections to a host that stopped acknowledging (tcptimeout.go)
+	paths    *deadPaths // the TCP connections, for ack checks and timeouts (tcptimeout.go)
 	router   *protocol.Router
 	api      *apiServer
 	metrics  *metricsServer

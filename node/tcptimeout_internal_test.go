@@ -68,7 +68,9 @@ func (c rawConn) LocalMultiaddr() ma.Multiaddr  { return c.local }
 func (c rawConn) RemoteMultiaddr() ma.Multiaddr { return c.remote }
 
 // A connection that timed out takes down the peer's other connections on
-// the same path (same local and remote IP, TCP or QUIC), and only those:
+// the same path (same local and remote IP, whatever the transport; real
+// QUIC connections on a wildcard listener report the wildcard locally, so
+// they match only each other), and only those:
 // the same peer on another path (another local interface, another address
 // of its, a relay at its address) and other peers at that address stay.
 func TestTimedOutPeerLosesItsOtherConnectionsOnThatPath(t *testing.T) {

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"errors"
 	"net"
 	"syscall"
 	"time"
@@ -10,42 +11,47 @@ import (
 	"github.com/nova-node/nova-node/protocol"
 )
 
-// setUserTimeout sets TCP_USER_TIMEOUT on c's socket, if c is a TCP
-// connection (libp2p's wrapper embeds *net.TCPConn). A connection it cannot
-// reach keeps the kernel's default and yamux's keepalive.
-func setUserTimeout(c net.Conn, d time.Duration) {
+// errNotSocket: the connection is not a socket this package can reach.
+var errNotSocket = errors.New("not a socket")
+
+// onSocket runs f on c's file descriptor, if c is a socket (libp2p's TCP
+// wrapper embeds *net.TCPConn), and returns f's error.
+func onSocket(c net.Conn, f func(fd int) error) error {
 	sc, ok := c.(syscall.Conn)
 	if !ok {
-		log.Debugw("tcp user timeout: not a socket", "conn", c.RemoteAddr())
-		return
+		return errNotSocket
 	}
 	raw, err := sc.SyscallConn()
 	if err != nil {
-		return
+		return err
 	}
-	var serr error
-	if err := raw.Control(func(fd uintptr) {
-		serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_USER_TIMEOUT, int(d.Milliseconds()))
-	}); err == nil && serr != nil {
-		log.Debugw("tcp user timeout not set", "conn", c.RemoteAddr(), "error", serr)
+	var ferr error
+	if err := raw.Control(func(fd uintptr) { ferr = f(int(fd)) }); err != nil {
+		return err
+	}
+	return ferr
+}
+
+// setUserTimeout sets TCP_USER_TIMEOUT on c's socket, if c is a TCP
+// connection. A connection it cannot reach keeps the kernel's default and
+// yamux's keepalive.
+func setUserTimeout(c net.Conn, d time.Duration) {
+	err := onSocket(c, func(fd int) error {
+		return unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_USER_TIMEOUT, int(d.Milliseconds()))
+	})
+	if err != nil {
+		log.Debugw("tcp user timeout not set", "conn", c.RemoteAddr(), "error", err)
 	}
 }
 
 // ackState reads from c's socket what the peer's kernel has acknowledged.
 func ackState(c net.Conn) (protocol.AckState, bool) {
-	sc, isSock := c.(syscall.Conn)
-	if !isSock {
-		return protocol.AckState{}, false
-	}
-	raw, err := sc.SyscallConn()
-	if err != nil {
-		return protocol.AckState{}, false
-	}
 	var info *unix.TCPInfo
-	var gerr error
-	if err := raw.Control(func(fd uintptr) {
-		info, gerr = unix.GetsockoptTCPInfo(int(fd), unix.IPPROTO_TCP, unix.TCP_INFO)
-	}); err != nil || gerr != nil {
+	err := onSocket(c, func(fd int) (err error) {
+		info, err = unix.GetsockoptTCPInfo(fd, unix.IPPROTO_TCP, unix.TCP_INFO)
+		return err
+	})
+	if err != nil {
 		return protocol.AckState{}, false
 	}
 	return protocol.AckState{

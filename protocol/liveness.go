@@ -111,8 +111,9 @@ func (r *Router) livenessLoop() {
 // the peer does not answer. Over TCP the ping may wait behind what the
 // connection has buffered (a large envelope on a slow uplink), so there
 // the verdict is the kernel's: the connection is closed only if, at the
-// end of the probe, bytes wait for an acknowledgement and the peer's kernel
-// has acknowledged nothing for the whole probe (r.o.acks).
+// end of the probe, bytes wait for an acknowledgement, the retransmission
+// timer has fired, and the peer's kernel has acknowledged nothing for the
+// whole probe (r.o.acks, AckState.dead).
 func (r *Router) probe(s *outStream, timeout time.Duration) {
 	defer s.probing.Store(false)
 	ctx, cancel := context.WithTimeout(r.ctx, timeout)
@@ -249,8 +250,10 @@ func (s *outStream) awaiting() bool {
 }
 
 // CloseSiblings closes the other connections of dead's peer between the
-// same two IP addresses as dead (any transport), and returns how many it
-// closed. It is for a connection found dead (a ping unanswered, a TCP user
+// same two IP addresses as dead, and returns how many it closed. A QUIC
+// connection on a wildcard listener (the default config) reports the
+// wildcard as its local address, so in practice QUIC connections match
+// only each other, and TCP connections only each other. It is for a connection found dead (a ping unanswered, a TCP user
 // timeout): a host that answered nothing on one connection is gone for the
 // others on that path too, and a channel that redialled onto one of them
 // would wait out its timeout again. Two nodes that found each other at the

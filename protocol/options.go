@@ -2,10 +2,10 @@ package protocol
 
 import (
 	"errors"
-	"github.com/libp2p/go-libp2p/core/network"
 	"time"
 
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	"github.com/libp2p/go-libp2p/core/network"
 
 	"github.com/nova-node/nova-node/envelope"
 	"github.com/nova-node/nova-node/internal/clock"
