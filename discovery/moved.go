@@ -105,7 +105,10 @@ func (s *Service) addrLoop(source func() ([]net.IP, error), kernel bool) {
 		s.log.Infow("this machine's addresses changed", "gone", gone, "new", added)
 		s.stats.moves.Add(1)
 		if wait := mdnsRestartGap - time.Since(lastRestart); wait <= 0 {
-			lastRestart = time.Now()
+			// A held-back restart whose timer fired while this change
+			// was read is this one: drop it, or it restarts mDNS again
+			// at once.
+			restartDue, lastRestart = nil, time.Now()
 			s.restartMDNS()
 		} else if restartDue == nil {
 			restartDue = time.After(wait)
