@@ -506,6 +506,7 @@ func (r *Router) identifyLoop() {
 			}
 			evt := e.(event.EvtPeerIdentificationCompleted)
 			if slices.Contains(evt.Protocols, IDA2A) {
+				r.reached(evt.Peer)
 				r.mu.Lock()
 				r.greetLocked(evt.Peer)
 				var lost []*outChannel

@@ -329,9 +329,20 @@ func (r *Router) stream(ctx context.Context, p peer.ID) (*outStream, error) {
 		}
 		r.mu.Unlock()
 		if err != nil {
+			if ctx.Err() != context.Canceled { // a caller that gave up is no news of p
+				r.unreached.put(p, time.Now())
+			}
 			return nil, err
 		}
+		r.reached(p)
 		return s, nil
+	}
+}
+
+// reached forgets that p could not be reached (see Router.reach).
+func (r *Router) reached(p peer.ID) {
+	if _, ok := r.unreached.get(p); ok {
+		r.unreached.remove(p)
 	}
 }
 

@@ -75,6 +75,7 @@ type Router struct {
 	opening       map[peer.ID]chan struct{}
 	regreet       *bounded[peer.ID, time.Duration] // last re-greeting delay per peer (see regreetLater)
 	regreetTimers map[peer.ID]*time.Timer          // pending re-greetings, at most one per peer
+	unreached     *bounded[peer.ID, time.Time]     // peers a stream could not be opened to, since last reached (see reach)
 	inbound       map[network.Stream]struct{}
 	watermarksAt  time.Time     // last write of watermarks alone (persist; its callers do not overlap)
 	persistIdle   atomic.Bool   // the persister sleeps until persistKick (see persistLoop)
@@ -205,6 +206,7 @@ func New(h host.Host, reg *agentcard.Registry, opts ...Option) (*Router, error) 
 		opening:       make(map[peer.ID]chan struct{}),
 		regreet:       newBounded[peer.ID, time.Duration](4096),
 		regreetTimers: make(map[peer.ID]*time.Timer),
+		unreached:     newBounded[peer.ID, time.Time](4096),
 		inbound:       make(map[network.Stream]struct{}),
 		pending:       make(map[pendingKey]*pendingReq),
 		pendingIDs:    make(map[string]pendingKey),
@@ -789,12 +791,19 @@ func (r *Router) localSender(addr string) (agentcard.Card, string, error) {
 }
 
 // byCapability picks the first agent with the capability that the sender may
-// reach: local first, then remote (the registry's order).
+// reach, in the registry's order (local first, then remote by address),
+// taking a remote agent whose node this node has reached before one it has
+// not: see reach. A card outlives its host by up to its TTL (10 minutes): a
+// laptop whose lid closed keeps its cards in every registry that long, and
+// the first of them by address would otherwise take, and fail, every
+// capability send meanwhile while another agent with the capability was
+// there to answer.
 func (r *Router) byCapability(env *envelope.Envelope, from agentcard.Card) (agentcard.Card, error) {
 	cards := r.reg.FindByCapability(env.Recipient)
 	fromAddr := from.Address()
 	viewer := sandbox.Agent{ID: fromAddr, Sandbox: from.SandboxID}
-	for _, c := range cards {
+	best, bestRank, bestFailed := -1, reachUnknown, time.Time{}
+	for i, c := range cards {
 		if c.HasAddress(fromAddr) {
 			continue
 		}
@@ -802,15 +811,57 @@ func (r *Router) byCapability(env *envelope.Envelope, from agentcard.Card) (agen
 		if !r.o.policy.CheckDiscover(viewer, sandbox.Agent{ID: cAddr, Sandbox: c.SandboxID}).Allowed {
 			continue // what from may not discover, capability routing does not offer
 		}
-		if r.policyErr(env, from, c, fromAddr, cAddr, false) == nil {
-			return c, nil
+		if r.policyErr(env, from, c, fromAddr, cAddr, false) != nil {
+			continue
 		}
+		rank, failed := r.reach(c)
+		if rank == reachConnected {
+			return c, nil // the first of the best: nothing later beats it
+		}
+		if best < 0 || rank < bestRank || (rank == bestRank && failed.Before(bestFailed)) {
+			best, bestRank, bestFailed = i, rank, failed
+		}
+	}
+	if best >= 0 {
+		return cards[best], nil
 	}
 	where := fmt.Sprintf("%d local and %d remote cards", len(r.reg.Local()), len(r.reg.Remote()))
 	if len(cards) > 0 {
 		where += fmt.Sprintf("; %d agents have it but tier or sandbox rules forbid reaching them", len(cards))
 	}
 	return agentcard.Card{}, &agentcard.CapabilityNotFoundError{Capability: env.Recipient, Where: where}
+}
+
+// How likely a card's node is to answer, best first (see reach).
+const (
+	reachConnected = iota // this node, or a node connected and not failed since
+	reachUnknown          // a node not connected that no stream failed to reach
+	reachFailed           // a node a stream could not be opened to since it was last reached
+)
+
+// reach ranks card c's node for capability routing. A node is "failed" from
+// the moment a stream to it could not be opened (every redial of a channel
+// to a node that went away: Router.stream) until one is, or until the node
+// identifies again (it came back, or dialled us): whether libp2p still
+// counts a connection to it does not matter, as such a connection may be
+// the dead one the failure was on. failed is when the latest such failure
+// happened: among failed nodes the one that failed longest ago goes first,
+// having had the longest to come back.
+func (r *Router) reach(c agentcard.Card) (rank int, failed time.Time) {
+	if c.Host == "" || c.Host == r.selfStr {
+		return reachConnected, time.Time{}
+	}
+	p, err := r.peerOf(c.Host)
+	if err != nil {
+		return reachUnknown, time.Time{}
+	}
+	if t, ok := r.unreached.get(p); ok {
+		return reachFailed, t
+	}
+	if r.h.Network().Connectedness(p) == network.Connected {
+		return reachConnected, time.Time{}
+	}
+	return reachUnknown, time.Time{}
 }
 
 // prepare resolves, canonicalises and checks an outgoing envelope.

@@ -201,15 +201,21 @@ func (n *Net) Partition(a, b []int) {
 // Heal lifts every partition and reconnects each pair that Partition cut.
 func (n *Net) Heal(a, b []int) {
 	n.t.Helper()
+	n.Lift(a, b)
+	for _, i := range a {
+		for _, j := range b {
+			n.Connect(i, j)
+		}
+	}
+}
+
+// Lift lets the nodes of a and those of b connect again after Partition,
+// without connecting them: they meet again when one dials the other.
+func (n *Net) Lift(a, b []int) {
 	for _, i := range a {
 		for _, j := range b {
 			_ = n.gaters[i].UnblockPeer(n.Nodes[j].ID())
 			_ = n.gaters[j].UnblockPeer(n.Nodes[i].ID())
-		}
-	}
-	for _, i := range a {
-		for _, j := range b {
-			n.Connect(i, j)
 		}
 	}
 }

@@ -218,6 +218,10 @@ func hintFor(cmd *cobra.Command, code string) string {
 		return "an L2/L3 agent proposing a task to an L0/L1 agent must justify the escalation: " +
 			"use `nova-node tasks propose` or `nova-node send --type task-proposal` with --justification \"WHY\""
 	case "DELIVERY_FAILED", "CHANNEL_CLOSED":
+		if f := cmd.Flags().Lookup("capability"); f != nil && f.Changed {
+			return "the agent chosen for the capability did not answer: send again, and an agent on a node that answers goes first " +
+				"(agents on nodes this one could not reach go last); `nova-node agents find --capability ID` lists the others"
+		}
 		return "is the other node running and reachable? `nova-node peers` and `nova-node ping AGENT` tell"
 	}
 	return ""

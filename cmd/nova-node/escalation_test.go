@@ -48,3 +48,16 @@ func TestNoHandlerHint(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q; want DELIVERY_FAILED with the no-handler hint", code, errOut)
 	}
 }
+
+// A capability send whose agent's node went away fails with DELIVERY_FAILED,
+// and the hint says that sending again tries the other agents first.
+func TestCapabilityDeliveryFailedHint(t *testing.T) {
+	_, b, dirA, _ := aliceAndBob(t)
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code := runCLI(t, "send", "--data-dir", dirA, "--from", "alice", "--capability", "echo", "--type", "notification", "--payload", "1")
+	if code != 1 || !strings.Contains(errOut, "DELIVERY_FAILED") || !strings.Contains(errOut, "send again") {
+		t.Fatalf("exit %d, stderr %q; want DELIVERY_FAILED with the hint to send again", code, errOut)
+	}
+}

@@ -248,6 +248,51 @@ func testPeerCutOff(t *testing.T, listen string) {
 	t.Logf("answered %s after the link came back", time.Since(start).Round(100*time.Millisecond))
 }
 
+// A laptop that leaves keeps its cards in the others' registries for their
+// TTL (10 minutes). A capability send that picked its agent fails once, and
+// the next goes to another agent with the capability at once: the node it
+// could not reach goes last. Before, every capability send for those 10
+// minutes picked the same agent and failed 12.5 s later.
+func TestCapabilitySendAvoidsALaptopThatLeft(t *testing.T) {
+	t.Parallel() // its 18 s wait overlaps the other cut-off tests'
+	l := newLAN(t, 3)
+	for i := range 3 {
+		args := []string{"--listen", fmt.Sprintf("/ip4/%s/tcp/4001", l.addr(i))}
+		if i != 1 {
+			args = append(args, "--agent", fmt.Sprintf("worker%d:2:translate", i))
+		}
+		l.run(i, args...)
+	}
+	l.waitForAgents(1, 5, 45*time.Second)
+	send := func() (node.SendResult, time.Duration) {
+		start := time.Now()
+		out, _ := l.cli(1, "send", "--capability", "translate", "--type", "notification", "--payload", `"hola"`, "--json")
+		var res node.SendResult
+		if err := json.Unmarshal([]byte(out), &res); err != nil || res.Sent == nil {
+			t.Fatalf("send --capability: %v\n%s", err, out)
+		}
+		return res, time.Since(start)
+	}
+	if res, _ := send(); !res.Result.Delivered || !strings.HasPrefix(res.Result.TargetAgentID, "worker0@") {
+		t.Fatalf("before the cut: %+v, want delivered to worker0 (the first by address)", res.Result)
+	}
+	if err := l.ip("link", "set", l.veths[0], "down"); err != nil {
+		t.Fatal(err)
+	}
+	if res, took := send(); res.Result.Delivered || res.Error == nil || res.Error.Code != "DELIVERY_FAILED" {
+		t.Fatalf("worker0 cut off: %+v after %s, want DELIVERY_FAILED", res.Result, took)
+	} else {
+		t.Logf("worker0 cut off: DELIVERY_FAILED after %s", took.Round(100*time.Millisecond))
+	}
+	for range 2 {
+		res, took := send()
+		if !res.Result.Delivered || !strings.HasPrefix(res.Result.TargetAgentID, "worker2@") || took > 3*time.Second {
+			t.Fatalf("the next capability send: %+v after %s, want delivered to worker2 at once", res.Result, took)
+		}
+		t.Logf("then delivered to worker2 in %s", took.Round(time.Millisecond))
+	}
+}
+
 // A laptop that moves (its address on the LAN changes: a new DHCP lease,
 // another access point) is reached again within seconds. Over TCP its
 // connections from the old address are dead. The laptop hears of the

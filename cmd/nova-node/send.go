@@ -28,6 +28,12 @@ func newSendCmd(g *globals) *cobra.Command {
 
 --to takes an agent name ("bob"), which must be unique among the agents the
 node knows, or a full address ("bob@12D3KooW..."), as ` + "`nova-node agents`" + ` lists.
+--capability sends to the first agent with that capability: one of this
+node's own, else one on a node it is connected to, else one on a node it
+has not tried, and last one on a node it could not reach (a node that went
+away keeps its cards in registries for up to 10 minutes), each group in
+address order.
+
 A request waits for the answer and prints it; other types print where the
 envelope was delivered. Refusals print the seed's error code:
 AGENT_NOT_FOUND, TIER_VIOLATION, SANDBOX_VIOLATION, ESCALATION_REQUIRED, ...
@@ -62,7 +68,7 @@ Types: ` + typeList() + `.`,
 	f := c.Flags()
 	f.StringVar(&req.From, "from", "", "local agent sending (default: the node's first agent)")
 	f.StringVar(&req.To, "to", "", "recipient: agent name or name@peerID")
-	f.StringVar(&capability, "capability", "", "send to the first reachable agent with this capability instead of --to")
+	f.StringVar(&capability, "capability", "", "send to the first agent with this capability instead of --to (see above)")
 	f.StringVar(&typ, "type", "request", "message type")
 	f.StringVar(&payload, "payload", "", payloadFlagHelp+" (default null)")
 	f.StringVar(&req.CorrelationID, "correlation-id", "", "thread to attach the envelope to")
