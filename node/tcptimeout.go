@@ -39,6 +39,22 @@ import (
 // (protocol.WithLiveness).
 const TCPUserTimeout = 10 * time.Second
 
+// TCPKeepAliveIdle and TCPKeepAliveInterval are when the kernel probes an
+// idle TCP connection of the node (libp2p sets 30 s): after this long with
+// nothing received, then at each interval. A probe is an empty segment and
+// its acknowledgement, sent by the kernel alone. On Linux, with
+// TCPUserTimeout, a connection whose peer answers no probe is dropped at
+// the first one due once nothing was received for the user timeout, 15 s
+// after the peer went silent; before, an idle connection to a peer cut off
+// the network lasted until yamux's keepalive found it, 35 to 40 s (and
+// `peers` listed the peer, and capability routing took its node for
+// connected, that long).
+const (
+	TCPKeepAliveIdle     = 10 * time.Second
+	TCPKeepAliveInterval = 5 * time.Second
+	tcpKeepAliveCount    = 3 // probes, where no user timeout decides
+)
+
 // deadPaths watches the node's TCP connections. It lists them while they
 // are open, so that the router can ask what a connection's peer has
 // acknowledged (acks, protocol.WithAckCheck). And when one times out it

@@ -33,14 +33,23 @@ func onSocket(c net.Conn, f func(fd int) error) error {
 }
 
 // setUserTimeout sets TCP_USER_TIMEOUT on c's socket, if c is a TCP
-// connection. A connection it cannot reach keeps the kernel's default and
-// yamux's keepalive.
+// connection, and makes its keepalive probe an idle connection after
+// TCPKeepAliveIdle and then every TCPKeepAliveInterval: with the user
+// timeout set, Linux drops the connection at the first probe due once
+// nothing was received for the user timeout (about 15 s of silence). A
+// connection it cannot reach keeps the kernel's default and yamux's
+// keepalive.
 func setUserTimeout(c net.Conn, d time.Duration) {
 	err := onSocket(c, func(fd int) error {
-		return unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_USER_TIMEOUT, int(d.Milliseconds()))
+		return errors.Join(
+			unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_USER_TIMEOUT, int(d.Milliseconds())),
+			unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_KEEPIDLE, int(TCPKeepAliveIdle/time.Second)),
+			unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_KEEPINTVL, int(TCPKeepAliveInterval/time.Second)),
+			unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_KEEPCNT, tcpKeepAliveCount),
+		)
 	})
 	if err != nil {
-		log.Debugw("tcp user timeout not set", "conn", c.RemoteAddr(), "error", err)
+		log.Debugw("tcp user timeout or keepalive not set", "conn", c.RemoteAddr(), "error", err)
 	}
 }
 

@@ -15,9 +15,10 @@ import (
 	"github.com/nova-node/nova-node/testnet"
 )
 
-// Both ends of a TCP connection between two nodes carry the user timeout:
-// the dialled socket and the accepted one. Without it a peer cut off the
-// network is noticed only by yamux's keepalive, 40 s later.
+// Both ends of a TCP connection between two nodes carry the user timeout
+// and the node's keepalive timers: the dialled socket and the accepted one.
+// Without them a peer cut off the network is noticed only by yamux's
+// keepalive, 40 s later.
 func TestTCPConnectionsCarryTheUserTimeout(t *testing.T) {
 	net := testnet.New(t, 2, testnet.WithTransport(testnet.TCP))
 	net.Connect(0, 1)
@@ -38,12 +39,12 @@ func TestTCPConnectionsCarryTheUserTimeout(t *testing.T) {
 		// The dialler's socket (local -> remote) and the listener's
 		// accepted one (remote -> local): both are in this process.
 		for _, ends := range [][2]netip.AddrPort{{lap, rap}, {rap, lap}} {
-			got, ok := socketUserTimeout(t, ends[0], ends[1])
+			got, ok := socketTimers(t, ends[0], ends[1])
 			if !ok {
 				t.Fatalf("no socket %s -> %s in this process (%s)", ends[0], ends[1], dirOf(c))
 			}
-			if got != node.TCPUserTimeout {
-				t.Errorf("socket %s -> %s: TCP_USER_TIMEOUT %s, want %s", ends[0], ends[1], got, node.TCPUserTimeout)
+			if want := (timers{node.TCPUserTimeout, node.TCPKeepAliveIdle, node.TCPKeepAliveInterval}); got != want {
+				t.Errorf("socket %s -> %s: user timeout, keepalive idle and interval %v, want %v", ends[0], ends[1], got, want)
 			}
 		}
 	}
@@ -51,9 +52,12 @@ func TestTCPConnectionsCarryTheUserTimeout(t *testing.T) {
 
 func dirOf(c network.Conn) string { return c.Stat().Direction.String() }
 
-// socketUserTimeout finds this process's TCP socket from local to remote
-// and reads its TCP_USER_TIMEOUT.
-func socketUserTimeout(t *testing.T, local, remote netip.AddrPort) (time.Duration, bool) {
+// timers are a socket's TCP_USER_TIMEOUT, TCP_KEEPIDLE and TCP_KEEPINTVL.
+type timers struct{ userTimeout, keepIdle, keepInterval time.Duration }
+
+// socketTimers finds this process's TCP socket from local to remote and
+// reads its timers.
+func socketTimers(t *testing.T, local, remote netip.AddrPort) (timers, bool) {
 	t.Helper()
 	fds, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
@@ -69,13 +73,16 @@ func socketUserTimeout(t *testing.T, local, remote netip.AddrPort) (time.Duratio
 		if err1 != nil || err2 != nil || !sameAddr(ls, local) || !sameAddr(rs, remote) {
 			continue
 		}
-		ms, err := unix.GetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_USER_TIMEOUT)
-		if err != nil {
-			t.Fatal(err)
+		read := func(opt int, unit time.Duration) time.Duration {
+			v, err := unix.GetsockoptInt(fd, unix.IPPROTO_TCP, opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return time.Duration(v) * unit
 		}
-		return time.Duration(ms) * time.Millisecond, true
+		return timers{read(unix.TCP_USER_TIMEOUT, time.Millisecond), read(unix.TCP_KEEPIDLE, time.Second), read(unix.TCP_KEEPINTVL, time.Second)}, true
 	}
-	return 0, false
+	return timers{}, false
 }
 
 func sameAddr(sa unix.Sockaddr, ap netip.AddrPort) bool {

@@ -248,6 +248,44 @@ func testPeerCutOff(t *testing.T, listen string) {
 	t.Logf("answered %s after the link came back", time.Since(start).Round(100*time.Millisecond))
 }
 
+// An idle TCP connection to a laptop cut off the network is dropped within
+// about 15 s: the kernel probes it after TCPKeepAliveIdle, and with the
+// user timeout drops it at the next probe. Before, it lasted until yamux's
+// keepalive found it: 35 to 40 s (`peers` listed the laptop, and capability
+// routing took its node for connected, that long). Over QUIC, where the
+// node cannot set these, it still takes QUIC's 30 s idle timeout.
+func TestIdlePeerCutOffIsDropped(t *testing.T) {
+	t.Parallel() // its wait overlaps the other cut-off tests'
+	l := newLAN(t, 2)
+	for i := range 2 {
+		l.run(i, "--listen", fmt.Sprintf("/ip4/%s/tcp/4001", l.addr(i)))
+	}
+	l.waitForAgents(1, 2, 45*time.Second)
+	if out, err := l.cli(1, "send", "--to", "laptop0", "--payload", "1"); err != nil {
+		t.Fatalf("before the cut: %v\n%s", err, out)
+	}
+	// Let the acknowledgements and greetings settle: bytes in flight at the
+	// cut would trip the user timeout (TestPeerCutOffIsGivenUp), not the
+	// keepalive.
+	time.Sleep(3 * time.Second)
+	if err := l.ip("link", "set", l.veths[0], "down"); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	limit := node.TCPKeepAliveIdle + node.TCPKeepAliveInterval + 5*time.Second
+	for {
+		out, err := l.cli(1, "peers", "--json")
+		if err == nil && !strings.Contains(out, l.addr(0)) {
+			break
+		}
+		if time.Since(start) > limit {
+			t.Fatalf("laptop1 still lists laptop0 %s after the cut, want under %s:\n%s", time.Since(start).Round(time.Second), limit, out)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	t.Logf("laptop0 dropped from laptop1's peers %s after the cut", time.Since(start).Round(100*time.Millisecond))
+}
+
 // A laptop that leaves keeps its cards in the others' registries for their
 // TTL (10 minutes). A capability send that picked its agent fails once, and
 // the next goes to another agent with the capability at once: the node it
