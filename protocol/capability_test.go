@@ -1,9 +1,11 @@
 package protocol_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -86,12 +88,27 @@ func TestProperty15_CapabilityBasedRouting(t *testing.T) {
 		if !ok {
 			rt.Fatalf("no card for %s", from)
 		}
-		// The oracle: the registry's order and the pure tier rules.
-		want := ""
-		for _, c := range n.Registry().FindByCapability(capID) {
-			if c.Address() == sender.Address() {
-				continue
+		// The oracle, independent of the registry's ordering: every card
+		// with the capability, this node's own first, then by address;
+		// the first that the pure tier rules let the sender reach.
+		var cands []agentcard.Card
+		for _, c := range append(n.Registry().Local(), n.Registry().Remote()...) {
+			if c.HasCapability(capID) && c.Address() != sender.Address() {
+				cands = append(cands, c)
 			}
+		}
+		self := n.ID().String()
+		remote := func(c agentcard.Card) int {
+			if c.Host == self {
+				return 0
+			}
+			return 1
+		}
+		slices.SortFunc(cands, func(a, b agentcard.Card) int {
+			return cmp.Or(cmp.Compare(remote(a), remote(b)), cmp.Compare(a.Address(), b.Address()))
+		})
+		want := ""
+		for _, c := range cands {
 			if rules.Check(tiers.Message{Source: sender.Tier, Target: c.Tier, Type: string(envelope.TypeRequest), Justification: just}) == nil {
 				want = c.Address()
 				break
