@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/fxamacker/cbor/v2"
@@ -25,6 +26,54 @@ type catchupResp struct {
 	Delta []byte `cbor:"x,omitempty"`
 	Err   string `cbor:"e,omitempty"`
 }
+
+// The catch-up frames' size caps: a request is a document name and a
+// clock; an answer is a delta, capped as deltas are.
+const (
+	catchupRequestMax  = 1 << 20
+	catchupResponseMax = delta.MaxEncodedSize
+)
+
+var errBadDocName = errors.New("crdt: bad document name")
+
+// readCatchupRequest reads one catch-up request from r (a peer's stream)
+// and checks it: size, CBOR limits, a valid document name.
+func readCatchupRequest(r io.Reader) (catchupReq, error) {
+	body, err := frame.NewReader(bufio.NewReader(r), catchupRequestMax).Next()
+	if err != nil {
+		return catchupReq{}, err
+	}
+	var req catchupReq
+	if err := decMode.Unmarshal(body, &req); err != nil {
+		return catchupReq{}, err
+	}
+	if !ValidName(req.Doc) {
+		return catchupReq{}, errBadDocName
+	}
+	return req, nil
+}
+
+// readCatchupResponse reads one catch-up answer from r (a peer's stream),
+// up to its delta's bytes, which delta.DecodeDelta checks.
+func readCatchupResponse(r io.Reader) (catchupResp, error) {
+	body, err := frame.NewReader(bufio.NewReader(r), catchupResponseMax).Next()
+	if err != nil {
+		return catchupResp{}, err
+	}
+	var resp catchupResp
+	if err := decMode.Unmarshal(body, &resp); err != nil {
+		return catchupResp{}, undecodable{err}
+	}
+	return resp, nil
+}
+
+// undecodable is a frame that arrived whole and does not decode: the
+// peer's fault, counted as rejected (a frame cut short may be the
+// network's).
+type undecodable struct{ err error }
+
+func (e undecodable) Error() string { return CodeDeserializationFailed + ": " + e.err.Error() }
+func (e undecodable) Unwrap() error { return e.err }
 
 var (
 	encMode, _ = cbor.CoreDetEncOptions().EncMode()
@@ -55,16 +104,13 @@ func (d *Doc) catchUp(ctx context.Context, p peer.ID) error {
 		return err
 	}
 	_ = s.CloseWrite()
-	body, err := frame.NewReader(bufio.NewReader(s), delta.MaxEncodedSize).Next()
+	resp, err := readCatchupResponse(s)
 	if err != nil {
 		s.Reset()
+		if errors.As(err, new(undecodable)) {
+			d.m.rejected.Add(1)
+		}
 		return fmt.Errorf("crdt: catch-up answer from %s: %w", p, err)
-	}
-	var resp catchupResp
-	if err := decMode.Unmarshal(body, &resp); err != nil {
-		s.Reset()
-		d.m.rejected.Add(1)
-		return fmt.Errorf("crdt: %s: catch-up answer from %s: %w", CodeDeserializationFailed, p, err)
 	}
 	if resp.Err != "" || len(resp.Delta) == 0 {
 		return nil
@@ -116,13 +162,8 @@ func (d *Doc) catchUp(ctx context.Context, p peer.ID) error {
 func (m *Manager) serve(s network.Stream) {
 	defer s.Close()
 	_ = s.SetDeadline(time.Now().Add(15 * time.Second))
-	body, err := frame.NewReader(bufio.NewReader(s), 1<<20).Next()
+	req, err := readCatchupRequest(s)
 	if err != nil {
-		s.Reset()
-		return
-	}
-	var req catchupReq
-	if err := decMode.Unmarshal(body, &req); err != nil || !ValidName(req.Doc) {
 		m.log.Debugw("bad catch-up request", "peer", s.Conn().RemotePeer(), "err", err)
 		s.Reset()
 		return

@@ -81,11 +81,11 @@ func (d *Doc) digestReader() {
 			return
 		}
 		from := pm.GetFrom()
-		if from == self || len(pm.Data) > 1<<20 {
+		if from == self {
 			continue
 		}
-		var dg digest
-		if decMode.Unmarshal(pm.Data, &dg) != nil || len(dg.Clock) == 0 {
+		dg, ok := readDigest(pm.Data)
+		if !ok {
 			continue
 		}
 		mine := d.Clock()
@@ -100,7 +100,12 @@ func (d *Doc) digestReader() {
 			continue
 		}
 		d.mu.Lock()
-		d.ahead = dg.Clock.Merge(d.ahead)
+		if _, known := d.aheadBy[from]; known || len(d.aheadBy) < maxClaims {
+			if d.aheadBy == nil {
+				d.aheadBy = make(map[peer.ID]delta.VersionVector)
+			}
+			d.aheadBy[from] = dg.Clock
+		}
 		d.mu.Unlock()
 		target := from
 		if d.m.h.Network().Connectedness(from) != network.Connected {
@@ -109,7 +114,65 @@ func (d *Doc) digestReader() {
 		if target == "" || target == self {
 			continue
 		}
-		p := peer.ID(target)
-		d.m.spawn(func() { _ = d.catchUp(d.m.ctx, p) })
+		d.catchUpFrom(target)
+	}
+}
+
+// digestMax is the largest digest message read.
+const digestMax = 1 << 20
+
+// readDigest decodes a peer's digest message: at most digestMax bytes, the
+// CBOR limits, at least one clock entry.
+func readDigest(data []byte) (dg digest, ok bool) {
+	if len(data) > digestMax {
+		return digest{}, false
+	}
+	if decMode.Unmarshal(data, &dg) != nil || len(dg.Clock) == 0 {
+		return digest{}, false
+	}
+	return dg, true
+}
+
+// maxClaims bounds the digests a document keeps for Info's PeersAhead: one
+// per peer, and no more peers than this.
+const maxClaims = 256
+
+// maxCatchUps is how many catch-ups a document runs at once, each from a
+// different peer.
+const maxCatchUps = 4
+
+// catchUpFrom asks p for what the document lacks, in the background, unless
+// a catch-up from p is already under way or maxCatchUps are: what asked for
+// this one then is covered by the one under way, by the next digest (every
+// 2 s) or by anti-entropy's rounds while updates are held. Every trigger
+// that a peer's message can pull (a digest, an update with a gap) goes
+// through here: a peer publishing digests or updates as fast as GossipSub
+// lets it would otherwise start a goroutine and a stream for each. A
+// catch-up that p answers withdraws p's own digest claim from PeersAhead:
+// what p claimed and did not send, it does not have.
+func (d *Doc) catchUpFrom(p peer.ID) {
+	d.mu.Lock()
+	if _, busy := d.catching[p]; busy || len(d.catching) >= maxCatchUps || d.stopped {
+		d.mu.Unlock()
+		return
+	}
+	if d.catching == nil {
+		d.catching = make(map[peer.ID]struct{})
+	}
+	d.catching[p] = struct{}{}
+	d.mu.Unlock()
+	started := d.m.spawn(func() {
+		err := d.catchUp(d.m.ctx, p)
+		d.mu.Lock()
+		delete(d.catching, p)
+		if err == nil {
+			delete(d.aheadBy, p)
+		}
+		d.mu.Unlock()
+	})
+	if !started {
+		d.mu.Lock()
+		delete(d.catching, p)
+		d.mu.Unlock()
 	}
 }

@@ -33,8 +33,9 @@ type Doc struct {
 	held     []held
 	watchers map[*Watch]struct{}
 	stopped  bool
-	logged   int                 // deltas in the store's log since the last snapshot
-	ahead    delta.VersionVector // highest clocks peers' digests showed
+	logged   int                             // deltas in the store's log since the last snapshot
+	aheadBy  map[peer.ID]delta.VersionVector // each peer's latest digest that showed updates this node lacked (see catchUpFrom)
+	catching map[peer.ID]struct{}            // catch-ups under way (see catchUpFrom)
 }
 
 type held struct {
@@ -310,7 +311,7 @@ func (d *Doc) readLoop() {
 			// too when it is a direct peer.
 			for _, p := range []peer.ID{pm.ReceivedFrom, pm.GetFrom()} {
 				if p != "" && d.m.h.Network().Connectedness(p) == network.Connected {
-					d.m.spawn(func() { _ = d.catchUp(d.m.ctx, p) })
+					d.catchUpFrom(p)
 				}
 				if pm.ReceivedFrom == pm.GetFrom() {
 					break
@@ -394,8 +395,10 @@ func (d *Doc) Info() Info {
 	defer d.mu.Unlock()
 	clock := d.d.Clock()
 	ahead := false
-	for r, n := range d.ahead {
-		ahead = ahead || n > clock[r]
+	for _, claim := range d.aheadBy {
+		for r, n := range claim {
+			ahead = ahead || n > clock[r]
+		}
 	}
 	return Info{Name: d.name, Clock: clock, Peers: len(d.topic.ListPeers()), Held: len(d.held), Paths: len(d.d.Paths()), PeersAhead: ahead}
 }

@@ -317,7 +317,7 @@ func (m *Manager) followPeers() {
 				continue
 			}
 			for _, d := range m.Docs() {
-				m.spawn(func() { _ = d.catchUp(m.ctx, evt.Peer) })
+				d.catchUpFrom(evt.Peer)
 			}
 		}
 	}
@@ -361,8 +361,7 @@ func (m *Manager) antiEntropy() {
 			}
 			peers := d.topic.ListPeers()
 			if len(peers) > 0 {
-				p := peers[rand.IntN(len(peers))]
-				m.spawn(func() { _ = d.catchUp(m.ctx, p) })
+				d.catchUpFrom(peers[rand.IntN(len(peers))])
 			}
 		}
 		wait := m.interval - time.Since(last)

@@ -1,0 +1,123 @@
+package crdt
+
+import (
+	"bufio"
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p"
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/nova-node/nova-node/crdt/delta"
+	"github.com/nova-node/nova-node/protocol/frame"
+)
+
+// A peer that floods a document's digest topic with clocks it cannot back
+// (updates of a replica nobody has) gets one catch-up at a time from this
+// node, not a goroutine and a stream per digest; and once it has answered
+// one, its claim no longer shows the document as behind.
+func TestDigestFloodStartsOneCatchUpAtATime(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	newHost := func() (host.Host, *pubsub.PubSub) {
+		h, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { h.Close() })
+		ps, err := pubsub.NewGossipSub(ctx, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h, ps
+	}
+	hA, psA := newHost()
+	hB, psB := newHost()
+
+	m, err := New(hA, psA, "test", nopStore{}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	d, err := m.Open(ctx, "doc")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The flooder answers each catch-up after 200 ms, with nothing.
+	var streams, inFlight, maxInFlight atomic.Int64
+	hB.SetStreamHandler(ID, func(s network.Stream) {
+		defer s.Close()
+		streams.Add(1)
+		n := inFlight.Add(1)
+		defer inFlight.Add(-1)
+		for m := maxInFlight.Load(); n > m && !maxInFlight.CompareAndSwap(m, n); m = maxInFlight.Load() {
+		}
+		if _, err := frame.NewReader(bufio.NewReader(s), 1<<20).Next(); err != nil {
+			s.Reset()
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+		out, _ := encMode.Marshal(catchupResp{})
+		_ = frame.Write(s, out)
+	})
+	if err := hB.Connect(ctx, peer.AddrInfo{ID: hA.ID(), Addrs: hA.Addrs()}); err != nil {
+		t.Fatal(err)
+	}
+	topic, err := psB.Join(DigestTopic("test", "doc"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, err := topic.Subscribe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Cancel()
+	deadline := time.Now().Add(5 * time.Second)
+	for len(topic.ListPeers()) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the flooder never joined the document's digest mesh")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	const digests = 200
+	for i := range digests {
+		b, _ := encMode.Marshal(digest{Clock: delta.VersionVector{"ghost": uint64(1000 + i)}})
+		if err := topic.Publish(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	// The flood lasts about 0.5 s; each catch-up 0.2 s. Wait until none
+	// has started or run for half a second.
+	deadline = time.Now().Add(10 * time.Second)
+	last, quietSince := streams.Load(), time.Now()
+	for time.Since(quietSince) < 500*time.Millisecond {
+		if n := streams.Load(); n != last || inFlight.Load() > 0 {
+			last, quietSince = n, time.Now()
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("catch-ups still under way 10 s after the flood (%d streams)", streams.Load())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Logf("%d digests: %d catch-up streams, at most %d at once", digests, streams.Load(), maxInFlight.Load())
+	if got := maxInFlight.Load(); got != 1 {
+		t.Errorf("%d catch-ups from the flooder at once, want 1", got)
+	}
+	if got := streams.Load(); got > 10 {
+		t.Errorf("%d catch-up streams for %d digests over 0.5 s, want a few (one at a time, 0.2 s each)", got, digests)
+	}
+	if d.Info().PeersAhead {
+		t.Error("the document still shows peers ahead after the flooder answered with nothing")
+	}
+}
