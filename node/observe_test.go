@@ -7,9 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -49,66 +52,165 @@ func tierNode(t *testing.T) *node.Node {
 var oneWayTypes = []envelope.Type{envelope.TypeNotification, envelope.TypeTaskAccept, envelope.TypeTaskReject,
 	envelope.TypeStreamStart, envelope.TypeStreamData, envelope.TypeStreamEnd}
 
-// TestProperty17_RoutingEventEmission: every routed message yields a
-// routing-decision event with its id, source, target, path and latency.
+// TestProperty17_RoutingEventEmission: every message routed, locally, to
+// the other node or broadcast, yields on its sender's node one
+// routing-decision event with its id, source, target, type, path, a
+// latency within the call's (the result's) and its outcome; a delivered message yields a
+// message-sent there and a message-received (with its path) on the node of
+// each agent it reached and nowhere else; a refused one (tier violation,
+// unknown sender) yields an error event with its code, and neither.
 func TestProperty17_RoutingEventEmission(t *testing.T) {
-	n := tierNode(t)
-	sub := n.Observer().Subscribe(100000)
-	defer sub.Close()
+	net := tierPair(t)
+	var subs [2]*node.Subscription
+	for i, n := range net.Nodes {
+		subs[i] = n.Observer().Subscribe(1<<16, protocol.EventRoutingDecision, protocol.EventMessageSent,
+			protocol.EventMessageReceived, protocol.EventError)
+		defer subs[i].Close()
+	}
 	rapid.Check(t, func(rt *rapid.T) {
-		from := rapid.IntRange(0, 3).Draw(rt, "from")
-		to := rapid.IntRange(0, 3).Draw(rt, "to")
-		typ := rapid.SampledFrom(oneWayTypes).Draw(rt, "type")
-		env, _ := n.NewEnvelope(fmt.Sprintf("t%d", from), fmt.Sprintf("t%d", to), typ, nil)
-		res, err := n.Send(context.Background(), env)
-		for {
-			e := <-sub.C
-			if e.Type != protocol.EventRoutingDecision || e.EnvelopeID != env.ID {
+		ops := rapid.SliceOfN(sendOpGen(), 1, 4).Draw(rt, "ops")
+		byID := map[string]sendOp{}
+		took := map[string]time.Duration{}
+		results := map[string]protocol.RoutingResult{}
+		want := map[evKey]int{}
+		reach := map[evKey][]string{} // of a message-received key: the agents reached
+		for _, op := range ops {
+			env, res, d, err := op.send(rt, net, nil)
+			byID[env.ID], took[env.ID], results[env.ID] = op, d, res
+			if err != nil {
+				// A refused send to a known agent names the path it was
+				// routed to; one from an unknown agent took none, and its
+				// path is not checked.
+				path := ""
+				if op.kind == opDirect {
+					path = op.path()
+				}
+				want[evKey{op.node, protocol.EventRoutingDecision, env.ID, path}]++
+				want[evKey{op.node, protocol.EventError, env.ID, path}]++
 				continue
 			}
-			if e.Sender != fmt.Sprintf("t%d@%s", from, n.ID()) || e.Recipient != fmt.Sprintf("t%d@%s", to, n.ID()) ||
-				e.Path != protocol.PathLocal || e.Latency <= 0 || e.Success != (err == nil) || e.Success != res.Delivered {
-				rt.Fatalf("routing event %+v for %+v (err %v)", e, res, err)
+			want[evKey{op.node, protocol.EventRoutingDecision, env.ID, op.path()}]++
+			want[evKey{op.node, protocol.EventMessageSent, env.ID, op.path()}]++
+			for i, rs := range op.receivers(net) {
+				if len(rs) > 0 {
+					k := evKey{i, protocol.EventMessageReceived, env.ID, op.path()}
+					want[k], reach[k] = len(rs), slices.Sorted(slices.Values(rs))
+				}
 			}
-			return
+		}
+		got := collectEvents(rt, subs, want, func(i int, e protocol.Event) evKey {
+			if !e.Success && byID[e.EnvelopeID].kind != opDirect {
+				e.Path = ""
+			}
+			return evKey{i, e.Type, e.EnvelopeID, e.Path}
+		})
+		for k, n := range want {
+			if len(got[k]) != n {
+				rt.Fatalf("%v: %d %s events on node %d with path %q, want %d; all: %v", byID[k.id], len(got[k]), k.typ, k.node, k.path, n, got)
+			}
+		}
+		for k, evs := range got {
+			op := byID[k.id]
+			if want[k] == 0 {
+				rt.Fatalf("%v: unexpected %s events on node %d with path %q: %+v", op, k.typ, k.node, k.path, evs)
+			}
+			code := op.wantCode()
+			var reached []string
+			for _, e := range evs {
+				bad := e.MessageType != op.typ || e.Sender != op.sender(net)
+				switch e.Type {
+				case protocol.EventRoutingDecision:
+					// The result's latency is the event's, cut to the microsecond.
+					bad = bad || e.Recipient != op.recipient(net) || e.Success != (code == "") || e.Code != code ||
+						e.Latency < 0 || e.Latency > took[k.id] || float64(e.Latency.Microseconds())/1000 != results[k.id].LatencyMs
+				case protocol.EventMessageSent:
+					bad = bad || e.Recipient != op.recipient(net) || !e.Success
+				case protocol.EventError:
+					bad = bad || e.Recipient != op.recipient(net) || e.Success || e.Code != code
+				case protocol.EventMessageReceived:
+					reached = append(reached, e.Recipient)
+					bad = bad || !e.Success || e.Peer != net.Nodes[op.node].ID()
+				}
+				if bad {
+					rt.Fatalf("%v (sent in %v): node %d event %+v", op, took[k.id], k.node, e)
+				}
+			}
+			if k.typ == protocol.EventMessageReceived {
+				if slices.Sort(reached); !slices.Equal(reached, reach[k]) {
+					rt.Fatalf("%v: node %d delivered to %v, want %v", op, k.node, reached, reach[k])
+				}
+			}
 		}
 	})
 }
 
-// TestProperty32_MessageMetricsAccuracy: after K sends and J deliveries the
-// metrics say K and J, with per-type counts matching.
+// TestProperty32_MessageMetricsAccuracy: after any mix of sends between the
+// agents of two nodes (local, remote both ways, broadcasts, and sends
+// refused by the tier rules or from an unknown agent), each node's metrics,
+// reset before, count exactly the messages it sent (by type) and those its
+// agents received, one error per refused send, and as average routing
+// latency the mean of its delivered sends' latencies.
 func TestProperty32_MessageMetricsAccuracy(t *testing.T) {
-	n := tierNode(t)
+	net := tierPair(t)
 	rapid.Check(t, func(rt *rapid.T) {
-		n.Observer().Reset()
-		k := rapid.IntRange(0, 30).Draw(rt, "k")
-		want := map[envelope.Type]uint64{}
-		var sent, received uint64
-		for i := 0; i < k; i++ {
-			typ := rapid.SampledFrom(oneWayTypes).Draw(rt, "type")
-			from, to := rapid.IntRange(0, 3).Draw(rt, "from"), rapid.IntRange(0, 3).Draw(rt, "to")
-			env, _ := n.NewEnvelope(fmt.Sprintf("t%d", from), fmt.Sprintf("t%d", to), typ, i)
-			if _, err := n.Send(context.Background(), env); err == nil {
-				sent++
-				received++ // local: delivered to the agent
-				want[typ]++
+		for i, n := range net.Nodes {
+			n.Observer().Reset()
+			if m := n.Observer().Metrics(); m.TotalMessagesSent|m.TotalMessagesReceived|m.ErrorCount != 0 ||
+				len(m.MessagesByType) != 0 || m.AverageRoutingLatencyMs != 0 {
+				rt.Fatalf("node %d after reset: %+v", i, m)
 			}
 		}
-		m := n.Observer().Metrics()
-		if m.TotalMessagesSent != sent || m.TotalMessagesReceived != received {
-			rt.Fatalf("metrics %d sent %d received, want %d and %d", m.TotalMessagesSent, m.TotalMessagesReceived, sent, received)
+		ops := rapid.SliceOfN(sendOpGen(), 0, 12).Draw(rt, "ops")
+		var want [2]node.Metrics
+		var latency [2][]float64 // ms, of the delivered sends
+		var total uint64         // messages sent and received, both nodes
+		for i := range want {
+			want[i].MessagesByType = map[envelope.Type]uint64{}
 		}
-		for typ, c := range want {
-			if m.MessagesByType[typ] != c {
-				rt.Fatalf("%s: %d, want %d", typ, m.MessagesByType[typ], c)
+		for i, op := range ops {
+			_, res, _, err := op.send(rt, net, i)
+			w := &want[op.node]
+			if err != nil {
+				w.ErrorCount++
+				continue
+			}
+			w.TotalMessagesSent++
+			w.MessagesByType[op.typ]++
+			latency[op.node] = append(latency[op.node], res.LatencyMs)
+			total++
+			for j, rs := range op.receivers(net) {
+				want[j].TotalMessagesReceived += uint64(len(rs))
+				total += uint64(len(rs))
 			}
 		}
-		var total uint64
-		for _, c := range m.MessagesByType {
-			total += c
+		// Remote and broadcast deliveries are counted when they arrive.
+		// Wait for the sum, not each count, so that a count on the wrong
+		// side fails the comparison at once.
+		var m [2]node.Metrics
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+			m[0], m[1] = net.Nodes[0].Observer().Metrics(), net.Nodes[1].Observer().Metrics()
+			if m[0].TotalMessagesSent+m[0].TotalMessagesReceived+m[1].TotalMessagesSent+m[1].TotalMessagesReceived >= total ||
+				time.Now().After(deadline) {
+				break
+			}
 		}
-		if total != sent {
-			rt.Fatalf("by-type total %d, want %d", total, sent)
+		for i := range m {
+			got, w := m[i], want[i]
+			if got.TotalMessagesSent != w.TotalMessagesSent || got.TotalMessagesReceived != w.TotalMessagesReceived ||
+				got.ErrorCount != w.ErrorCount || !maps.Equal(got.MessagesByType, w.MessagesByType) {
+				rt.Fatalf("node %d: %d sent, %d received, %d errors, by type %v; want %d, %d, %d, %v",
+					i, got.TotalMessagesSent, got.TotalMessagesReceived, got.ErrorCount, got.MessagesByType,
+					w.TotalMessagesSent, w.TotalMessagesReceived, w.ErrorCount, w.MessagesByType)
+			}
+			// The results' latencies are cut to the microsecond.
+			mean := 0.0
+			for _, l := range latency[i] {
+				mean += l / float64(len(latency[i]))
+			}
+			if avg := got.AverageRoutingLatencyMs; len(latency[i]) > 0 && (avg <= 0 || math.Abs(avg-mean) > 0.001+1e-9) ||
+				len(latency[i]) == 0 && avg != 0 {
+				rt.Fatalf("node %d: average routing latency %v ms, want the mean %v ms of %v", i, avg, mean, latency[i])
+			}
 		}
 	})
 }

@@ -416,13 +416,15 @@ func (r *Router) send(ctx context.Context, env *envelope.Envelope, wait bool) (R
 // message-sent or error events.
 func (r *Router) dispatch(ctx context.Context, env *envelope.Envelope, from, to agentcard.Card, err error, wait bool, start time.Time) (RoutingResult, error) {
 	res := RoutingResult{Path: PathLocal, TargetAgentID: env.Recipient}
+	if to.ID != "" && to.Host != r.selfStr {
+		res.Path = PathRemote // refused or not: the path it was routed to
+	}
 	if err == nil {
 		// Recorded in the thread index before it leaves (sendChannel,
 		// deliverLocal): its answer may arrive before the ack.
 		if to.Host == r.selfStr {
 			err = r.deliverLocal(env, from, to, r.self)
 		} else {
-			res.Path = PathRemote
 			done, report := noWait, sentReport{true, from.Tier, to.Tier}
 			if wait {
 				done, report = nil, sentReport{} // message-sent below, once acknowledged
