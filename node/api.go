@@ -216,6 +216,17 @@ func startAPI(n *Node, path string) (*apiServer, error) {
 	n.registerDocRoutes(mux)
 	n.registerTaskRoutes(mux)
 	n.registerMCPRoutes(mux)
+	mux.HandleFunc("GET /v1/channels", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, 200, n.Status().Channels)
+	})
+	mux.HandleFunc("POST /v1/channels/{id}/close", func(w http.ResponseWriter, r *http.Request) {
+		info, err := n.CloseChannel(r.PathValue("id"))
+		if err != nil {
+			writeJSON(w, 404, apiErr(err))
+			return
+		}
+		writeJSON(w, 200, info)
+	})
 	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 200, n.Status())
 	})
@@ -277,6 +288,19 @@ type Status struct {
 	Channels     []protocol.ChannelInfo `json:"channels"`
 	Metrics      Metrics                `json:"metrics"`
 	RecentErrors []protocol.Event       `json:"recentErrors"`
+}
+
+// CloseChannel closes outbound channel id (status lists them): what waits
+// on it for acknowledgement fails with CHANNEL_CLOSED, its outbox entry
+// goes, and it stops redialling; the next envelope between its two agents
+// opens a new channel. An unknown id is a *protocol.NoChannelError
+// (CHANNEL_NOT_FOUND).
+func (n *Node) CloseChannel(id string) (protocol.ChannelInfo, error) {
+	r := n.Router()
+	if r == nil {
+		return protocol.ChannelInfo{}, &protocol.NoChannelError{ID: id}
+	}
+	return r.CloseChannel(id)
 }
 
 // Status gathers peers, channels, counters and recent errors.
@@ -547,6 +571,19 @@ func (c *Client) Send(ctx context.Context, req SendRequest) (SendResult, error) 
 func (c *Client) Status(ctx context.Context) (Status, error) {
 	var v Status
 	return v, c.do(ctx, "GET", "/v1/status", nil, &v)
+}
+
+// Channels lists the node's outbound channels.
+func (c *Client) Channels(ctx context.Context) ([]protocol.ChannelInfo, error) {
+	var v []protocol.ChannelInfo
+	return v, c.do(ctx, "GET", "/v1/channels", nil, &v)
+}
+
+// CloseChannel closes one of the node's outbound channels (see
+// Node.CloseChannel) and returns it as it was.
+func (c *Client) CloseChannel(ctx context.Context, id string) (protocol.ChannelInfo, error) {
+	var v protocol.ChannelInfo
+	return v, c.do(ctx, "POST", "/v1/channels/"+url.PathEscape(id)+"/close", nil, &v)
 }
 
 // ResetMetrics zeroes the node's message metrics.

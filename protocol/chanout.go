@@ -466,7 +466,7 @@ func (c *outChannel) dial(attempt int) {
 	}
 	c.mu.Lock()
 	defer c.unlock()
-	if c.stopped {
+	if c.stopped || c.m.State() == channel.Closed { // closed meanwhile (CloseChannel)
 		return
 	}
 	var re *RemoteError
@@ -518,6 +518,10 @@ func (c *outChannel) stop() {
 func (c *outChannel) info() ChannelInfo {
 	c.mu.Lock()
 	defer c.unlock()
+	return c.infoLocked()
+}
+
+func (c *outChannel) infoLocked() ChannelInfo {
 	pending := c.m.Pending()
 	stored := 0
 	for _, it := range pending {
@@ -591,6 +595,46 @@ func (c *outChannel) saved(op OutboxOp, put []*outItem, err error) {
 			c.metaSaved = true // still on disk: the next pass drops it again
 		}
 	}
+}
+
+// CodeChannelNotFound is CloseChannel's code for an id that names no open
+// channel of this node (a local code: it never crosses the wire).
+const CodeChannelNotFound = "CHANNEL_NOT_FOUND"
+
+// NoChannelError is CloseChannel's error for an id that names no channel
+// this node holds open.
+type NoChannelError struct{ ID string }
+
+func (e *NoChannelError) Error() string {
+	return fmt.Sprintf("protocol: no open channel %q on this node (status lists them)", e.ID)
+}
+
+// Code returns CHANNEL_NOT_FOUND.
+func (e *NoChannelError) Code() string { return CodeChannelNotFound }
+
+// CloseChannel closes outbound channel id (as Channels lists it), as the
+// seed's A2AChannel.close: each envelope still waiting on it for its
+// acknowledgement fails with CHANNEL_CLOSED (its sender's error and an
+// error event; an envelope its peer may have taken unacknowledged is not
+// taken back), its outbox entry goes, and it stops redialling. The next
+// envelope between the same two agents opens a new channel. It returns the
+// channel as it was just before.
+func (r *Router) CloseChannel(id string) (ChannelInfo, error) {
+	c := r.outChannelByID(id)
+	if c == nil || c.closed.Load() {
+		return ChannelInfo{}, &NoChannelError{ID: id}
+	}
+	c.mu.Lock()
+	defer c.unlock()
+	info := c.infoLocked()
+	if c.stopped || c.m.State() == channel.Closed {
+		return ChannelInfo{}, &NoChannelError{ID: id}
+	}
+	if c.timer != nil {
+		c.timer.Stop()
+	}
+	c.stepLocked(channel.Close{})
+	return info, nil
 }
 
 // Channels describes the outbound channels.

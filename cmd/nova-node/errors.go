@@ -217,7 +217,11 @@ func hintFor(cmd *cobra.Command, code string) string {
 		}
 		return "an L2/L3 agent proposing a task to an L0/L1 agent must justify the escalation: " +
 			"use `nova-node tasks propose` or `nova-node send --type task-proposal` with --justification \"WHY\""
-	case "DELIVERY_FAILED", "CHANNEL_CLOSED":
+	case protocol.CodeChannelNotFound:
+		return "`nova-node channels` lists the open channels with their ids"
+	case "CHANNEL_CLOSED":
+		return "its channel was closed (`nova-node channels close`, or the node stopping) before the peer acknowledged it: send again, on a new channel"
+	case "DELIVERY_FAILED":
 		if f := cmd.Flags().Lookup("capability"); f != nil && f.Changed {
 			return "the agent chosen for the capability did not answer: send again, and an agent on a node that answers goes first " +
 				"(agents on nodes this one could not reach go last); `nova-node agents find --capability ID` lists the others"

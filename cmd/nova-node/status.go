@@ -66,7 +66,7 @@ Prometheus expects, so after a reset the two differ.`,
 			fmt.Fprintf(w, "\nCHANNELS (%d)\n", len(st.Channels))
 			sortChannels(st.Channels)
 			for _, ch := range st.Channels {
-				fmt.Fprintf(w, "  %-13s %s -> %s  pending %d (%d on disk)  next seq %d\n", ch.State, shortAddr(ch.From), shortAddr(ch.To), ch.Pending, ch.Stored, ch.NextSeq)
+				fmt.Fprintln(w, channelLine(ch))
 			}
 			m := st.Metrics
 			fmt.Fprintf(w, "\nMESSAGES  sent %d  received %d  errors %d  security events %d  avg routing %.3f ms\n",

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nova-node/nova-node/protocol"
+)
+
+func newChannelsCmd(g *globals) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "channels",
+		Short: "List the channels from local agents to remote ones; close one",
+		Long: `channels lists the node's outbound channels: one per pair of a local
+agent and a remote one, carrying that pair's envelopes in order. Each shows
+its id, its state (connecting, open, reconnecting, closed), the envelopes
+waiting for acknowledgement (and how many of those are on disk, in the
+outbox, where they survive a restart) and the next sequence number.
+
+` + "`channels close ID`" + ` gives up on one channel at once, rather than waiting
+for its redials to run out: each envelope still waiting on it fails with
+CHANNEL_CLOSED.`,
+		Example: `  nova-node channels
+  nova-node channels --json
+  nova-node channels close 3f9c2a...`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cl, err := g.client()
+			if err != nil {
+				return err
+			}
+			chs, err := cl.Channels(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if g.json {
+				return g.printJSON(chs)
+			}
+			if len(chs) == 0 {
+				fmt.Fprintln(g.stdout, "no channels (one opens with the first envelope from a local agent to a remote one)")
+				return nil
+			}
+			sortChannels(chs)
+			for _, ch := range chs {
+				fmt.Fprintln(g.stdout, channelLine(ch))
+			}
+			return nil
+		},
+	}
+	c.AddCommand(newChannelsCloseCmd(g))
+	return c
+}
+
+func newChannelsCloseCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "close ID",
+		Short: "Close a channel: what still waits on it fails with CHANNEL_CLOSED",
+		Long: `close gives up on one outbound channel (its id as ` + "`nova-node channels`" + ` shows
+it): it stops redialling, each envelope still waiting for acknowledgement
+fails with CHANNEL_CLOSED (a sender waiting on one gets that error; the
+node's events show one error each), and its outbox entry is deleted. An
+envelope the peer took but had not acknowledged yet may still be delivered.
+The next envelope between the same two agents opens a new channel.`,
+		Example: `  nova-node channels close 3f9c2a7d0e5b41c6a8d2f0e9b7c4a1d3
+  nova-node channels close 3f9c2a7d0e5b41c6a8d2f0e9b7c4a1d3 --json`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usage(cmd, "give the id of the channel to close (`nova-node channels` lists them)")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, err := g.client()
+			if err != nil {
+				return err
+			}
+			ch, err := cl.CloseChannel(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			if g.json {
+				return g.printJSON(ch)
+			}
+			fmt.Fprintf(g.stdout, "closed %s -> %s: %d envelope(s) failed with CHANNEL_CLOSED\n", shortAddr(ch.From), shortAddr(ch.To), ch.Pending)
+			return nil
+		},
+	}
+}
+
+// channelLine is one channel as status and channels print it.
+func channelLine(ch protocol.ChannelInfo) string {
+	return fmt.Sprintf("  %s  %-13s %s -> %s  pending %d (%d on disk)  next seq %d", ch.ID, ch.State, shortAddr(ch.From), shortAddr(ch.To), ch.Pending, ch.Stored, ch.NextSeq)
+}
