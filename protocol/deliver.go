@@ -99,7 +99,7 @@ func (r *Router) Post(ctx context.Context, env *envelope.Envelope) (RoutingResul
 // (a failure is only reported), without waiting for a remote
 // acknowledgement.
 func (r *Router) post(ctx context.Context, env *envelope.Envelope, from, to agentcard.Card, err error, start time.Time) (RoutingResult, error) {
-	res := RoutingResult{Path: PathLocal, TargetAgentID: env.Recipient}
+	res := RoutingResult{Path: r.pathTo(to), TargetAgentID: env.Recipient}
 	if err != nil {
 		res.Error = fmt.Sprintf("%s: %v", CodeOf(err), err)
 		r.emitRoute(env, from, to, res.Path, start, clock.Now(), err)
@@ -109,7 +109,6 @@ func (r *Router) post(ctx context.Context, env *envelope.Envelope, from, to agen
 		err = r.deliverLocal(env, from, to, r.self)
 		res.Delivered = err == nil
 	} else {
-		res.Path = PathRemote
 		// A failure is reported once, by the channel (emitFailure). An answer
 		// has someone waiting for it: it is flushed at once.
 		err = r.sendChannel(ctx, env.Sender, to, env, isAnswerType(env.Type), start, noWait, sentReport{true, from.Tier, to.Tier})

@@ -415,10 +415,7 @@ func (r *Router) send(ctx context.Context, env *envelope.Envelope, wait bool) (R
 // failure is only reported), and emits the routing decision and the
 // message-sent or error events.
 func (r *Router) dispatch(ctx context.Context, env *envelope.Envelope, from, to agentcard.Card, err error, wait bool, start time.Time) (RoutingResult, error) {
-	res := RoutingResult{Path: PathLocal, TargetAgentID: env.Recipient}
-	if to.ID != "" && to.Host != r.selfStr {
-		res.Path = PathRemote // refused or not: the path it was routed to
-	}
+	res := RoutingResult{Path: r.pathTo(to), TargetAgentID: env.Recipient}
 	if err == nil {
 		// Recorded in the thread index before it leaves (sendChannel,
 		// deliverLocal): its answer may arrive before the ack.
@@ -832,6 +829,16 @@ func (r *Router) byCapability(env *envelope.Envelope, from agentcard.Card) (agen
 		where += fmt.Sprintf("; %d agents have it but tier or sandbox rules forbid reaching them", len(cards))
 	}
 	return agentcard.Card{}, &agentcard.CapabilityNotFoundError{Capability: env.Recipient, Where: where}
+}
+
+// pathTo is the path of an envelope to agent to, refused or not: remote
+// for an agent of another node, else local (an agent of this node, or no
+// agent resolved).
+func (r *Router) pathTo(to agentcard.Card) string {
+	if to.ID != "" && to.Host != r.selfStr {
+		return PathRemote
+	}
+	return PathLocal
 }
 
 // How likely a card's node is to answer, best first (see reach).

@@ -4,11 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/nova-node/nova-node/envelope"
 	"github.com/nova-node/nova-node/node"
@@ -172,7 +176,9 @@ func TestConnectionDroppedRepeatedly(t *testing.T) {
 }
 
 // TestReceiverNeverReturns: every envelope pending for a node that does not
-// come back fails exactly once with DELIVERY_FAILED after the retries.
+// come back fails exactly once with DELIVERY_FAILED after the retries; and
+// before that, the sender's channel scheduled exactly Retries redials, each
+// delay at least double the one before (property 12, over the network).
 func TestReceiverNeverReturns(t *testing.T) {
 	rec := &recorder{}
 	net := sinkPair(t, rec)
@@ -188,6 +194,7 @@ func TestReceiverNeverReturns(t *testing.T) {
 		}
 		return nil
 	})
+	gone := net.Nodes[1].ID()
 	net.Kill(1)
 	ids := postN(t, net.Nodes[0], 10, 40)
 	failures := func() map[string]int {
@@ -213,6 +220,80 @@ func TestReceiverNeverReturns(t *testing.T) {
 	}
 	if len(f) != len(ids) {
 		t.Fatalf("%d failures for %d envelopes (delivered ones must not fail)", len(f), len(ids))
+	}
+	checkRedials(t, net.Nodes[0], gone)
+}
+
+// redialRe matches a channel event's "redial N in D" detail (a redial
+// scheduled after a failure), as protocol's chanout emits it.
+var redialRe = regexp.MustCompile(`^redial\s+(\d+)\s+in\s+(\S+)$`)
+
+// checkRedials checks, from sender's events, the redials its channels to
+// peer p scheduled before the first DELIVERY_FAILED for p: attempts 1..
+// Retries of the node's config in order, the first after RetryDelay, each
+// next delay at least double the previous; and none after the failure.
+func checkRedials(t *testing.T, sender *node.Node, p peer.ID) {
+	t.Helper()
+	cfg := sender.Config()
+	var attempts []int
+	var delays []time.Duration
+	failed, after := false, 0
+	for _, e := range sender.Observer().Recent(0) {
+		if e.Peer != p {
+			continue
+		}
+		if e.Type == protocol.EventError && e.Code == protocol.CodeDeliveryFailed {
+			failed = true
+			continue
+		}
+		detail := strings.TrimSpace(e.Detail)
+		if e.Type != protocol.EventChannel || !strings.HasPrefix(detail, "redial") {
+			continue
+		}
+		if strings.HasPrefix(detail, "redial now") {
+			t.Fatalf("channel event %q: the peer never came back, nothing could have been seen", detail)
+		}
+		m := redialRe.FindStringSubmatch(detail)
+		if m == nil {
+			t.Fatalf("channel event %q: not \"redial N in D\"", detail)
+		}
+		n, err := strconv.Atoi(m[1])
+		if err != nil {
+			t.Fatalf("channel event %q: attempt: %v", detail, err)
+		}
+		d, err := time.ParseDuration(m[2])
+		if err != nil {
+			t.Fatalf("channel event %q: delay: %v", detail, err)
+		}
+		if failed {
+			after++
+			continue
+		}
+		attempts = append(attempts, n)
+		delays = append(delays, d)
+	}
+	if !failed {
+		t.Fatal("no DELIVERY_FAILED event among the sender's events")
+	}
+	t.Logf("redials before DELIVERY_FAILED: attempts %v, delays %v", attempts, delays)
+	if after > 0 {
+		t.Errorf("%d redials scheduled after the channel gave up", after)
+	}
+	if len(attempts) != cfg.Retries {
+		t.Fatalf("%d redials scheduled before DELIVERY_FAILED (attempts %v, delays %v), want Retries = %d", len(attempts), attempts, delays, cfg.Retries)
+	}
+	for i, n := range attempts {
+		if n != i+1 {
+			t.Fatalf("redial attempts %v, want 1..%d in order", attempts, cfg.Retries)
+		}
+	}
+	if delays[0] < cfg.RetryDelay {
+		t.Fatalf("first redial after %s, want at least RetryDelay = %s (delays %v)", delays[0], cfg.RetryDelay, delays)
+	}
+	for i := 1; i < len(delays); i++ {
+		if delays[i] < 2*delays[i-1] {
+			t.Fatalf("redial %d after %s, less than double the previous %s (delays %v)", i+1, delays[i], delays[i-1], delays)
+		}
 	}
 }
 
