@@ -169,8 +169,9 @@ func TestSendAgentsIDAgainstRunningNodes(t *testing.T) {
 		t.Fatalf("send --json failure: %d %s", code, out)
 	}
 	out, _, code = runCLI(t, "agents", "--data-dir", dirA)
-	if code != 0 || !strings.Contains(out, "alice") || !strings.Contains(out, "bob") || !strings.Contains(out, "remote") {
-		t.Fatalf("agents: %s", out)
+	if code != 0 || !strings.Contains(out, "alice") || !strings.Contains(out, "bob") || !strings.Contains(out, "remote") ||
+		!strings.Contains(out, " this ") || !strings.Contains(out, " connected ") {
+		t.Fatalf("agents (want alice's node shown as this one, bob's as connected): %s", out)
 	}
 	out, _, code = runCLI(t, "agents", "--data-dir", dirA, "--origin", "remote", "--json")
 	var cards []map[string]any

@@ -60,4 +60,9 @@ func TestCapabilityDeliveryFailedHint(t *testing.T) {
 	if code != 1 || !strings.Contains(errOut, "DELIVERY_FAILED") || !strings.Contains(errOut, "send again") {
 		t.Fatalf("exit %d, stderr %q; want DELIVERY_FAILED with the hint to send again", code, errOut)
 	}
+	// bob's card stays for its TTL; agents says its node is not connected.
+	out, _, code := runCLI(t, "agents", "--data-dir", dirA, "--origin", "remote")
+	if code != 0 || !strings.Contains(out, "bob") || !strings.Contains(out, "not connected") {
+		t.Fatalf("agents after bob's node left: exit %d\n%s", code, out)
+	}
 }

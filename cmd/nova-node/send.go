@@ -218,7 +218,10 @@ func newAgentsCmd(g *globals) *cobra.Command {
 		Short: "List the agents this node hosts and the remote agents it knows",
 		Long: `agents lists the Agent Cards known to the running node: its own (local) and
 those presented, signed, by connected peers (remote). The ADDRESS column is
-what ` + "`nova-node send --to`" + ` accepts; a bare NAME works when it is unique.`,
+what ` + "`nova-node send --to`" + ` accepts; a bare NAME works when it is unique.
+NODE says whether the agent's node is this one, connected, or not connected:
+a node that left keeps its cards here until their TTL (10 minutes) runs out,
+and ` + "`send --capability`" + ` prefers agents on connected nodes.`,
 		Example: `  nova-node agents
   nova-node agents --origin remote
   nova-node agents --json`,
@@ -242,9 +245,10 @@ what ` + "`nova-node send --to`" + ` accepts; a bare NAME works when it is uniqu
 				fmt.Fprintln(g.stdout, "no agents")
 				return nil
 			}
-			fmt.Fprintf(g.stdout, "%-16s %-4s %-7s %-4s %-24s %s\n", "NAME", "TIER", "ORIGIN", "REV", "CAPABILITIES", "ADDRESS")
+			node := nodeStates(cmd, cl)
+			fmt.Fprintf(g.stdout, "%-16s %-4s %-7s %-4s %-24s %-13s %s\n", "NAME", "TIER", "ORIGIN", "REV", "CAPABILITIES", "NODE", "ADDRESS")
 			for _, c := range cards {
-				fmt.Fprintf(g.stdout, "%-16s %-4s %-7s %-4d %-24s %s\n", c.ID, c.Tier, c.Origin, c.Revision, capIDs(c.Capabilities), c.Address())
+				fmt.Fprintf(g.stdout, "%-16s %-4s %-7s %-4d %-24s %-13s %s\n", c.ID, c.Tier, c.Origin, c.Revision, capIDs(c.Capabilities), node(c), c.Address())
 			}
 			return nil
 		},
@@ -252,6 +256,30 @@ what ` + "`nova-node send --to`" + ` accepts; a bare NAME works when it is uniqu
 	c.Flags().StringVar(&origin, "origin", "", "only local or only remote agents")
 	c.AddCommand(newAgentsFindCmd(g), newAgentsShowCmd(g))
 	return c
+}
+
+// nodeStates tells, for the NODE column, where a card's node stands: this
+// node, connected, or not connected (a node that left keeps its cards in
+// the registry until their TTL, 10 minutes). It reads the node's peers
+// once; if it cannot, the column is left blank.
+func nodeStates(cmd *cobra.Command, cl *node.Client) func(agentcard.Card) string {
+	st, err := cl.Status(cmd.Context())
+	if err != nil {
+		return func(agentcard.Card) string { return "" }
+	}
+	connected := make(map[string]bool, len(st.PeerList))
+	for _, p := range st.PeerList {
+		connected[p.PeerID] = true
+	}
+	return func(c agentcard.Card) string {
+		switch {
+		case c.Host == "" || c.Host == st.PeerID:
+			return "this"
+		case connected[c.Host]:
+			return "connected"
+		}
+		return "not connected"
+	}
 }
 
 func newAgentsFindCmd(g *globals) *cobra.Command {
@@ -297,9 +325,10 @@ node's agents: a sandboxed agent only sees agents it may discover.`,
 				fmt.Fprintln(g.stdout, "no agents")
 				return nil
 			}
-			fmt.Fprintf(g.stdout, "%-16s %-4s %-7s %-24s %s\n", "NAME", "TIER", "ORIGIN", "CAPABILITIES", "ADDRESS")
+			node := nodeStates(cmd, cl)
+			fmt.Fprintf(g.stdout, "%-16s %-4s %-7s %-24s %-13s %s\n", "NAME", "TIER", "ORIGIN", "CAPABILITIES", "NODE", "ADDRESS")
 			for _, c := range cards {
-				fmt.Fprintf(g.stdout, "%-16s %-4s %-7s %-24s %s\n", c.ID, c.Tier, c.Origin, capIDs(c.Capabilities), c.Address())
+				fmt.Fprintf(g.stdout, "%-16s %-4s %-7s %-24s %-13s %s\n", c.ID, c.Tier, c.Origin, capIDs(c.Capabilities), node(c), c.Address())
 			}
 			return nil
 		},
