@@ -287,6 +287,7 @@ func (r *Router) stream(ctx context.Context, p peer.ID) (*outStream, error) {
 			return nil, ErrChannelClosed
 		}
 		if s := r.out[p]; s != nil && !s.dead() {
+			r.reached(p) // a live stream: p is reached, whatever an older failure said
 			r.mu.Unlock()
 			return s, nil
 		}
@@ -317,6 +318,13 @@ func (r *Router) stream(ctx context.Context, p peer.ID) (*outStream, error) {
 		r.mu.Lock()
 		delete(r.opening, p)
 		close(ch)
+		// The mark changes under r.mu, with the opening: a failure can
+		// then not overwrite a later success's clearing.
+		if err == nil {
+			r.reached(p)
+		} else if ctx.Err() != context.Canceled { // a caller that gave up is no news of p
+			r.unreached.put(p, time.Now())
+		}
 		if err == nil {
 			if r.closed {
 				r.mu.Unlock()
@@ -329,17 +337,14 @@ func (r *Router) stream(ctx context.Context, p peer.ID) (*outStream, error) {
 		}
 		r.mu.Unlock()
 		if err != nil {
-			if ctx.Err() != context.Canceled { // a caller that gave up is no news of p
-				r.unreached.put(p, time.Now())
-			}
 			return nil, err
 		}
-		r.reached(p)
 		return s, nil
 	}
 }
 
-// reached forgets that p could not be reached (see Router.reach).
+// reached forgets that p could not be reached (see Router.reach). The
+// memory has its own lock, a leaf: callers may hold r.mu.
 func (r *Router) reached(p peer.ID) {
 	if _, ok := r.unreached.get(p); ok {
 		r.unreached.remove(p)
