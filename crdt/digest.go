@@ -89,23 +89,20 @@ func (d *Doc) digestReader() {
 			continue
 		}
 		mine := d.Clock()
-		ahead := false
+		var ahead []replicaCount
 		for r, n := range dg.Clock {
-			if n > mine[r] {
-				ahead = true
-				break
+			if n > mine[r] && len(r) <= maxReplicaLen {
+				ahead = append(ahead, replicaCount{r, n})
+				if len(ahead) == maxClaimEntries {
+					break
+				}
 			}
 		}
-		if !ahead {
+		if len(ahead) == 0 {
 			continue
 		}
 		d.mu.Lock()
-		if _, known := d.aheadBy[from]; known || len(d.aheadBy) < maxClaims {
-			if d.aheadBy == nil {
-				d.aheadBy = make(map[peer.ID]delta.VersionVector)
-			}
-			d.aheadBy[from] = dg.Clock
-		}
+		d.claimLocked(from, claim{at: time.Now(), ahead: ahead})
 		d.mu.Unlock()
 		target := from
 		if d.m.h.Network().Connectedness(from) != network.Connected {
@@ -133,42 +130,111 @@ func readDigest(data []byte) (dg digest, ok bool) {
 	return dg, true
 }
 
-// maxClaims bounds the digests a document keeps for Info's PeersAhead: one
-// per peer, and no more peers than this.
-const maxClaims = 256
+// A claim is what one peer's latest digest showed this node lacking, kept
+// for Info's PeersAhead: a few replicas' counts, when it came. Claims are
+// bounded in number (maxClaims peers), in size (maxClaimEntries replicas of
+// at most maxReplicaLen bytes: a digest may list 65,536) and in age
+// (claimTTL: a peer that is ahead says so again at least every digestForce,
+// so a claim nobody repeats, say from a publisher this node cannot ask, is
+// dropped).
+type claim struct {
+	at    time.Time
+	ahead []replicaCount
+}
+
+type replicaCount struct {
+	replica string
+	n       uint64
+}
+
+const (
+	maxClaims       = 256
+	maxClaimEntries = 8
+	maxReplicaLen   = 128 // a replica id is a peer ID (52 bytes) or an agent's
+	claimTTL        = 3 * digestForce
+)
+
+// claimLocked records c as from's claim, making room among expired claims
+// if the table is full (a claim that finds it full of live ones is
+// dropped). Caller holds d.mu.
+func (d *Doc) claimLocked(from peer.ID, c claim) {
+	if d.aheadBy == nil {
+		d.aheadBy = make(map[peer.ID]claim)
+	}
+	if _, known := d.aheadBy[from]; !known && len(d.aheadBy) >= maxClaims {
+		for p, old := range d.aheadBy {
+			if c.at.Sub(old.at) > claimTTL {
+				delete(d.aheadBy, p)
+			}
+		}
+		if len(d.aheadBy) >= maxClaims {
+			return
+		}
+	}
+	d.aheadBy[from] = c
+}
+
+// peersAheadLocked reports whether a live claim counts updates that clock
+// lacks. Caller holds d.mu.
+func (d *Doc) peersAheadLocked(clock delta.VersionVector, now time.Time) bool {
+	for _, c := range d.aheadBy {
+		if now.Sub(c.at) > claimTTL {
+			continue
+		}
+		for _, rc := range c.ahead {
+			if rc.n > clock[rc.replica] {
+				return true
+			}
+		}
+	}
+	return false
+}
 
 // maxCatchUps is how many catch-ups a document runs at once, each from a
-// different peer.
-const maxCatchUps = 4
+// different peer: peers that answer slowly can hold at most this many, and
+// only one each.
+const maxCatchUps = 32
 
-// catchUpFrom asks p for what the document lacks, in the background, unless
-// a catch-up from p is already under way or maxCatchUps are: what asked for
-// this one then is covered by the one under way, by the next digest (every
-// 2 s) or by anti-entropy's rounds while updates are held. Every trigger
-// that a peer's message can pull (a digest, an update with a gap) goes
-// through here: a peer publishing digests or updates as fast as GossipSub
-// lets it would otherwise start a goroutine and a stream for each. A
-// catch-up that p answers withdraws p's own digest claim from PeersAhead:
-// what p claimed and did not send, it does not have.
+// catchUpFrom asks p for what the document lacks, in the background. Every
+// trigger that a peer's message can pull (a digest, an update with a gap)
+// goes through here, and a peer publishing digests or updates as fast as
+// GossipSub lets it would otherwise start a goroutine and a stream for
+// each: so there is at most one catch-up from p at a time (a trigger that
+// comes meanwhile asks for one more once it ends, however many came) and
+// at most maxCatchUps per document (beyond, a trigger is dropped: the next
+// digest, every 2 to 10 s, or anti-entropy's rounds while updates are held
+// ask again). A catch-up that p answers withdraws p's digest claim made
+// before it was asked: what p claimed and did not send, it does not have.
 func (d *Doc) catchUpFrom(p peer.ID) {
 	d.mu.Lock()
-	if _, busy := d.catching[p]; busy || len(d.catching) >= maxCatchUps || d.stopped {
+	if again, busy := d.catching[p]; busy || len(d.catching) >= maxCatchUps || d.stopped {
+		if busy && !again {
+			d.catching[p] = true
+		}
 		d.mu.Unlock()
 		return
 	}
 	if d.catching == nil {
-		d.catching = make(map[peer.ID]struct{})
+		d.catching = make(map[peer.ID]bool)
 	}
-	d.catching[p] = struct{}{}
+	d.catching[p] = false
 	d.mu.Unlock()
 	started := d.m.spawn(func() {
-		err := d.catchUp(d.m.ctx, p)
-		d.mu.Lock()
-		delete(d.catching, p)
-		if err == nil {
-			delete(d.aheadBy, p)
+		for {
+			asked := time.Now()
+			err := d.catchUp(d.m.ctx, p)
+			d.mu.Lock()
+			if c, ok := d.aheadBy[p]; ok && err == nil && c.at.Before(asked) {
+				delete(d.aheadBy, p) // a claim that came after the question stands
+			}
+			if !d.catching[p] || d.stopped || d.m.ctx.Err() != nil {
+				delete(d.catching, p)
+				d.mu.Unlock()
+				return
+			}
+			d.catching[p] = false // asked again meanwhile: one more
+			d.mu.Unlock()
 		}
-		d.mu.Unlock()
 	})
 	if !started {
 		d.mu.Lock()

@@ -3,6 +3,7 @@ package crdt
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -119,5 +120,37 @@ func TestDigestFloodStartsOneCatchUpAtATime(t *testing.T) {
 	}
 	if d.Info().PeersAhead {
 		t.Error("the document still shows peers ahead after the flooder answered with nothing")
+	}
+}
+
+// Digest claims are bounded: at most maxClaims peers, each with at most
+// maxClaimEntries replicas; a claim older than claimTTL no longer counts
+// and makes room for a new one.
+func TestDigestClaimsBounded(t *testing.T) {
+	d := &Doc{}
+	now := time.Now()
+	big := make([]replicaCount, maxClaimEntries)
+	for i := range big {
+		big[i] = replicaCount{fmt.Sprintf("r%d", i), 5}
+	}
+	for i := range maxClaims + 50 {
+		d.claimLocked(peer.ID(fmt.Sprint("p", i)), claim{at: now, ahead: big})
+	}
+	if len(d.aheadBy) != maxClaims {
+		t.Fatalf("%d claims held, want %d", len(d.aheadBy), maxClaims)
+	}
+	if !d.peersAheadLocked(delta.VersionVector{}, now) {
+		t.Fatal("live claims of updates this node lacks: not ahead")
+	}
+	if d.peersAheadLocked(delta.VersionVector{"r0": 5, "r1": 5, "r2": 5, "r3": 5, "r4": 5, "r5": 5, "r6": 5, "r7": 5}, now) {
+		t.Fatal("claims this node's clock covers: ahead")
+	}
+	later := now.Add(claimTTL + time.Second)
+	if d.peersAheadLocked(delta.VersionVector{}, later) {
+		t.Fatal("claims older than claimTTL still count")
+	}
+	d.claimLocked("newcomer", claim{at: later, ahead: big[:1]})
+	if _, ok := d.aheadBy["newcomer"]; !ok || len(d.aheadBy) != 1 {
+		t.Fatalf("a new claim did not replace the expired ones: %d held", len(d.aheadBy))
 	}
 }

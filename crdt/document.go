@@ -33,9 +33,9 @@ type Doc struct {
 	held     []held
 	watchers map[*Watch]struct{}
 	stopped  bool
-	logged   int                             // deltas in the store's log since the last snapshot
-	aheadBy  map[peer.ID]delta.VersionVector // each peer's latest digest that showed updates this node lacked (see catchUpFrom)
-	catching map[peer.ID]struct{}            // catch-ups under way (see catchUpFrom)
+	logged   int               // deltas in the store's log since the last snapshot
+	aheadBy  map[peer.ID]claim // what each peer's latest digest showed this node lacking (see claim)
+	catching map[peer.ID]bool  // catch-ups under way, and whether one more was asked for (see catchUpFrom)
 }
 
 type held struct {
@@ -394,11 +394,6 @@ func (d *Doc) Info() Info {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	clock := d.d.Clock()
-	ahead := false
-	for _, claim := range d.aheadBy {
-		for r, n := range claim {
-			ahead = ahead || n > clock[r]
-		}
-	}
+	ahead := d.peersAheadLocked(clock, time.Now())
 	return Info{Name: d.name, Clock: clock, Peers: len(d.topic.ListPeers()), Held: len(d.held), Paths: len(d.d.Paths()), PeersAhead: ahead}
 }

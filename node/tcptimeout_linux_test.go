@@ -43,7 +43,7 @@ func TestTCPConnectionsCarryTheUserTimeout(t *testing.T) {
 			if !ok {
 				t.Fatalf("no socket %s -> %s in this process (%s)", ends[0], ends[1], dirOf(c))
 			}
-			if want := (timers{node.TCPUserTimeout, node.TCPKeepAliveIdle, node.TCPKeepAliveInterval}); got != want {
+			if want := (timers{node.TCPUserTimeout, node.TCPKeepAliveIdle, node.TCPKeepAliveInterval, true, 3}); got != want {
 				t.Errorf("socket %s -> %s: user timeout, keepalive idle and interval %v, want %v", ends[0], ends[1], got, want)
 			}
 		}
@@ -52,8 +52,14 @@ func TestTCPConnectionsCarryTheUserTimeout(t *testing.T) {
 
 func dirOf(c network.Conn) string { return c.Stat().Direction.String() }
 
-// timers are a socket's TCP_USER_TIMEOUT, TCP_KEEPIDLE and TCP_KEEPINTVL.
-type timers struct{ userTimeout, keepIdle, keepInterval time.Duration }
+// timers are a socket's TCP_USER_TIMEOUT, TCP_KEEPIDLE and TCP_KEEPINTVL,
+// and whether keepalive is on (SO_KEEPALIVE) with how many probes
+// (TCP_KEEPCNT).
+type timers struct {
+	userTimeout, keepIdle, keepInterval time.Duration
+	keepAlive                           bool
+	keepCount                           int
+}
 
 // socketTimers finds this process's TCP socket from local to remote and
 // reads its timers.
@@ -80,7 +86,12 @@ func socketTimers(t *testing.T, local, remote netip.AddrPort) (timers, bool) {
 			}
 			return time.Duration(v) * unit
 		}
-		return timers{read(unix.TCP_USER_TIMEOUT, time.Millisecond), read(unix.TCP_KEEPIDLE, time.Second), read(unix.TCP_KEEPINTVL, time.Second)}, true
+		on, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_KEEPALIVE)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return timers{read(unix.TCP_USER_TIMEOUT, time.Millisecond), read(unix.TCP_KEEPIDLE, time.Second), read(unix.TCP_KEEPINTVL, time.Second),
+			on == 1, int(read(unix.TCP_KEEPCNT, 1))}, true
 	}
 	return timers{}, false
 }

@@ -624,16 +624,39 @@ func (r *Router) CloseChannel(id string) (ChannelInfo, error) {
 	if c == nil || c.closed.Load() {
 		return ChannelInfo{}, &NoChannelError{ID: id}
 	}
+	info, err := c.close()
+	if err != nil {
+		return ChannelInfo{}, err
+	}
+	// The outbox entry goes now, not at the persister's next pass: a crash
+	// in between would restore the channel and deliver envelopes that were
+	// reported failed. (A pass already under way may write the entry back;
+	// its next pass, finding the channel closed, drops it again.)
+	if r.o.store != nil {
+		if err := r.o.store.SaveOutbox([]OutboxOp{{Channel: id, Drop: true}}); err != nil {
+			r.log.Warnw("closed channel's outbox entry not deleted yet (the persister tries again)", "channel", id, "err", err)
+		}
+	}
+	r.wakePersister()
+	return info, nil
+}
+
+// close closes the channel for CloseChannel and returns it as it was.
+func (c *outChannel) close() (ChannelInfo, error) {
 	c.mu.Lock()
 	defer c.unlock()
 	info := c.infoLocked()
 	if c.stopped || c.m.State() == channel.Closed {
-		return ChannelInfo{}, &NoChannelError{ID: id}
+		return ChannelInfo{}, &NoChannelError{ID: c.id}
 	}
 	if c.timer != nil {
 		c.timer.Stop()
 	}
 	c.stepLocked(channel.Close{})
+	if c.st != nil {
+		c.st.unbind(c) // the stream would otherwise hold it while it lives
+		c.st = nil
+	}
 	return info, nil
 }
 

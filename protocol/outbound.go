@@ -219,6 +219,13 @@ func (s *outStream) openChannel(ctx context.Context, c *outChannel) (watermark, 
 	}
 }
 
+// unbind forgets channel c, closed while the stream lives.
+func (s *outStream) unbind(c *outChannel) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.bound, c) // nil once the stream failed: a no-op
+}
+
 func (s *outStream) bind(c *outChannel) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()

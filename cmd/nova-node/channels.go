@@ -82,7 +82,7 @@ The next envelope between the same two agents opens a new channel.`,
 			if g.json {
 				return g.printJSON(ch)
 			}
-			fmt.Fprintf(g.stdout, "closed %s -> %s: %d envelope(s) failed with CHANNEL_CLOSED\n", shortAddr(ch.From), shortAddr(ch.To), ch.Pending)
+			fmt.Fprintf(g.stdout, "closed %s -> %s (%d envelope(s) were waiting for acknowledgement: CHANNEL_CLOSED)\n", shortAddr(ch.From), shortAddr(ch.To), ch.Pending)
 			return nil
 		},
 	}
