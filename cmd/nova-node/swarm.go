@@ -128,7 +128,9 @@ func newPeersCmd(g *globals) *cobra.Command {
 the connection is direct or relayed (through a circuit relay, when neither
 side can dial the other), the agents whose cards that peer presented, and
 the addresses of the open connections. A peer that went away drops off
-once its connection closes (for QUIC after a peer is killed, up to 30 s).`,
+once its connection closes: at once if it stopped (or, over TCP, was
+killed); cut off the network (a lid closed), after about 15 s over TCP
+(Linux); a QUIC peer killed or cut off, up to 40 s.`,
 		Example: `  nova-node peers
   nova-node peers --json`,
 		Args: noArgs,
