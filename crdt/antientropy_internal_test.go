@@ -7,6 +7,7 @@ import (
 
 	"github.com/libp2p/go-libp2p"
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	"github.com/libp2p/go-libp2p/core/host"
 )
 
 // nopStore keeps nothing.
@@ -17,21 +18,29 @@ func (nopStore) AppendDelta(string, []byte) error         { return nil }
 func (nopStore) SaveDoc(string, []byte) error             { return nil }
 func (nopStore) DocNames() ([]string, error)              { return nil, nil }
 
-// Anti-entropy sleeps between its periodic rounds, however long the
-// period, and runs a round every 200 ms only while a document holds
-// updates it cannot apply: a document that starts holding one wakes it.
-func TestAntiEntropyWakesOnlyForHeldUpdates(t *testing.T) {
+// pubsubHost is a loopback host with GossipSub running until ctx ends; the
+// host closes with the test.
+func pubsubHost(t *testing.T, ctx context.Context) (host.Host, *pubsub.PubSub) {
+	t.Helper()
 	h, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer h.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	t.Cleanup(func() { h.Close() })
 	ps, err := pubsub.NewGossipSub(ctx, h)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return h, ps
+}
+
+// Anti-entropy sleeps between its periodic rounds, however long the
+// period, and runs a round every 200 ms only while a document holds
+// updates it cannot apply: a document that starts holding one wakes it.
+func TestAntiEntropyWakesOnlyForHeldUpdates(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	h, ps := pubsubHost(t, ctx)
 	m, err := New(h, ps, "test", nopStore{}, time.Hour)
 	if err != nil {
 		t.Fatal(err)

@@ -150,7 +150,7 @@ type replicaCount struct {
 const (
 	maxClaims       = 256
 	maxClaimEntries = 8
-	maxReplicaLen   = 128 // a replica id is a peer ID (52 bytes) or an agent's
+	maxReplicaLen   = 128 // a replica id is its node's peer ID (52 bytes for Ed25519)
 	claimTTL        = 3 * digestForce
 )
 

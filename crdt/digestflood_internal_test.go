@@ -8,9 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/libp2p/go-libp2p"
-	pubsub "github.com/libp2p/go-libp2p-pubsub"
-	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 
@@ -25,20 +22,8 @@ import (
 func TestDigestFloodStartsOneCatchUpAtATime(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	newHost := func() (host.Host, *pubsub.PubSub) {
-		h, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { h.Close() })
-		ps, err := pubsub.NewGossipSub(ctx, h)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return h, ps
-	}
-	hA, psA := newHost()
-	hB, psB := newHost()
+	hA, psA := pubsubHost(t, ctx)
+	hB, psB := pubsubHost(t, ctx)
 
 	m, err := New(hA, psA, "test", nopStore{}, time.Hour)
 	if err != nil {

@@ -606,7 +606,7 @@ const CodeChannelNotFound = "CHANNEL_NOT_FOUND"
 type NoChannelError struct{ ID string }
 
 func (e *NoChannelError) Error() string {
-	return fmt.Sprintf("protocol: no open channel %q on this node (status lists them)", e.ID)
+	return fmt.Sprintf("protocol: no open channel %q on this node", e.ID)
 }
 
 // Code returns CHANNEL_NOT_FOUND.

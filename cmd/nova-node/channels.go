@@ -82,7 +82,11 @@ The next envelope between the same two agents opens a new channel.`,
 			if g.json {
 				return g.printJSON(ch)
 			}
-			fmt.Fprintf(g.stdout, "closed %s -> %s (%d envelope(s) were waiting for acknowledgement: CHANNEL_CLOSED)\n", shortAddr(ch.From), shortAddr(ch.To), ch.Pending)
+			waiting := "none was waiting for acknowledgement"
+			if ch.Pending > 0 {
+				waiting = fmt.Sprintf("%d envelope(s) waiting for acknowledgement failed with CHANNEL_CLOSED", ch.Pending)
+			}
+			fmt.Fprintf(g.stdout, "closed %s -> %s (%s)\n", shortAddr(ch.From), shortAddr(ch.To), waiting)
 			return nil
 		},
 	}

@@ -31,8 +31,8 @@ node knows, or a full address ("bob@12D3KooW..."), as ` + "`nova-node agents`" +
 --capability sends to the first agent with that capability: one of this
 node's own, else one on a node it is connected to, else one on a node it
 has not tried, and last one on a node it could not reach (a node that went
-away keeps its cards in registries for up to 10 minutes), each group in
-address order.
+away keeps its cards in registries for up to 10 minutes; among those, the
+one that failed longest ago first), the other groups in address order.
 
 A request waits for the answer and prints it; other types print where the
 envelope was delivered. Refusals print the seed's error code:
@@ -246,9 +246,9 @@ and ` + "`send --capability`" + ` prefers agents on connected nodes.`,
 				return nil
 			}
 			node := nodeStates(cmd, cl)
-			fmt.Fprintf(g.stdout, "%-16s %-4s %-7s %-4s %-24s %-13s %s\n", "NAME", "TIER", "ORIGIN", "REV", "CAPABILITIES", "NODE", "ADDRESS")
+			fmt.Fprintf(g.stdout, "%-16s %-4s %-7s %-4s %-24s %-14s %s\n", "NAME", "TIER", "ORIGIN", "REV", "CAPABILITIES", "NODE", "ADDRESS")
 			for _, c := range cards {
-				fmt.Fprintf(g.stdout, "%-16s %-4s %-7s %-4d %-24s %-13s %s\n", c.ID, c.Tier, c.Origin, c.Revision, capIDs(c.Capabilities), node(c), c.Address())
+				fmt.Fprintf(g.stdout, "%-16s %-4s %-7s %-4d %-24s %-14s %s\n", c.ID, c.Tier, c.Origin, c.Revision, capIDs(c.Capabilities), node(c), c.Address())
 			}
 			return nil
 		},
@@ -326,9 +326,9 @@ node's agents: a sandboxed agent only sees agents it may discover.`,
 				return nil
 			}
 			node := nodeStates(cmd, cl)
-			fmt.Fprintf(g.stdout, "%-16s %-4s %-7s %-24s %-13s %s\n", "NAME", "TIER", "ORIGIN", "CAPABILITIES", "NODE", "ADDRESS")
+			fmt.Fprintf(g.stdout, "%-16s %-4s %-7s %-24s %-14s %s\n", "NAME", "TIER", "ORIGIN", "CAPABILITIES", "NODE", "ADDRESS")
 			for _, c := range cards {
-				fmt.Fprintf(g.stdout, "%-16s %-4s %-7s %-24s %-13s %s\n", c.ID, c.Tier, c.Origin, capIDs(c.Capabilities), node(c), c.Address())
+				fmt.Fprintf(g.stdout, "%-16s %-4s %-7s %-24s %-14s %s\n", c.ID, c.Tier, c.Origin, capIDs(c.Capabilities), node(c), c.Address())
 			}
 			return nil
 		},
