@@ -130,3 +130,45 @@ func BenchmarkFactoryReplyAsRaw(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkOneWayEnvelope is the per-envelope work of protocol's
+// BenchmarkOneWay/codec-floor, each step alone on one goroutine: building
+// a notification with a 256-byte raw JSON payload (as Node.NewEnvelope
+// does), encoding it into a reused buffer, and decoding it with every check.
+func BenchmarkOneWayEnvelope(b *testing.B) {
+	f := envelope.NewFactory()
+	payload := []byte(`"` + strings.Repeat("x", 254) + `"`)
+	b.Run("build", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := f.New("a0", "sink", envelope.TypeNotification, payload); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	e, err := f.New("a0", "sink", envelope.TypeNotification, payload)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var buf []byte
+	b.Run("encode", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if buf, err = envelope.AppendCBORValidated(buf[:0], e); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	if buf, err = envelope.AppendCBORValidated(buf[:0], e); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("decode", func(b *testing.B) {
+		b.SetBytes(int64(len(buf)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, _, ok := envelope.DecodeCanonicalPrefix(buf); !ok {
+				b.Fatal("the encoded envelope does not decode")
+			}
+		}
+	})
+}

@@ -117,11 +117,65 @@ func benchHTTP(b *testing.B, gap time.Duration, decode bool) {
 // to raw length-prefixed messages on a libp2p stream, written one Write per
 // message (unbuffered) and through a 64 KiB buffered writer. Reported:
 // msgs/s.
+//
+// codec-floor is no network at all: what every envelope costs before it
+// is routed, sent, deduplicated, acknowledged or delivered. One goroutine
+// builds envelopes as Node.NewEnvelope does and encodes them into 64 KiB
+// batches; a second decodes and checks each, as a receiving node must. It is
+// the ceiling of any message path that checks every envelope it receives,
+// measured next to the raw figures on the same machine.
 func BenchmarkOneWay(b *testing.B) {
 	const n = 20000
 	b.Run("raw-unbuffered-tcp", func(b *testing.B) { benchRawOneWay(b, n, false) })
 	b.Run("raw-buffered-tcp", func(b *testing.B) { benchRawOneWay(b, n, true) })
+	b.Run("codec-floor", func(b *testing.B) { benchCodecFloor(b, n) })
 	b.Run("nova-post-tcp", func(b *testing.B) { benchNovaOneWay(b, n) })
+}
+
+func benchCodecFloor(b *testing.B, n int) {
+	f := envelope.NewFactory()
+	batches := make(chan []byte, 4)
+	decoded := make(chan error, 1)
+	go func() {
+		var err error
+		for buf := range batches {
+			for len(buf) > 0 && err == nil {
+				_, k, ok := envelope.DecodeCanonicalPrefix(buf)
+				if !ok {
+					err = fmt.Errorf("an envelope did not decode")
+					break
+				}
+				buf = buf[k:]
+			}
+		}
+		decoded <- err
+	}()
+	cpu := startCPU()
+	start := time.Now()
+	for b.Loop() {
+		buf := make([]byte, 0, 64<<10)
+		for i := 0; i < n; i++ {
+			env, err := f.New("a0", "sink", envelope.TypeNotification, payload256)
+			if err == nil {
+				buf, err = envelope.AppendCBORValidated(buf, env)
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+			if len(buf) > 63<<10 {
+				batches <- buf
+				buf = make([]byte, 0, 64<<10)
+			}
+		}
+		batches <- buf
+	}
+	close(batches)
+	if err := <-decoded; err != nil {
+		b.Fatal(err)
+	}
+	elapsed := time.Since(start)
+	b.ReportMetric(float64(b.N*n)/elapsed.Seconds(), "msgs/s")
+	cpu.report(b, b.N*n)
 }
 
 func benchRawOneWay(b *testing.B, n int, buffered bool) {
