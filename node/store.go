@@ -28,9 +28,16 @@ type store struct {
 
 func openStore(dataDir string) (*store, error) {
 	path := filepath.Join(dataDir, StoreFile)
+	if err := checkStoreFile(path); err != nil {
+		return nil, err
+	}
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
 	if errors.Is(err, bolterrors.ErrTimeout) {
 		return nil, fmt.Errorf("node: store %s is locked: is another nova-node running with this data dir? Stop it or use --data-dir", path)
+	}
+	if errors.Is(err, bolterrors.ErrInvalid) || errors.Is(err, bolterrors.ErrChecksum) ||
+		errors.Is(err, bolterrors.ErrVersionMismatch) {
+		return nil, &StoreDamagedError{Path: path, Reason: err.Error()}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("node: open store %s: %w", path, err)
