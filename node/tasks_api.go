@@ -67,6 +67,9 @@ type CreateSwarmRequest struct {
 	SubTasks      []SubTaskRequest       `json:"subTasks,omitempty"`
 	Justification string                 `json:"justification,omitempty"`
 	Complexity    negotiation.Complexity `json:"complexity,omitempty"`
+	// RecruitTimeoutMs is how long the agents proposed to have to answer,
+	// in milliseconds; 0: TaskOptions.RecruitTimeout (default 30 s).
+	RecruitTimeoutMs int64 `json:"recruitTimeoutMs,omitempty"`
 }
 
 // SwarmCreated is the answer to a CreateSwarmRequest: the swarm, and the
@@ -227,7 +230,8 @@ func (n *Node) CreateSwarm(ctx context.Context, req CreateSwarmRequest) (swarm.S
 	if err != nil {
 		return swarm.Swarm{}, err
 	}
-	opts := swarm.CreateOptions{Justification: req.Justification, Complexity: req.Complexity}
+	opts := swarm.CreateOptions{Justification: req.Justification, Complexity: req.Complexity,
+		RecruitTimeout: time.Duration(req.RecruitTimeoutMs) * time.Millisecond}
 	for _, st := range req.SubTasks {
 		opts.SubTasks = append(opts.SubTasks, swarm.SubTaskSpec{Description: st.Description, RequiredCapabilities: st.Capabilities})
 	}

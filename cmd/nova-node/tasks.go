@@ -258,7 +258,7 @@ func newTasksShowCmd(g *globals) *cobra.Command {
 			}
 			rec, err := cl.Task(cmd.Context(), id)
 			if err != nil {
-				return err
+				return proposalErr(cmd.Context(), cl, id, err)
 			}
 			if g.json {
 				return g.printJSON(rec)
@@ -313,7 +313,7 @@ func newTasksAnswerCmd(g *globals, accept bool) *cobra.Command {
 		}
 		rec, err := answer(cmd.Context(), id, req)
 		if err != nil {
-			return err
+			return proposalErr(cmd.Context(), cl, id, err)
 		}
 		if g.json {
 			return g.printJSON(rec)
@@ -330,21 +330,31 @@ func newTasksAnswerCmd(g *globals, accept bool) *cobra.Command {
 	return c
 }
 
-// resolveProposal expands a unique prefix of a proposal id (among received
-// pending ones when received is set, else among all).
+// resolveProposal expands a unique prefix of a proposal id: among received
+// ones when received is set (answering), else among all. When a prefix
+// matches several received proposals of which one is pending, that one is
+// meant; one that matches only answered proposals resolves too, so that
+// the node says what state the proposal is in.
 func resolveProposal(ctx context.Context, cl *node.Client, prefix string, received bool) (string, error) {
 	if len(prefix) >= 32 {
 		return prefix, nil
 	}
-	recs, err := cl.Tasks(ctx, received)
+	recs, err := cl.Tasks(ctx, false)
 	if err != nil {
 		return "", err
 	}
-	var match []string
+	var match, pending []string
 	for _, r := range recs {
-		if strings.HasPrefix(r.ProposalID, prefix) && (!received || r.Direction == negotiation.Received) && !slices.Contains(match, r.ProposalID) {
-			match = append(match, r.ProposalID)
+		if !strings.HasPrefix(r.ProposalID, prefix) || (received && r.Direction != negotiation.Received) || slices.Contains(match, r.ProposalID) {
+			continue
 		}
+		match = append(match, r.ProposalID)
+		if r.Status == negotiation.StatusPending {
+			pending = append(pending, r.ProposalID)
+		}
+	}
+	if len(match) > 1 && len(pending) == 1 {
+		match = pending
 	}
 	switch len(match) {
 	case 1:
@@ -353,6 +363,40 @@ func resolveProposal(ctx context.Context, cl *node.Client, prefix string, receiv
 		return prefix, nil // let the node say it is not found
 	}
 	return "", &exitError{code: 2, err: fmt.Errorf("%q matches %d proposals (%s): give more of the id", prefix, len(match), strings.Join(match, ", "))}
+}
+
+// proposalErr gives a failure about proposal id, from the node, the CLI's
+// words and a hint: where to find the ids, or the state the proposal is in
+// when it can no longer be answered.
+func proposalErr(ctx context.Context, cl *node.Client, id string, err error) error {
+	switch codeOf(err, 1) {
+	case negotiation.CodeProposalNotFound:
+		hint := "`nova-node tasks pending` lists the proposals waiting for an answer, `nova-node tasks list` all of them " +
+			"(a unique prefix of an id is enough)"
+		if rec, e := cl.Task(ctx, id); e == nil && rec.Direction == negotiation.Sent {
+			hint = "this node sent that proposal: only the target's node answers it (`nova-node tasks show " + id + "` shows its state)"
+		}
+		return &exitError{code: 1, err: err, hint: hint}
+	case negotiation.CodeProposalTimeout:
+		return &exitError{code: 1, err: err, hint: "it expired unanswered and can no longer be answered " +
+			"(`nova-node tasks list` shows it timed-out): the proposer must send a new proposal"}
+	case negotiation.CodeWrongState:
+		rec, e := cl.Task(ctx, id)
+		if e != nil || rec.Status == negotiation.StatusPending {
+			return &exitError{code: 1, err: err, hint: "`nova-node tasks show " + id + "` shows its state"}
+		}
+		msg := fmt.Sprintf("proposal %s is already %s: it can be answered only once", id, rec.Status)
+		hint := "`nova-node tasks show " + id + "` shows the answer"
+		switch rec.Status {
+		case negotiation.StatusAccepted:
+			hint = "nothing to do: it was accepted (`nova-node tasks show " + id + "` shows by whom, and the task thread)"
+		case negotiation.StatusTimedOut:
+			msg = fmt.Sprintf("proposal %s expired: its deadline passed before it was answered (or its proposer gave up)", id)
+			hint = "it can no longer be answered: the proposer must send a new proposal"
+		}
+		return &exitError{code: 1, err: &codedError{negotiation.CodeWrongState, msg}, hint: hint}
+	}
+	return err
 }
 
 func oneID(verb string) cobra.PositionalArgs {

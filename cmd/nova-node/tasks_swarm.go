@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -74,6 +75,7 @@ func newSwarmCreateCmd(g *globals) *cobra.Command {
 	var subtasks []string
 	var complexity string
 	var wait bool
+	var recruitTimeout time.Duration
 	c := &cobra.Command{
 		Use:   "create",
 		Short: "Start a swarm: propose the task to capable agents, split and assign it",
@@ -82,10 +84,19 @@ default its first agent). --cap lists the required capabilities (at least
 one). Without --subtask there is one sub-task per capability; each --subtask
 is "DESCRIPTION", or "CAP[,CAP]: DESCRIPTION" to say which of the swarm's
 capabilities it needs. With --wait it follows the swarm until it ends: exit
-0 when completed, 1 when failed.`,
+0 when completed, 1 when failed.
+
+The proposed agents have --recruit-timeout (default 30s) to answer. A node
+started with ` + "`nova-node run`" + ` leaves proposals to its operator, who
+answers with ` + "`nova-node tasks accept ID`" + ` on that node (` + "`tasks pending`" + `
+there lists them): give such agents minutes, not seconds. A
+proposal not answered in time expires on both nodes (` + "`tasks list`" + ` shows it
+timed-out), and the swarm goes on with the agents that accepted, or fails
+when none did.`,
 		Example: `  nova-node swarm create --task "ship the release notes generator" --cap code.write --cap docs.write
   nova-node swarm create --task "port the CLI" --cap code.write --cap test.write \
-      --subtask "code.write: port the commands" --subtask "test.write: port the tests" --wait
+      --subtask "code.write: port the commands" --subtask "test.write: port the tests" \
+      --recruit-timeout 10m --wait
   nova-node swarm create --as callisto --task "final review" --cap review.approve \
       --justification "the release needs L0 sign-off" --json`,
 		Args: noArgs,
@@ -102,6 +113,10 @@ capabilities it needs. With --wait it follows the swarm until it ends: exit
 					return usage(cmd, fmt.Sprintf("--complexity must be simple, medium or complex, not %q", complexity))
 				}
 			}
+			if recruitTimeout < 0 {
+				return usage(cmd, "--recruit-timeout must be positive, like 30s or 10m")
+			}
+			req.RecruitTimeoutMs = recruitTimeout.Milliseconds()
 			for _, s := range subtasks {
 				req.SubTasks = append(req.SubTasks, parseSubTask(s, req.Capabilities))
 			}
@@ -124,6 +139,9 @@ capabilities it needs. With --wait it follows the swarm until it ends: exit
 					return g.printJSON(s)
 				}
 				fmt.Fprintf(g.stdout, "swarm %s %s: proposed to %s, %s\n", s.ID, s.Status, plural(len(s.Recruits), "capable agent"), plural(len(s.SubTasks), "sub-task"))
+				if l := recruitingLine(s); l != "" {
+					fmt.Fprintln(g.stdout, l)
+				}
 				fmt.Fprintf(g.stdout, "follow it: nova-node swarm status %s%s\n", s.ID, dataDirFlag(g))
 				return nil
 			}
@@ -138,6 +156,8 @@ capabilities it needs. With --wait it follows the swarm until it ends: exit
 	f.StringVar(&req.Justification, "justification", "", "escalation justification sent with every proposal (L2/L3 to L0/L1)")
 	f.StringVar(&complexity, "complexity", "", "simple, medium (default) or complex")
 	f.BoolVar(&wait, "wait", false, "follow the swarm until it ends (exit 1 if it fails)")
+	f.DurationVar(&recruitTimeout, "recruit-timeout", 0, "how long the proposed agents have to answer (default: the node's, 30s); "+
+		"an operator answering with `tasks accept` needs minutes")
 	return c
 }
 
@@ -165,7 +185,7 @@ document.`,
 			if g.json || !(follow || isTerminal(g.stdout)) {
 				s, err := cl.Swarm(cmd.Context(), id)
 				if err != nil {
-					return err
+					return swarmErr(err)
 				}
 				if g.json {
 					return g.printJSON(s)
@@ -173,7 +193,7 @@ document.`,
 				printSwarm(g.stdout, s)
 				return nil
 			}
-			return followSwarm(cmd, g, cl, id)
+			return swarmErr(followSwarm(cmd, g, cl, id))
 		},
 	}
 	c.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing changes until the swarm ends, even when not on a terminal")
@@ -294,6 +314,9 @@ func followSwarm(cmd *cobra.Command, g *globals, cl *node.Client, id string) err
 		if s.Status != lastStatus {
 			if lastStatus == "" {
 				lines = append(lines, fmt.Sprintf("swarm %s: %s (proposed to %s, %s)", s.ID, s.Status, plural(len(s.Recruits), "agent"), plural(len(s.SubTasks), "sub-task")))
+				if l := recruitingLine(s); l != "" {
+					lines = append(lines, l)
+				}
 			} else {
 				lines = append(lines, fmt.Sprintf("status %s -> %s", lastStatus, s.Status))
 			}
@@ -338,8 +361,12 @@ func followSwarm(cmd *cobra.Command, g *globals, cl *node.Client, id string) err
 			done, total := progress(last)
 			fmt.Fprintf(g.stdout, "%s %s %d/%d sub-tasks\n", last.Status, bar(done, total, 30), done, total)
 		}
-		return &exitError{code: 1, result: last, err: &codedError{codeSwarmFailed, fmt.Sprintf("swarm %s failed: %s", last.ID, last.Error)},
-			hint: fmt.Sprintf("`nova-node swarm status %s%s` shows each sub-task and its last error", last.ID, dataDirFlag(g))}
+		hint := fmt.Sprintf("`nova-node swarm status %s%s` shows each sub-task and its last error", last.ID, dataDirFlag(g))
+		if len(last.Participants) == 0 && slices.ContainsFunc(last.Recruits, func(r swarm.Recruit) bool { return r.Status == swarm.RecruitTimedOut }) {
+			hint = "the proposals expired unanswered: a node started with `nova-node run` waits for its operator to run " +
+				"`nova-node tasks accept ID` there (`nova-node tasks pending` lists them); create the swarm again with a longer --recruit-timeout, like 10m"
+		}
+		return &exitError{code: 1, result: last, err: &codedError{codeSwarmFailed, fmt.Sprintf("swarm %s failed: %s", last.ID, last.Error)}, hint: hint}
 	}
 	if g.json {
 		if err := g.printJSON(last); err != nil {
@@ -356,6 +383,33 @@ func followSwarm(cmd *cobra.Command, g *globals, cl *node.Client, id string) err
 		}
 	}
 	return nil
+}
+
+// recruitingLine says, for a swarm still recruiting, how long the proposed
+// agents have to answer and who answers for them; "" otherwise.
+func recruitingLine(s swarm.Swarm) string {
+	waiting := 0
+	for _, r := range s.Recruits {
+		if r.Status == swarm.RecruitProposing || r.Status == swarm.RecruitProposed {
+			waiting++
+		}
+	}
+	if s.Status != swarm.StatusRecruiting || waiting == 0 {
+		return ""
+	}
+	left := time.Until(time.UnixMilli(s.RecruitDeadlineMs)).Round(time.Second)
+	return fmt.Sprintf("waiting up to %s (until %s) for %s to accept: a node started with `nova-node run` waits for its operator "+
+		"to run `nova-node tasks accept ID` there (`nova-node tasks pending` lists them)",
+		max(left, 0), time.UnixMilli(s.RecruitDeadlineMs).Local().Format("15:04:05"), plural(waiting, "agent"))
+}
+
+// swarmErr adds a hint to an unknown swarm's SWARM_NOT_FOUND.
+func swarmErr(err error) error {
+	if err != nil && codeOf(err, 1) == swarm.CodeSwarmNotFound {
+		return &exitError{code: 1, err: err, hint: "`nova-node swarm list` lists the swarms this node coordinates; " +
+			"a swarm coordinated elsewhere is found by its full id (swarm-...), once its document reached this node"}
+	}
+	return err
 }
 
 // codeSwarmFailed is the code of a swarm followed to its end (--wait) that

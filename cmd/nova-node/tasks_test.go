@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nova-node/nova-node/protocol/negotiation"
 	"github.com/nova-node/nova-node/protocol/swarm"
@@ -162,6 +163,65 @@ func TestSwarmCommands(t *testing.T) {
 	if _, errOut, code := runCLI(t, "swarm", "create", "--data-dir", dirA, "--task", "x", "--cap", "translate.klingon"); code != 1 ||
 		!strings.Contains(errOut, swarm.CodeCapabilityNotFound) {
 		t.Fatalf("no capable agent: %d %s", code, errOut)
+	}
+}
+
+// TestTaskErrorsSpeakCLI: unknown ids name the CLI commands that list
+// them (not Go methods) in a hint; a second accept says the proposal is
+// already accepted; a swarm whose proposals expire unanswered fails at
+// --recruit-timeout saying who must accept, and the receiver lists the
+// proposal as timed-out.
+func TestTaskErrorsSpeakCLI(t *testing.T) {
+	_, _, dirA, dirB := aliceAndBob(t)
+	for _, args := range [][]string{{"tasks", "show", "nope"}, {"tasks", "accept", "nope"}, {"swarm", "status", "nope"}} {
+		_, errOut, code := runCLI(t, append(args, "--data-dir", dirA)...)
+		want := "`nova-node tasks list`"
+		if args[0] == "swarm" {
+			want = "`nova-node swarm list`"
+		}
+		if code != 1 || strings.Contains(errOut, "List") || !strings.Contains(errOut, "\nhint: ") || !strings.Contains(errOut, want) {
+			t.Errorf("%v: exit %d, stderr:\n%s", args, code, errOut)
+		}
+	}
+
+	out, errOut, code := runCLI(t, "tasks", "propose", "--data-dir", dirA, "--to", "bob", "--task", "twice", "--json")
+	if code != 0 {
+		t.Fatalf("propose: %d %s", code, errOut)
+	}
+	sent := decodeJSON[negotiation.Record](t, out)
+	pendingOn(t, dirB, func(r negotiation.Record) bool { return r.ProposalID == sent.ProposalID })
+	for i, id := range []string{sent.ProposalID[:8], sent.ProposalID[:8], sent.ProposalID} {
+		_, errOut, code := runCLI(t, "tasks", "accept", id, "--data-dir", dirB)
+		if i == 0 {
+			if code != 0 {
+				t.Fatalf("accept: %d %s", code, errOut)
+			}
+			continue
+		}
+		if code != 1 || !strings.Contains(errOut, "is already accepted") || !strings.Contains(errOut, negotiation.CodeWrongState) ||
+			!strings.Contains(errOut, "\nhint: ") {
+			t.Errorf("accept %s again: exit %d, stderr:\n%s", id, code, errOut)
+		}
+	}
+
+	start := time.Now()
+	out, errOut, code = runCLI(t, "swarm", "create", "--data-dir", dirA, "--task", "nobody answers", "--cap", "echo",
+		"--recruit-timeout", "1500ms", "--wait")
+	if code != 1 || time.Since(start) > 20*time.Second || !strings.Contains(out, "tasks accept") ||
+		!strings.Contains(errOut, "SWARM_FAILED") || !strings.Contains(errOut, "--recruit-timeout") {
+		t.Fatalf("swarm create --recruit-timeout --wait: exit %d after %s\nstdout:\n%s\nstderr:\n%s", code, time.Since(start), out, errOut)
+	}
+	testnet.Eventually(t, testnetWait, func() error {
+		out, _, _ := runCLI(t, "tasks", "list", "--data-dir", dirB, "--json")
+		for _, r := range decodeJSON[[]negotiation.Record](t, out) {
+			if r.Proposal.TaskDescription == "nobody answers" && r.Status == negotiation.StatusTimedOut {
+				return nil
+			}
+		}
+		return fmt.Errorf("bob's node does not list the swarm's proposal as timed-out:\n%s", out)
+	})
+	if _, errOut, code := runCLI(t, "swarm", "create", "--data-dir", dirA, "--task", "x", "--cap", "echo", "--recruit-timeout", "-1s"); code != 2 {
+		t.Errorf("negative --recruit-timeout: exit %d %s", code, errOut)
 	}
 }
 

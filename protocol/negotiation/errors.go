@@ -83,7 +83,10 @@ func invalid(field, format string, args ...any) *InvalidError {
 	return &InvalidError{Field: field, Reason: fmt.Sprintf(format, args...)}
 }
 
-// NotFoundError reports an unknown proposal id.
+// NotFoundError reports an unknown proposal id. Its message names no API,
+// as it reaches the users of programs built on this package (the CLI shows
+// it): [Negotiator.ListPending] and [Negotiator.List] list the ids there
+// are; ids are case-sensitive.
 type NotFoundError struct {
 	ProposalID string
 	Direction  Direction // what was searched: sent, received, or empty for both
@@ -94,8 +97,7 @@ func (e *NotFoundError) Error() string {
 	if e.Direction != "" {
 		what = string(e.Direction) + " proposal"
 	}
-	return "negotiation: no " + what + " " + quote(e.ProposalID) +
-		" on this node: list them with ListPending or List (ids are case-sensitive)"
+	return "negotiation: no " + what + " " + quote(e.ProposalID) + " on this node (ids are case-sensitive)"
 }
 
 // Code returns [CodeProposalNotFound].

@@ -114,6 +114,11 @@ type CreateOptions struct {
 	Justification string
 	// Complexity of the proposals; empty means medium.
 	Complexity negotiation.Complexity
+	// RecruitTimeout is how long the recruited agents have to answer this
+	// swarm's proposals, those to replacements included; zero means
+	// Config.RecruitTimeout. Agents whose node leaves proposals to an
+	// operator need minutes rather than seconds.
+	RecruitTimeout time.Duration
 }
 
 type state int
@@ -552,6 +557,14 @@ func (c *Coordinator) newID() string {
 	return id
 }
 
+// recruitTimeout is how long the agents proposed to for s have to answer.
+func (c *Coordinator) recruitTimeout(s *Swarm) time.Duration {
+	if s.RecruitTimeoutMs > 0 {
+		return time.Duration(s.RecruitTimeoutMs) * time.Millisecond
+	}
+	return c.cfg.RecruitTimeout
+}
+
 // Create starts a swarm for local agent creator: it sends a task proposal,
 // through the Negotiator, to every agent visible to creator whose card
 // lists one of caps (property 25), local and remote, and returns the swarm
@@ -583,12 +596,17 @@ func (c *Coordinator) Create(ctx context.Context, creator, task string, caps []s
 	}
 	now := c.cfg.Now()
 	id := c.newID()
+	recruitFor := c.cfg.RecruitTimeout
+	if opts.RecruitTimeout > 0 {
+		recruitFor = opts.RecruitTimeout
+	}
 	s := &Swarm{
 		ID: id, TaskDescription: task, Creator: creator, RequiredCapabilities: slices.Clone(caps),
 		Participants: []string{}, Status: StatusRecruiting, SharedState: map[string]json.RawMessage{},
 		Results: map[string]json.RawMessage{}, Thread: id, Justification: opts.Justification,
-		Complexity: opts.Complexity, RecruitDeadlineMs: now.Add(c.cfg.RecruitTimeout).UnixMilli(),
-		CreatedAt: now.UnixMilli(),
+		Complexity: opts.Complexity, RecruitDeadlineMs: now.Add(recruitFor).UnixMilli(),
+		RecruitTimeoutMs: opts.RecruitTimeout.Milliseconds(),
+		CreatedAt:        now.UnixMilli(),
 	}
 	for i, sp := range specs {
 		s.SubTasks = append(s.SubTasks, SubTask{
@@ -665,6 +683,9 @@ func (c *Coordinator) checkCreate(creator, task string, caps []string, opts *Cre
 	}
 	if !opts.Complexity.Valid() {
 		return nil, invalid("complexity", "must be simple, medium or complex, got %s", quote(string(opts.Complexity)))
+	}
+	if opts.RecruitTimeout < 0 {
+		return nil, invalid("recruitTimeout", "must not be negative, got %s", opts.RecruitTimeout)
 	}
 	if len(opts.Justification) > envelope.MaxJustificationLen {
 		return nil, invalid("justification", "%d bytes, over the %d-byte limit", len(opts.Justification), envelope.MaxJustificationLen)
@@ -1146,7 +1167,7 @@ func (c *Coordinator) recruitFor(ctx context.Context, swarmID, subTaskID string)
 	s.Recruits = append(s.Recruits, Recruit{Agent: cd.agent, Capabilities: cd.caps, Status: RecruitProposing, ForSubTask: st.ID})
 	prop := negotiation.Proposal{
 		TaskDescription: st.Description, RequiredCapabilities: query, EstimatedComplexity: s.Complexity,
-		DeadlineMs: now.Add(c.cfg.RecruitTimeout).UnixMilli(),
+		DeadlineMs: now.Add(c.recruitTimeout(s)).UnixMilli(),
 	}
 	if !prop.EstimatedComplexity.Valid() {
 		prop.EstimatedComplexity = negotiation.ComplexityMedium

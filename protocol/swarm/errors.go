@@ -75,7 +75,10 @@ func invalid(field, format string, args ...any) *InvalidError {
 	return &InvalidError{Field: field, Reason: fmt.Sprintf(format, args...)}
 }
 
-// NotFoundError reports an unknown swarm or sub-task.
+// NotFoundError reports an unknown swarm or sub-task. Its message names no
+// API, as it reaches the users of programs built on this package (the CLI
+// shows it): [Coordinator.List] lists the swarms there are, and
+// [Coordinator.Get] a swarm's sub-tasks; ids are case-sensitive.
 type NotFoundError struct {
 	SwarmID   string
 	SubTaskID string // empty when the swarm itself is unknown
@@ -83,10 +86,9 @@ type NotFoundError struct {
 
 func (e *NotFoundError) Error() string {
 	if e.SubTaskID != "" {
-		return "swarm: swarm " + quote(e.SwarmID) + " has no sub-task " + quote(e.SubTaskID) +
-			": see its sub-tasks with Get"
+		return "swarm: swarm " + quote(e.SwarmID) + " has no sub-task " + quote(e.SubTaskID) + " (ids are case-sensitive)"
 	}
-	return "swarm: no swarm " + quote(e.SwarmID) + " on this coordinator: list them with List (ids are case-sensitive)"
+	return "swarm: no swarm " + quote(e.SwarmID) + " on this coordinator (ids are case-sensitive)"
 }
 
 // Code returns [CodeSwarmNotFound].

@@ -129,8 +129,11 @@ type Swarm struct {
 	Complexity    negotiation.Complexity `json:"complexity"`
 	// RecruitDeadlineMs ends recruiting (unix ms).
 	RecruitDeadlineMs int64 `json:"recruitDeadlineMs"`
-	CreatedAt         int64 `json:"createdAt"` // unix ms
-	UpdatedAt         int64 `json:"updatedAt"` // unix ms
+	// RecruitTimeoutMs is CreateOptions.RecruitTimeout, for the proposals
+	// to replacements; 0: Config.RecruitTimeout.
+	RecruitTimeoutMs int64 `json:"recruitTimeoutMs,omitempty"`
+	CreatedAt        int64 `json:"createdAt"` // unix ms
+	UpdatedAt        int64 `json:"updatedAt"` // unix ms
 }
 
 // Clone returns a deep copy of s.
