@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	ma "github.com/multiformats/go-multiaddr"
+	manet "github.com/multiformats/go-multiaddr/net"
 	"github.com/spf13/cobra"
 
 	"github.com/nova-node/nova-node/discovery/invite"
@@ -58,8 +60,18 @@ member; QUIC is then not used (TCP and WebSocket only).`,
 			if err != nil {
 				return err
 			}
+			warnings := []string{}
+			if len(relays) == 0 && onlyLoopback(tok.Bootstrap) {
+				warnings = append(warnings, "this node listens only on loopback addresses (127.0.0.1, ::1): the token works on this "+
+					"machine only; for other devices, run the node on a LAN address (`nova-node run --listen /ip4/0.0.0.0/tcp/4710`, "+
+					"or listen in config.yaml) and invite again, or add a reachable relay with --relay")
+			}
 			if g.json {
-				return g.printJSON(map[string]any{"token": s, "swarm": tok.Swarm, "private": len(tok.Secret) > 0, "bootstrap": tok.Bootstrap, "relays": tok.Relays})
+				return g.printJSON(map[string]any{"token": s, "swarm": tok.Swarm, "private": len(tok.Secret) > 0, "bootstrap": tok.Bootstrap,
+					"relays": tok.Relays, "warnings": warnings})
+			}
+			for _, w := range warnings {
+				fmt.Fprintln(g.stderr, "warning:", w)
 			}
 			if !noQR {
 				if q, err := qrText(s); err == nil {
@@ -77,6 +89,18 @@ member; QUIC is then not used (TCP and WebSocket only).`,
 	c.Flags().StringArrayVar(&relays, "relay", nil, "relay multiaddr to put in the token (repeatable)")
 	c.Flags().BoolVar(&noQR, "no-qr", false, "do not draw the token as a QR code")
 	return c
+}
+
+// onlyLoopback reports whether every address is a loopback one (none
+// counts as no: there is nothing to warn about but that, said elsewhere).
+func onlyLoopback(addrs []string) bool {
+	for _, a := range addrs {
+		m, err := ma.NewMultiaddr(a)
+		if err != nil || !manet.IsIPLoopback(m) {
+			return false
+		}
+	}
+	return len(addrs) > 0
 }
 
 func newJoinCmd(g *globals) *cobra.Command {
