@@ -4,6 +4,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -11,6 +13,9 @@ import (
 
 	"github.com/nova-node/nova-node/protocol/a2ahttp"
 )
+
+// codeAgentNotFound: a2a call found no agent card at the URL.
+const codeAgentNotFound = "AGENT_NOT_FOUND"
 
 func newA2ACmd(g *globals) *cobra.Command {
 	c := &cobra.Command{
@@ -38,7 +43,10 @@ agent succeeded.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			if strings.TrimSpace(msg) == "" {
-				return &exitError{code: 2, err: fmt.Errorf("--message is required")}
+				return usage(cmd, "--message is required")
+			}
+			if u, err := url.Parse(a[0]); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				return usage(cmd, fmt.Sprintf("%q is not an agent URL: give http(s)://HOST[:PORT]/PATH, like http://127.0.0.1:4713/a2a/bob/", a[0]))
 			}
 			opts := []a2ahttp.ClientOption{a2ahttp.WithTimeout(timeout)}
 			if token != "" {
@@ -46,7 +54,15 @@ agent succeeded.`,
 			}
 			res := a2ahttp.NewClient(opts...).Send(cmd.Context(), a[0], a2ahttp.Message{Text: msg, ContextID: contextID, TaskID: taskID})
 			if !res.Success {
-				return &exitError{code: 1, err: &codedError{res.Code, res.Error}, result: res}
+				e := &exitError{code: 1, err: &codedError{res.Code, res.Error}, result: res}
+				if res.Code == a2ahttp.CodeExternalService && res.HTTPStatus == http.StatusNotFound {
+					// No card at the URL: no such agent there.
+					res.Code = codeAgentNotFound
+					e.err = &codedError{res.Code, res.Error}
+					e.hint = "check the URL: a nova-node gateway serves each agent at http://HOST:PORT/a2a/NAME/ " +
+						"(`nova-node agents` lists the names of the mesh's agents, `nova-node status` the gateway's address)"
+				}
+				return e
 			}
 			if g.json {
 				return g.printJSON(res)

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/a2aproject/a2a-go/a2a"
 	"github.com/google/uuid"
@@ -104,6 +105,9 @@ type Result struct {
 	Code         string `json:"code,omitempty"`
 	Agent        string `json:"agent,omitempty"`   // the card's name
 	Version      string `json:"version,omitempty"` // wire version used
+	// HTTPStatus is the HTTP status of a failed card fetch or send, when
+	// there was one (404: no agent at that URL).
+	HTTPStatus int `json:"httpStatus,omitempty"`
 }
 
 // Client is the outbound A2A client. It fetches cards (agent-card.json,
@@ -263,12 +267,48 @@ func (c *Client) fetchCard(ctx context.Context, baseURL string) (*RemoteCard, er
 			last = &InvokeError{C: CodeExternalService, Status: status, Msg: fmt.Sprintf("agent card fetch from %s failed: HTTP %d", cu, status)}
 			continue
 		}
+		if status == http.StatusNotFound && i > 0 {
+			// Neither location has a card: say so about the agent's URL,
+			// with the server's word for it when it gave one.
+			msg := fmt.Sprintf("no agent card at %s (HTTP 404 for .well-known/agent-card.json and .well-known/agent.json)", strings.TrimSuffix(u.String(), "/"))
+			if why := errorBodyText(body); why != "" {
+				msg += ": " + why
+			}
+			return nil, &InvokeError{C: CodeExternalService, Status: status, Msg: msg}
+		}
 		if status < 200 || status > 299 {
 			return nil, &InvokeError{C: CodeExternalService, Status: status, Msg: fmt.Sprintf("agent card fetch from %s failed: HTTP %d", cu, status)}
 		}
 		return parseCard(body, cu)
 	}
 	return nil, last
+}
+
+// errorBodyText is the message of a short error body (JSON {"error": ...}
+// or {"message": ...}, or one line of text), or "".
+func errorBodyText(b []byte) string {
+	var v struct {
+		Error   any    `json:"error"`
+		Message string `json:"message"`
+	}
+	text := ""
+	if json.Unmarshal(b, &v) == nil {
+		switch e := v.Error.(type) {
+		case string:
+			text = e
+		case map[string]any:
+			text, _ = e["message"].(string)
+		}
+		if text == "" {
+			text = v.Message
+		}
+	} else if t := strings.TrimSpace(string(b)); !strings.ContainsAny(t, "\n<") {
+		text = t
+	}
+	if len(text) > 200 || !utf8.ValidString(text) {
+		return ""
+	}
+	return text
 }
 
 func (c *Client) get(ctx context.Context, u string) ([]byte, int, error) {
@@ -467,7 +507,7 @@ func (c *Client) CancelTask(ctx context.Context, baseURL, taskID string) (*a2a.T
 func failure(err error, code string) *Result {
 	var ie *InvokeError
 	if errors.As(err, &ie) {
-		return &Result{Code: ie.C, Error: ie.Msg}
+		return &Result{Code: ie.C, Error: ie.Msg, HTTPStatus: ie.Status}
 	}
 	return &Result{Code: code, Error: err.Error()}
 }

@@ -236,7 +236,9 @@ func (p Part) check() error {
 // contentParts returns the answer's text, parts and data as one list.
 func (a *Answer) contentParts() []Part {
 	var ps []Part
-	if a.Text != "" {
+	if a.Text != "" && a.Text != partsText(a.Parts) {
+		// An answer shaped like a Request (an echo) has its text in
+		// Parts too: one copy is enough.
 		ps = append(ps, Part{Kind: "text", Text: a.Text})
 	}
 	ps = append(ps, a.Parts...)
@@ -244,6 +246,17 @@ func (a *Answer) contentParts() []Part {
 		ps = append(ps, Part{Kind: "data", Data: a.Data})
 	}
 	return ps
+}
+
+// partsText is the text parts of ps joined with "\n", as Request.Text.
+func partsText(ps []Part) string {
+	var texts []string
+	for _, p := range ps {
+		if p.Kind == "text" {
+			texts = append(texts, p.Text)
+		}
+	}
+	return strings.Join(texts, "\n")
 }
 
 // dataCompatFlag marks, in a v0.3 data part's metadata, data that is not an
