@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +10,7 @@ import (
 	"io"
 	"net"
 	"strings"
+	"sync"
 	"text/tabwriter"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -38,6 +41,10 @@ Claude Desktop (claude_desktop_config.json):
 
   {"mcpServers": {"nova": {"command": "nova-node", "args": ["mcp"]}}}
 
+Messages are newline-delimited JSON-RPC. When stdin closes, the answers to
+the requests already sent are printed before the command exits; a line that
+is not JSON gets a parse error (-32700) and the session goes on.
+
 The same face is on streamable HTTP at http://127.0.0.1:<port>/mcp (the
 port "nova-node status" shows for metrics).`,
 		Example: `  nova-node mcp
@@ -58,16 +65,98 @@ port "nova-node status" shows for metrics).`,
 	}
 }
 
-// relay copies in to conn and conn to out until either side ends. It waits
-// for the copy to out; the copy from in ends when in does (a read of stdin
-// cannot be interrupted, and the process exits right after).
+// relay copies newline-delimited JSON-RPC from in to conn and from conn to
+// out until either side ends. When in ends (stdin closed), it waits for the
+// answers to the requests already relayed before it closes conn, so that
+// `echo REQUEST | nova-node mcp` prints the answer. A line of in that is not
+// JSON gets a JSON-RPC parse error (-32700, id null) on out, as JSON-RPC 2.0
+// asks of a server, and is not relayed: the SDK's transport would end the
+// session on it without a word.
 func relay(ctx context.Context, in io.Reader, out io.Writer, conn io.ReadWriteCloser) error {
+	var mu sync.Mutex // out, and the ids waiting for an answer
+	waiting := map[string]bool{}
+	inDone := false
+	drained := make(chan struct{}) // closed when in ended and nothing waits
+	var once sync.Once
+	checkDrained := func() { // with mu held
+		if inDone && len(waiting) == 0 {
+			once.Do(func() { close(drained) })
+		}
+	}
+	write := func(b []byte) error {
+		mu.Lock()
+		defer mu.Unlock()
+		_, err := out.Write(b)
+		return err
+	}
 	fromIn, toOut := make(chan error, 1), make(chan error, 1)
-	go func() { _, err := io.Copy(conn, in); fromIn <- err }()
-	go func() { _, err := io.Copy(out, conn); toOut <- err }()
+	go func() {
+		r := bufio.NewReaderSize(in, 64<<10)
+		for {
+			line, err := r.ReadBytes('\n')
+			if t := bytes.TrimSpace(line); len(t) > 0 {
+				if !json.Valid(t) {
+					if werr := write([]byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error: the line is not JSON"}}` + "\n")); werr != nil {
+						fromIn <- werr
+						return
+					}
+				} else {
+					mu.Lock()
+					for _, id := range requestIDs(t) {
+						waiting[id] = true
+					}
+					mu.Unlock()
+					if _, werr := conn.Write(append(t, '\n')); werr != nil {
+						fromIn <- werr
+						return
+					}
+				}
+			}
+			if err != nil {
+				mu.Lock()
+				inDone = true
+				checkDrained()
+				mu.Unlock()
+				fromIn <- err
+				return
+			}
+		}
+	}()
+	go func() {
+		r := bufio.NewReaderSize(conn, 64<<10)
+		for {
+			line, err := r.ReadBytes('\n')
+			if len(line) > 0 {
+				mu.Lock()
+				_, werr := out.Write(line)
+				for _, id := range responseIDs(bytes.TrimSpace(line)) {
+					delete(waiting, id)
+				}
+				checkDrained()
+				mu.Unlock()
+				if werr != nil {
+					toOut <- werr
+					return
+				}
+			}
+			if err != nil {
+				toOut <- err
+				return
+			}
+		}
+	}()
 	var err error
 	select {
 	case err = <-fromIn:
+		if errors.Is(err, io.EOF) {
+			// stdin ended: the answers still due come first.
+			select {
+			case <-drained:
+			case err = <-toOut:
+				toOut <- err
+			case <-ctx.Done():
+			}
+		}
 	case err = <-toOut:
 		toOut <- err
 	case <-ctx.Done():
@@ -78,6 +167,41 @@ func relay(ctx context.Context, in io.Reader, out io.Writer, conn io.ReadWriteCl
 		err = nil
 	}
 	return err
+}
+
+// jsonrpcIDs returns the ids of the messages in line (one message or a
+// batch) for which keep says yes; ids are compared as their JSON text.
+func jsonrpcIDs(line []byte, keep func(hasMethod bool) bool) []string {
+	type msg struct {
+		ID     json.RawMessage `json:"id"`
+		Method *string         `json:"method"`
+	}
+	var msgs []msg
+	if len(line) > 0 && line[0] == '[' {
+		_ = json.Unmarshal(line, &msgs)
+	} else {
+		var m msg
+		if json.Unmarshal(line, &m) == nil {
+			msgs = append(msgs, m)
+		}
+	}
+	var ids []string
+	for _, m := range msgs {
+		if len(m.ID) > 0 && string(m.ID) != "null" && keep(m.Method != nil) {
+			ids = append(ids, string(m.ID))
+		}
+	}
+	return ids
+}
+
+// requestIDs are the ids of the requests in line (notifications have none).
+func requestIDs(line []byte) []string {
+	return jsonrpcIDs(line, func(hasMethod bool) bool { return hasMethod })
+}
+
+// responseIDs are the ids of the responses in line.
+func responseIDs(line []byte) []string {
+	return jsonrpcIDs(line, func(hasMethod bool) bool { return !hasMethod })
 }
 
 // mcpSession connects an MCP client to the node's aggregated face.

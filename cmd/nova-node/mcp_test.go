@@ -135,3 +135,22 @@ func TestMCPListsEmpty(t *testing.T) {
 		}
 	}
 }
+
+// TestMCPStdioAnswersBeforeEOF: `echo REQUEST | nova-node mcp` prints the
+// answer (stdin closing does not drop it), and a line that is not JSON
+// gets a JSON-RPC parse error (-32700) while the session goes on.
+func TestMCPStdioAnswersBeforeEOF(t *testing.T) {
+	dir := t.TempDir()
+	startNode(t, 0, dir)
+	initReq := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+	out, errOut, code := runCLIIn(t, initReq+"\n", "mcp", "--data-dir", dir)
+	if code != 0 || !strings.Contains(out, `"id":1`) || !strings.Contains(out, `"serverInfo"`) {
+		t.Fatalf("mcp with stdin closed after one request: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	out, errOut, code = runCLIIn(t, "garbage{\n"+initReq+"\n", "mcp", "--data-dir", dir)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != 0 || len(lines) != 2 || !strings.Contains(lines[0], `"code":-32700`) || !strings.Contains(lines[0], `"id":null`) ||
+		!strings.Contains(lines[1], `"serverInfo"`) {
+		t.Fatalf("mcp with a line that is not JSON: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+}
