@@ -4,12 +4,15 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/connmgr"
@@ -370,6 +373,8 @@ func ConfigPath(dataDir string) string { return filepath.Join(dataDir, "config.y
 
 // LoadConfig returns the defaults overlaid with dataDir/config.yaml (when
 // present) and then the NOVA_* variables of environ (os.Environ() form).
+// A file that does not read or parse, or a NOVA_* variable that does not,
+// is a *ConfigError.
 func LoadConfig(dataDir string, environ []string) (Config, error) {
 	cfg := DefaultConfig()
 	env := envMap(environ)
@@ -379,14 +384,26 @@ func LoadConfig(dataDir string, environ []string) (Config, error) {
 	if dataDir != "" {
 		cfg.DataDir = dataDir
 	}
-	b, err := os.ReadFile(ConfigPath(cfg.DataDir))
+	path := ConfigPath(cfg.DataDir)
+	b, err := os.ReadFile(path)
 	switch {
 	case err == nil:
 		if err := ParseConfig(b, &cfg); err != nil {
-			return cfg, fmt.Errorf("%s: %w", ConfigPath(cfg.DataDir), err)
+			var ce *ConfigError
+			if errors.As(err, &ce) {
+				ce.Source = path
+			}
+			return cfg, err
 		}
 	case !errors.Is(err, os.ErrNotExist):
-		return cfg, fmt.Errorf("config: read %s: %w", ConfigPath(cfg.DataDir), err)
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the path is the source
+		}
+		if errors.Is(err, syscall.EISDIR) {
+			err = errors.New("is a directory, not a file")
+		}
+		return cfg, &ConfigError{Source: path, Err: fmt.Errorf("cannot read it: %w", err)}
 	}
 	if err := cfg.ApplyEnv(env); err != nil {
 		return cfg, err
@@ -394,15 +411,155 @@ func LoadConfig(dataDir string, environ []string) (Config, error) {
 	return cfg, nil
 }
 
+// ConfigError is a configuration the user has to fix: a config.yaml that
+// does not read or parse (bad YAML, an unknown key, a value of the wrong
+// type), or a NOVA_* variable that does not parse. Its message says where
+// (Source, and Line when known) and what, in the file's terms.
+type ConfigError struct {
+	// Source is the config file's path, or the NOVA_* variable; empty from
+	// ParseConfig, which does not know the file.
+	Source string
+	// Line is the line of the file at fault, 0 when unknown.
+	Line int
+	Err  error
+}
+
+func (e *ConfigError) Error() string {
+	var b strings.Builder
+	b.WriteString("config: ")
+	if e.Source != "" {
+		b.WriteString(e.Source)
+		if e.Line > 0 && !strings.HasPrefix(e.Source, "NOVA_") {
+			fmt.Fprintf(&b, " line %d", e.Line)
+		}
+		b.WriteString(": ")
+	} else if e.Line > 0 {
+		fmt.Fprintf(&b, "line %d: ", e.Line)
+	}
+	b.WriteString(e.Err.Error())
+	return b.String()
+}
+
+func (e *ConfigError) Unwrap() error { return e.Err }
+
 // ParseConfig overlays YAML (or JSON, which is YAML) onto cfg. Unknown
-// fields are errors, so a typo does not silently keep a default.
+// fields are errors, so a typo does not silently keep a default. Errors
+// are *ConfigError, worded for the file's author (no Go type names).
 func ParseConfig(b []byte, cfg *Config) error {
 	dec := yaml.NewDecoder(strings.NewReader(string(b)))
 	dec.KnownFields(true)
-	if err := dec.Decode(cfg); err != nil && err.Error() != "EOF" {
-		return fmt.Errorf("config: %w", err)
+	if err := dec.Decode(cfg); err != nil && !errors.Is(err, io.EOF) {
+		return yamlConfigError(err)
 	}
 	return nil
+}
+
+var (
+	// yaml's messages (go.yaml.in/yaml/v3 v3.0.5), which has no typed
+	// detail: "line N: field K not found in type T", "line N: cannot
+	// unmarshal !!KIND `VALUE` into T", and "yaml: line N: SYNTAX".
+	yamlUnknownRe  = regexp.MustCompile(`^line (\d+): field (.+) not found in type (\S+)$`)
+	yamlWrongRe    = regexp.MustCompile("^line (\\d+): cannot unmarshal !!(\\w+) `(.*)` into (\\S+)$")
+	yamlLineRe     = regexp.MustCompile(`^line (\d+): (.*)$`)
+	yamlTypeWanted = map[string]string{
+		"time.Duration": "a duration, like 30s or 500ms",
+		"int":           "a whole number",
+		"bool":          "true or false",
+		"string":        "a string",
+	}
+)
+
+// yamlConfigError words a yaml error for the config's author: the first
+// problem, its line, the key or value at fault, and no Go type names.
+func yamlConfigError(err error) *ConfigError {
+	var te *yaml.TypeError
+	if errors.As(err, &te) && len(te.Errors) > 0 {
+		first := te.Errors[0]
+		more := ""
+		if n := len(te.Errors) - 1; n > 0 {
+			more = fmt.Sprintf(" (and %d more problem(s))", n)
+		}
+		if m := yamlUnknownRe.FindStringSubmatch(first); m != nil {
+			line, _ := strconv.Atoi(m[1])
+			msg := fmt.Sprintf("unknown key %q", m[2])
+			if s := closestKey(m[2], m[3]); s != "" {
+				msg += fmt.Sprintf(" (did you mean %q?)", s)
+			}
+			return &ConfigError{Line: line, Err: errors.New(msg + more)}
+		}
+		if m := yamlWrongRe.FindStringSubmatch(first); m != nil {
+			line, _ := strconv.Atoi(m[1])
+			want, ok := yamlTypeWanted[m[4]]
+			if !ok {
+				want = "a value of another kind"
+				if m[2] == "str" {
+					want = "a list or a mapping"
+				}
+			}
+			return &ConfigError{Line: line, Err: fmt.Errorf("%q is not %s%s", m[3], want, more)}
+		}
+		if m := yamlLineRe.FindStringSubmatch(first); m != nil {
+			line, _ := strconv.Atoi(m[1])
+			return &ConfigError{Line: line, Err: errors.New(m[2] + more)}
+		}
+		return &ConfigError{Err: errors.New(first + more)}
+	}
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	if m := yamlLineRe.FindStringSubmatch(msg); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		return &ConfigError{Line: line, Err: fmt.Errorf("not valid YAML: %s", m[2])}
+	}
+	return &ConfigError{Err: fmt.Errorf("not valid YAML: %s", msg)}
+}
+
+// configTypes are the config's structs by the name yaml's errors give.
+var configTypes = map[string]reflect.Type{
+	"node.Config":           reflect.TypeFor[Config](),
+	"node.AgentConfig":      reflect.TypeFor[AgentConfig](),
+	"node.A2AConfig":        reflect.TypeFor[A2AConfig](),
+	"node.MCPConfig":        reflect.TypeFor[MCPConfig](),
+	"node.CapabilityConfig": reflect.TypeFor[CapabilityConfig](),
+}
+
+// closestKey is the key of the struct yaml names typ that is one or two
+// edits from key, or "".
+func closestKey(key, typ string) string {
+	t, ok := configTypes[typ]
+	if !ok {
+		return ""
+	}
+	best, bestD := "", 3
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
+		if name == "" || name == "-" {
+			continue
+		}
+		if d := editDistance(strings.ToLower(key), strings.ToLower(name)); d < bestD {
+			best, bestD = name, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance of a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }
 
 func envMap(environ []string) map[string]string {
@@ -423,7 +580,7 @@ func (c *Config) ApplyEnv(env map[string]string) error {
 	if v, ok := env["NOVA_PORT"]; ok {
 		p, err := strconv.Atoi(v)
 		if err != nil || p < 0 || p > 65534 {
-			return fmt.Errorf("config: NOVA_PORT: %q is not a port", v)
+			return &ConfigError{Source: "NOVA_PORT", Err: fmt.Errorf("%q is not a port", v)}
 		}
 		c.Listen = DefaultListen(p)
 	}
@@ -439,7 +596,7 @@ func (c *Config) ApplyEnv(env map[string]string) error {
 	if v, ok := env["NOVA_MDNS"]; ok {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
-			return fmt.Errorf("config: NOVA_MDNS: %q is not true or false", v)
+			return &ConfigError{Source: "NOVA_MDNS", Err: fmt.Errorf("%q is not true or false", v)}
 		}
 		c.MDNS = b
 	}
@@ -458,14 +615,14 @@ func (c *Config) ApplyEnv(env map[string]string) error {
 	if v, ok := env["NOVA_MAX_FRAME_SIZE"]; ok {
 		n, err := strconv.Atoi(v)
 		if err != nil {
-			return fmt.Errorf("config: NOVA_MAX_FRAME_SIZE: %q is not a number of bytes", v)
+			return &ConfigError{Source: "NOVA_MAX_FRAME_SIZE", Err: fmt.Errorf("%q is not a number of bytes", v)}
 		}
 		c.MaxFrameSize = n
 	}
 	if v, ok := env["NOVA_REQUEST_TIMEOUT"]; ok {
 		d, err := time.ParseDuration(v)
 		if err != nil {
-			return fmt.Errorf("config: NOVA_REQUEST_TIMEOUT: %q is not a duration like 30s", v)
+			return &ConfigError{Source: "NOVA_REQUEST_TIMEOUT", Err: fmt.Errorf("%q is not a duration like 30s", v)}
 		}
 		c.RequestTimeout = d
 	}

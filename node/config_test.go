@@ -1,6 +1,7 @@
 package node_test
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -114,6 +115,46 @@ agents:
 	os.WriteFile(filepath.Join(dir, "config.yaml"), []byte("swram: x\n"), 0o600)
 	if _, err := node.LoadConfig(dir, nil); err == nil || !strings.Contains(err.Error(), "swram") {
 		t.Fatalf("unknown field: %v", err)
+	}
+}
+
+// TestConfigErrorsAreTyped: what is wrong with config.yaml or a NOVA_*
+// variable is a *node.ConfigError naming the file (or variable) and line,
+// in the file's terms: no Go type names.
+func TestConfigErrorsAreTyped(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "config.yaml")
+	for _, c := range []struct {
+		yaml string
+		line int
+		want string
+	}{
+		{"swarm: lab\nlissten: [x]\n", 2, `unknown key "lissten" (did you mean "listen"?)`},
+		{"agents:\n  - name: a\n    tierr: L1\n", 3, `unknown key "tierr" (did you mean "tier"?)`},
+		{"requestTimeout: banana\n", 1, `"banana" is not a duration`},
+		{"retries: many\n", 1, `"many" is not a whole number`},
+		{"swarm: [\n", 1, "not valid YAML"},
+	} {
+		if err := os.WriteFile(path, []byte(c.yaml), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, err := node.LoadConfig(dir, nil)
+		var ce *node.ConfigError
+		if !errors.As(err, &ce) || ce.Source != path || ce.Line != c.line || !strings.Contains(err.Error(), c.want) ||
+			strings.Contains(err.Error(), "node.") || strings.Contains(err.Error(), "time.Duration") {
+			t.Errorf("%q: %v (%#v); want a ConfigError at %s line %d saying %q", c.yaml, err, ce, path, c.line, c.want)
+		}
+	}
+	os.Remove(path)
+	if err := os.Mkdir(path, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	var ce *node.ConfigError
+	if _, err := node.LoadConfig(dir, nil); !errors.As(err, &ce) || !strings.Contains(err.Error(), "is a directory") {
+		t.Errorf("config.yaml a directory: %v", err)
+	}
+	if _, err := node.LoadConfig(t.TempDir(), []string{"NOVA_MDNS=maybe"}); !errors.As(err, &ce) || ce.Source != "NOVA_MDNS" {
+		t.Errorf("NOVA_MDNS=maybe: %v", err)
 	}
 }
 

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -16,9 +18,9 @@ import (
 
 // How a failed command reports, in one place (report):
 //
-//   - Without --json: "error: MESSAGE" on stderr, the code appended when
-//     the message does not show it, then "hint: WHAT TO DO" when there is
-//     advice for the code.
+//   - Without --json: "error: MESSAGE (CODE)" on stderr (the code once,
+//     at the end, whatever it is: USAGE, NO_NODE and INTERNAL too), then
+//     "hint: WHAT TO DO" when there is advice for the code.
 //   - With --json: one JSON document on stdout, nothing on stderr. It is
 //     {"error": {"code", "message", "hint"}} on one line; or, for a command
 //     that has a result to show (send's exchange, a rejected proposal, a
@@ -32,7 +34,21 @@ import (
 const (
 	codeUsage  = "USAGE"   // the command line is wrong: exit 2
 	codeNoNode = "NO_NODE" // no node runs on the data dir
+	// config.yaml (or a NOVA_* variable) does not read, parse or validate.
+	codeConfigInvalid = "CONFIG_INVALID"
+	// another nova-node holds the data dir's store.
+	codeDataDirInUse = "DATA_DIR_IN_USE"
+	// the node cannot listen where it is told to (a port in use).
+	codeListenFailed = "LISTEN_FAILED"
+	// identity.key is readable by others, or not a key.
+	codeIdentityInvalid = "IDENTITY_INVALID"
 )
+
+// configInvalid is err, a problem of config.yaml or the NOVA_* variables
+// (not of the command line), as a CONFIG_INVALID failure (exit 1).
+func configInvalid(err error) error {
+	return &exitError{code: 1, err: &codedError{code: codeConfigInvalid, msg: err.Error()}}
+}
 
 // exitError carries an exit code chosen by a command. err nil means the
 // command printed everything already (there is nothing to add).
@@ -104,10 +120,12 @@ func report(g *globals, cmd *cobra.Command, jsonOut bool, err error) int {
 	if hint == "" {
 		hint = hintFor(cmd, code)
 	}
+	if hint == "" {
+		hint = localHint(msg, code)
+	}
 	if !jsonOut {
-		if !strings.Contains(msg, code) && code != codeUsage && code != codeNoNode && code != protocol.CodeInternal {
-			msg += " (" + code + ")"
-		}
+		msg += " (" + code + ")" // messageOf took a trailing one off
+
 		fmt.Fprintln(g.stderr, "error:", msg)
 		if hint != "" {
 			fmt.Fprintln(g.stderr, "hint:", hint)
@@ -142,10 +160,12 @@ func marshal(v any) []byte {
 }
 
 // codeOf is err's code: the seed's (or a package's) code when err carries
-// one, NO_NODE, USAGE for any other usage error (exit 2), else INTERNAL.
+// one, NO_NODE, USAGE for any other usage error (exit 2), one of the codes
+// of a data dir the user can fix (localCode), else INTERNAL.
 func codeOf(err error, exit int) string {
 	var ae *node.APIError
 	var c interface{ Code() string }
+	var ce *node.ConfigError
 	switch {
 	case errors.Is(err, node.ErrNoNode):
 		return codeNoNode
@@ -155,8 +175,64 @@ func codeOf(err error, exit int) string {
 		return c.Code()
 	case exit == 2:
 		return codeUsage
+	case errors.As(err, &ce):
+		return codeConfigInvalid
+	}
+	if code := localCode(err); code != "" {
+		return code
 	}
 	return protocol.CodeOf(err)
+}
+
+// The messages of node's errors about the data dir and listening that
+// carry no type (node/store.go, node/identity.go, node/node.go: files this
+// package does not own), anchored at the start of the message or of a
+// wrapped part of it. Keep them in step with those files.
+var (
+	storeLockedRe   = regexp.MustCompile(`(^|: )node: store \S+ is locked: `)
+	identityBadRe   = regexp.MustCompile(`(^|: )node: identity \S+ (has mode \S+; other users can read it|is corrupt): `)
+	portInUseRe     = regexp.MustCompile(`(^|: )node: listen \S+: the port is in use`)
+	hostStartFailRe = regexp.MustCompile(`^node: start libp2p host on \[`)
+)
+
+// localCode is the code of a problem with the data dir or the listen
+// addresses that the user can fix, or "".
+func localCode(err error) string {
+	msg := err.Error()
+	switch {
+	case storeLockedRe.MatchString(msg):
+		return codeDataDirInUse
+	case identityBadRe.MatchString(msg):
+		return codeIdentityInvalid
+	case portInUseRe.MatchString(msg), errors.Is(err, syscall.EADDRINUSE), hostStartFailRe.MatchString(msg):
+		return codeListenFailed
+	}
+	return ""
+}
+
+// localHint is the advice for the codes of localCode and CONFIG_INVALID,
+// which may depend on the message (msg), or "".
+func localHint(msg, code string) string {
+	switch code {
+	case codeConfigInvalid:
+		if strings.Contains(msg, ": cannot read it: ") {
+			return "config.yaml in the data dir must be a file you can read: fix it, or move it away and run `nova-node init` for a fresh commented one"
+		}
+		return "fix the key or value named above in config.yaml (docs/configuration.md lists the keys), or the NOVA_* variable it names; then run the command again (a running node takes agent changes on SIGHUP)"
+	case codeDataDirInUse:
+		return "another nova-node runs on this data dir: use that one (`nova-node status` talks to it), stop it first, or give this one its own --data-dir"
+	case codeListenFailed:
+		if portInUseRe.MatchString(msg) || strings.Contains(msg, "address already in use") {
+			return "another program (or another nova-node) holds the port: stop it, or choose another with --port N (--port 0: any free port), --listen, or `listen` in config.yaml"
+		}
+		return "check the listen addresses (--listen, --port, `listen` in config.yaml): each must be an address of this machine, with a free port"
+	case codeIdentityInvalid:
+		if strings.Contains(msg, "other users can read it") {
+			return "the key is the node's identity: make it private with `chmod 600` on identity.key in the data dir, then run the command again"
+		}
+		return "restore identity.key from a backup of the data dir; or move it away and run `nova-node init` for a new identity (a new peer ID: other nodes see a new node, and agent addresses change)"
+	}
+	return ""
 }
 
 // messageOf is err's message without the " (CODE)" that API errors end

@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -19,7 +21,9 @@ func newInitCmd(g *globals) *cobra.Command {
   config.yaml    a commented configuration (YAML; JSON snippets paste in)
   nova.db        the store (bbolt)
 
-Running init again never overwrites an identity or a config. ` + "`nova-node run`" + `
+Running init again never overwrites an identity or a config: on a data dir
+that has a config.yaml, --agent and --port are not applied, and init says
+so (with --json: "notApplied"); edit config.yaml instead. ` + "`nova-node run`" + `
 does the same on first start, so init is only needed to edit the config first.`,
 		Example: `  nova-node init
   nova-node init --data-dir /tmp/nova-b --agent bob --port 4720
@@ -30,22 +34,33 @@ does the same on first start, so init is only needed to edit the config first.`,
 			if err != nil {
 				return err
 			}
-			if cmd.Flags().Changed("port") {
-				cfg.Listen = node.DefaultListen(port)
-			}
-			if len(agents) > 0 {
-				cfg.Agents = nil
-				for _, s := range agents {
-					a, err := node.ParseAgentSpec(s)
-					if err != nil {
-						return &exitError{code: 2, err: err}
-					}
-					cfg.Agents = append(cfg.Agents, a)
+			f := cmd.Flags()
+			if f.Changed("port") {
+				if err := portFlag(cmd, port); err != nil {
+					return err
 				}
 			}
-			if err := cfg.Validate(); err != nil {
-				return &exitError{code: 2, err: err}
+			var flagAgents []node.AgentConfig
+			for _, s := range agents {
+				a, err := node.ParseAgentSpec(s)
+				if err != nil {
+					return usage(cmd, err.Error())
+				}
+				flagAgents = append(flagAgents, a)
 			}
+			cfg, err = checkConfig(cmd, cfg, func(c *node.Config) {
+				if f.Changed("port") {
+					c.Listen = node.DefaultListen(port)
+				}
+				if len(flagAgents) > 0 {
+					c.Agents = flagAgents
+				}
+			})
+			if err != nil {
+				return err
+			}
+			_, statErr := os.Stat(node.ConfigPath(cfg.DataDir))
+			configExisted := statErr == nil
 			created, err := node.EnsureDataDir(cfg)
 			if err != nil {
 				return err
@@ -58,13 +73,33 @@ does the same on first start, so init is only needed to edit the config first.`,
 			if err != nil {
 				return err
 			}
+			// An existing config.yaml is never rewritten: the flags that
+			// would have gone into it are named, not dropped silently.
+			var notApplied []string
+			if configExisted {
+				for _, name := range []string{"agent", "port"} {
+					if f.Changed(name) {
+						notApplied = append(notApplied, "--"+name)
+					}
+				}
+			}
 			if g.json {
-				return g.printJSON(map[string]any{"dataDir": cfg.DataDir, "peerId": id, "created": created, "config": node.ConfigPath(cfg.DataDir)})
+				out := map[string]any{"dataDir": cfg.DataDir, "peerId": id, "created": created, "config": node.ConfigPath(cfg.DataDir)}
+				if len(notApplied) > 0 {
+					out["notApplied"] = notApplied
+				}
+				return g.printJSON(out)
 			}
 			if created {
 				fmt.Fprintf(g.stdout, "created %s\n  peer ID  %s\n  config   %s\nstart it with: nova-node run%s\n", cfg.DataDir, id, node.ConfigPath(cfg.DataDir), dataDirFlag(g))
 			} else {
 				fmt.Fprintf(g.stdout, "%s already initialised (identity kept)\n  peer ID  %s\n  config   %s\n", cfg.DataDir, id, node.ConfigPath(cfg.DataDir))
+			}
+			if len(notApplied) > 0 {
+				fmt.Fprintf(g.stderr, "warning: not applied: %s: %s exists and init never rewrites it.\n"+
+					"  Edit it (agents:, listen:), then restart the node, or send a running one SIGHUP to take agent changes;\n"+
+					"  or pass the same flags to `nova-node run` (they override the file for that run).\n",
+					strings.Join(notApplied, ", "), node.ConfigPath(cfg.DataDir))
 			}
 			return nil
 		},

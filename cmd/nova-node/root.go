@@ -74,6 +74,15 @@ same "error" member. Exit status: 0 success, 1 failure, 2 usage error.`,
 	}
 	root.PersistentFlags().StringVar(&g.dataDir, "data-dir", "", "data directory (default ~/.nova, env NOVA_DATA_DIR)")
 	root.PersistentFlags().BoolVar(&g.json, "json", false, "print machine-readable JSON")
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		// An explicit --data-dir '' (an unset shell variable, say) must
+		// not quietly mean ~/.nova.
+		if f := cmd.Flags().Lookup("data-dir"); f != nil && f.Changed && strings.TrimSpace(g.dataDir) == "" {
+			return &exitError{code: 2, err: errors.New("--data-dir is empty"),
+				hint: "give a directory (--data-dir /path/to/dir), or leave the flag out for the default (~/.nova, or $NOVA_DATA_DIR)"}
+		}
+		return nil
+	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return &exitError{code: 2, err: err, hint: helpHint(c)}
 	})
@@ -101,6 +110,34 @@ func usageArgs(c *cobra.Command) {
 	for _, sub := range c.Commands() {
 		usageArgs(sub)
 	}
+}
+
+// checkConfig validates cfg, the loaded configuration, with the command
+// line's settings applied by apply, and returns the result. A bad value
+// that the command line gave (one that is bad on the defaults too) is a
+// usage error (exit 2); any other problem is config.yaml's or the NOVA_*
+// variables' (CONFIG_INVALID, exit 1).
+func checkConfig(cmd *cobra.Command, cfg node.Config, apply func(*node.Config)) (node.Config, error) {
+	flagsOnly := node.DefaultConfig()
+	flagsOnly.DataDir = cfg.DataDir
+	apply(&flagsOnly)
+	if err := flagsOnly.Validate(); err != nil {
+		return cfg, usage(cmd, err.Error())
+	}
+	apply(&cfg)
+	if err := cfg.Validate(); err != nil {
+		return cfg, configInvalid(fmt.Errorf("%w (from %s or the NOVA_* variables)", err, node.ConfigPath(cfg.DataDir)))
+	}
+	return cfg, nil
+}
+
+// portFlag checks a --port value: 0 (any free port) to 65534, as the
+// WebSocket listener takes the next port.
+func portFlag(cmd *cobra.Command, port int) error {
+	if port < 0 || port > 65534 {
+		return usage(cmd, fmt.Sprintf("--port %d: the port must be 0–65534 (WebSocket listens on port+1; 0 picks free ports)", port))
+	}
+	return nil
 }
 
 // config loads the configuration of the selected data dir.

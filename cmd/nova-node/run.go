@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -27,11 +28,21 @@ given peers, and serves the local control API that the other commands use
 (a Unix socket in the data dir, reachable only by you). Ctrl-C stops it
 cleanly. On first run it creates the data dir, as ` + "`nova-node init`" + ` does.
 
-Settings come from config.yaml, then NOVA_* variables, then these flags.`,
+By default it listens on all interfaces (0.0.0.0 and ::): TCP and QUIC on
+port 4710, WebSocket on 4711, so other machines can connect; and it finds
+swarm members on the local network by mDNS. --port moves those ports;
+--listen replaces the whole list (give one or the other, not both): for
+loopback only, --listen /ip4/127.0.0.1/tcp/0 (any free port). mDNS has no
+flag: turn it off with NOVA_MDNS=false, or "mdns: false" in config.yaml.
+
+Settings come from config.yaml, then NOVA_* variables, then these flags.
+A problem in config.yaml or a NOVA_* variable fails with CONFIG_INVALID
+(exit 1); a bad flag is a usage error (exit 2).`,
 		Example: `  nova-node run
   nova-node run --data-dir /tmp/nova-b --port 4720 --agent bob
   nova-node run --peer /ip4/192.168.1.20/tcp/4710/p2p/12D3KooW...
-  NOVA_LOG_LEVEL=debug nova-node run --listen /ip4/127.0.0.1/tcp/0`,
+  NOVA_MDNS=false nova-node run --listen /ip4/127.0.0.1/tcp/0 --listen /ip4/127.0.0.1/udp/0/quic-v1   # loopback only, no mDNS
+  NOVA_LOG_LEVEL=debug nova-node run`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := g.config()
@@ -39,33 +50,45 @@ Settings come from config.yaml, then NOVA_* variables, then these flags.`,
 				return err
 			}
 			f := cmd.Flags()
+			if f.Changed("port") && f.Changed("listen") {
+				return &exitError{code: 2, err: errors.New("give --port or --listen, not both: --listen replaces the addresses --port would set"),
+					hint: "for one port on loopback only: --listen /ip4/127.0.0.1/tcp/4710 --listen /ip4/127.0.0.1/udp/4710/quic-v1"}
+			}
 			if f.Changed("port") {
-				cfg.Listen = node.DefaultListen(port)
-			}
-			if f.Changed("listen") {
-				cfg.Listen = listen
-			}
-			if f.Changed("peer") {
-				cfg.Peers = append(cfg.Peers, peers...)
-			}
-			if f.Changed("swarm") {
-				cfg.Swarm = swarm
-			}
-			if f.Changed("log-level") {
-				cfg.LogLevel = logLevel
-			}
-			if len(agents) > 0 {
-				cfg.Agents = nil
-				for _, s := range agents {
-					a, err := node.ParseAgentSpec(s)
-					if err != nil {
-						return &exitError{code: 2, err: err}
-					}
-					cfg.Agents = append(cfg.Agents, a)
+				if err := portFlag(cmd, port); err != nil {
+					return err
 				}
 			}
-			if err := cfg.Validate(); err != nil {
-				return &exitError{code: 2, err: err}
+			var flagAgents []node.AgentConfig
+			for _, s := range agents {
+				a, err := node.ParseAgentSpec(s)
+				if err != nil {
+					return usage(cmd, err.Error())
+				}
+				flagAgents = append(flagAgents, a)
+			}
+			cfg, err = checkConfig(cmd, cfg, func(c *node.Config) {
+				if f.Changed("port") {
+					c.Listen = node.DefaultListen(port)
+				}
+				if f.Changed("listen") {
+					c.Listen = listen
+				}
+				if f.Changed("peer") {
+					c.Peers = append(c.Peers, peers...)
+				}
+				if f.Changed("swarm") {
+					c.Swarm = swarm
+				}
+				if f.Changed("log-level") {
+					c.LogLevel = logLevel
+				}
+				if len(flagAgents) > 0 {
+					c.Agents = flagAgents
+				}
+			})
+			if err != nil {
+				return err
 			}
 			node.SetupLogging(cfg.LogLevel)
 			if _, err := node.EnsureDataDir(cfg); err != nil {
@@ -145,10 +168,10 @@ Settings come from config.yaml, then NOVA_* variables, then these flags.`,
 		},
 	}
 	f := c.Flags()
-	f.StringArrayVar(&listen, "listen", nil, "multiaddr to listen on (repeatable; replaces the configured list)")
+	f.StringArrayVar(&listen, "listen", nil, "multiaddr to listen on (repeatable; replaces the configured list; default all interfaces, 0.0.0.0 and ::)")
 	f.StringArrayVar(&peers, "peer", nil, "peer multiaddr ending in /p2p/<peerID> to connect to (repeatable)")
 	f.StringArrayVar(&agents, "agent", nil, "agent to host, name[:tier[:cap,cap]] (repeatable; replaces the configured agents)")
-	f.IntVar(&port, "port", node.DefaultPort, "base port: TCP and QUIC on it, WebSocket on port+1 (0 = random)")
+	f.IntVar(&port, "port", node.DefaultPort, "base port on all interfaces: TCP and QUIC on it, WebSocket on port+1 (0 = random; not with --listen)")
 	f.StringVar(&swarm, "swarm", "", "swarm name")
 	f.StringVar(&logLevel, "log-level", "", "debug, info, warn or error")
 	return c
