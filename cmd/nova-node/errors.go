@@ -77,6 +77,11 @@ func usage(cmd *cobra.Command, msg string) error {
 	return &exitError{code: 2, err: errors.New(msg), hint: helpHint(cmd)}
 }
 
+// usageHint is a usage error (exit 2) with its own hint.
+func usageHint(msg, hint string) error {
+	return &exitError{code: 2, err: errors.New(msg), hint: hint}
+}
+
 func helpHint(cmd *cobra.Command) string {
 	return fmt.Sprintf("run `%s --help` for usage", cmd.CommandPath())
 }

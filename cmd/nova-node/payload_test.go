@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nova-node/nova-node/envelope"
 	"github.com/nova-node/nova-node/node"
 )
 
@@ -45,6 +46,14 @@ func TestPayloadFromFile(t *testing.T) {
 	empty := write("empty.json", " \n")
 	missing := filepath.Join(files, "missing.json")
 	huge := write("huge.json", `"`+strings.Repeat("x", node.MaxSendRequest)+`"`)
+	// Under what the API takes, over what an envelope carries.
+	big := write("big.json", `"`+strings.Repeat("x", envelope.MaxPayloadSize)+`"`)
+	deep := strings.Repeat("[", 500) + strings.Repeat("]", 500)
+	deepFile := write("deep.json", deep)
+	atLimit := strings.Repeat("[", envelope.MaxPayloadDepth) + strings.Repeat("]", envelope.MaxPayloadDepth)
+	if _, errOut, code := runCLI(t, "send", "--data-dir", dir, "--to", "alice", "--payload", atLimit); code != 0 {
+		t.Fatalf("a payload %d deep: %d %q", envelope.MaxPayloadDepth, code, errOut)
+	}
 	for _, c := range []struct {
 		stdin string
 		args  []string
@@ -58,6 +67,13 @@ func TestPayloadFromFile(t *testing.T) {
 		{"{nope", []string{"send", "--to", "alice", "--payload", "@-"}, []string{"@-", "stdin is not valid JSON"}},
 		{"", []string{"send", "--to", "alice", "--payload", "@"}, []string{"@FILE"}},
 		{"", []string{"send", "--to", "alice", "--payload", "{nope"}, []string{"not valid JSON", "@FILE"}},
+		{"", []string{"send", "--to", "alice", "--payload", "@" + big}, []string{big, "over the 1044480-byte limit", "hint: a payload is at most 1044480 bytes"}},
+		{"", []string{"broadcast", "--payload", "@" + big}, []string{"over the 1044480-byte limit"}},
+		{"", []string{"send", "--to", "alice", "--payload", deep}, []string{"nested 500 levels deep", "hint: arrays and objects nest at most 64 levels"}},
+		{"", []string{"send", "--to", "alice", "--payload", "@" + deepFile}, []string{deepFile, "nested 500 levels deep"}},
+		// An unset shell variable: --payload "$P".
+		{"", []string{"send", "--to", "alice", "--payload", ""}, []string{"--payload is empty", "hint: ", "--payload null"}},
+		{"", []string{"broadcast", "--payload", ""}, []string{"--payload is empty"}},
 	} {
 		args := append(c.args, "--data-dir", dir)
 		_, errOut, code := runCLIIn(t, c.stdin, args...)
@@ -70,6 +86,14 @@ func TestPayloadFromFile(t *testing.T) {
 		out, _, code := runCLIIn(t, c.stdin, append(args, "--json")...)
 		if e := jsonError(t, out); code != 2 || e.Code != codeUsage {
 			t.Errorf("%v --json: exit %d, %q", c.args, code, out)
+		}
+	}
+	// --payload left out still sends null; --payload null too.
+	for _, args := range [][]string{{"send", "--to", "alice"}, {"send", "--to", "alice", "--payload", "null"}} {
+		out, errOut, code := runCLI(t, append(args, "--data-dir", dir, "--json")...)
+		var res node.SendResult
+		if code != 0 || json.Unmarshal([]byte(out), &res) != nil || res.Response == nil || compact(res.Response.Payload) != "null" {
+			t.Errorf("%v: %d %q %q", args, code, out, errOut)
 		}
 	}
 	if m := mustStatus(t, dir).Metrics; m.ErrorCount != 0 {

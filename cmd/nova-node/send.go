@@ -70,7 +70,7 @@ Types: ` + typeList() + `.`,
 	f.StringVar(&req.To, "to", "", "recipient: agent name or name@peerID")
 	f.StringVar(&capability, "capability", "", "send to the first agent with this capability instead of --to (see above)")
 	f.StringVar(&typ, "type", "request", "message type")
-	f.StringVar(&payload, "payload", "", payloadFlagHelp+" (default null)")
+	f.StringVar(&payload, "payload", "", payloadFlagHelp+" (left out: null)")
 	f.StringVar(&req.CorrelationID, "correlation-id", "", "thread to attach the envelope to")
 	f.StringVar(&req.Justification, "justification", "", "escalation justification (needed for L2/L3 -> L0/L1 task proposals)")
 	f.BoolVar(&req.NoWait, "no-wait", false, "for a request: do not wait for the answer")
@@ -110,21 +110,29 @@ func sendAndReport(cmd *cobra.Command, g *globals, req node.SendRequest, payload
 }
 
 // payloadFlagHelp is the help of every --payload flag.
-const payloadFlagHelp = "payload: a JSON value, or @FILE holding one (@- reads stdin)"
+var payloadFlagHelp = fmt.Sprintf("payload: a JSON value, or @FILE holding one (@- reads stdin); at most %d bytes of compact JSON, nested at most %d deep; empty is an error (pass null)", envelope.MaxPayloadSize, envelope.MaxPayloadDepth)
 
-// readPayload is the payload that --payload gives: none for "", the JSON
-// value itself, or the JSON value in the file that follows "@" ("@-":
-// stdin), at most node.MaxSendRequest bytes. Anything else is a usage
-// error (exit 2) that names the file.
+// readPayload is the payload that --payload gives: none when the flag is
+// left out, the JSON value itself, or the JSON value in the file that
+// follows "@" ("@-": stdin), at most node.MaxSendRequest bytes. Anything
+// else is a usage error (exit 2) that names the file: an empty --payload
+// (an unset shell variable, likely), JSON that is not, or a payload over
+// the envelope's limits (checkPayloadLimits).
 func readPayload(cmd *cobra.Command, arg string) (json.RawMessage, error) {
 	name, fromFile := strings.CutPrefix(arg, "@")
 	switch {
+	case arg == "" && cmd.Flags().Changed("payload"):
+		return nil, usageHint("--payload is empty (an unset shell variable?)",
+			"give a JSON value; for no payload, pass --payload null explicitly, or leave --payload out")
 	case arg == "":
 		return nil, nil
 	case !fromFile:
 		if !json.Valid([]byte(arg)) {
 			return nil, &exitError{code: 2, err: fmt.Errorf("--payload is not valid JSON: %s (quote strings: '\"text\"')", arg),
 				hint: `quote strings ('"text"'), or give a file: --payload @FILE (@- for stdin)`}
+		}
+		if err := checkPayloadLimits(cmd, "--payload", []byte(arg)); err != nil {
+			return nil, err
 		}
 		return json.RawMessage(arg), nil
 	case name == "":
@@ -163,7 +171,57 @@ func readPayload(cmd *cobra.Command, arg string) (json.RawMessage, error) {
 		}
 		return nil, &exitError{code: 2, err: fmt.Errorf("--payload @%s: %s is not valid JSON: %v", name, what, err)}
 	}
+	if err := checkPayloadLimits(cmd, "--payload @"+name, b); err != nil {
+		return nil, err
+	}
 	return json.RawMessage(b), nil
+}
+
+// checkPayloadLimits refuses b, valid JSON given by what, that no envelope
+// can carry: over envelope.MaxPayloadSize bytes once compacted (the form
+// it travels in), or nested deeper than envelope.MaxPayloadDepth. The node
+// would refuse it too, but as a failure with no hint; this is the command
+// line's problem (exit 2).
+func checkPayloadLimits(cmd *cobra.Command, what string, b []byte) error {
+	var c bytes.Buffer
+	if err := json.Compact(&c, b); err != nil {
+		return usage(cmd, fmt.Sprintf("%s: %v", what, err))
+	}
+	if n := c.Len(); n > envelope.MaxPayloadSize {
+		return usageHint(fmt.Sprintf("%s: the payload is %d bytes (compact JSON), over the %d-byte limit of one envelope", what, n, envelope.MaxPayloadSize),
+			fmt.Sprintf("a payload is at most %d bytes of compact JSON (envelope.MaxPayloadSize): send a reference (a path or URL) instead, or split it over several sends", envelope.MaxPayloadSize))
+	}
+	if d := jsonDepth(c.Bytes()); d > envelope.MaxPayloadDepth {
+		return usageHint(fmt.Sprintf("%s: the payload is nested %d levels deep, over the limit of %d", what, d, envelope.MaxPayloadDepth),
+			fmt.Sprintf("arrays and objects nest at most %d levels deep in a payload (envelope.MaxPayloadDepth): flatten it", envelope.MaxPayloadDepth))
+	}
+	return nil
+}
+
+// jsonDepth is the deepest nesting of arrays and objects in b, valid JSON.
+func jsonDepth(b []byte) int {
+	depth, deepest, inString, escaped := 0, 0, false, false
+	for _, ch := range b {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case ch == '\\':
+				escaped = true
+			case ch == '"':
+				inString = false
+			}
+		case ch == '"':
+			inString = true
+		case ch == '[' || ch == '{':
+			depth++
+			deepest = max(deepest, depth)
+		case ch == ']' || ch == '}':
+			depth--
+		}
+	}
+	return deepest
 }
 
 func typeList() string {
