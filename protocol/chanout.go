@@ -178,6 +178,7 @@ func (c *outChannel) enqueue(env *envelope.Envelope, raw []byte, buf *[]byte, ur
 	if len(c.m.Pending()) >= maxPending {
 		return &deliveryError{Target: c.to, Reason: fmt.Sprintf("%d envelopes already wait for acknowledgement on this channel", maxPending)}
 	}
+	fresh := c.m.Fresh()
 	it, transmit, err := c.m.Enqueue(&outItem{env: env, raw: raw, buf: buf, done: done, report: report, urgent: urgent, ackNow: ackNow, enq: enq})
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrChannelClosed, err)
@@ -186,8 +187,19 @@ func (c *outChannel) enqueue(env *envelope.Envelope, raw []byte, buf *[]byte, ur
 	if transmit {
 		c.transmit([]channel.Item{it})
 	}
+	if fresh && c.timer != nil && c.timer.Stop() {
+		// The channel was redialling with nothing to send, on a delay
+		// chosen for no envelope: this one starts its own schedule with a
+		// dial now (unless one is under way, or due: the timer fired).
+		c.r.emitChannel(c, redialForEnvelope)
+		c.stepLocked(channel.RetryDue{})
+	}
 	return nil
 }
+
+// redialForEnvelope is the channel event of a redial brought forward by an
+// envelope sent to an idle channel that was redialling.
+const redialForEnvelope = "redial now: an envelope to send"
 
 // step applies an event; invalid transitions (late acks, stale timers) are
 // dropped with a debug log.
@@ -321,6 +333,12 @@ func (c *outChannel) perform(acts []channel.Action) {
 		case channel.Dial:
 			c.st = nil
 			attempt := c.m.Attempt()
+			if c.m.State() == channel.Reconnecting {
+				// A redial even at attempt 0 (the first of an envelope
+				// sent to an idle channel that was redialling): clear the
+				// dial backoff and bound the connect, as for the others.
+				attempt = max(attempt, 1)
+			}
 			if !c.r.spawn(func() { c.dial(attempt) }) {
 				c.stopped = true
 			}

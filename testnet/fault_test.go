@@ -3,6 +3,7 @@ package testnet_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -248,6 +249,12 @@ func checkRedials(t *testing.T, sender *node.Node, p peer.ID) {
 		}
 		detail := strings.TrimSpace(e.Detail)
 		if e.Type != protocol.EventChannel || !strings.HasPrefix(detail, "redial") {
+			continue
+		}
+		if detail == "redial now: an envelope to send" && !failed {
+			// An envelope sent to the channel while it redialled with
+			// nothing pending: its own schedule starts here.
+			attempts, delays = nil, nil
 			continue
 		}
 		if strings.HasPrefix(detail, "redial now") {
@@ -521,6 +528,61 @@ func TestReceiverBackBetweenRedials(t *testing.T) {
 	}
 }
 
+// TestEnvelopeToIdleRedialingChannelGetsItsRetries: an idle channel whose
+// receiver went away redials to stay ready. An envelope sent just before
+// its last redial fails must be retried Retries times of its own before
+// DELIVERY_FAILED, and not fail with that redial (`nova-node send` to a
+// node stopped 40 s earlier failed in 0.4 s, "gave up after 3 retries",
+// none of them for its envelope).
+func TestEnvelopeToIdleRedialingChannelGetsItsRetries(t *testing.T) {
+	rec := &recorder{}
+	net := sinkPair(t, rec, testnet.WithTransport(testnet.TCP), testnet.WithConfig(func(i int, c *node.Config) {
+		c.RetryDelay = 200 * time.Millisecond // the idle channel's last redial waits 800 ms
+	}))
+	postN(t, net.Nodes[0], 0, 1)
+	testnet.Eventually(t, 5*time.Second, func() error {
+		if rec.len() < 1 {
+			return errors.New("not received")
+		}
+		for _, c := range net.Nodes[0].Router().Channels() {
+			if c.Pending > 0 {
+				return errors.New("not acknowledged")
+			}
+		}
+		return nil
+	})
+	sub := net.Nodes[0].Observer().Subscribe(1000)
+	defer sub.Close()
+	gone := net.Nodes[1].ID()
+	net.Kill(1)
+	waitChannelEvent(t, sub, "redial 3 in", 10*time.Second)
+	ids := postN(t, net.Nodes[0], 1, 2)
+	own := 0 // redials scheduled since the envelope was posted, in event order
+	deadline := time.After(15 * time.Second)
+	for failed := false; !failed; {
+		select {
+		case e := <-sub.C:
+			switch {
+			case e.Type == protocol.EventChannel && e.Detail == "redial now: an envelope to send":
+				own = 0 // its own schedule starts: the redials before were for nothing
+			case e.Type == protocol.EventChannel && redialRe.MatchString(e.Detail):
+				own++
+			case e.Type == protocol.EventError && e.Code == protocol.CodeDeliveryFailed:
+				if e.EnvelopeID != ids[0] {
+					t.Fatalf("DELIVERY_FAILED for %s, want the posted %s", e.EnvelopeID, ids[0])
+				}
+				failed = true
+			}
+		case <-deadline:
+			t.Fatal("no DELIVERY_FAILED within 15 s")
+		}
+	}
+	if want := net.Nodes[0].Config().Retries; own != want {
+		t.Fatalf("the envelope failed after %d redials of its own, want %d", own, want)
+	}
+	checkRedials(t, net.Nodes[0], gone)
+}
+
 // TestRedialWhenPeerSeenAgain: a receiver that comes back and connects to
 // the sender gets its pending envelopes at once, not when the sender's
 // next redial is due (here 30 s away).
@@ -537,12 +599,22 @@ func TestRedialWhenPeerSeenAgain(t *testing.T) {
 	})
 	sub := net.Nodes[0].Observer().Subscribe(1000)
 	defer sub.Close()
-	net.Restart(1, rec.register(t))
+	cfg := net.Nodes[1].Config()
+	cfg.Listen = nil
+	for _, a := range net.Nodes[1].Host().Addrs() {
+		cfg.Listen = append(cfg.Listen, a.String())
+	}
+	net.Kill(1)
 	waitChannelEvent(t, sub, "redial 1 in", 5*time.Second)
-	start := time.Now()
+	// Envelopes sent to the idle channel start their own schedule with a
+	// dial now, which fails: the receiver is still down.
 	postN(t, net.Nodes[0], 5, 10)
+	waitChannelEvent(t, sub, "redial now: an envelope to send", 5*time.Second)
+	waitChannelEvent(t, sub, "redial 1 in", 10*time.Second)
+	start := time.Now()
+	net.Start(1, cfg, rec.register(t))
 	net.Connect(1, 0) // the receiver, back, reaches out
-	waitChannelEvent(t, sub, "redial now", 10*time.Second)
+	waitChannelEvent(t, sub, "redial now: peer seen again", 10*time.Second)
 	testnet.Eventually(t, 10*time.Second, func() error {
 		if rec.len() < 10 {
 			return fmt.Errorf("%d of 10 received", rec.len())

@@ -24,7 +24,10 @@
 //
 // Retries: after a transport loss, redial after Base, then 2*Base, 4*Base, ...
 // (each delay double the previous) up to Retries times; if every redial fails,
-// the channel closes and each pending item fails exactly once.
+// the channel closes and each pending item fails exactly once. An item
+// enqueued while the channel redials with nothing pending restarts the count:
+// it gets Retries redials of its own. One enqueued behind pending items shares
+// their remaining redials (it goes on the same connection, after them).
 package channel
 
 import (
@@ -208,8 +211,14 @@ func (m *Machine) Pending() []Item { return m.pending }
 // NextSeq is the sequence the next enqueued item will get.
 func (m *Machine) NextSeq() uint64 { return m.next }
 
-// Attempt is the number of redials since the last loss.
+// Attempt is the number of redials since the last loss, or since an item
+// was enqueued into a reconnecting channel with nothing pending.
 func (m *Machine) Attempt() int { return m.attempt }
+
+// Fresh reports whether an item enqueued now would start a new retry
+// schedule: the channel is reconnecting with nothing pending. Its owner
+// then need not wait out a delay chosen for no item before the next dial.
+func (m *Machine) Fresh() bool { return m.state == Reconnecting && len(m.pending) == 0 }
 
 func (m *Machine) invalid(e Event) error {
 	return fmt.Errorf("%w: %T in state %s", ErrInvalidTransition, e, m.state)
@@ -232,6 +241,15 @@ func (m *Machine) to(s State, acts []Action) []Action {
 func (m *Machine) Enqueue(data any) (it Item, transmit bool, err error) {
 	if m.state == Closed {
 		return Item{}, false, m.invalid(Enqueue{Data: data})
+	}
+	if m.state == Reconnecting && len(m.pending) == 0 {
+		// The redials so far were for no item (an idle channel that lost
+		// its transport keeps trying, to stay ready): this item gets all
+		// its own, rather than the end of that schedule, which gave up on
+		// an envelope sent just before the last redial failed without
+		// retrying it once. The owner may bring the next redial forward
+		// ([Machine.Fresh]).
+		m.attempt = 0
 	}
 	it = Item{Seq: m.next, Data: data}
 	m.next++

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -408,4 +409,68 @@ func TestEnqueueMatchesStep(t *testing.T) {
 			}
 		}
 	})
+}
+
+// An idle channel that lost its transport redials to stay ready; an item
+// enqueued as its last redial is under way must get every redial of its
+// own, not fail when that one does. (`nova-node send` to a node stopped
+// 40 s earlier failed in 0.4 s with "gave up after 3 retries", none of
+// them for its envelope.) An item enqueued behind pending ones shares
+// their remaining redials.
+func TestItemEnqueuedIntoIdleRedialsGetsAllRetries(t *testing.T) {
+	m, _ := channel.New(channel.Config{Retries: 3, Base: time.Millisecond})
+	step := func(e channel.Event) []channel.Action {
+		t.Helper()
+		acts, err := m.Step(e)
+		if err != nil {
+			t.Fatalf("%T in %s: %v", e, m.State(), err)
+		}
+		return acts
+	}
+	step(channel.Connected{})
+	step(channel.TransportLost{})
+	step(channel.RetryDue{})
+	step(channel.DialFailed{}) // attempt 2
+	step(channel.RetryDue{})
+	step(channel.DialFailed{}) // attempt 3
+	step(channel.RetryDue{})   // the last redial is under way
+	if !m.Fresh() {
+		t.Fatal("a reconnecting channel with nothing pending is not Fresh")
+	}
+	step(channel.Enqueue{Data: "late"})
+	if m.Fresh() || m.Attempt() != 0 {
+		t.Fatalf("after the enqueue: fresh %v, attempt %d", m.Fresh(), m.Attempt())
+	}
+	var delays []time.Duration
+	for range 10 {
+		acts := step(channel.DialFailed{})
+		if m.State() == channel.Closed {
+			break
+		}
+		for _, a := range acts {
+			if s, ok := a.(channel.Schedule); ok {
+				delays = append(delays, s.Delay)
+			}
+		}
+		step(channel.RetryDue{})
+	}
+	want := []time.Duration{time.Millisecond, 2 * time.Millisecond, 4 * time.Millisecond}
+	if !slices.Equal(delays, want) {
+		t.Fatalf("redials for the late item after %v, want %v", delays, want)
+	}
+
+	// Behind a pending item, a new one shares the schedule.
+	m, _ = channel.New(channel.Config{Retries: 3, Base: time.Millisecond})
+	step(channel.Connected{})
+	step(channel.Enqueue{Data: "first"})
+	step(channel.TransportLost{})
+	step(channel.RetryDue{})
+	step(channel.DialFailed{})
+	if m.Fresh() {
+		t.Fatal("a channel with a pending item is Fresh")
+	}
+	step(channel.Enqueue{Data: "second"})
+	if m.Attempt() != 2 {
+		t.Fatalf("attempt %d after an enqueue behind a pending item, want 2", m.Attempt())
+	}
 }
