@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	golog "github.com/ipfs/go-log/v2"
+
 	"github.com/nova-node/nova-node/node"
 	"github.com/nova-node/nova-node/tiers"
 )
@@ -183,5 +185,31 @@ func TestAgentTierDefaults(t *testing.T) {
 	}
 	if c := node.DefaultAgent("somebody").Card(); c.Tier != tiers.L3 {
 		t.Fatalf("a non-planetary agent is %s, want L3", c.Tier)
+	}
+}
+
+// TestLogConfig: logs to a stderr that is not a terminal carry no colour
+// codes, and the DHT's warnings of a node alone in its swarm are quiet
+// unless the level is debug.
+func TestLogConfig(t *testing.T) {
+	quiet := "dht/RtRefreshManager"
+	cfg := node.LogConfig("info", false, nil)
+	if cfg.Format != golog.PlaintextOutput || !cfg.Stderr {
+		t.Errorf("not a terminal: format %v; want plain text on stderr", cfg.Format)
+	}
+	if l, ok := cfg.SubsystemLevels[quiet]; !ok || l != golog.LevelError {
+		t.Errorf("%s at %v; want error", quiet, l)
+	}
+	if cfg := node.LogConfig("info", true, nil); cfg.Format != golog.ColorizedOutput {
+		t.Errorf("a terminal: format %v; want colour", cfg.Format)
+	}
+	if cfg := node.LogConfig("info", true, []string{"NO_COLOR=1"}); cfg.Format != golog.PlaintextOutput {
+		t.Errorf("NO_COLOR: format %v", cfg.Format)
+	}
+	if cfg := node.LogConfig("info", false, []string{"GOLOG_LOG_FMT=color"}); cfg.Format != golog.ColorizedOutput {
+		t.Errorf("GOLOG_LOG_FMT=color: format %v", cfg.Format)
+	}
+	if cfg := node.LogConfig("debug", false, nil); len(cfg.SubsystemLevels) != 0 {
+		t.Errorf("debug quiets %v", cfg.SubsystemLevels)
 	}
 }
