@@ -62,6 +62,9 @@ func (n *Node) ApplyDocOp(ctx context.Context, doc string, op DocOp) (DocView, e
 		return DocView{}, fmt.Errorf("node: %q is not an agent of this node", agent)
 	}
 	agent = c.Address()
+	if err := checkKind(d, op); err != nil {
+		return DocView{}, err
+	}
 	switch op.Op {
 	case "set":
 		err = d.Set(ctx, agent, op.Path, op.Value)
@@ -82,7 +85,18 @@ func (n *Node) ApplyDocOp(ctx context.Context, doc string, op DocOp) (DocView, e
 	return n.ReadDoc(ctx, doc, op.Path)
 }
 
-// ReadDoc returns the document's value at path ("" for all of it).
+// CodeDocTypeMismatch: a set or counter operation on a path that holds
+// another kind of value.
+const CodeDocTypeMismatch = "DOC_TYPE_MISMATCH"
+
+type docError struct{ code, msg string }
+
+func (e *docError) Error() string { return e.msg }
+func (e *docError) Code() string  { return e.code }
+
+// ReadDoc returns the document's value at path ("" for all of it),
+// opening the document (from the store, then the connected peers) if
+// needed.
 func (n *Node) ReadDoc(ctx context.Context, doc, path string) (DocView, error) {
 	m, err := n.docsOrErr()
 	if err != nil {
@@ -92,6 +106,7 @@ func (n *Node) ReadDoc(ctx context.Context, doc, path string) (DocView, error) {
 	if err != nil {
 		return DocView{}, err
 	}
+
 	v := DocView{Doc: doc, Path: path, Clock: d.Clock()}
 	if path == "" {
 		v.Value = d.JSON()
@@ -106,6 +121,44 @@ func (n *Node) ReadDoc(ctx context.Context, doc, path string) (DocView, error) {
 		v.Values = vals
 	}
 	return v, nil
+}
+
+// checkKind refuses a set operation (add, remove) on a path that holds a
+// value other than an array, and an incr on one that holds anything but an
+// integer: the CRDT would replace the value with the new kind (an update
+// replaces what it has seen at its path), which is what set is for. A
+// number written with set and an array written with set read like a
+// counter and a set, and are replaced.
+func checkKind(d *crdt.Doc, op DocOp) error {
+	cur, ok := d.Get(op.Path)
+	if !ok || len(cur) == 0 || string(cur) == "null" {
+		return nil
+	}
+	kind := "a value"
+	switch cur[0] {
+	case '"':
+		kind = "a string"
+	case '{':
+		kind = "an object"
+	case '[':
+		kind = "a set (array)"
+	case 't', 'f':
+		kind = "a boolean"
+	default:
+		kind = "a number"
+	}
+	var n int64
+	switch {
+	case (op.Op == "add" || op.Op == "remove") && cur[0] != '[':
+	case op.Op == "incr" && json.Unmarshal(cur, &n) != nil:
+	default:
+		return nil
+	}
+	want := "a set"
+	if op.Op == "incr" {
+		want = "a counter"
+	}
+	return &docError{CodeDocTypeMismatch, fmt.Sprintf("%s holds %s, not %s: %s would replace it; delete it first, or write it with set", op.Path, kind, want, op.Op)}
 }
 
 func (n *Node) registerDocRoutes(mux *http.ServeMux) {

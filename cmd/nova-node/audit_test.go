@@ -2,8 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/nova-node/nova-node/testnet"
 )
 
 // TestInviteWarnsOfLoopbackOnly: a node listening on 127.0.0.1 only gives a
@@ -61,5 +65,44 @@ func TestA2ACallReportsOnce(t *testing.T) {
 	}
 	if _, errOut, code := runCLI(t, "a2a", "call", "notaurl", "--message", "hi"); code != 2 {
 		t.Fatalf("a2a call notaurl: exit %d\n%s", code, errOut)
+	}
+}
+
+// TestCRDTKindsAndWatch: add on a counter and incr on a string are refused; watch prints values, and
+// "node stopped" when the node stops.
+func TestCRDTKindsAndWatch(t *testing.T) {
+	dir := t.TempDir()
+	n := startNode(t, 0, dir)
+	runCLI(t, "crdt", "incr", "plan", "/done", "--data-dir", dir)
+	runCLI(t, "crdt", "set", "plan", "/goal", `"ship"`, "--data-dir", dir)
+	for _, args := range [][]string{{"add", "plan", "/done", `"x"`}, {"incr", "plan", "/goal"}} {
+		_, errOut, code := runCLI(t, append(append([]string{"crdt"}, args...), "--data-dir", dir)...)
+		if code != 1 || !strings.Contains(errOut, "DOC_TYPE_MISMATCH") {
+			t.Errorf("%v: exit %d\n%s", args, code, errOut)
+		}
+	}
+	if out, _, _ := runCLI(t, "crdt", "get", "plan", "--data-dir", dir, "--json"); !strings.Contains(out, `"done": 1`) {
+		t.Fatalf("the counter changed:\n%s", out)
+	}
+	var o, e syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(t.Context(), []string{"crdt", "watch", "plan", "--data-dir", dir}, []string{"HOME=" + t.TempDir()}, strings.NewReader(""), &o, &e)
+	}()
+	testnet.Eventually(t, testnetWait, func() error {
+		runCLI(t, "crdt", "set", "plan", "/goal", `"ship v2"`, "--data-dir", dir)
+		if !strings.Contains(o.String(), `/goal = "ship v2"`) {
+			return fmt.Errorf("watch printed %q", o.String())
+		}
+		return nil
+	})
+	n.Close()
+	select {
+	case code := <-done:
+		if code != 0 || !strings.Contains(o.String(), "node stopped") {
+			t.Fatalf("watch at node stop: exit %d\n%s\n%s", code, o.String(), e.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("watch did not end when the node stopped")
 	}
 }

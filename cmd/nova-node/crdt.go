@@ -27,7 +27,13 @@ round trip after it connects.
   set PATH JSON      write a value (last writer wins; concurrent values kept)
   del PATH           delete a value or a subtree
   add / remove PATH JSON   add to / remove from a set (add wins)
-  incr PATH [N]      add N (default 1, negative to subtract) to a counter`,
+  incr PATH [N]      add N (default 1, negative to subtract) to a counter
+
+A path keeps its kind: add/remove on a path that holds a value other than a
+set, or incr on one that holds no integer, is refused (DOC_TYPE_MISMATCH);
+delete the path first, or overwrite it with set, which replaces whatever is
+there. watch prints each change with the new values of its paths, and
+ends with "node stopped" when the node stops.`,
 		Example: `  nova-node crdt set plan /goal '"ship v1"'
   nova-node crdt add plan /owners '"alice"'
   nova-node crdt incr plan /done
@@ -35,11 +41,15 @@ round trip after it connects.
   nova-node crdt watch plan --json
   nova-node crdt docs`,
 	}
-	root.PersistentFlags().StringVar(&as, "as", "", "local agent making the change (default: the node's first agent)")
-	op := func(use, short, kind string, nargs int) *cobra.Command {
-		return &cobra.Command{
-			Use:   use,
-			Short: short,
+	asFlag := func(c *cobra.Command) *cobra.Command {
+		c.Flags().StringVar(&as, "as", "", "local agent the change is made as, which the document's write rules check (default: the node's first agent)")
+		return c
+	}
+	op := func(use, short, kind string, nargs int, example string) *cobra.Command {
+		return asFlag(&cobra.Command{
+			Use:     use,
+			Short:   short,
+			Example: example,
 			Args: func(cmd *cobra.Command, args []string) error {
 				if len(args) < nargs || len(args) > nargs+1 || kind != "incr" && len(args) != nargs {
 					return &exitError{code: 2, err: fmt.Errorf("usage: nova-node crdt %s", use)}
@@ -70,21 +80,33 @@ round trip after it connects.
 				}
 				v, err := cl.ApplyDocOp(cmd.Context(), args[0], o)
 				if err != nil {
+					if codeOf(err, 1) == node.CodeDocTypeMismatch {
+						return &exitError{code: 1, err: err, hint: fmt.Sprintf("`nova-node crdt get %s %s` shows what is there; "+
+							"`nova-node crdt del %s %s` clears it for a new kind", args[0], args[1], args[0], args[1])}
+					}
 					return err
 				}
 				return printDocView(g, v)
 			},
-		}
+		})
 	}
 	root.AddCommand(
-		op("set DOC PATH JSON", "Write a JSON value at a path", "set", 3),
-		op("del DOC PATH", "Delete a path and everything below it", "delete", 2),
-		op("add DOC PATH JSON", "Add an element to the set at a path", "add", 3),
-		op("remove DOC PATH JSON", "Remove an element from the set at a path", "remove", 3),
-		op("incr DOC PATH [N]", "Add N (default 1) to the counter at a path", "incr", 2),
+		op("set DOC PATH JSON", "Write a JSON value at a path (replacing whatever is there)", "set", 3,
+			"  nova-node crdt set plan /goal '\"ship v1\"'\n  nova-node crdt set plan /limits '{\"cpu\": 2, \"ram\": \"4G\"}' --as alice"),
+		op("del DOC PATH", "Delete a path and everything below it", "delete", 2,
+			"  nova-node crdt del plan /limits\n  nova-node crdt del plan /owners --as alice"),
+		op("add DOC PATH JSON", "Add an element to the set at a path", "add", 3,
+			"  nova-node crdt add plan /owners '\"alice\"'\n  nova-node crdt add plan /tags '{\"name\": \"urgent\"}'"),
+		op("remove DOC PATH JSON", "Remove an element from the set at a path", "remove", 3,
+			"  nova-node crdt remove plan /owners '\"alice\"'"),
+		op("incr DOC PATH [N]", "Add N (default 1) to the counter at a path", "incr", 2,
+			"  nova-node crdt incr plan /done\n  nova-node crdt incr plan /open -1"),
 		&cobra.Command{
 			Use:   "get DOC [PATH]",
 			Short: "Print a document, or the value at a path",
+			Long: `get prints a document (or the value at a JSON Pointer path in it). A document
+this node does not hold yet is fetched from the connected peers.`,
+			Example: "  nova-node crdt get plan\n  nova-node crdt get plan /owners --json\n  nova-node crdt get swarm-3f2a... /status",
 			Args: func(cmd *cobra.Command, args []string) error {
 				if len(args) < 1 || len(args) > 2 {
 					return &exitError{code: 2, err: fmt.Errorf("usage: nova-node crdt get DOC [PATH]")}
@@ -110,6 +132,11 @@ round trip after it connects.
 		&cobra.Command{
 			Use:   "watch DOC",
 			Short: "Print every change of a document as it happens (Ctrl-C to stop)",
+			Long: `watch prints each change of a document as it happens: local or remote, who
+made it, and each changed path with its new value (null: deleted). With
+--json, one object per change: the change and "values", path to value. It
+runs until Ctrl-C, or until the node stops ("node stopped", exit 0).`,
+			Example: "  nova-node crdt watch plan\n  nova-node crdt watch swarm-3f2a... --json | jq .values",
 			Args: func(cmd *cobra.Command, args []string) error {
 				if len(args) != 1 {
 					return &exitError{code: 2, err: fmt.Errorf("usage: nova-node crdt watch DOC")}
@@ -122,23 +149,50 @@ round trip after it connects.
 					return err
 				}
 				enc := json.NewEncoder(g.stdout)
-				return cl.WatchDoc(cmd.Context(), args[0], func(c crdt.Change) error {
+				err = cl.WatchDoc(cmd.Context(), args[0], func(c crdt.Change) error {
+					// The values as they are now (a later change may
+					// have moved them on already).
+					values := map[string]json.RawMessage{}
+					for _, p := range c.Paths {
+						v, err := cl.ReadDoc(cmd.Context(), c.Doc, p)
+						if err != nil {
+							return err
+						}
+						values[p] = v.Value
+					}
 					if g.json {
-						return enc.Encode(c)
+						return enc.Encode(struct {
+							crdt.Change
+							Values map[string]json.RawMessage `json:"values"`
+						}{c, values})
 					}
 					where := "local"
 					if c.Remote {
 						where = "remote"
 					}
-					_, err := fmt.Fprintf(g.stdout, "%s %s by %s: %s\n", c.Doc, where, shortAddr(c.Source), strings.Join(c.Paths, " "))
+					var parts []string
+					for _, p := range c.Paths {
+						parts = append(parts, p+" = "+string(values[p]))
+					}
+					_, err := fmt.Fprintf(g.stdout, "%s %s by %s: %s\n", c.Doc, where, shortAddr(c.Source), strings.Join(parts, ", "))
 					return err
 				})
+				if err == nil && cmd.Context().Err() == nil {
+					// The stream ended without Ctrl-C: the node stopped.
+					if g.json {
+						fmt.Fprintf(g.stdout, "%s\n", marshal(map[string]string{"type": "node-stopped", "doc": args[0]}))
+					} else {
+						fmt.Fprintln(g.stdout, "node stopped")
+					}
+				}
+				return err
 			},
 		},
 		&cobra.Command{
-			Use:   "docs",
-			Short: "List open documents with their vector clocks",
-			Args:  noArgs,
+			Use:     "docs",
+			Short:   "List the documents this node holds, with their vector clocks",
+			Example: "  nova-node crdt docs\n  nova-node crdt docs --json",
+			Args:    noArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
 				cl, err := g.client()
 				if err != nil {
