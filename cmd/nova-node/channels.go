@@ -2,9 +2,12 @@ package main
 
 import (
 	"fmt"
+	"sort"
+	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/nova-node/nova-node/node"
 	"github.com/nova-node/nova-node/protocol"
 )
 
@@ -54,19 +57,20 @@ CHANNEL_CLOSED.`,
 
 func newChannelsCloseCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
-		Use:   "close ID",
+		Use:   "close ID|PREFIX",
 		Short: "Close a channel: what still waits on it fails with CHANNEL_CLOSED",
 		Long: `close gives up on one outbound channel (its id as ` + "`nova-node channels`" + ` shows
-it): it stops redialling, each envelope still waiting for acknowledgement
+it, or a prefix of it that no other open channel's id starts with): it stops redialling, each envelope still waiting for acknowledgement
 fails with CHANNEL_CLOSED (a sender waiting on one gets that error; the
 node's events show one error each), and its outbox entry is deleted. An
 envelope the peer took but had not acknowledged yet may still be delivered.
 The next envelope between the same two agents opens a new channel.`,
 		Example: `  nova-node channels close 3f9c2a7d0e5b41c6a8d2f0e9b7c4a1d3
+  nova-node channels close 3f9c      # a unique prefix is enough
   nova-node channels close 3f9c2a7d0e5b41c6a8d2f0e9b7c4a1d3 --json`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return usage(cmd, "give the id of the channel to close (`nova-node channels` lists them)")
+				return usage(cmd, "give the id of the channel to close, or a unique prefix of it (`nova-node channels` lists them)")
 			}
 			return nil
 		},
@@ -75,7 +79,11 @@ The next envelope between the same two agents opens a new channel.`,
 			if err != nil {
 				return err
 			}
-			ch, err := cl.CloseChannel(cmd.Context(), args[0])
+			id, err := resolveChannel(cmd, cl, args[0])
+			if err != nil {
+				return err
+			}
+			ch, err := cl.CloseChannel(cmd.Context(), id)
 			if err != nil {
 				return err
 			}
@@ -90,6 +98,45 @@ The next envelope between the same two agents opens a new channel.`,
 			return nil
 		},
 	}
+}
+
+// resolveChannel expands prefix, a prefix of the id of a channel that is
+// not closed yet, to that id; as tasks accept does with proposal ids
+// (matchChannel).
+func resolveChannel(cmd *cobra.Command, cl *node.Client, prefix string) (string, error) {
+	if strings.TrimSpace(prefix) == "" {
+		return "", usage(cmd, "the channel id is empty: give the id of the channel to close, or a unique prefix of it")
+	}
+	chs, err := cl.Channels(cmd.Context())
+	if err != nil {
+		return "", err
+	}
+	return matchChannel(chs, prefix)
+}
+
+// matchChannel is the id among chs that is prefix, or else the one id of a
+// channel not closed yet that starts with prefix. A prefix that several
+// ids start with is a usage error listing them; one that none does is
+// returned as it is, for the node to say CHANNEL_NOT_FOUND.
+func matchChannel(chs []protocol.ChannelInfo, prefix string) (string, error) {
+	var match []string
+	for _, ch := range chs {
+		if ch.ID == prefix {
+			return prefix, nil
+		}
+		if ch.State != "closed" && strings.HasPrefix(ch.ID, prefix) {
+			match = append(match, ch.ID)
+		}
+	}
+	switch len(match) {
+	case 0:
+		return prefix, nil
+	case 1:
+		return match[0], nil
+	}
+	sort.Strings(match)
+	return "", usageHint(fmt.Sprintf("%q is the start of %d channel ids (%s)", prefix, len(match), strings.Join(match, ", ")),
+		"give more of the id, as `nova-node channels` lists it")
 }
 
 // channelLine is one channel as status and channels print it.

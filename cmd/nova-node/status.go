@@ -21,7 +21,8 @@ func newStatusCmd(g *globals) *cobra.Command {
 		Long: `status shows what the running node is doing: connected peers (direct or
 relayed, and the agents they host), each channel from a local agent to a
 remote one (state: connecting, open, reconnecting, closed; envelopes waiting
-for acknowledgement), message counters by type, average routing latency, and
+for acknowledgement), message counters (sent and received, and the sent
+ones by type), average routing latency, and
 the last errors and security events. --reset zeroes these counters (the
 recent errors stay listed); the /metrics counters never go down, as
 Prometheus expects, so after a reset the two differ.`,
@@ -77,7 +78,7 @@ Prometheus expects, so after a reset the two differ.`,
 					types = append(types, fmt.Sprintf("%s=%d", t, n))
 				}
 				sort.Strings(types)
-				fmt.Fprintf(w, "  by type: %s\n", strings.Join(types, " "))
+				fmt.Fprintf(w, "  sent by type: %s\n", strings.Join(types, " "))
 			}
 			if len(st.RecentErrors) > 0 {
 				fmt.Fprintln(w, "\nRECENT ERRORS")
