@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -95,7 +96,7 @@ same "error" member. Exit status: 0 success, 1 failure, 2 usage error.`,
 
 // usageArgs makes every positional-argument check under c a usage error
 // (exit 2), as flag errors are: cobra's own checks (ExactArgs, ...) return
-// plain errors.
+// plain errors, which argsError rewords to name what is missing or extra.
 func usageArgs(c *cobra.Command) {
 	if check := c.Args; check != nil {
 		c.Args = func(cmd *cobra.Command, args []string) error {
@@ -104,12 +105,45 @@ func usageArgs(c *cobra.Command) {
 			if err == nil || errors.As(err, &ee) {
 				return err
 			}
-			return &exitError{code: 2, err: err, hint: helpHint(cmd)}
+			return &exitError{code: 2, err: argsError(cmd, args, err), hint: argsHint(cmd)}
 		}
 	}
 	for _, sub := range c.Commands() {
 		usageArgs(sub)
 	}
+}
+
+// cobra's messages (v1.10) from ExactArgs, MinimumNArgs, MaximumNArgs and
+// RangeArgs: "accepts 1 arg(s), received 0", ... The numbers say what is
+// missing or extra.
+var cobraArgsRe = regexp.MustCompile(`^(accepts|requires at least|accepts at most|accepts between) (\d+)(?: and (\d+))? arg\(s\), (?:only )?received (\d+)$`)
+
+// argsError rewords err, cobra's complaint about cmd's positional
+// arguments args, to name them as cmd's Use line does ("call URL": URL).
+func argsError(cmd *cobra.Command, args []string, err error) error {
+	m := cobraArgsRe.FindStringSubmatch(err.Error())
+	if m == nil {
+		return err
+	}
+	names := strings.Fields(cmd.Use)[1:]
+	want := strings.Join(names, " ")
+	if want == "" {
+		want = "arguments"
+	}
+	path := cmd.CommandPath()
+	if len(args) == 0 {
+		return fmt.Errorf("%s needs %s: it is missing (usage: %s %s)", path, want, path, want)
+	}
+	return fmt.Errorf("%s takes %s, got %d argument(s): %q (usage: %s %s)", path, want, len(args), args, path, want)
+}
+
+// argsHint is the usage hint of cmd with its first example, if it has one.
+func argsHint(cmd *cobra.Command) string {
+	h := helpHint(cmd)
+	if ex, _, _ := strings.Cut(strings.TrimSpace(cmd.Example), "\n"); ex != "" {
+		h = "for example `" + strings.TrimSpace(ex) + "`; " + h
+	}
+	return h
 }
 
 // checkConfig validates cfg, the loaded configuration, with the command

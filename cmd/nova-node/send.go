@@ -400,12 +400,21 @@ node's agents: a sandboxed agent only sees agents it may discover.`,
 
 func newAgentsShowCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
-		Use:     "show NAME|NAME@PEER",
-		Short:   "Show one agent's card",
+		Use:   "show NAME|NAME@PEER",
+		Short: "Show one agent's card",
+		Long: `show prints the signed Agent Card of one agent, local or remote, as JSON:
+its address (name@peerID), tier, sandbox, capabilities, version, and the
+node that hosts it. A bare name must be unique among the agents the node
+knows or finds in the swarm (AMBIGUOUS_AGENT lists the candidates: give
+the full address then); AGENT_NOT_FOUND when no node in reach hosts it.`,
 		Example: "  nova-node agents show bob\n  nova-node agents show bob@12D3KooW... --json",
 		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return &exitError{code: 2, err: errors.New("show takes one agent name or address")}
+			switch {
+			case len(args) == 0:
+				return usageHint("agents show needs the agent: a name, or name@peerID as `nova-node agents` lists it",
+					"for example `nova-node agents show bob`; `nova-node agents` lists the agents this node knows")
+			case len(args) > 1:
+				return usage(cmd, fmt.Sprintf("agents show takes one agent, got %d: %q (one name or name@peerID)", len(args), args))
 			}
 			return nil
 		},
@@ -514,7 +523,13 @@ func newVersionCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
 		Short: "Print the nova-node version",
-		Args:  noArgs,
+		Long: `version prints the version of this nova-node binary and the protocol it
+speaks (/nova/a2a/1.0.0): nodes speaking the same protocol talk to each
+other. It needs no running node; ` + "`nova-node status`" + ` shows the version of
+the running one.`,
+		Example: `  nova-node version
+  nova-node version --json`,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if g.json {
 				return g.printJSON(map[string]string{"version": node.Version, "protocol": "/nova/a2a/1.0.0"})

@@ -223,3 +223,33 @@ func TestInitSaysWhichFlagsItDidNotApply(t *testing.T) {
 		t.Errorf("plain second init: %q", errOut)
 	}
 }
+
+// TestHelpTeaches: the commands have a Long description and an example;
+// and a missing or extra argument is a usage error that names it, not
+// cobra's bare "accepts 1 arg(s), received 0".
+func TestHelpTeaches(t *testing.T) {
+	root := newRoot(&globals{})
+	for _, path := range [][]string{{"init"}, {"run"}, {"send"}, {"agents"}, {"agents", "find"}, {"agents", "show"}, {"id"},
+		{"broadcast"}, {"status"}, {"events"}, {"channels"}, {"channels", "close"}, {"version"}} {
+		c, _, err := root.Find(path)
+		if err != nil || c.Long == "" || c.Example == "" {
+			t.Errorf("%v: no Long description or example (%v)", path, err)
+		}
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"a2a", "call"}, "needs URL"},
+		{[]string{"a2a", "call", "x", "y"}, `got 2 argument(s): ["x" "y"]`},
+		{[]string{"tools", "call"}, "needs TOOL"},
+		{[]string{"agents", "show"}, "agents show needs the agent"},
+		{[]string{"agents", "show", "a", "b"}, "takes one agent"},
+		{[]string{"version", "extra"}, "takes no arguments"},
+	} {
+		_, errOut, exit := runCLI(t, c.args...)
+		if exit != 2 || !strings.Contains(errOut, c.want) || strings.Contains(errOut, "arg(s)") || !strings.Contains(errOut, "(USAGE)\nhint: ") {
+			t.Errorf("%q: exit %d, stderr %q; want 2 and %q", c.args, exit, errOut, c.want)
+		}
+	}
+}
