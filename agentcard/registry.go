@@ -340,6 +340,33 @@ func (r *Registry) RemovePeer(p peer.ID) int {
 	return n
 }
 
+// RetainPeer removes the remote cards hosted by p whose id is not in
+// keep, p's complete list of the agents it hosts now (as p itself stated
+// it, on a connection authenticated as p), and returns the addresses of
+// the visible cards it removed, sorted. An agent its host stopped hosting
+// leaves at once rather than one TTL after its last heartbeat. It never
+// removes local cards.
+func (r *Registry) RetainPeer(p peer.ID, keep []string) []string {
+	if p == r.self {
+		return nil
+	}
+	now := r.now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var gone []string
+	for k, e := range r.byHost[p] {
+		if slices.Contains(keep, k.id) {
+			continue
+		}
+		if r.visible(e, now) {
+			gone = append(gone, e.addr)
+		}
+		r.remove(k)
+	}
+	slices.Sort(gone)
+	return gone
+}
+
 // Expire drops the remote cards whose TTL has elapsed and returns how many
 // it dropped. They are already invisible; Expire only frees their memory,
 // so the caller may run it whenever convenient.

@@ -839,3 +839,37 @@ func TestSharedUnderConcurrentWrites(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// RetainPeer drops exactly the remote cards of that host that its roster
+// leaves out: never another host's, never a local card.
+func TestRetainPeer(t *testing.T) {
+	nodes := testNodes(t)
+	self, p, q := nodes[0].id, nodes[1].id, nodes[2].id
+	r := agentcard.NewRegistry(self)
+	mustRegister(t, r, sampleCard("carol"))
+	for _, id := range []string{"alice", "bob", "carol"} {
+		mustMerge(t, r, remoteCard(id, p, 1))
+		mustMerge(t, r, remoteCard(id, q, 1))
+	}
+	gone := r.RetainPeer(p, []string{"bob"})
+	want := []string{"alice@" + p.String(), "carol@" + p.String()}
+	if !slices.Equal(gone, want) {
+		t.Fatalf("RetainPeer removed %v, want %v", gone, want)
+	}
+	for _, a := range []string{"bob@" + p.String(), "alice@" + q.String(), "bob@" + q.String(), "carol@" + q.String(), "carol@" + self.String()} {
+		if _, ok := r.Get(a); !ok {
+			t.Errorf("%s removed", a)
+		}
+	}
+	for _, a := range want {
+		if _, ok := r.Get(a); ok {
+			t.Errorf("%s kept", a)
+		}
+	}
+	if gone := r.RetainPeer(self, nil); gone != nil || len(r.Local()) != 1 {
+		t.Fatalf("RetainPeer(self) removed %v", gone)
+	}
+	if gone := r.RetainPeer(q, nil); len(gone) != 3 || len(r.Remote()) != 1 {
+		t.Fatalf("an empty roster removed %v, %d remote cards left", gone, len(r.Remote()))
+	}
+}

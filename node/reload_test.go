@@ -2,9 +2,14 @@ package node_test
 
 import (
 	"context"
+	"errors"
+	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/nova-node/nova-node/node"
+	"github.com/nova-node/nova-node/protocol"
 	"github.com/nova-node/nova-node/testnet"
 )
 
@@ -45,5 +50,53 @@ func TestReloadAgents(t *testing.T) {
 	bad.Agents = append(bad.Agents, node.AgentConfig{Name: "no@at"})
 	if _, err := n.Reload(bad); err == nil {
 		t.Error("an invalid config was applied")
+	}
+}
+
+// An agent removed by a reload leaves its peers' registries at once: the
+// node's next hello lists the agents it still hosts. Before, peers kept
+// the card for its TTL (10 minutes), showed the agent as connected, and
+// sends to it failed with the host's AGENT_NOT_FOUND.
+func TestReloadWithdrawsRemovedAgentFromPeers(t *testing.T) {
+	net := testnet.New(t, 2, testnet.WithTransport(testnet.TCP), testnet.WithConfig(func(i int, c *node.Config) {
+		if i == 1 {
+			c.Agents = append(c.Agents, node.DefaultAgent("carol"))
+		}
+	}))
+	net.Connect(0, 1)
+	net.WaitForCards()
+	host := net.Nodes[1]
+	carol := "carol@" + host.ID().String()
+	if _, ok := net.Nodes[0].Registry().Get(carol); !ok {
+		t.Fatal("the peer does not know carol")
+	}
+	kept := host.Registry().Local()
+	next := host.Config()
+	next.Agents = slices.DeleteFunc(slices.Clone(next.Agents), func(a node.AgentConfig) bool { return a.Name == "carol" })
+	if res, err := host.Reload(next); err != nil || !slices.Equal(res.Removed, []string{"carol"}) {
+		t.Fatalf("reload: %+v, %v", res, err)
+	}
+	start := time.Now()
+	testnet.Eventually(t, 5*time.Second, func() error {
+		if _, ok := net.Nodes[0].Registry().Get(carol); ok {
+			return errors.New("the peer still lists carol")
+		}
+		return nil
+	})
+	t.Logf("carol withdrawn from the peer's registry in %s", time.Since(start).Round(time.Millisecond))
+	for _, c := range kept {
+		if c.ID == "carol" {
+			continue
+		}
+		if _, ok := net.Nodes[0].Registry().Get(c.Address()); !ok {
+			t.Errorf("%s, still hosted, left the peer's registry too", c.Address())
+		}
+	}
+	withdrawn := false
+	for _, e := range net.Nodes[0].Observer().Recent(0) {
+		withdrawn = withdrawn || e.Type == protocol.EventCardsReceived && strings.Contains(e.Detail, "withdrawn") && strings.Contains(e.Detail, carol)
+	}
+	if !withdrawn {
+		t.Error("no event says carol was withdrawn")
 	}
 }

@@ -142,7 +142,13 @@ func (rd *inReader) frame(body []byte, at time.Time) (ic *inChannel, ask bool, e
 	}
 	switch m.Kind {
 	case kindHello:
-		return nil, false, r.acceptCards(p, m.Cards)
+		if err := r.acceptCards(p, m.Cards); err != nil {
+			return nil, false, err
+		}
+		if m.Full {
+			r.retainCards(p, m.Roster)
+		}
+		return nil, false, nil
 	case kindOpen:
 		w, taken, err := r.openIn(p, pStr, m, out)
 		if err != nil {
@@ -456,10 +462,31 @@ func (r *Router) attributeAddr(p peer.ID, pStr, addr string) (agentcard.Card, er
 	return c, nil
 }
 
+// retainCards drops the cards of agents p no longer hosts: roster is
+// every agent p hosts now, by its own word on its own connection, so it
+// can withdraw only its own agents.
+func (r *Router) retainCards(p peer.ID, roster []string) {
+	gone := r.reg.RetainPeer(p, roster)
+	if len(gone) == 0 {
+		return
+	}
+	r.o.sink.Emit(Event{Type: EventCardsReceived, Time: clock.Now(), Peer: p, Success: true,
+		Detail: fmt.Sprintf("%d cards withdrawn by their host: %s", len(gone), strings.Join(gone, ", ")), SourceTier: -1, TargetTier: -1})
+}
+
 // helloFrames seals the local cards (cached per revision) into hello frames
-// of at most ~half the frame limit each.
+// of at most ~half the frame limit each. The last frame carries the roster
+// of the local agents (Full), unless it would not fit: then peers keep
+// withdrawn cards until their TTL, as before rosters.
 func (r *Router) helloFrames() ([][]byte, error) {
 	local := r.reg.Local()
+	roster := make([]string, 0, len(local))
+	rosterSize := 0
+	for _, c := range local {
+		roster = append(roster, c.ID)
+		rosterSize += len(c.ID) + 2
+	}
+	full := len(roster) <= maxHelloCards && rosterSize < r.o.maxFrame/2
 	r.mu.Lock()
 	var blobs [][]byte
 	for _, c := range local {
@@ -486,6 +513,13 @@ func (r *Router) helloFrames() ([][]byte, error) {
 			batch, blobs = append(batch, blobs[0]), blobs[1:]
 		}
 		b, err := encodeMsg(&wireMsg{Kind: kindHello, Cards: batch})
+		if err != nil {
+			return nil, err
+		}
+		frames = append(frames, b)
+	}
+	if full {
+		b, err := encodeMsg(&wireMsg{Kind: kindHello, Full: true, Roster: roster})
 		if err != nil {
 			return nil, err
 		}

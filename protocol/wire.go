@@ -16,7 +16,7 @@ import (
 // On an outbound stream the opener sends hello, open and envelope frames; the
 // other side answers with opened, ack and nack frames.
 const (
-	kindHello    uint8 = 1 // the opener's signed agent cards
+	kindHello    uint8 = 1 // the opener's signed agent cards; Full: Roster is every agent it hosts
 	kindEnvelope uint8 = 2 // one envelope on channel Ch with sequence Seq
 	kindAck      uint8 = 3 // channel Ch: every sequence <= Seq is taken
 	kindNack     uint8 = 4 // channel Ch: sequence Seq refused (Code, Msg); Seq 0 refuses the open
@@ -24,7 +24,8 @@ const (
 	kindOpened   uint8 = 6 // channel Ch accepted; W is the receiver's watermark, Seq the highest sequence it has queued
 )
 
-// maxHelloCards caps the cards in one hello frame.
+// maxHelloCards caps the cards in one hello frame, and the names in a
+// hello's roster.
 const maxHelloCards = 1024
 
 // maxChannelID caps channel ids (random 128-bit hex: 32 bytes).
@@ -41,6 +42,11 @@ type wireMsg struct {
 	Cards [][]byte           `cbor:"c,omitempty"`
 	Code  string             `cbor:"x,omitempty"`
 	Msg   string             `cbor:"m,omitempty"`
+	// Full marks the last hello frame of an announcement: Roster lists
+	// the ids of every agent the sender hosts now, so that the receiver
+	// drops the cards of the others at once. Nodes before it ignore both.
+	Full   bool     `cbor:"l,omitempty"`
+	Roster []string `cbor:"r,omitempty"`
 }
 
 // envMsg is an envelope frame as sent: the envelope is already encoded
@@ -61,17 +67,19 @@ type envMsg struct {
 // compacted), so a bad envelope is answered with a nack carrying its code,
 // not a reset.
 type inMsg struct {
-	Kind  uint8     `cbor:"k"`
-	Seq   uint64    `cbor:"s,omitempty"`
-	Ch    string    `cbor:"h,omitempty"`
-	From  string    `cbor:"f,omitempty"`
-	To    string    `cbor:"t,omitempty"`
-	W     uint64    `cbor:"w,omitempty"`
-	Env   frameItem `cbor:"e,omitempty"`
-	Cards [][]byte  `cbor:"c,omitempty"`
-	Code  string    `cbor:"x,omitempty"`
-	Msg   string    `cbor:"m,omitempty"`
-	Ack   bool      `cbor:"a,omitempty"`
+	Kind   uint8     `cbor:"k"`
+	Seq    uint64    `cbor:"s,omitempty"`
+	Ch     string    `cbor:"h,omitempty"`
+	From   string    `cbor:"f,omitempty"`
+	To     string    `cbor:"t,omitempty"`
+	W      uint64    `cbor:"w,omitempty"`
+	Env    frameItem `cbor:"e,omitempty"`
+	Cards  [][]byte  `cbor:"c,omitempty"`
+	Code   string    `cbor:"x,omitempty"`
+	Msg    string    `cbor:"m,omitempty"`
+	Ack    bool      `cbor:"a,omitempty"`
+	Full   bool      `cbor:"l,omitempty"`
+	Roster []string  `cbor:"r,omitempty"`
 
 	// env is Env already decoded and checked (by decodeEnvFrame), or nil.
 	env *envelope.Envelope
@@ -290,6 +298,14 @@ func decodeMsgStrict(b []byte) (*inMsg, error) {
 	case kindHello:
 		if len(m.Cards) > maxHelloCards {
 			return nil, fmt.Errorf("%w: hello with %d cards (max %d)", ErrProtocol, len(m.Cards), maxHelloCards)
+		}
+		if len(m.Roster) > maxHelloCards {
+			return nil, fmt.Errorf("%w: hello roster of %d agents (max %d)", ErrProtocol, len(m.Roster), maxHelloCards)
+		}
+		for _, id := range m.Roster {
+			if len(id) == 0 || len(id) > envelope.MaxAgentLen {
+				return nil, fmt.Errorf("%w: hello roster with an agent id of %d bytes", ErrProtocol, len(id))
+			}
 		}
 	case kindEnvelope:
 		if len(m.Env) == 0 || m.Seq == 0 {

@@ -15,6 +15,7 @@ func FuzzDecodeMsg(f *testing.F) {
 	env, _ := envelope.NewFactory().New("a@x", "b", envelope.TypeRequest, map[string]int{"n": 1})
 	for _, m := range []*wireMsg{
 		{Kind: kindHello, Cards: [][]byte{[]byte("card")}},
+		{Kind: kindHello, Full: true, Roster: []string{"alice", "bob"}},
 		{Kind: kindEnvelope, Seq: 1, Env: env},
 		{Kind: kindAck, Seq: 9},
 		{Kind: kindNack, Seq: 2, Code: "TIER_VIOLATION", Msg: "no"},
@@ -31,13 +32,18 @@ func FuzzDecodeMsg(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if m.Kind < kindHello || m.Kind > kindNack || len(m.Cards) > maxHelloCards {
+		if m.Kind < kindHello || m.Kind > kindNack || len(m.Cards) > maxHelloCards || len(m.Roster) > maxHelloCards {
 			t.Fatalf("accepted %+v", m)
+		}
+		for _, id := range m.Roster {
+			if id == "" || len(id) > envelope.MaxAgentLen {
+				t.Fatalf("accepted a roster id of %d bytes", len(id))
+			}
 		}
 		if m.Kind == kindEnvelope && len(m.Env) == 0 {
 			t.Fatal("envelope frame without envelope accepted")
 		}
-		out := &wireMsg{Kind: m.Kind, Seq: m.Seq, Cards: m.Cards, Code: m.Code, Msg: m.Msg}
+		out := &wireMsg{Kind: m.Kind, Seq: m.Seq, Cards: m.Cards, Code: m.Code, Msg: m.Msg, Full: m.Full, Roster: m.Roster}
 		if m.Kind == kindEnvelope {
 			env, err := envelope.DecodeCBOR(m.Env)
 			if err != nil {
@@ -53,7 +59,7 @@ func FuzzDecodeMsg(f *testing.F) {
 		if err != nil {
 			t.Fatalf("re-encoded message refused: %v", err)
 		}
-		if m2.Kind != out.Kind || m2.Seq != out.Seq || len(m2.Cards) != len(out.Cards) {
+		if m2.Kind != out.Kind || m2.Seq != out.Seq || len(m2.Cards) != len(out.Cards) || m2.Full != out.Full || len(m2.Roster) != len(out.Roster) {
 			t.Fatal("re-decoded message differs")
 		}
 		if out.Env != nil {
@@ -68,6 +74,31 @@ func FuzzDecodeMsg(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A hello roster is bounded like its cards: in length and per name.
+func TestHelloRosterBounded(t *testing.T) {
+	long := make([]string, maxHelloCards+1)
+	for i := range long {
+		long[i] = "a"
+	}
+	for _, m := range []*wireMsg{
+		{Kind: kindHello, Full: true, Roster: long},
+		{Kind: kindHello, Full: true, Roster: []string{""}},
+		{Kind: kindHello, Full: true, Roster: []string{string(bytes.Repeat([]byte("x"), envelope.MaxAgentLen+1))}},
+	} {
+		b, err := encodeMsg(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := decodeMsg(b); err == nil {
+			t.Errorf("a hello roster of %d names (first %d bytes) was accepted", len(m.Roster), len(m.Roster[0]))
+		}
+	}
+	b, _ := encodeMsg(&wireMsg{Kind: kindHello, Full: true, Roster: []string{"alice"}})
+	if m, err := decodeMsg(b); err != nil || !m.Full || len(m.Roster) != 1 {
+		t.Fatalf("a sound roster: %+v, %v", m, err)
+	}
 }
 
 func TestBoundedForgetsOldest(t *testing.T) {
