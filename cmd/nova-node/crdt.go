@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -155,6 +156,11 @@ runs until Ctrl-C, or until the node stops ("node stopped", exit 0).`,
 					values := map[string]json.RawMessage{}
 					for _, p := range c.Paths {
 						v, err := cl.ReadDoc(cmd.Context(), c.Doc, p)
+						if errors.Is(err, node.ErrNoNode) {
+							// The node stopped after sending the change:
+							// the watch ends as the stream would have.
+							return errWatchNodeGone
+						}
 						if err != nil {
 							return err
 						}
@@ -177,6 +183,9 @@ runs until Ctrl-C, or until the node stops ("node stopped", exit 0).`,
 					_, err := fmt.Fprintf(g.stdout, "%s %s by %s: %s\n", c.Doc, where, shortAddr(c.Source), strings.Join(parts, ", "))
 					return err
 				})
+				if errors.Is(err, errWatchNodeGone) {
+					err = nil
+				}
 				if err == nil && cmd.Context().Err() == nil {
 					// The stream ended without Ctrl-C: the node stopped.
 					if g.json {
@@ -240,3 +249,7 @@ func printDocView(g *globals, v node.DocView) error {
 	}
 	return nil
 }
+
+// errWatchNodeGone ends `crdt watch` when the node stopped between a
+// change and the read of its values.
+var errWatchNodeGone = errors.New("the node stopped")
