@@ -43,13 +43,39 @@ func LoadIdentity(dataDir string) (crypto.PrivKey, error) {
 	return k, nil
 }
 
+// IdentityLostError says the data dir has a store but no identity key: the
+// key was deleted or not copied with the rest. A new key would make this a
+// new node to every peer (a new peer ID, its agents new addresses, its
+// invites and channels void), so the node refuses to make one.
+type IdentityLostError struct {
+	DataDir string
+}
+
+func (e *IdentityLostError) Error() string {
+	return fmt.Sprintf("node: %s has a store (%s) but no %s: the node's identity is missing",
+		e.DataDir, StoreFile, IdentityFile)
+}
+
+// Code is the error's code for the CLI and the API.
+func (e *IdentityLostError) Code() string { return "IDENTITY_LOST" }
+
+// Hint says what to do about it.
+func (e *IdentityLostError) Hint() string {
+	return "restore " + IdentityFile + " from a backup of this data dir; to start over as a new node " +
+		"instead, move " + StoreFile + " away (its cards, documents, tasks and undelivered messages belong to the old identity)"
+}
+
 // EnsureIdentity loads the data dir's key, creating it (mode 0600) if it does
 // not exist. It never overwrites an existing key: creation is exclusive, so
-// two concurrent inits end with one key. created reports a new key.
+// two concurrent inits end with one key. created reports a new key. A data
+// dir with a store but no key is refused ([IdentityLostError]).
 func EnsureIdentity(dataDir string) (k crypto.PrivKey, created bool, err error) {
 	k, err = LoadIdentity(dataDir)
 	if !errors.Is(err, ErrNoIdentity) {
 		return k, false, err
+	}
+	if st, err := os.Stat(filepath.Join(dataDir, StoreFile)); err == nil && st.Size() > 0 {
+		return nil, false, &IdentityLostError{DataDir: dataDir}
 	}
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return nil, false, fmt.Errorf("node: create data dir: %w", err)

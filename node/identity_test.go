@@ -122,3 +122,38 @@ func TestCloseBeforeStartAndTwice(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A data dir whose identity.key went missing (deleted, or not copied with
+// the rest) is refused: a new key would make it a new node to every peer,
+// which `run` used to do silently.
+func TestLostIdentityIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	k, created, err := node.EnsureIdentity(dir)
+	if err != nil || !created || k == nil {
+		t.Fatalf("first EnsureIdentity: created %v, %v", created, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, node.StoreFile), []byte("a store"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, node.IdentityFile)); err != nil {
+		t.Fatal(err)
+	}
+	_, created, err = node.EnsureIdentity(dir)
+	var lost *node.IdentityLostError
+	if !errors.As(err, &lost) || created {
+		t.Fatalf("EnsureIdentity without its key: created %v, %v; want an IdentityLostError", created, err)
+	}
+	if lost.Code() != "IDENTITY_LOST" || !strings.Contains(lost.Hint(), "restore") {
+		t.Fatalf("code %q, hint %q", lost.Code(), lost.Hint())
+	}
+	if _, err := os.Stat(filepath.Join(dir, node.IdentityFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatal("a new key was written anyway")
+	}
+	// Moving the store away starts over as a new node.
+	if err := os.Rename(filepath.Join(dir, node.StoreFile), filepath.Join(dir, "old.db")); err != nil {
+		t.Fatal(err)
+	}
+	if _, created, err := node.EnsureIdentity(dir); err != nil || !created {
+		t.Fatalf("with the store moved away: created %v, %v", created, err)
+	}
+}
