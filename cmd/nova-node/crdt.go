@@ -106,7 +106,9 @@ ends with "node stopped" when the node stops.`,
 			Use:   "get DOC [PATH]",
 			Short: "Print a document, or the value at a path",
 			Long: `get prints a document (or the value at a JSON Pointer path in it). A document
-this node does not hold yet is fetched from the connected peers.`,
+this node does not hold yet is opened: fetched from the connected peers, and held
+from then on (it is listed by ` + "`nova-node crdt docs`" + ` and kept in sync), empty ({})
+if no peer has written it.`,
 			Example: "  nova-node crdt get plan\n  nova-node crdt get plan /owners --json\n  nova-node crdt get swarm-3f2a... /status",
 			Args: func(cmd *cobra.Command, args []string) error {
 				if len(args) < 1 || len(args) > 2 {
