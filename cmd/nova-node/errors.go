@@ -197,7 +197,7 @@ var (
 	storeLockedRe   = regexp.MustCompile(`(^|: )node: store \S+ is locked: `)
 	identityBadRe   = regexp.MustCompile(`(^|: )node: identity \S+ (has mode \S+; other users can read it|is corrupt): `)
 	portInUseRe     = regexp.MustCompile(`(^|: )node: listen \S+: the port is in use`)
-	hostStartFailRe = regexp.MustCompile(`^node: start libp2p host on \[`)
+	hostStartFailRe = regexp.MustCompile(`(^|: )node: start libp2p host on \[`)
 )
 
 // localCode is the code of a problem with the data dir or the listen
