@@ -122,6 +122,10 @@ func report(g *globals, cmd *cobra.Command, jsonOut bool, err error) int {
 		// Delivered to a running node whose agent takes no requests.
 		hint = noHandlerHint
 	}
+	var h interface{ Hint() string }
+	if hint == "" && errors.As(err, &h) {
+		hint = h.Hint() // the error's own advice (node's IdentityLostError, ...)
+	}
 	if hint == "" {
 		hint = hintFor(cmd, code)
 	}

@@ -253,3 +253,21 @@ func TestHelpTeaches(t *testing.T) {
 		}
 	}
 }
+
+// hintedError is an error that says what to do about it.
+type hintedError struct{}
+
+func (hintedError) Error() string { return "node: something the user can fix" }
+func (hintedError) Code() string  { return "FIXABLE" }
+func (hintedError) Hint() string  { return "do this" }
+
+// TestErrorsOwnHint: an error with a Hint method (node's
+// IdentityLostError, StoreDamagedError) is reported with that hint.
+func TestErrorsOwnHint(t *testing.T) {
+	var o, e bytes.Buffer
+	g := &globals{stdout: &o, stderr: &e}
+	if exit := report(g, newRoot(g), false, fmt.Errorf("wrapped: %w", hintedError{})); exit != 1 ||
+		e.String() != "error: wrapped: node: something the user can fix (FIXABLE)\nhint: do this\n" {
+		t.Errorf("exit %d, %q", exit, e.String())
+	}
+}
