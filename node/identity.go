@@ -30,7 +30,7 @@ func LoadIdentity(dataDir string) (crypto.PrivKey, error) {
 		return nil, fmt.Errorf("node: identity: %w", err)
 	}
 	if runtime.GOOS != "windows" && st.Mode().Perm()&0o077 != 0 {
-		return nil, fmt.Errorf("node: identity %s has mode %v; other users can read it: run `chmod 600 %s`", path, st.Mode().Perm(), path)
+		return nil, &IdentityInvalidError{Path: path, Readable: true, Mode: st.Mode().Perm()}
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -38,7 +38,7 @@ func LoadIdentity(dataDir string) (crypto.PrivKey, error) {
 	}
 	k, err := crypto.UnmarshalPrivateKey(b)
 	if err != nil {
-		return nil, fmt.Errorf("node: identity %s is corrupt: %w", path, err)
+		return nil, &IdentityInvalidError{Path: path, Err: err}
 	}
 	return k, nil
 }

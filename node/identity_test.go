@@ -80,13 +80,17 @@ func TestIdentityRefusals(t *testing.T) {
 	path := filepath.Join(dir, node.IdentityFile)
 	if runtime.GOOS != "windows" {
 		os.Chmod(path, 0o644)
-		if _, err := node.LoadIdentity(dir); err == nil || !strings.Contains(err.Error(), "chmod 600") {
+		_, err := node.LoadIdentity(dir)
+		var bad *node.IdentityInvalidError
+		if !errors.As(err, &bad) || !bad.Readable || bad.Code() != "IDENTITY_INVALID" || !strings.Contains(err.Error(), "chmod 600") {
 			t.Fatalf("world-readable key: %v", err)
 		}
 		os.Chmod(path, 0o600)
 	}
 	os.WriteFile(path, []byte("garbage"), 0o600)
-	if _, err := node.LoadIdentity(dir); err == nil || !strings.Contains(err.Error(), "corrupt") {
+	_, err := node.LoadIdentity(dir)
+	var bad *node.IdentityInvalidError
+	if !errors.As(err, &bad) || bad.Readable || !strings.Contains(err.Error(), "corrupt") || !strings.Contains(bad.Hint(), "backup") {
 		t.Fatalf("corrupt key: %v", err)
 	}
 }
@@ -100,7 +104,8 @@ func TestSecondNodeOnTheSameDataDirIsRefused(t *testing.T) {
 	}
 	defer n1.Close()
 	_, err = node.New(cfg)
-	if err == nil || !strings.Contains(err.Error(), "another nova-node") {
+	var inUse *node.DataDirInUseError
+	if !errors.As(err, &inUse) || inUse.Code() != "DATA_DIR_IN_USE" || !strings.Contains(err.Error(), "another nova-node") {
 		t.Fatalf("got %v, want a clear 'data dir in use' error", err)
 	}
 }

@@ -624,7 +624,7 @@ func (n *Node) newHost() (host.Host, error) {
 	h, err := libp2p.New(opts...)
 	if err != nil {
 		rm.Close()
-		return nil, fmt.Errorf("node: start libp2p host on %v: %w", listen, err)
+		return nil, &ListenError{Addrs: listen, Err: err}
 	}
 	return h, nil
 }
@@ -646,7 +646,7 @@ func checkTCPPortsFree(listen []string) error {
 		}
 		l, err := net.Listen(network, hostport)
 		if errors.Is(err, syscall.EADDRINUSE) {
-			return fmt.Errorf("node: listen %s: the port is in use, by another nova-node or another program: stop it, or choose another port (--port, --listen, `listen` in config.yaml)", s)
+			return &ListenError{Addrs: []string{s}, InUse: true, Err: err, detail: s}
 		}
 		if err == nil {
 			_ = l.Close()

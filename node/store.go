@@ -33,7 +33,7 @@ func openStore(dataDir string) (*store, error) {
 	}
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
 	if errors.Is(err, bolterrors.ErrTimeout) {
-		return nil, fmt.Errorf("node: store %s is locked: is another nova-node running with this data dir? Stop it or use --data-dir", path)
+		return nil, &DataDirInUseError{Path: path}
 	}
 	if errors.Is(err, bolterrors.ErrInvalid) || errors.Is(err, bolterrors.ErrChecksum) ||
 		errors.Is(err, bolterrors.ErrVersionMismatch) {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -193,27 +192,13 @@ func codeOf(err error, exit int) string {
 	return protocol.CodeOf(err)
 }
 
-// The messages of node's errors about the data dir and listening that
-// carry no type (node/store.go, node/identity.go, node/node.go: files this
-// package does not own), anchored at the start of the message or of a
-// wrapped part of it. Keep them in step with those files.
-var (
-	storeLockedRe   = regexp.MustCompile(`(^|: )node: store \S+ is locked: `)
-	identityBadRe   = regexp.MustCompile(`(^|: )node: identity \S+ (has mode \S+; other users can read it|is corrupt): `)
-	portInUseRe     = regexp.MustCompile(`(^|: )node: listen \S+: the port is in use`)
-	hostStartFailRe = regexp.MustCompile(`(^|: )node: start libp2p host on \[`)
-)
-
-// localCode is the code of a problem with the data dir or the listen
-// addresses that the user can fix, or "".
+// localCode is the code of a problem with the listen addresses that the
+// user can fix and that reaches the CLI untyped (a bind refused inside
+// libp2p), or "". node's own errors about the data dir and listening are
+// typed and carry their codes and hints (DataDirInUseError, ListenError,
+// IdentityInvalidError, ...).
 func localCode(err error) string {
-	msg := err.Error()
-	switch {
-	case storeLockedRe.MatchString(msg):
-		return codeDataDirInUse
-	case identityBadRe.MatchString(msg):
-		return codeIdentityInvalid
-	case portInUseRe.MatchString(msg), errors.Is(err, syscall.EADDRINUSE), hostStartFailRe.MatchString(msg):
+	if errors.Is(err, syscall.EADDRINUSE) {
 		return codeListenFailed
 	}
 	return ""
@@ -228,18 +213,8 @@ func localHint(msg, code string) string {
 			return "config.yaml in the data dir must be a file you can read: fix it, or move it away and run `nova-node init` for a fresh commented one"
 		}
 		return "fix the key or value named above in config.yaml (docs/configuration.md lists the keys), or the NOVA_* variable it names; then run the command again (a running node takes agent changes on SIGHUP)"
-	case codeDataDirInUse:
-		return "another nova-node runs on this data dir: use that one (`nova-node status` talks to it), stop it first, or give this one its own --data-dir"
 	case codeListenFailed:
-		if portInUseRe.MatchString(msg) || strings.Contains(msg, "address already in use") {
-			return "another program (or another nova-node) holds the port: stop it, or choose another with --port N (--port 0: any free port), --listen, or `listen` in config.yaml"
-		}
-		return "check the listen addresses (--listen, --port, `listen` in config.yaml): each must be an address of this machine, with a free port"
-	case codeIdentityInvalid:
-		if strings.Contains(msg, "other users can read it") {
-			return "the key is the node's identity: make it private with `chmod 600` on identity.key in the data dir, then run the command again"
-		}
-		return "restore identity.key from a backup of the data dir; or move it away and run `nova-node init` for a new identity (a new peer ID: other nodes see a new node, and agent addresses change)"
+		return "another program (or another nova-node) holds the port: stop it, or choose another with --port N (--port 0: any free port), --listen, or `listen` in config.yaml"
 	}
 	return ""
 }
