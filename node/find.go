@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -146,7 +147,8 @@ func (n *Node) Ping(ctx context.Context, target string, count int) (PingResult, 
 	}
 	cancel()
 	if len(res.RTTs) > 0 {
-		res.Average = sum / float64(len(res.RTTs))
+		// To the microsecond, as each round trip is.
+		res.Average = math.Round(sum/float64(len(res.RTTs))*1000) / 1000
 	}
 	res.Path = "direct"
 	for _, c := range h.Network().ConnsToPeer(p) {
