@@ -55,8 +55,13 @@ type Registry struct {
 	byCap  map[string]map[key]*entry
 	byTier [tiers.L3 + 1]map[key]*entry
 	byHost map[peer.ID]map[key]*entry // remote entries only, for MaxRemoteCardsPerHost
-	nLocal int
-	gen    atomic.Uint64 // bumped by every put and remove (see Lease)
+	// withdrawn: when each host last said (RetainPeer) it no longer
+	// hosts an agent, so that its lingering DHT records (MergeRemoteAt
+	// with an older heartbeat) do not bring the card back. At most
+	// maxWithdrawnPerHost per host, forgotten after one TTL.
+	withdrawn map[peer.ID]map[string]time.Time
+	nLocal    int
+	gen       atomic.Uint64 // bumped by every put and remove (see Lease)
 }
 
 // key identifies a card: local cards are keyed by this node's peer ID, so
@@ -91,6 +96,8 @@ func NewRegistry(self peer.ID, opts ...Option) *Registry {
 		byID:   make(map[string]map[key]*entry),
 		byCap:  make(map[string]map[key]*entry),
 		byHost: make(map[peer.ID]map[key]*entry),
+
+		withdrawn: make(map[peer.ID]map[string]time.Time),
 	}
 	if self != "" {
 		r.selfStr = self.String()
@@ -204,7 +211,7 @@ func (r *Registry) Unregister(id string) bool {
 // card comes straight from its host (a card presented on a live stream).
 func (r *Registry) MergeRemote(c Card) (changed bool, err error) {
 	now := r.now()
-	return r.merge(c, now, now)
+	return r.merge(c, now, now, true)
 }
 
 // MergeRemoteAt is [Registry.MergeRemote] for a card whose host was last
@@ -226,10 +233,22 @@ func (r *Registry) MergeRemoteAt(c Card, seen time.Time) (changed bool, err erro
 	if seen.After(now) {
 		seen = now
 	}
-	return r.merge(c, seen, now)
+	return r.merge(c, seen, now, false)
 }
 
-func (r *Registry) merge(c Card, seen, now time.Time) (changed bool, err error) {
+// maxWithdrawnPerHost bounds the withdrawals a registry remembers per host
+// (a host churning agents cannot grow it); past it, a withdrawn card's
+// lingering DHT record may bring it back until its TTL, as before
+// withdrawals were remembered.
+const maxWithdrawnPerHost = 1024
+
+// maxWithdrawnHosts bounds the hosts whose withdrawals are remembered.
+const maxWithdrawnHosts = 4096
+
+// merge stores c, seen alive at seen. direct says c comes from its host
+// now (MergeRemote): that undoes a withdrawal. A card whose host withdrew
+// it after seen (RetainPeer) is not stored.
+func (r *Registry) merge(c Card, seen, now time.Time, direct bool) (changed bool, err error) {
 	s := c.Clone()
 	s.Origin = OriginRemote
 	s.LastSeenAt = seen.UnixMilli()
@@ -251,6 +270,14 @@ func (r *Registry) merge(c Card, seen, now time.Time) (changed bool, err error) 
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	k := key{host, s.ID}
+	if w, ok := r.withdrawn[host][s.ID]; ok {
+		switch {
+		case direct:
+			r.unwithdraw(host, s.ID)
+		case !seen.After(w):
+			return false, nil // withdrawn since that heartbeat
+		}
+	}
 	old, ok := r.cards[k]
 	if ok && r.visible(old, now) {
 		switch {
@@ -362,9 +389,50 @@ func (r *Registry) RetainPeer(p peer.ID, keep []string) []string {
 			gone = append(gone, e.addr)
 		}
 		r.remove(k)
+		r.withdraw(p, k.id, now)
+	}
+	for _, id := range keep {
+		r.unwithdraw(p, id)
 	}
 	slices.Sort(gone)
 	return gone
+}
+
+// withdraw remembers that host stopped hosting id at now. r.mu must be
+// held for writing.
+func (r *Registry) withdraw(host peer.ID, id string, now time.Time) {
+	w := r.withdrawn[host]
+	if w == nil {
+		if len(r.withdrawn) >= maxWithdrawnHosts {
+			r.forgetWithdrawals(now)
+			if len(r.withdrawn) >= maxWithdrawnHosts {
+				return
+			}
+		}
+		w = make(map[string]time.Time)
+		r.withdrawn[host] = w
+	}
+	if len(w) >= maxWithdrawnPerHost {
+		for id, at := range w {
+			if now.Sub(at) >= r.ttl {
+				delete(w, id)
+			}
+		}
+		if len(w) >= maxWithdrawnPerHost {
+			return
+		}
+	}
+	w[id] = now
+}
+
+// unwithdraw forgets a withdrawal. r.mu must be held for writing.
+func (r *Registry) unwithdraw(host peer.ID, id string) {
+	if w := r.withdrawn[host]; w != nil {
+		delete(w, id)
+		if len(w) == 0 {
+			delete(r.withdrawn, host)
+		}
+	}
 }
 
 // Expire drops the remote cards whose TTL has elapsed and returns how many
@@ -381,7 +449,24 @@ func (r *Registry) Expire() int {
 			n++
 		}
 	}
+	r.forgetWithdrawals(now)
 	return n
+}
+
+// forgetWithdrawals drops the withdrawals older than one TTL: every
+// heartbeat from before them is stale by now. r.mu must be held for
+// writing.
+func (r *Registry) forgetWithdrawals(now time.Time) {
+	for host, w := range r.withdrawn {
+		for id, at := range w {
+			if now.Sub(at) >= r.ttl {
+				delete(w, id)
+			}
+		}
+		if len(w) == 0 {
+			delete(r.withdrawn, host)
+		}
+	}
 }
 
 // exact is the fast path of every lookup by address: the visible card at a

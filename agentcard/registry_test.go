@@ -873,3 +873,48 @@ func TestRetainPeer(t *testing.T) {
 		t.Fatalf("an empty roster removed %v, %d remote cards left", gone, len(r.Remote()))
 	}
 }
+
+// A card its host withdrew (RetainPeer) does not come back from a DHT
+// record with an older heartbeat (MergeRemoteAt), which may linger for a
+// TTL; a newer heartbeat, or the host presenting it again (MergeRemote),
+// brings it back. Withdrawals are forgotten after a TTL.
+func TestWithdrawnCardStaysWithdrawn(t *testing.T) {
+	nodes := testNodes(t)
+	self, p := nodes[0].id, nodes[1].id
+	clock := newClock()
+	r := agentcard.NewRegistry(self, agentcard.WithClock(clock.Now))
+	carol := remoteCard("carol", p, 1)
+	mustMerge(t, r, carol)
+	published := clock.Now()
+	clock.Advance(time.Second)
+	if gone := r.RetainPeer(p, nil); len(gone) != 1 {
+		t.Fatalf("RetainPeer removed %v", gone)
+	}
+	clock.Advance(time.Second)
+	if changed, err := r.MergeRemoteAt(carol, published); err != nil || changed {
+		t.Fatalf("a lingering record of a withdrawn card: changed %v, %v", changed, err)
+	}
+	if _, ok := r.Get(carol.Address()); ok {
+		t.Fatal("a withdrawn card came back from a record older than its withdrawal")
+	}
+	if changed, err := r.MergeRemoteAt(carol, clock.Now()); err != nil || !changed {
+		t.Fatalf("a heartbeat after the withdrawal: changed %v, %v", changed, err)
+	}
+	r.RetainPeer(p, nil)
+	if changed, err := r.MergeRemote(carol); err != nil || !changed {
+		t.Fatalf("the host presenting it again: changed %v, %v", changed, err)
+	}
+	if changed, _ := r.MergeRemoteAt(carol, published); changed {
+		t.Fatal("a record older than the card held replaced it")
+	}
+	if _, ok := r.Get(carol.Address()); !ok {
+		t.Fatal("the card presented again by its host left")
+	}
+	// Forgotten after a TTL: records that old are stale anyway.
+	r.RetainPeer(p, nil)
+	clock.Advance(agentcard.DefaultRemoteTTL + time.Second)
+	r.Expire()
+	if changed, err := r.MergeRemoteAt(carol, clock.Now()); err != nil || !changed {
+		t.Fatalf("a fresh record a TTL after the withdrawal: changed %v, %v", changed, err)
+	}
+}
