@@ -377,12 +377,16 @@ func (r *Registry) RetainPeer(p peer.ID, keep []string) []string {
 	if p == r.self {
 		return nil
 	}
+	kept := make(map[string]struct{}, len(keep)) // built before the lock: a roster may hold 1,024 names
+	for _, id := range keep {
+		kept[id] = struct{}{}
+	}
 	now := r.now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var gone []string
 	for k, e := range r.byHost[p] {
-		if slices.Contains(keep, k.id) {
+		if _, ok := kept[k.id]; ok {
 			continue
 		}
 		if r.visible(e, now) {
@@ -391,8 +395,10 @@ func (r *Registry) RetainPeer(p peer.ID, keep []string) []string {
 		r.remove(k)
 		r.withdraw(p, k.id, now)
 	}
-	for _, id := range keep {
-		r.unwithdraw(p, id)
+	if len(r.withdrawn[p]) > 0 {
+		for id := range kept {
+			r.unwithdraw(p, id)
+		}
 	}
 	slices.Sort(gone)
 	return gone

@@ -146,7 +146,7 @@ func (rd *inReader) frame(body []byte, at time.Time) (ic *inChannel, ask bool, e
 			return nil, false, err
 		}
 		if m.Full {
-			r.retainCards(p, m.Roster)
+			r.retainCards(p, m.Roster, rosterMark{boot: m.Boot, seq: m.Seq})
 		}
 		return nil, false, nil
 	case kindOpen:
@@ -462,11 +462,28 @@ func (r *Router) attributeAddr(p peer.ID, pStr, addr string) (agentcard.Card, er
 	return c, nil
 }
 
+// rosterMark orders the rosters of one peer: its Router's boot and the
+// roster's sequence in it.
+type rosterMark struct{ boot, seq uint64 }
+
 // retainCards drops the cards of agents p no longer hosts: roster is
 // every agent p hosts now, by its own word on its own connection, so it
-// can withdraw only its own agents.
-func (r *Router) retainCards(p peer.ID, roster []string) {
+// can withdraw only its own agents. A roster older than one already
+// applied from the same boot of p is ignored: two announcements racing
+// (the periodic one, a card change, a new stream's greeting) may reach
+// here out of the order p took them in, and the older one would withdraw
+// an agent the newer one lists. The check and the withdrawal happen under
+// one lock, so two streams of p cannot interleave them.
+func (r *Router) retainCards(p peer.ID, roster []string, mark rosterMark) {
+	b := r.rosters
+	b.mu.Lock()
+	if last, ok := b.getLocked(p); ok && mark.boot != 0 && last.boot == mark.boot && mark.seq <= last.seq {
+		b.mu.Unlock()
+		return
+	}
+	b.putLocked(p, mark)
 	gone := r.reg.RetainPeer(p, roster)
+	b.mu.Unlock()
 	if len(gone) == 0 {
 		return
 	}
@@ -479,7 +496,11 @@ func (r *Router) retainCards(p peer.ID, roster []string) {
 // of the local agents (Full), unless it would not fit: then peers keep
 // withdrawn cards until their TTL, as before rosters.
 func (r *Router) helloFrames() ([][]byte, error) {
+	r.rosterMu.Lock()
 	local := r.reg.Local()
+	r.rosterSeq++
+	seq := r.rosterSeq
+	r.rosterMu.Unlock()
 	roster := make([]string, 0, len(local))
 	rosterSize := 0
 	for _, c := range local {
@@ -519,7 +540,7 @@ func (r *Router) helloFrames() ([][]byte, error) {
 		frames = append(frames, b)
 	}
 	if full {
-		b, err := encodeMsg(&wireMsg{Kind: kindHello, Full: true, Roster: roster})
+		b, err := encodeMsg(&wireMsg{Kind: kindHello, Full: true, Roster: roster, Boot: r.rosterBoot, Seq: seq})
 		if err != nil {
 			return nil, err
 		}

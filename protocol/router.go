@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"sort"
 	"strings"
 	"sync"
@@ -89,6 +90,10 @@ type Router struct {
 	seen          seenSet                   // envelopes delivered here
 	answered      seenSet                   // questions sent from here whose answer came (they arrived, acked or not)
 	sealed        map[string]sealedCard
+	rosterMu      sync.Mutex // orders roster snapshots: a higher rosterSeq is a later snapshot
+	rosterSeq     uint64
+	rosterBoot    uint64                        // random per Router: a restarted peer's sequence starts again
+	rosters       *bounded[peer.ID, rosterMark] // the newest roster applied per peer (see retainCards)
 	threads       *envelope.Threads
 	routes        routeCache // resolutions of direct envelopes (see resolve)
 
@@ -215,6 +220,8 @@ func New(h host.Host, reg *agentcard.Registry, opts ...Option) (*Router, error) 
 		seen:          newSeenSet(65536),
 		answered:      newSeenSet(4096),
 		sealed:        make(map[string]sealedCard),
+		rosterBoot:    rand.Uint64() | 1, // never 0, which marks a roster without order
+		rosters:       newBounded[peer.ID, rosterMark](4096),
 		threads:       envelope.NewThreads(10000, envelope.DefaultThreadBytes),
 		sem:           make(chan struct{}, o.concurrency),
 		chSem:         make(chan struct{}, o.concurrency),

@@ -47,6 +47,10 @@ type wireMsg struct {
 	// drops the cards of the others at once. Nodes before it ignore both.
 	Full   bool     `cbor:"l,omitempty"`
 	Roster []string `cbor:"r,omitempty"`
+	// Boot (with Seq) orders a roster: a receiver applies no roster
+	// older than one it applied from the same Boot, so a snapshot written
+	// late (two announcements racing) never withdraws a newer agent.
+	Boot uint64 `cbor:"b,omitempty"`
 }
 
 // envMsg is an envelope frame as sent: the envelope is already encoded
@@ -80,6 +84,7 @@ type inMsg struct {
 	Ack    bool      `cbor:"a,omitempty"`
 	Full   bool      `cbor:"l,omitempty"`
 	Roster []string  `cbor:"r,omitempty"`
+	Boot   uint64    `cbor:"b,omitempty"`
 
 	// env is Env already decoded and checked (by decodeEnvFrame), or nil.
 	env *envelope.Envelope
