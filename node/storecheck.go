@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"math/bits"
 	"os"
+	"strconv"
 )
 
 // StoreDamagedError says the data dir's store cannot be opened as it is:
@@ -91,6 +93,10 @@ func checkStoreFile(path string) error {
 	if err != nil || fi.Size() == 0 || !fi.Mode().IsRegular() {
 		return nil
 	}
+	// The metas are read before the size that is compared with them: a
+	// node running on this store (the lock is not held yet) only grows
+	// the file, so a transaction it commits meanwhile cannot make a
+	// sound store look cut off.
 	m0, ok0 := readBoltMeta(f, 0)
 	var m1 boltMeta
 	ok1 := false
@@ -120,9 +126,17 @@ func checkStoreFile(path string) error {
 	default:
 		return nil
 	}
-	if want := m.hwm * uint64(m.pageSize); uint64(fi.Size()) < want {
+	if fi, err = f.Stat(); err != nil {
+		return nil
+	}
+	size := uint64(fi.Size())
+	if m.hwm > size/uint64(m.pageSize) { // hwm*pageSize > size, without overflow
+		want := "more"
+		if hi, lo := bits.Mul64(m.hwm, uint64(m.pageSize)); hi == 0 {
+			want = strconv.FormatUint(lo, 10)
+		}
 		return &StoreDamagedError{Path: path, Reason: fmt.Sprintf(
-			"the file is %d bytes but its last transaction wrote %d (it was cut off)", fi.Size(), want)}
+			"the file is %d bytes but its last transaction wrote %s (it was cut off)", size, want)}
 	}
 	return nil
 }

@@ -2,8 +2,11 @@ package node
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -108,4 +111,38 @@ func TestTruncatedStoreIsRefused(t *testing.T) {
 		t.Fatalf("the intact store: %v", err)
 	}
 	s.close()
+}
+
+// A meta page that checks out but claims more pages than a uint64 of bytes
+// holds is refused, not let through by an overflowing product.
+func TestStoreMetaClaimingHugeSizeIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	s, err := openStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.close()
+	path := filepath.Join(dir, StoreFile)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m0, ok := readBoltMeta(bytes.NewReader(b), 0)
+	if !ok {
+		t.Fatal("no meta page at 0")
+	}
+	meta := b[boltPageHeader : boltPageHeader+boltMetaLen]
+	o := binary.NativeEndian
+	o.PutUint64(meta[40:], math.MaxUint64/uint64(m0.pageSize)+1) // hwm*pageSize wraps to a small number
+	o.PutUint64(meta[48:], m0.txid+100)                           // the meta bbolt would use
+	h := fnv.New64a()
+	h.Write(meta[:56])
+	o.PutUint64(meta[56:], h.Sum64())
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var d *StoreDamagedError
+	if _, err := openStore(dir); !errors.As(err, &d) {
+		t.Fatalf("a meta claiming 2^64 bytes: %v, want a StoreDamagedError", err)
+	}
 }
