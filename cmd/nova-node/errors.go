@@ -192,11 +192,12 @@ func codeOf(err error, exit int) string {
 	return protocol.CodeOf(err)
 }
 
-// localCode is the code of a problem with the listen addresses that the
-// user can fix and that reaches the CLI untyped (a bind refused inside
-// libp2p), or "". node's own errors about the data dir and listening are
-// typed and carry their codes and hints (DataDirInUseError, ListenError,
-// IdentityInvalidError, ...).
+// localCode is the code of a problem the user can fix that reaches the
+// CLI without a code of its own, or "". node's errors about the data dir
+// and the node's listen addresses are typed and carry their codes and hints
+// (DataDirInUseError, ListenError, IdentityInvalidError, ...); what is
+// left is a port another listener of the node could not bind (metrics and
+// MCP over HTTP, the A2A gateway).
 func localCode(err error) string {
 	if errors.Is(err, syscall.EADDRINUSE) {
 		return codeListenFailed
@@ -214,7 +215,8 @@ func localHint(msg, code string) string {
 		}
 		return "fix the key or value named above in config.yaml (docs/configuration.md lists the keys), or the NOVA_* variable it names; then run the command again (a running node takes agent changes on SIGHUP)"
 	case codeListenFailed:
-		return "another program (or another nova-node) holds the port: stop it, or choose another with --port N (--port 0: any free port), --listen, or `listen` in config.yaml"
+		// Not the node's libp2p addresses (ListenError has its own hint).
+		return "another program holds a port the node needs besides its listen addresses (the metrics and MCP HTTP address, `metricsListen` in config.yaml, or the A2A gateway's, `a2a.listen`): stop it, or choose another port there"
 	}
 	return ""
 }

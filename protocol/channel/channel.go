@@ -26,7 +26,8 @@
 // (each delay double the previous) up to Retries times; if every redial fails,
 // the channel closes and each pending item fails exactly once. An item
 // enqueued while the channel redials with nothing pending restarts the count:
-// it gets Retries redials of its own. One enqueued behind pending items shares
+// like the first item of a new channel, it gets the dial under way (or one
+// its owner brings forward) and then Retries redials of its own. One enqueued behind pending items shares
 // their remaining redials (it goes on the same connection, after them).
 package channel
 
