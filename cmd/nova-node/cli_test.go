@@ -175,8 +175,9 @@ func TestSendAgentsIDAgainstRunningNodes(t *testing.T) {
 	}
 	out, _, code = runCLI(t, "agents", "--data-dir", dirA, "--origin", "remote", "--json")
 	var cards []map[string]any
-	if code != 0 || json.Unmarshal([]byte(out), &cards) != nil || len(cards) != 1 || cards[0]["id"] != "bob" || cards[0]["origin"] != "remote" {
-		t.Fatalf("agents --json: %s", out)
+	if code != 0 || json.Unmarshal([]byte(out), &cards) != nil || len(cards) != 1 || cards[0]["id"] != "bob" || cards[0]["origin"] != "remote" ||
+		cards[0]["node"] != "connected" || !strings.HasPrefix(fmt.Sprint(cards[0]["address"]), "bob@") {
+		t.Fatalf("agents --json (want the NODE column and the address too): %s", out)
 	}
 }
 

@@ -296,14 +296,14 @@ and ` + "`send --capability`" + ` prefers agents on connected nodes.`,
 			if err != nil {
 				return err
 			}
+			node := nodeStates(cmd, cl)
 			if g.json {
-				return g.printJSON(cards)
+				return g.printJSON(agentViews(cards, node))
 			}
 			if len(cards) == 0 {
 				fmt.Fprintln(g.stdout, "no agents")
 				return nil
 			}
-			node := nodeStates(cmd, cl)
 			fmt.Fprintf(g.stdout, "%-16s %-4s %-7s %-4s %-24s %-14s %s\n", "NAME", "TIER", "ORIGIN", "REV", "CAPABILITIES", "NODE", "ADDRESS")
 			for _, c := range cards {
 				fmt.Fprintf(g.stdout, "%-16s %-4s %-7s %-4d %-24s %-14s %s\n", c.ID, c.Tier, c.Origin, c.Revision, capIDs(c.Capabilities), node(c), c.Address())
@@ -314,6 +314,22 @@ and ` + "`send --capability`" + ` prefers agents on connected nodes.`,
 	c.Flags().StringVar(&origin, "origin", "", "only local or only remote agents")
 	c.AddCommand(newAgentsFindCmd(g), newAgentsShowCmd(g))
 	return c
+}
+
+// agentView is a card as `agents --json` prints it: the card's own fields,
+// its address, and the NODE column of the text output.
+type agentView struct {
+	agentcard.Card
+	Address string `json:"address"`
+	Node    string `json:"node,omitempty"` // this, connected, not connected
+}
+
+func agentViews(cards []agentcard.Card, node func(agentcard.Card) string) []agentView {
+	views := make([]agentView, len(cards))
+	for i, c := range cards {
+		views[i] = agentView{Card: c, Address: c.Address(), Node: node(c)}
+	}
+	return views
 }
 
 // nodeStates tells, for the NODE column, where a card's node stands: this
@@ -376,14 +392,14 @@ node's agents: a sandboxed agent only sees agents it may discover.`,
 			if err != nil {
 				return err
 			}
+			node := nodeStates(cmd, cl)
 			if g.json {
-				return g.printJSON(cards)
+				return g.printJSON(agentViews(cards, node))
 			}
 			if len(cards) == 0 {
 				fmt.Fprintln(g.stdout, "no agents")
 				return nil
 			}
-			node := nodeStates(cmd, cl)
 			fmt.Fprintf(g.stdout, "%-16s %-4s %-7s %-24s %-14s %s\n", "NAME", "TIER", "ORIGIN", "CAPABILITIES", "NODE", "ADDRESS")
 			for _, c := range cards {
 				fmt.Fprintf(g.stdout, "%-16s %-4s %-7s %-24s %-14s %s\n", c.ID, c.Tier, c.Origin, capIDs(c.Capabilities), node(c), c.Address())
