@@ -68,8 +68,39 @@ type CreateSwarmRequest struct {
 	Justification string                 `json:"justification,omitempty"`
 	Complexity    negotiation.Complexity `json:"complexity,omitempty"`
 	// RecruitTimeoutMs is how long the agents proposed to have to answer,
-	// in milliseconds; 0: TaskOptions.RecruitTimeout (default 30 s).
+	// in milliseconds, from 0 to MaxRecruitTimeout (7 days); 0:
+	// TaskOptions.RecruitTimeout (default 30 s).
 	RecruitTimeoutMs int64 `json:"recruitTimeoutMs,omitempty"`
+}
+
+// MaxRecruitTimeout bounds CreateSwarmRequest.RecruitTimeoutMs: a swarm
+// that waits longer for its agents to answer is surely a mistake (and a
+// count of milliseconds much larger would overflow a time.Duration).
+const MaxRecruitTimeout = 7 * 24 * time.Hour
+
+// InvalidRequestError reports a request to the node's API with a field it
+// cannot take; its code is INVALID_REQUEST (HTTP 400).
+type InvalidRequestError struct {
+	Field  string // as in the request's JSON
+	Reason string
+}
+
+func (e *InvalidRequestError) Error() string {
+	return "node: invalid " + e.Field + ": " + e.Reason
+}
+
+// Code is the error's code, INVALID_REQUEST.
+func (e *InvalidRequestError) Code() string { return "INVALID_REQUEST" }
+
+// recruitTimeout is req.RecruitTimeoutMs as a duration, once it is checked
+// to be in [0, MaxRecruitTimeout].
+func (req CreateSwarmRequest) recruitTimeout() (time.Duration, error) {
+	const maxMs = int64(MaxRecruitTimeout / time.Millisecond)
+	if ms := req.RecruitTimeoutMs; ms < 0 || ms > maxMs {
+		return 0, &InvalidRequestError{Field: "recruitTimeoutMs",
+			Reason: fmt.Sprintf("%d ms is out of range: give 0 (the node's default) up to %d (%v)", ms, maxMs, MaxRecruitTimeout)}
+	}
+	return time.Duration(req.RecruitTimeoutMs) * time.Millisecond, nil
 }
 
 // SwarmCreated is the answer to a CreateSwarmRequest: the swarm, and the
@@ -222,6 +253,10 @@ func (n *Node) RejectTask(ctx context.Context, id string, req AnswerRequest) (ne
 // CreateSwarm starts a swarm coordinated by this node. When not one
 // proposal could be sent, the swarm is returned failed with the error.
 func (n *Node) CreateSwarm(ctx context.Context, req CreateSwarmRequest) (swarm.Swarm, error) {
+	recruit, err := req.recruitTimeout()
+	if err != nil {
+		return swarm.Swarm{}, err
+	}
 	_, coord, err := n.tasksRunning()
 	if err != nil {
 		return swarm.Swarm{}, err
@@ -231,7 +266,7 @@ func (n *Node) CreateSwarm(ctx context.Context, req CreateSwarmRequest) (swarm.S
 		return swarm.Swarm{}, err
 	}
 	opts := swarm.CreateOptions{Justification: req.Justification, Complexity: req.Complexity,
-		RecruitTimeout: time.Duration(req.RecruitTimeoutMs) * time.Millisecond}
+		RecruitTimeout: recruit}
 	for _, st := range req.SubTasks {
 		opts.SubTasks = append(opts.SubTasks, swarm.SubTaskSpec{Description: st.Description, RequiredCapabilities: st.Capabilities})
 	}
