@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/a2aproject/a2a-go/a2a"
@@ -285,7 +286,12 @@ func (c *Client) fetchCard(ctx context.Context, baseURL string) (*RemoteCard, er
 }
 
 // errorBodyText is the message of a short error body (JSON {"error": ...}
-// or {"message": ...}, or one line of text), or "".
+// or {"message": ...}, or one line of text), or "". The text is a remote
+// server's and ends up on a terminal, so it is made inert: line breaks and
+// tabs become spaces, and other control characters (ESC and the rest of
+// C0, DEL, C1) and the bidirectional overrides are written as escapes
+// (\x1b, \u202e), visible and harmless. At most 200 bytes are shown, as
+// escaped; a longer message is left out.
 func errorBodyText(b []byte) string {
 	var v struct {
 		Error   any    `json:"error"`
@@ -308,7 +314,48 @@ func errorBodyText(b []byte) string {
 	if len(text) > 200 || !utf8.ValidString(text) {
 		return ""
 	}
+	text = inertText(text)
+	if len(text) > 200 {
+		return ""
+	}
 	return text
+}
+
+// inertText is s with nothing in it that a terminal acts on: \n, \r and
+// \t are spaces, other control characters and the bidirectional
+// embedding, override and isolate characters are escaped as Go would
+// quote them.
+func inertText(s string) string {
+	clean := true
+	for _, r := range s {
+		if unicode.IsControl(r) || isBidiControl(r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == '\n' || r == '\r' || r == '\t':
+			b.WriteByte(' ')
+		case r < 0x80 && unicode.IsControl(r):
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case unicode.IsControl(r) || isBidiControl(r):
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// isBidiControl: U+202A to U+202E and U+2066 to U+2069, which reorder the
+// text around them on a terminal that honours them.
+func isBidiControl(r rune) bool {
+	return r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069
 }
 
 func (c *Client) get(ctx context.Context, u string) ([]byte, int, error) {

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/nova-node/nova-node/envelope"
 	"github.com/nova-node/nova-node/protocol/a2ahttp"
@@ -267,5 +268,48 @@ func TestRemoteAgent(t *testing.T) {
 	var coded interface{ Code() string }
 	if !errors.As(err, &coded) || coded.Code() != a2ahttp.CodeExternalService {
 		t.Fatalf("server gone: %v", err)
+	}
+}
+
+// TestClientErrorBodyInert: a remote server's error message, quoted in the
+// error of a card fetch that found no card, carries no control character
+// to the user's terminal: a JSON "\u001b[..." (valid UTF-8) used to put a
+// live escape sequence on stderr. Line breaks become spaces, the rest is
+// escaped, visibly; an over-long message is still left out.
+func TestClientErrorBodyInert(t *testing.T) {
+	bodies := map[string]string{
+		"/esc":    `{"error":"\u001b[2J\u001b]0;pwned\u0007gone\r\nfor good\u009b31m\u202eevil"}`,
+		"/text":   "plain \x1b[31mred\x1b[0m text",
+		"/long":   `{"message":"` + strings.Repeat(`\u001b`, 60) + `"}`,
+		"/benign": `{"error":{"message":"nothing here, café"}}`,
+	}
+	cs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		agent, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = w.Write([]byte(bodies["/"+agent]))
+	}))
+	defer cs.Close()
+	c := a2ahttp.NewClient()
+	want := map[string]string{
+		"/esc":    `: \x1b[2J\x1b]0;pwned\x07gone  for good\u009b31m\u202eevil`,
+		"/text":   `: plain \x1b[31mred\x1b[0m text`,
+		"/long":   `.well-known/agent.json)`,
+		"/benign": `: nothing here, café`,
+	}
+	for path, tail := range want {
+		_, err := c.Card(t.Context(), cs.URL+path)
+		if err == nil {
+			t.Fatalf("%s: no error", path)
+		}
+		msg := err.Error()
+		for _, r := range msg {
+			if unicode.IsControl(r) || r == '\u202e' {
+				t.Errorf("%s: error carries control character %U: %q", path, r, msg)
+				break
+			}
+		}
+		if !strings.HasSuffix(msg, tail) {
+			t.Errorf("%s: error %q, want it to end %q", path, msg, tail)
+		}
 	}
 }
