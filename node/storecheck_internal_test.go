@@ -134,7 +134,7 @@ func TestStoreMetaClaimingHugeSizeIsRefused(t *testing.T) {
 	meta := b[boltPageHeader : boltPageHeader+boltMetaLen]
 	o := binary.NativeEndian
 	o.PutUint64(meta[40:], math.MaxUint64/uint64(m0.pageSize)+1) // hwm*pageSize wraps to a small number
-	o.PutUint64(meta[48:], m0.txid+100)                           // the meta bbolt would use
+	o.PutUint64(meta[48:], m0.txid+100)                          // the meta bbolt would use
 	h := fnv.New64a()
 	h.Write(meta[:56])
 	o.PutUint64(meta[56:], h.Sum64())

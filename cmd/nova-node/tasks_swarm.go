@@ -113,10 +113,11 @@ when none did.`,
 					return usage(cmd, fmt.Sprintf("--complexity must be simple, medium or complex, not %q", complexity))
 				}
 			}
-			if recruitTimeout < 0 {
-				return usage(cmd, "--recruit-timeout must be positive, like 30s or 10m")
+			if recruitTimeout < 0 || recruitTimeout > node.MaxRecruitTimeout {
+				return usage(cmd, "--recruit-timeout must be positive and at most 168h (7 days), like 30s or 10m")
 			}
-			req.RecruitTimeoutMs = recruitTimeout.Milliseconds()
+			// Whole milliseconds, rounded up: 500us is not "0, the default".
+			req.RecruitTimeoutMs = int64((recruitTimeout + time.Millisecond - 1) / time.Millisecond)
 			for _, s := range subtasks {
 				req.SubTasks = append(req.SubTasks, parseSubTask(s, req.Capabilities))
 			}

@@ -597,15 +597,19 @@ func (c *Coordinator) Create(ctx context.Context, creator, task string, caps []s
 	now := c.cfg.Now()
 	id := c.newID()
 	recruitFor := c.cfg.RecruitTimeout
+	var recruitMs int64
 	if opts.RecruitTimeout > 0 {
-		recruitFor = opts.RecruitTimeout
+		// As the swarm records it for replacement proposals: the first
+		// round waits the same.
+		recruitMs = recruitMillis(opts.RecruitTimeout)
+		recruitFor = max(time.Duration(recruitMs)*time.Millisecond, opts.RecruitTimeout) // max: no wrap near MaxInt64
 	}
 	s := &Swarm{
 		ID: id, TaskDescription: task, Creator: creator, RequiredCapabilities: slices.Clone(caps),
 		Participants: []string{}, Status: StatusRecruiting, SharedState: map[string]json.RawMessage{},
 		Results: map[string]json.RawMessage{}, Thread: id, Justification: opts.Justification,
 		Complexity: opts.Complexity, RecruitDeadlineMs: now.Add(recruitFor).UnixMilli(),
-		RecruitTimeoutMs: opts.RecruitTimeout.Milliseconds(),
+		RecruitTimeoutMs: recruitMs,
 		CreatedAt:        now.UnixMilli(),
 	}
 	for i, sp := range specs {
@@ -1708,4 +1712,14 @@ func (c *Coordinator) List() []Swarm {
 		out = append(out, s.Clone())
 	}
 	return out
+}
+
+// recruitMillis is d in whole milliseconds, rounded up: a positive d never
+// becomes 0, which a swarm's RecruitTimeoutMs reads as "the default".
+func recruitMillis(d time.Duration) int64 {
+	ms := d.Milliseconds()
+	if d%time.Millisecond > 0 {
+		ms++
+	}
+	return ms
 }
