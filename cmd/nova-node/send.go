@@ -278,8 +278,10 @@ func newAgentsCmd(g *globals) *cobra.Command {
 those presented, signed, by connected peers (remote). The ADDRESS column is
 what ` + "`nova-node send --to`" + ` accepts; a bare NAME works when it is unique.
 NODE says whether the agent's node is this one, connected, or not connected:
-a node that left keeps its cards here until their TTL (10 minutes) runs out,
-and ` + "`send --capability`" + ` prefers agents on connected nodes.`,
+a node that left keeps its cards here until their TTL (10 minutes) runs out
+(an agent its node stopped hosting leaves at once), and ` + "`send --capability`" + `
+prefers agents on connected nodes. With --json, each card's own fields
+(tier as a number, 0 to 3) with "address" and "node" added.`,
 		Example: `  nova-node agents
   nova-node agents --origin remote
   nova-node agents --json`,
