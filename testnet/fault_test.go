@@ -595,6 +595,13 @@ func TestRedialWhenPeerSeenAgain(t *testing.T) {
 		if rec.len() < 5 {
 			return fmt.Errorf("%d of 5 received", rec.len())
 		}
+		// Acknowledged too: the channel must be idle when the
+		// receiver goes (its envelopes then start a schedule of their own).
+		for _, c := range net.Nodes[0].Router().Channels() {
+			if c.Pending > 0 {
+				return fmt.Errorf("%d not yet acknowledged", c.Pending)
+			}
+		}
 		return nil
 	})
 	sub := net.Nodes[0].Observer().Subscribe(1000)
