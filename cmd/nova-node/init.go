@@ -35,18 +35,9 @@ does the same on first start, so init is only needed to edit the config first.`,
 				return err
 			}
 			f := cmd.Flags()
-			if f.Changed("port") {
-				if err := portFlag(cmd, port); err != nil {
-					return err
-				}
-			}
-			var flagAgents []node.AgentConfig
-			for _, s := range agents {
-				a, err := node.ParseAgentSpec(s)
-				if err != nil {
-					return usage(cmd, err.Error())
-				}
-				flagAgents = append(flagAgents, a)
+			flagAgents, err := portAndAgentFlags(cmd, port, agents)
+			if err != nil {
+				return err
 			}
 			cfg, err = checkConfig(cmd, cfg, func(c *node.Config) {
 				if f.Changed("port") {

@@ -214,3 +214,22 @@ func noArgs(cmd *cobra.Command, args []string) error {
 	}
 	return nil
 }
+
+// portAndAgentFlags checks --port (when given) and parses the --agent specs
+// of run and init; a bad one is a usage error.
+func portAndAgentFlags(cmd *cobra.Command, port int, specs []string) ([]node.AgentConfig, error) {
+	if cmd.Flags().Changed("port") {
+		if err := portFlag(cmd, port); err != nil {
+			return nil, err
+		}
+	}
+	var agents []node.AgentConfig
+	for _, s := range specs {
+		a, err := node.ParseAgentSpec(s)
+		if err != nil {
+			return nil, usage(cmd, err.Error())
+		}
+		agents = append(agents, a)
+	}
+	return agents, nil
+}

@@ -54,18 +54,9 @@ A problem in config.yaml or a NOVA_* variable fails with CONFIG_INVALID
 				return &exitError{code: 2, err: errors.New("give --port or --listen, not both: --listen replaces the addresses --port would set"),
 					hint: "for one port on loopback only: --listen /ip4/127.0.0.1/tcp/4710 --listen /ip4/127.0.0.1/udp/4710/quic-v1"}
 			}
-			if f.Changed("port") {
-				if err := portFlag(cmd, port); err != nil {
-					return err
-				}
-			}
-			var flagAgents []node.AgentConfig
-			for _, s := range agents {
-				a, err := node.ParseAgentSpec(s)
-				if err != nil {
-					return usage(cmd, err.Error())
-				}
-				flagAgents = append(flagAgents, a)
+			flagAgents, err := portAndAgentFlags(cmd, port, agents)
+			if err != nil {
+				return err
 			}
 			cfg, err = checkConfig(cmd, cfg, func(c *node.Config) {
 				if f.Changed("port") {
