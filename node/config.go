@@ -251,9 +251,12 @@ func DefaultAgent(name string) AgentConfig {
 		Name:         name,
 		Description:  "answers every request with its own payload",
 		Version:      "1.0.0",
-		Capabilities: []CapabilityConfig{{ID: "echo", Name: "Echo", Description: "replies with the request payload"}},
+		Capabilities: []CapabilityConfig{echoCap},
 	}
 }
+
+// echoCap is the built-in capability (see Echo).
+var echoCap = CapabilityConfig{ID: "echo", Name: "Echo", Description: "replies with the request payload"}
 
 var (
 	swarmRe = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)

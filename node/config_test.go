@@ -10,6 +10,7 @@ import (
 	"time"
 
 	golog "github.com/ipfs/go-log/v2"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/nova-node/nova-node/node"
 	"github.com/nova-node/nova-node/tiers"
@@ -211,5 +212,23 @@ func TestLogConfig(t *testing.T) {
 	}
 	if cfg := node.LogConfig("debug", false, nil); len(cfg.SubsystemLevels) != 0 {
 		t.Errorf("debug quiets %v", cfg.SubsystemLevels)
+	}
+}
+
+// An agent declared with --agent and the same agent as init writes it to
+// config.yaml ("- echo") have the same card: a node restarted with the
+// other declaration kept the card but bumped its revision, and peers saw
+// the capability renamed.
+func TestAgentCardSameWhateverTheDeclaration(t *testing.T) {
+	flag, err := node.ParseAgentSpec("bob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fromFile node.Config
+	if err := yaml.Unmarshal([]byte("agents:\n  - name: bob\n    description: \"answers every request with its own payload\"\n    capabilities:\n      - echo\n"), &fromFile); err != nil {
+		t.Fatal(err)
+	}
+	if a, b := flag.Card(), fromFile.Agents[0].Card(); !a.Equal(b) {
+		t.Fatalf("--agent bob: %+v\nconfig.yaml: %+v", a.Capabilities, b.Capabilities)
 	}
 }

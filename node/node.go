@@ -153,6 +153,13 @@ func (a AgentConfig) Card() agentcard.Card {
 		SandboxID:    a.Sandbox,
 	}
 	for _, cp := range a.Capabilities {
+		if cp.ID == echoCap.ID && cp.Name == "" && cp.Description == "" {
+			// The built-in capability reads the same however it was
+			// declared (`--agent bob`, or "- echo" in config.yaml, which
+			// init writes for it): the card, and its revision, do not
+			// change when a node restarts with the other.
+			cp = echoCap
+		}
 		name := cp.Name
 		if name == "" {
 			name = cp.ID

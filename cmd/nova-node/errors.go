@@ -229,7 +229,28 @@ func messageOf(err error, code string) string {
 	if errors.As(err, &ae) && ae == err {
 		msg = ae.Message
 	}
-	return cliWords.Replace(strings.TrimSuffix(msg, " ("+code+")"))
+	return oneLine(cliWords.Replace(strings.TrimSuffix(strings.TrimSpace(msg), " ("+code+")")))
+}
+
+// oneLine puts a message on one line, so that its code ends the line it is
+// on: cobra's "Did you mean this?" list becomes "did you mean X?", other
+// line breaks "; ".
+func oneLine(msg string) string {
+	if !strings.Contains(msg, "\n") {
+		return msg
+	}
+	const didYouMean = "Did you mean this?"
+	if i := strings.Index(msg, didYouMean); i >= 0 {
+		suggestions := strings.Fields(msg[i+len(didYouMean):])
+		return strings.TrimSpace(msg[:i]) + ": did you mean " + strings.Join(suggestions, " or ") + "?"
+	}
+	var parts []string
+	for _, l := range strings.Split(msg, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			parts = append(parts, l)
+		}
+	}
+	return strings.Join(parts, "; ")
 }
 
 // cliWords rewords what errors from the packages below say in their

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -138,9 +139,12 @@ A problem in config.yaml or a NOVA_* variable fails with CONFIG_INVALID
 						}
 						var res node.ReloadResult
 						if res, err = n.Reload(next); err == nil {
-							fmt.Fprintf(g.stderr, "reloaded: added %v, changed %v, removed %v\n", res.Added, res.Changed, res.Removed)
+							fmt.Fprintf(g.stderr, "reloaded: added %s; changed %s; removed %s\n", nameList(res.Added), nameList(res.Changed), nameList(res.Removed))
+							if len(agents) > 0 {
+								fmt.Fprintln(g.stderr, "note: this node's agents come from --agent, which overrides config.yaml's: restart it without --agent to manage them in config.yaml")
+							}
 							if len(res.Restart) > 0 {
-								fmt.Fprintf(g.stderr, "restart to apply: %v\n", res.Restart)
+								fmt.Fprintf(g.stderr, "restart to apply: %s\n", nameList(res.Restart))
 							}
 						}
 					}
@@ -171,4 +175,12 @@ A problem in config.yaml or a NOVA_* variable fails with CONFIG_INVALID
 func peerID(k crypto.PrivKey) (string, error) {
 	id, err := peer.IDFromPrivateKey(k)
 	return id.String(), err
+}
+
+// nameList is names for people: "none", or "a, b".
+func nameList(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
 }

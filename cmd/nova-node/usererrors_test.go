@@ -271,3 +271,15 @@ func TestErrorsOwnHint(t *testing.T) {
 		t.Errorf("exit %d, %q", exit, e.String())
 	}
 }
+
+// A message with line breaks (cobra's suggestions) is put on one line, so
+// that its code ends it, in text and in --json.
+func TestErrorMessagesOnOneLine(t *testing.T) {
+	_, errOut, code := runCLI(t, "sned")
+	if code != 2 || !strings.Contains(errOut, `unknown command "sned" for "nova-node": did you mean send? (USAGE)`) {
+		t.Fatalf("exit %d:\n%s", code, errOut)
+	}
+	if got := oneLine("first line\n\n\tsecond\n"); got != "first line; second" {
+		t.Fatalf("oneLine: %q", got)
+	}
+}
