@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -624,7 +626,7 @@ func (n *Node) newHost() (host.Host, error) {
 		rm.Close()
 		return nil, errors.New("node: no address left to listen on: with a swarm secret, add a TCP or WebSocket address to listen")
 	}
-	if err := checkTCPPortsFree(listen); err != nil {
+	if err := checkPortsFree(listen); err != nil {
 		rm.Close()
 		return nil, err
 	}
@@ -636,53 +638,62 @@ func (n *Node) newHost() (host.Host, error) {
 	return h, nil
 }
 
-// checkTCPPortsFree refuses TCP listen addresses whose port is taken.
-// libp2p's TCP transport binds with SO_REUSEPORT (for hole punching), so a
-// second node on the port of a running one would start without a word and
-// share its incoming connections: a dial to either could reach the other.
-// A plain bind, which SO_REUSEPORT does not let through, tells.
-func checkTCPPortsFree(listen []string) error {
+// checkPortsFree refuses listen addresses whose port is taken, before
+// libp2p tries them. libp2p's TCP transport binds with SO_REUSEPORT (for
+// hole punching), so a second node on the TCP port of a running one would
+// start without a word and share its incoming connections: a dial to
+// either could reach the other. A plain bind, which SO_REUSEPORT does not
+// let through, tells. A taken UDP (QUIC) port libp2p does refuse, but with
+// a raw error and log lines on stderr (which --json keeps for itself).
+func checkPortsFree(listen []string) error {
 	for _, s := range listen {
 		a, err := multiaddr.NewMultiaddr(s)
 		if err != nil {
 			continue // libp2p reports it
 		}
-		network, hostport, err := tcpListenTarget(a)
+		network, hostport, err := listenTarget(a)
 		if err != nil {
 			continue
 		}
-		l, err := net.Listen(network, hostport)
+		var c io.Closer
+		if strings.HasPrefix(network, "udp") {
+			c, err = net.ListenPacket(network, hostport)
+		} else {
+			c, err = net.Listen(network, hostport)
+		}
 		if errors.Is(err, syscall.EADDRINUSE) {
 			return &ListenError{Addrs: []string{s}, InUse: true, Err: err, detail: s}
 		}
 		if err == nil {
-			_ = l.Close()
+			_ = c.Close()
 		}
 	}
 	return nil
 }
 
-// tcpListenTarget is the net.Listen network and address of a TCP (or
-// WebSocket over TCP) multiaddr with a fixed port.
-func tcpListenTarget(a multiaddr.Multiaddr) (network, hostport string, err error) {
+// listenTarget is the net.Listen (or ListenPacket) network and address of
+// a TCP, WebSocket over TCP, or UDP (QUIC, WebTransport) multiaddr with a
+// fixed port.
+func listenTarget(a multiaddr.Multiaddr) (network, hostport string, err error) {
 	var ip, port string
-	var v6 bool
+	family := "4"
 	if ip, err = a.ValueForProtocol(multiaddr.P_IP4); err != nil {
 		if ip, err = a.ValueForProtocol(multiaddr.P_IP6); err != nil {
 			return "", "", err
 		}
-		v6 = true
+		family = "6"
 	}
+	network = "tcp"
 	if port, err = a.ValueForProtocol(multiaddr.P_TCP); err != nil {
-		return "", "", err
+		if port, err = a.ValueForProtocol(multiaddr.P_UDP); err != nil {
+			return "", "", err
+		}
+		network = "udp"
 	}
 	if port == "0" {
 		return "", "", errors.New("ephemeral port")
 	}
-	if v6 {
-		return "tcp6", net.JoinHostPort(ip, port), nil
-	}
-	return "tcp4", net.JoinHostPort(ip, port), nil
+	return network + family, net.JoinHostPort(ip, port), nil
 }
 
 // EnsureDataDir creates the data dir (0700) with its identity, a commented

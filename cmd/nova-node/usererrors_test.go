@@ -138,6 +138,18 @@ func TestDataDirProblemsHaveCodes(t *testing.T) {
 	defer l.Close()
 	port := l.Addr().(*net.TCPAddr).Port
 	check("port in use", append([]string{"run", "--data-dir", t.TempDir()}, loopback(port)...), codeListenFailed, "--port")
+	// A taken UDP port (QUIC) too: libp2p refused it with a raw error and
+	// log lines on stderr.
+	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	quicAddr := fmt.Sprintf("/ip4/127.0.0.1/udp/%d/quic-v1", pc.LocalAddr().(*net.UDPAddr).Port)
+	check("QUIC port in use", []string{"run", "--data-dir", t.TempDir(), "--listen", quicAddr}, codeListenFailed, "--port")
+	if _, errOut, _ := runCLI(t, "run", "--data-dir", t.TempDir(), "--listen", quicAddr); !strings.Contains(errOut, "the port is in use") {
+		t.Errorf("QUIC port in use: %s", errOut)
+	}
 
 	dir := t.TempDir()
 	if _, _, exit := runCLI(t, "init", "--data-dir", dir); exit != 0 {
