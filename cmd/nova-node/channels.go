@@ -45,6 +45,7 @@ CHANNEL_CLOSED.`,
 				return nil
 			}
 			sortChannels(chs)
+			fmt.Fprintf(g.stdout, "  %-32s  %-13s %s\n", "ID", "STATE", "FROM -> TO, ENVELOPES NOT YET ACKNOWLEDGED")
 			for _, ch := range chs {
 				fmt.Fprintln(g.stdout, channelLine(ch))
 			}
