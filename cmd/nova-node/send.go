@@ -28,7 +28,8 @@ func newSendCmd(g *globals) *cobra.Command {
 
 --to takes an agent name ("bob"), which must be unique among the agents the
 node knows, or a full address ("bob@12D3KooW..."), as ` + "`nova-node agents`" + ` lists.
---capability sends to the first agent with that capability: one of this
+--capability sends to the first agent with that capability other than the
+sender (--from) and allowed by the tier and sandbox rules: one of this
 node's own, else one on a node it is connected to, else one on a node it
 has not tried, and last one on a node it could not reach (a node that went
 away keeps its cards in registries for up to 10 minutes; among those, the
