@@ -68,8 +68,8 @@ type CreateSwarmRequest struct {
 	Justification string                 `json:"justification,omitempty"`
 	Complexity    negotiation.Complexity `json:"complexity,omitempty"`
 	// RecruitTimeoutMs is how long the agents proposed to have to answer,
-	// in milliseconds, from 0 to MaxRecruitTimeout (7 days); 0:
-	// TaskOptions.RecruitTimeout (default 30 s).
+	// in milliseconds: 0, or MinRecruitTimeout (1 s) to MaxRecruitTimeout
+	// (7 days); 0: TaskOptions.RecruitTimeout (default 30 s).
 	RecruitTimeoutMs int64 `json:"recruitTimeoutMs,omitempty"`
 }
 
@@ -77,6 +77,13 @@ type CreateSwarmRequest struct {
 // that waits longer for its agents to answer is surely a mistake (and a
 // count of milliseconds much larger would overflow a time.Duration).
 const MaxRecruitTimeout = 7 * 24 * time.Hour
+
+// MinRecruitTimeout is the least non-zero CreateSwarmRequest.RecruitTimeoutMs:
+// a proposal's deadline must still be in the future when the negotiator
+// sends it (negotiation refuses one that is not, INVALID_PROPOSAL), and
+// the target needs time to answer. Less than this made a swarm fail at
+// random: at creation, or at its recruit deadline.
+const MinRecruitTimeout = time.Second
 
 // InvalidRequestError reports a request to the node's API with a field it
 // cannot take; its code is INVALID_REQUEST (HTTP 400).
@@ -95,10 +102,10 @@ func (e *InvalidRequestError) Code() string { return "INVALID_REQUEST" }
 // recruitTimeout is req.RecruitTimeoutMs as a duration, once it is checked
 // to be in [0, MaxRecruitTimeout].
 func (req CreateSwarmRequest) recruitTimeout() (time.Duration, error) {
-	const maxMs = int64(MaxRecruitTimeout / time.Millisecond)
-	if ms := req.RecruitTimeoutMs; ms < 0 || ms > maxMs {
+	const minMs, maxMs = int64(MinRecruitTimeout / time.Millisecond), int64(MaxRecruitTimeout / time.Millisecond)
+	if ms := req.RecruitTimeoutMs; ms < 0 || ms > maxMs || (ms != 0 && ms < minMs) {
 		return 0, &InvalidRequestError{Field: "recruitTimeoutMs",
-			Reason: fmt.Sprintf("%d ms is out of range: give 0 (the node's default) up to %d (%v)", ms, maxMs, MaxRecruitTimeout)}
+			Reason: fmt.Sprintf("%d ms is out of range: give 0 (the node's default), or %d (%v) up to %d (%v)", ms, minMs, MinRecruitTimeout, maxMs, MaxRecruitTimeout)}
 	}
 	return time.Duration(req.RecruitTimeoutMs) * time.Millisecond, nil
 }

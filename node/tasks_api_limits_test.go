@@ -34,7 +34,7 @@ func TestCreateSwarmRecruitTimeoutBounds(t *testing.T) {
 		return node.CreateSwarmRequest{Task: "t", Capabilities: []string{"no.such.capability"}, RecruitTimeoutMs: ms}
 	}
 	maxMs := node.MaxRecruitTimeout.Milliseconds()
-	for _, ms := range []int64{-1, maxMs + 1, 9_300_000_000_000, 18_446_744_073_710, 1<<63 - 1} {
+	for _, ms := range []int64{-1, 1, node.MinRecruitTimeout.Milliseconds() - 1, maxMs + 1, 9_300_000_000_000, 18_446_744_073_710, 1<<63 - 1} {
 		_, err := n.CreateSwarm(ctx, req(ms))
 		var ie *node.InvalidRequestError
 		if !errors.As(err, &ie) || protocol.CodeOf(err) != "INVALID_REQUEST" || ie.Field != "recruitTimeoutMs" {
@@ -46,7 +46,7 @@ func TestCreateSwarmRecruitTimeoutBounds(t *testing.T) {
 			t.Errorf("POST /v1/swarms with recruitTimeoutMs %d: %v; want INVALID_REQUEST", ms, err)
 		}
 	}
-	for _, ms := range []int64{0, 1, maxMs} {
+	for _, ms := range []int64{0, node.MinRecruitTimeout.Milliseconds(), maxMs} {
 		if _, err := n.CreateSwarm(ctx, req(ms)); protocol.CodeOf(err) == "INVALID_REQUEST" {
 			t.Errorf("CreateSwarm with RecruitTimeoutMs %d refused: %v", ms, err)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -53,7 +54,7 @@ Tier rules apply: an L2 or L3 agent proposing to an L0 or L1 agent must give
 func newTasksProposeCmd(g *globals) *cobra.Command {
 	var req node.ProposeRequest
 	var complexity string
-	var deadline time.Duration
+	deadline := durationFlag(node.DefaultProposalTimeout)
 	var wait bool
 	c := &cobra.Command{
 		Use:   "propose",
@@ -77,6 +78,10 @@ accepted, 1 when rejected or timed out.`,
 				return usage(cmd, "--task is required: what to do")
 			case deadline <= 0:
 				return usage(cmd, "--deadline must be positive, like 30s or 10m")
+			case time.Duration(deadline) > maxProposalDeadline:
+				return usageHint(fmt.Sprintf("--deadline %s is too far: a proposal waits at most %s (30 days) for its answer",
+					humanDuration(time.Duration(deadline)), humanDuration(maxProposalDeadline)),
+					"give a --deadline up to 30d, like 10m, 2h or 3d; a task that takes longer is accepted with a longer --eta")
 			}
 			if complexity != "" {
 				req.Complexity = negotiation.Complexity(complexity)
@@ -84,7 +89,7 @@ accepted, 1 when rejected or timed out.`,
 					return usage(cmd, fmt.Sprintf("--complexity must be simple, medium or complex, not %q", complexity))
 				}
 			}
-			req.TimeoutMs = deadline.Milliseconds()
+			req.TimeoutMs = time.Duration(deadline).Milliseconds()
 			cl, err := g.client()
 			if err != nil {
 				return err
@@ -98,7 +103,7 @@ accepted, 1 when rejected or timed out.`,
 					return g.printJSON(rec)
 				}
 				fmt.Fprintf(g.stdout, "proposal %s sent: %s -> %s, answer by %s\n", rec.ProposalID, shortAddr(rec.Proposer),
-					rec.Target, time.UnixMilli(rec.Proposal.DeadlineMs).Local().Format("15:04:05"))
+					rec.Target, clockOrDate(rec.Proposal.DeadlineMs))
 				return nil
 			}
 			if !g.json {
@@ -127,12 +132,17 @@ accepted, 1 when rejected or timed out.`,
 	f.StringVar(&req.Task, "task", "", "what to do")
 	f.StringArrayVar(&req.Capabilities, "cap", nil, "required capability id (repeatable)")
 	f.StringVar(&complexity, "complexity", "", "simple, medium (default) or complex")
-	f.DurationVar(&deadline, "deadline", node.DefaultProposalTimeout, "how long the target has to answer")
+	f.Var(&deadline, "deadline", "how long the target has to answer, up to 30d (units: s, m, h, d)")
 	f.StringVar(&req.From, "as", "", "local agent proposing (default: the node's first agent)")
 	f.StringVar(&req.Justification, "justification", "", "escalation justification (L2/L3 proposing to L0/L1)")
 	f.BoolVar(&wait, "wait", false, "wait for the answer (exit 1 unless accepted)")
 	return c
 }
+
+// maxProposalDeadline bounds tasks propose --deadline: an answer due
+// further away than this is surely a typo (2000000h), and a proposal is
+// kept pending, in both nodes' stores, until then.
+const maxProposalDeadline = 30 * 24 * time.Hour
 
 // Codes of a proposal waited for (--wait) that was not accepted.
 const codeProposalRejected = "PROPOSAL_REJECTED"
@@ -181,7 +191,7 @@ func printOutcome(g *globals, r negotiation.Record) {
 	switch r.Status {
 	case negotiation.StatusAccepted:
 		fmt.Fprintf(g.stdout, "accepted by %s, estimated completion %s; task thread %s\n", shortAddr(r.AcceptedBy),
-			time.Duration(r.EstimatedCompletionMs)*time.Millisecond, r.Thread)
+			humanDuration(time.Duration(r.EstimatedCompletionMs)*time.Millisecond), r.Thread)
 	case negotiation.StatusRejected:
 		alt := ""
 		if r.AlternativeSuggestion != "" {
@@ -227,14 +237,26 @@ func newTasksPendingCmd(g *globals, pendingOnly bool) *cobra.Command {
 				}
 				return nil
 			}
-			fmt.Fprintf(g.stdout, "%-32s %-8s %-9s %-22s %-22s %-8s %s\n", "ID", "DIR", "STATUS", "FROM", "TO", "ANSWER BY", "TASK")
+			fmt.Fprintf(g.stdout, "%-32s %-8s %-9s %-22s %-22s %-16s %s\n", "ID", "DIR", "STATUS", "FROM", "TO", "ANSWER BY", "TASK")
+			received, sent := 0, 0
 			for _, r := range recs {
-				fmt.Fprintf(g.stdout, "%-32s %-8s %-9s %-22s %-22s %-8s %s\n", r.ProposalID, r.Direction, r.Status,
-					shortAddr(r.Proposer), shortAddr(r.Target), time.UnixMilli(r.Proposal.DeadlineMs).Local().Format("15:04:05"),
+				fmt.Fprintf(g.stdout, "%-32s %-8s %-9s %-22s %-22s %-16s %s\n", r.ProposalID, r.Direction, r.Status,
+					shortAddr(r.Proposer), shortAddr(r.Target), clockOrDate(r.Proposal.DeadlineMs),
 					demo.Clip(r.Proposal.TaskDescription, 60))
+				if r.Direction == negotiation.Received {
+					received++
+				} else {
+					sent++
+				}
 			}
 			if pendingOnly {
-				fmt.Fprintln(g.stdout, "\nanswer a received one: nova-node tasks accept ID | nova-node tasks reject ID --reason BUSY")
+				fmt.Fprintln(g.stdout)
+				if received > 0 {
+					fmt.Fprintln(g.stdout, "answer a received one: nova-node tasks accept ID | nova-node tasks reject ID --reason BUSY")
+				}
+				if sent > 0 {
+					fmt.Fprintln(g.stdout, "sent ones wait for the target's node to answer: nova-node tasks show ID follows one")
+				}
 			}
 			return nil
 		},
@@ -277,7 +299,7 @@ func newTasksShowCmd(g *globals) *cobra.Command {
 }
 
 func newTasksAnswerCmd(g *globals, accept bool) *cobra.Command {
-	var eta time.Duration
+	eta := durationFlag(node.DefaultEstimate)
 	var req node.AnswerRequest
 	c := &cobra.Command{
 		Use:     "accept ID",
@@ -295,7 +317,7 @@ func newTasksAnswerCmd(g *globals, accept bool) *cobra.Command {
 			if eta <= 0 {
 				return usage(cmd, "--eta must be positive, like 10m")
 			}
-			req.EstimatedCompletionMs = eta.Milliseconds()
+			req.EstimatedCompletionMs = time.Duration(eta).Milliseconds()
 		} else if req.Reason == "" {
 			return usage(cmd, "--reason is required: a code such as BUSY, CAPABILITY_MISSING or DECLINED")
 		}
@@ -322,7 +344,7 @@ func newTasksAnswerCmd(g *globals, accept bool) *cobra.Command {
 		return nil
 	}
 	if accept {
-		c.Flags().DurationVar(&eta, "eta", node.DefaultEstimate, "estimated time to complete the task")
+		c.Flags().Var(&eta, "eta", "estimated time to complete the task (units: s, m, h, d)")
 	} else {
 		c.Flags().StringVar(&req.Reason, "reason", "", "reason code: BUSY, CAPABILITY_MISSING, DECLINED, ... (required)")
 		c.Flags().StringVar(&req.Alternative, "alternative", "", "agent better suited to the task")
@@ -343,9 +365,15 @@ func resolveProposal(ctx context.Context, cl *node.Client, prefix string, receiv
 	if err != nil {
 		return "", err
 	}
-	var match, pending []string
+	var match, pending, sent []string
 	for _, r := range recs {
-		if !strings.HasPrefix(r.ProposalID, prefix) || (received && r.Direction != negotiation.Received) || slices.Contains(match, r.ProposalID) {
+		if !strings.HasPrefix(r.ProposalID, prefix) || slices.Contains(match, r.ProposalID) {
+			continue
+		}
+		if received && r.Direction != negotiation.Received {
+			if !slices.Contains(sent, r.ProposalID) {
+				sent = append(sent, r.ProposalID)
+			}
 			continue
 		}
 		match = append(match, r.ProposalID)
@@ -360,6 +388,9 @@ func resolveProposal(ctx context.Context, cl *node.Client, prefix string, receiv
 	case 1:
 		return match[0], nil
 	case 0:
+		if len(sent) == 1 {
+			return "", sentHere(sent[0])
+		}
 		return prefix, nil // let the node say it is not found
 	}
 	return "", &exitError{code: 2, err: fmt.Errorf("%q matches %d proposals (%s): give more of the id", prefix, len(match), strings.Join(match, ", "))}
@@ -374,7 +405,7 @@ func proposalErr(ctx context.Context, cl *node.Client, id string, err error) err
 		hint := "`nova-node tasks pending` lists the proposals waiting for an answer, `nova-node tasks list` all of them " +
 			"(a unique prefix of an id is enough)"
 		if rec, e := cl.Task(ctx, id); e == nil && rec.Direction == negotiation.Sent {
-			hint = "this node sent that proposal: only the target's node answers it (`nova-node tasks show " + id + "` shows its state)"
+			return sentHere(id)
 		}
 		return &exitError{code: 1, err: err, hint: hint}
 	case negotiation.CodeProposalTimeout:
@@ -399,6 +430,19 @@ func proposalErr(ctx context.Context, cl *node.Client, id string, err error) err
 	return err
 }
 
+// codeProposalSentHere refuses to answer a proposal that one of this
+// node's agents sent: the target's node answers it.
+const codeProposalSentHere = "PROPOSAL_SENT_HERE"
+
+// sentHere is the refusal to accept or reject proposal id, which this node
+// sent.
+func sentHere(id string) error {
+	return &exitError{code: 1,
+		err: &codedError{codeProposalSentHere, fmt.Sprintf("proposal %s is one this node sent: the target's node answers it, not this one", id)},
+		hint: "wait for the answer: `nova-node tasks show " + id + "` shows its state (accepted, rejected or timed-out); " +
+			"run `tasks accept` on the target's node, where `nova-node tasks pending` lists it as received"}
+}
+
 func oneID(verb string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) != 1 {
@@ -406,4 +450,95 @@ func oneID(verb string) cobra.PositionalArgs {
 		}
 		return nil
 	}
+}
+
+// durationFlag is a --deadline, --eta or --recruit-timeout value: a Go
+// duration (90s, 10m, 1h30m) or whole days (2d, 1d12h). Its value name in
+// help is "duration"; a value it cannot read gets an error that lists the
+// units it takes.
+type durationFlag time.Duration
+
+func (d *durationFlag) String() string {
+	if *d == 0 {
+		return "0" // pflag shows no default for it
+	}
+	return humanDuration(time.Duration(*d))
+}
+func (d *durationFlag) Type() string { return "duration" }
+
+func (d *durationFlag) Set(s string) error {
+	v, err := parseDuration(s)
+	if err != nil {
+		return err
+	}
+	*d = durationFlag(v)
+	return nil
+}
+
+// parseDuration reads s as time.ParseDuration does, with "d" (24h) also
+// accepted as a leading unit: "2d", "1d12h".
+func parseDuration(s string) (time.Duration, error) {
+	bad := fmt.Errorf("%q is not a duration: give a number and a unit, like 45s, 10m, 1h30m or 2d "+
+		"(units: ms, s, m, h, d)", s)
+	t := strings.TrimSpace(s)
+	neg := strings.HasPrefix(t, "-")
+	t = strings.TrimPrefix(strings.TrimPrefix(t, "-"), "+")
+	var days time.Duration
+	if i := strings.IndexByte(t, 'd'); i >= 0 {
+		n, err := strconv.ParseInt(t[:i], 10, 64)
+		if err != nil || n < 0 || n > 100_000 {
+			return 0, bad
+		}
+		days, t = time.Duration(n)*24*time.Hour, t[i+1:]
+	}
+	var rest time.Duration
+	if t != "" {
+		var err error
+		if rest, err = time.ParseDuration(t); err != nil || rest < 0 {
+			return 0, bad
+		}
+	} else if days == 0 && !strings.HasSuffix(strings.TrimSpace(s), "d") {
+		return 0, bad
+	}
+	d := days + rest
+	if neg {
+		d = -d
+	}
+	return d, nil
+}
+
+// humanDuration is d for people: 45s, 10m, 1h30m, 2d3h; whole seconds
+// (below a second: milliseconds).
+func humanDuration(d time.Duration) string {
+	if d < 0 {
+		return "-" + humanDuration(-d)
+	}
+	if d < time.Second {
+		if d == 0 {
+			return "0s"
+		}
+		return fmt.Sprintf("%dms", (d+time.Millisecond-1)/time.Millisecond)
+	}
+	d = d.Round(time.Second)
+	var b strings.Builder
+	for _, u := range []struct {
+		d    time.Duration
+		name string
+	}{{24 * time.Hour, "d"}, {time.Hour, "h"}, {time.Minute, "m"}, {time.Second, "s"}} {
+		if n := d / u.d; n > 0 {
+			fmt.Fprintf(&b, "%d%s", n, u.name)
+			d -= n * u.d
+		}
+	}
+	return b.String()
+}
+
+// clockOrDate is the local time of ms: its clock time when it is today,
+// else its date and time ("2026-11-27 00:22").
+func clockOrDate(ms int64) string {
+	t, now := time.UnixMilli(ms).Local(), time.Now()
+	if y, m, d := t.Date(); y == now.Year() && m == now.Month() && d == now.Day() {
+		return t.Format("15:04:05")
+	}
+	return t.Format("2006-01-02 15:04")
 }

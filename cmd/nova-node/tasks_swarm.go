@@ -75,7 +75,7 @@ func newSwarmCreateCmd(g *globals) *cobra.Command {
 	var subtasks []string
 	var complexity string
 	var wait bool
-	var recruitTimeout time.Duration
+	var recruitTimeout durationFlag
 	c := &cobra.Command{
 		Use:   "create",
 		Short: "Start a swarm: propose the task to capable agents, split and assign it",
@@ -113,11 +113,15 @@ when none did.`,
 					return usage(cmd, fmt.Sprintf("--complexity must be simple, medium or complex, not %q", complexity))
 				}
 			}
-			if recruitTimeout < 0 || recruitTimeout > node.MaxRecruitTimeout {
-				return usage(cmd, "--recruit-timeout must be positive and at most 168h (7 days), like 30s or 10m")
+			if rt := time.Duration(recruitTimeout); cmd.Flags().Changed("recruit-timeout") &&
+				(rt < node.MinRecruitTimeout || rt > node.MaxRecruitTimeout) {
+				return usageHint(fmt.Sprintf("--recruit-timeout %s is out of range: give %s up to %s (7 days)",
+					humanDuration(rt), humanDuration(node.MinRecruitTimeout), humanDuration(node.MaxRecruitTimeout)),
+					"give the proposed agents time to answer, like 30s, or 10m when an operator answers with `nova-node tasks accept` "+
+						"on their node; leave --recruit-timeout out for the node's default (30s)")
 			}
-			// Whole milliseconds, rounded up: 500us is not "0, the default".
-			req.RecruitTimeoutMs = int64((recruitTimeout + time.Millisecond - 1) / time.Millisecond)
+			// Whole milliseconds, rounded up.
+			req.RecruitTimeoutMs = int64((time.Duration(recruitTimeout) + time.Millisecond - 1) / time.Millisecond)
 			for _, s := range subtasks {
 				req.SubTasks = append(req.SubTasks, parseSubTask(s, req.Capabilities))
 			}
@@ -130,11 +134,18 @@ when none did.`,
 				return err
 			}
 			if err != nil || !wait {
-				if err != nil {
+				if err != nil || s.Status == swarm.StatusFailed {
+					// Failed at creation: no proposal could be sent, or
+					// every one was answered or expired before create
+					// returned. Either way, exit 1 with the reason.
 					if !g.json {
 						fmt.Fprintf(g.stdout, "swarm %s %s: proposed to %s, %s\n", s.ID, s.Status, plural(len(s.Recruits), "capable agent"), plural(len(s.SubTasks), "sub-task"))
 					}
-					return &exitError{code: 1, err: err, result: s}
+					if err == nil {
+						return swarmFailed(g, s)
+					}
+					return &exitError{code: 1, err: err, result: s, hint: fmt.Sprintf("the swarm failed at creation, before any agent "+
+						"could answer: the reason is above; `nova-node swarm status %s%s` shows its recruits", s.ID, dataDirFlag(g))}
 				}
 				if g.json {
 					return g.printJSON(s)
@@ -157,8 +168,8 @@ when none did.`,
 	f.StringVar(&req.Justification, "justification", "", "escalation justification sent with every proposal (L2/L3 to L0/L1)")
 	f.StringVar(&complexity, "complexity", "", "simple, medium (default) or complex")
 	f.BoolVar(&wait, "wait", false, "follow the swarm until it ends (exit 1 if it fails)")
-	f.DurationVar(&recruitTimeout, "recruit-timeout", 0, "how long the proposed agents have to answer (default: the node's, 30s); "+
-		"an operator answering with `tasks accept` needs minutes")
+	f.Var(&recruitTimeout, "recruit-timeout", "how long the proposed agents have to answer, 1s to 7d (default: the node's, 30s); "+
+		"an operator answering with tasks accept needs minutes")
 	return c
 }
 
@@ -182,7 +193,10 @@ document.`,
 			if err != nil {
 				return err
 			}
-			id := args[0]
+			id, err := resolveSwarm(cmd, cl, args[0])
+			if err != nil {
+				return err
+			}
 			if g.json || !(follow || isTerminal(g.stdout)) {
 				s, err := cl.Swarm(cmd.Context(), id)
 				if err != nil {
@@ -362,12 +376,7 @@ func followSwarm(cmd *cobra.Command, g *globals, cl *node.Client, id string) err
 			done, total := progress(last)
 			fmt.Fprintf(g.stdout, "%s %s %d/%d sub-tasks\n", last.Status, bar(done, total, 30), done, total)
 		}
-		hint := fmt.Sprintf("`nova-node swarm status %s%s` shows each sub-task and its last error", last.ID, dataDirFlag(g))
-		if len(last.Participants) == 0 && slices.ContainsFunc(last.Recruits, func(r swarm.Recruit) bool { return r.Status == swarm.RecruitTimedOut }) {
-			hint = "the proposals expired unanswered: a node started with `nova-node run` waits for its operator to run " +
-				"`nova-node tasks accept ID` there (`nova-node tasks pending` lists them); create the swarm again with a longer --recruit-timeout, like 10m"
-		}
-		return &exitError{code: 1, result: last, err: &codedError{codeSwarmFailed, fmt.Sprintf("swarm %s failed: %s", last.ID, last.Error)}, hint: hint}
+		return swarmFailed(g, last)
 	}
 	if g.json {
 		if err := g.printJSON(last); err != nil {
@@ -386,6 +395,49 @@ func followSwarm(cmd *cobra.Command, g *globals, cl *node.Client, id string) err
 	return nil
 }
 
+// swarmFailed is the failure (exit 1, SWARM_FAILED) of swarm s, which
+// failed, with its reason and advice.
+func swarmFailed(g *globals, s swarm.Swarm) error {
+	hint := fmt.Sprintf("`nova-node swarm status %s%s` shows each sub-task and its last error", s.ID, dataDirFlag(g))
+	if len(s.Participants) == 0 && slices.ContainsFunc(s.Recruits, func(r swarm.Recruit) bool { return r.Status == swarm.RecruitTimedOut }) {
+		hint = "the proposals expired unanswered: a node started with `nova-node run` waits for its operator to run " +
+			"`nova-node tasks accept ID` there (`nova-node tasks pending` lists them); create the swarm again with a longer --recruit-timeout, like 10m"
+	}
+	reason := s.Error
+	if reason == "" {
+		reason = "no reason recorded"
+	}
+	return &exitError{code: 1, result: s, err: &codedError{codeSwarmFailed, fmt.Sprintf("swarm %s failed: %s", s.ID, reason)}, hint: hint}
+}
+
+// resolveSwarm expands a unique prefix of the id of a swarm this node
+// coordinates; anything else is left for the node to look up (a swarm
+// coordinated elsewhere is found by its full id). A prefix of several is
+// a usage error listing them.
+func resolveSwarm(cmd *cobra.Command, cl *node.Client, prefix string) (string, error) {
+	list, err := cl.Swarms(cmd.Context())
+	if err != nil {
+		return "", err
+	}
+	var match []string
+	for _, s := range list {
+		if s.ID == prefix {
+			return prefix, nil
+		}
+		if strings.HasPrefix(s.ID, prefix) {
+			match = append(match, s.ID)
+		}
+	}
+	switch len(match) {
+	case 0:
+		return prefix, nil
+	case 1:
+		return match[0], nil
+	}
+	return "", usageHint(fmt.Sprintf("%q matches %d swarms (%s): give more of the id", prefix, len(match), strings.Join(match, ", ")),
+		"`nova-node swarm list` lists the swarms this node coordinates with their full ids")
+}
+
 // recruitingLine says, for a swarm still recruiting, how long the proposed
 // agents have to answer and who answers for them; "" otherwise.
 func recruitingLine(s swarm.Swarm) string {
@@ -401,7 +453,7 @@ func recruitingLine(s swarm.Swarm) string {
 	left := time.Until(time.UnixMilli(s.RecruitDeadlineMs)).Round(time.Second)
 	return fmt.Sprintf("waiting up to %s (until %s) for %s to accept: a node started with `nova-node run` waits for its operator "+
 		"to run `nova-node tasks accept ID` there (`nova-node tasks pending` lists them)",
-		max(left, 0), time.UnixMilli(s.RecruitDeadlineMs).Local().Format("15:04:05"), plural(waiting, "agent"))
+		humanDuration(max(left, 0)), clockOrDate(s.RecruitDeadlineMs), plural(waiting, "agent"))
 }
 
 // swarmErr adds a hint to an unknown swarm's SWARM_NOT_FOUND.
