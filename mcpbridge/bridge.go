@@ -455,16 +455,13 @@ func (b *Bridge) faceMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 		case "prompts/get":
 			if p, ok := req.GetParams().(*mcp.GetPromptParams); ok {
 				b.ensureFresh(ctx)
-				b.mu.Lock()
-				if _, ok := b.face.prompts[p.Name]; !ok {
-					for w, e := range b.face.prompts {
-						if e.Canonical == p.Name {
-							p.Name = w
-							break
-						}
-					}
+				name, err := b.facePrompt(ctx, p.Name)
+				if err != nil {
+					// PROMPT_NOT_FOUND, like tools and resources (not the
+					// SDK's "unknown prompt", which carries no code).
+					return nil, RPCError(err)
 				}
-				b.mu.Unlock()
+				p.Name = name
 			}
 		}
 		return next(ctx, method, req)
@@ -492,6 +489,33 @@ func (b *Bridge) faceName(ctx context.Context, name string) (string, error) {
 		}
 	}
 	return "", &ToolNotFoundError{Name: name}
+}
+
+// facePrompt maps a prompt name given by a client (wire or canonical) to
+// its wire name, or is a *[PromptNotFoundError].
+func (b *Bridge) facePrompt(ctx context.Context, name string) (string, error) {
+	for attempt := 0; attempt < 2; attempt++ {
+		b.mu.Lock()
+		_, isWire := b.face.prompts[name]
+		wire := ""
+		for w, e := range b.face.prompts {
+			if e.Canonical == name {
+				wire = w
+				break
+			}
+		}
+		b.mu.Unlock()
+		switch {
+		case isWire:
+			return name, nil
+		case wire != "":
+			return wire, nil
+		}
+		if attempt == 0 {
+			b.refresh(ctx)
+		}
+	}
+	return "", &PromptNotFoundError{Name: name}
 }
 
 // CallTool calls a tool of the swarm by wire or canonical name, as the

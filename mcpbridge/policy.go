@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -53,7 +54,7 @@ var rpcCodes = map[string]int64{
 
 // RPCError turns err into a JSON-RPC error carrying its seed code: the code
 // in data.code, the JSON-RPC code from a fixed table (-31000 for a code the
-// table does not know).
+// table does not know), the message "CODE: what happened" (the code once).
 func RPCError(err error) *jsonrpc.Error {
 	var je *jsonrpc.Error
 	if errors.As(err, &je) {
@@ -65,7 +66,10 @@ func RPCError(err error) *jsonrpc.Error {
 		n = -31000
 	}
 	data := fmt.Appendf(nil, `{"code":%q}`, code)
-	return &jsonrpc.Error{Code: n, Message: fmt.Sprintf("%s: %v", code, err), Data: data}
+	// The code once: this package's errors say "mcpbridge: CODE: ..." already.
+	msg := strings.TrimPrefix(err.Error(), "mcpbridge: ")
+	msg = strings.TrimPrefix(msg, code+": ")
+	return &jsonrpc.Error{Code: n, Message: code + ": " + msg, Data: data}
 }
 
 // CodeOf returns the seed code of err (its Code() method), or

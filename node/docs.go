@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"sort"
+	"strings"
 
 	"github.com/nova-node/nova-node/crdt"
 )
@@ -158,6 +160,10 @@ func checkKind(d *crdt.Doc, op DocOp) error {
 	if op.Op == "incr" {
 		want = "a counter"
 	}
+	if op.Op == "remove" {
+		// Nothing to remove an element from: no set is there.
+		return &docError{CodeDocTypeMismatch, fmt.Sprintf("%s holds %s, not a set: remove takes an element out of a set; to clear the path, delete it", op.Path, kind)}
+	}
 	return &docError{CodeDocTypeMismatch, fmt.Sprintf("%s holds %s, not %s: %s would replace it; delete it first, or write it with set", op.Path, kind, want, op.Op)}
 }
 
@@ -260,9 +266,21 @@ func (c *Client) WatchDoc(ctx context.Context, doc string, fn func(crdt.Change) 
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
+		var ne *net.OpError
+		if errors.As(err, &ne) && ne.Op == "dial" {
+			return fmt.Errorf("%w (socket %s): start one with `nova-node run`", ErrNoNode, c.path)
+		}
 		return err
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode >= 300 {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		var ae APIError
+		if json.Unmarshal(b, &ae) == nil && ae.Code != "" {
+			return &ae
+		}
+		return fmt.Errorf("node API: HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(b)))
+	}
 	dec := json.NewDecoder(resp.Body)
 	for {
 		var ch crdt.Change
@@ -270,10 +288,26 @@ func (c *Client) WatchDoc(ctx context.Context, doc string, fn func(crdt.Change) 
 			if ctx.Err() != nil || errors.Is(err, io.EOF) {
 				return nil
 			}
-			return err
+			// Cut off mid-stream (the node was killed): an ErrNoNode, as
+			// for the events stream.
+			return &docStreamBrokenError{doc: doc, streamBrokenError: streamBrokenError{path: c.path, err: err}}
 		}
 		if err := fn(ch); err != nil {
 			return err
 		}
 	}
 }
+
+// docStreamBrokenError is a watch stream cut off without the node saying
+// it stops: a [streamBrokenError] (an [ErrNoNode] when the connection
+// ended mid-stream) that names the document's stream.
+type docStreamBrokenError struct {
+	doc string
+	streamBrokenError
+}
+
+func (e *docStreamBrokenError) Error() string {
+	return fmt.Sprintf("node: the watch stream of %q from %s broke off (was the node killed?): %v", e.doc, e.path, e.err)
+}
+
+func (e *docStreamBrokenError) Unwrap() []error { return e.streamBrokenError.Unwrap() }

@@ -426,7 +426,8 @@ func TestCRDTCommands(t *testing.T) {
 			t.Errorf("%v: exit %d, want 2", bad, code)
 		}
 	}
-	if _, errOut, code := runCLI(t, "crdt", "set", "--data-dir", dirA, "plan", "no-slash", "1"); code != 1 || !strings.Contains(errOut, "path") {
+	// A path that is no JSON Pointer is a usage error (exit 2), refused by the CLI.
+	if _, errOut, code := runCLI(t, "crdt", "set", "--data-dir", dirA, "plan", "no-slash", "1"); code != 2 || !strings.Contains(errOut, "path") {
 		t.Fatalf("bad path: %d %s", code, errOut)
 	}
 }

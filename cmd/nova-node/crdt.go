@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nova-node/nova-node/crdt"
+	"github.com/nova-node/nova-node/crdt/delta"
 	"github.com/nova-node/nova-node/node"
 )
 
@@ -22,11 +23,13 @@ func newCRDTCmd(g *globals) *cobra.Command {
 		Long: `crdt works on named JSON documents that every node of the swarm can open and
 change, with no server: concurrent changes on different devices merge (CRDTs)
 and every node ends with the same document. Paths are JSON Pointers:
-"/tasks/t1/owner". A node that was offline, or joins later, is current one
-round trip after it connects.
+"/tasks/t1/owner", "/tags/0"; in a name, '/' is written ~1 and '~' is ~0. A
+path that is not one is a usage error (exit 2), refused before it is sent.
+A node that was offline, or joins later, is current one round trip after it
+connects.
 
   set PATH JSON      write a value (last writer wins; concurrent values kept)
-  del PATH           delete a value or a subtree
+  del PATH           delete a value or a subtree ("deleted PATH from DOC")
   add / remove PATH JSON   add to / remove from a set (add wins)
   incr PATH [N]      add N (default 1, negative to subtract) to a counter
 
@@ -34,7 +37,8 @@ A path keeps its kind: add/remove on a path that holds a value other than a
 set, or incr on one that holds no integer, is refused (DOC_TYPE_MISMATCH);
 delete the path first, or overwrite it with set, which replaces whatever is
 there. watch prints each change with the new values of its paths, and
-ends with "node stopped" when the node stops.`,
+ends with "node stopped" when the node stops; when no node runs, or the node
+is killed under it, it fails with NO_NODE (exit 1).`,
 		Example: `  nova-node crdt set plan /goal '"ship v1"'
   nova-node crdt add plan /owners '"alice"'
   nova-node crdt incr plan /done
@@ -58,6 +62,9 @@ ends with "node stopped" when the node stops.`,
 				return nil
 			},
 			RunE: func(cmd *cobra.Command, args []string) error {
+				if err := checkDocPath(args[1]); err != nil {
+					return err
+				}
 				o := node.DocOp{Op: kind, Path: args[1], Agent: as}
 				switch kind {
 				case "set", "add", "remove":
@@ -86,6 +93,10 @@ ends with "node stopped" when the node stops.`,
 							"`nova-node crdt del %s %s` clears it for a new kind", args[0], args[1], args[0], args[1])}
 					}
 					return err
+				}
+				if kind == "delete" && !g.json {
+					fmt.Fprintf(g.stdout, "deleted %s from %s\n", args[1], args[0])
+					return nil
 				}
 				return printDocView(g, v)
 			},
@@ -120,6 +131,9 @@ if no peer has written it.`,
 				path := ""
 				if len(args) == 2 {
 					path = args[1]
+					if err := checkDocPath(path); err != nil {
+						return err
+					}
 				}
 				cl, err := g.client()
 				if err != nil {
@@ -138,7 +152,9 @@ if no peer has written it.`,
 			Long: `watch prints each change of a document as it happens: local or remote, who
 made it, and each changed path with its new value (null: deleted). With
 --json, one object per change: the change and "values", path to value. It
-runs until Ctrl-C, or until the node stops ("node stopped", exit 0).`,
+runs until Ctrl-C, or until the node stops ("node stopped", exit 0). With no
+node running, or when the node is killed under it (the stream breaks off), it
+fails with NO_NODE (exit 1).`,
 			Example: "  nova-node crdt watch plan\n  nova-node crdt watch swarm-3f2a... --json | jq .values",
 			Args: func(cmd *cobra.Command, args []string) error {
 				if len(args) != 1 {
@@ -255,3 +271,16 @@ func printDocView(g *globals, v node.DocView) error {
 // errWatchNodeGone ends `crdt watch` when the node stopped between a
 // change and the read of its values.
 var errWatchNodeGone = errors.New("the node stopped")
+
+// docPathHint says how to write a document path.
+const docPathHint = "paths are JSON Pointers: /goal, /tasks/t1/owner, /tags/0; in a name, write '/' as ~1 and '~' as ~0 (\"a/b\" is /a~1b)"
+
+// checkDocPath refuses, as a usage error, a path that is no JSON Pointer
+// (the documents' own parser decides), before anything is sent.
+func checkDocPath(p string) error {
+	if _, err := delta.SplitPath(p); err != nil {
+		// "delta: invalid path "goal": must be empty or start with '/'"
+		return usageHint(strings.TrimPrefix(err.Error(), "delta: "), docPathHint)
+	}
+	return nil
+}

@@ -16,6 +16,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
@@ -379,13 +380,29 @@ func (g *globals) mcpSession(ctx context.Context) (*mcp.ClientSession, error) {
 	return cs, nil
 }
 
-// mcpErr explains a JSON-RPC error with its seed code.
+// mcpErr explains a JSON-RPC error with its seed code: the server's
+// message, without the SDK's `calling "tools/call": ` and the code it
+// starts with (report adds the code once), and a hint for a name that
+// is not in the swarm.
 func mcpErr(err error) error {
 	code := mcpbridge.CodeOf(err)
 	if code == mcpbridge.CodeToolFailed {
 		return err
 	}
-	return &exitError{code: 1, err: &codedError{code, err.Error()}}
+	msg := err.Error()
+	var je *jsonrpc.Error
+	if errors.As(err, &je) && je.Message != "" {
+		msg = strings.TrimPrefix(je.Message, code+": ")
+	}
+	return &exitError{code: 1, err: &codedError{code, msg}, hint: mcpHints[code]}
+}
+
+// mcpHints is the advice for MCP failures by code.
+var mcpHints = map[string]string{
+	mcpbridge.CodeToolNotFound:     "`nova-node tools list` lists the swarm's tools: call one by its NAME or CANONICAL agent.tool",
+	mcpbridge.CodePromptNotFound:   "`nova-node prompts list` lists the swarm's prompts: get one by its NAME or CANONICAL agent.prompt",
+	mcpbridge.CodeResourceNotFound: "`nova-node resources list` lists the swarm's resources by URI",
+	mcpbridge.CodeMissingArgument:  "`nova-node prompts list` marks required arguments with *: pass each with --arg name=value",
 }
 
 func newToolsCmd(g *globals) *cobra.Command {
@@ -436,7 +453,8 @@ func newToolsCmd(g *globals) *cobra.Command {
 		Short: "Call a tool by agent.tool (or its agent_tool name) with JSON arguments",
 		Long: `Call a tool of any agent in the swarm, wherever it runs. The call is made
 once (never retried). A tool that fails prints its error, naming the source
-agent and the code, and exits 1.`,
+agent and the code, and exits 1. A name no tool of the swarm has is
+TOOL_NOT_FOUND (exit 1): ` + "`nova-node tools list`" + ` lists them.`,
 		Example: `  nova-node tools call toolsmith.say --args '{"text":"hi"}'
   nova-node tools call toolsmith_add --args '{"a":2,"b":3}' --json`,
 		Args: cobra.ExactArgs(1),
@@ -552,8 +570,11 @@ func newResourcesCmd(g *globals) *cobra.Command {
 		},
 	})
 	c.AddCommand(&cobra.Command{
-		Use:     "read URI",
-		Short:   "Read a resource: its text, or its size for binary content (--json for everything)",
+		Use:   "read URI",
+		Short: "Read a resource: its text, or its size for binary content (--json for everything)",
+		Long: `Read a resource of any agent in the swarm by its URI: its text, or its size
+for binary content (--json for everything). A URI no resource of the swarm has
+is RESOURCE_NOT_FOUND (exit 1): ` + "`nova-node resources list`" + ` lists them.`,
 		Example: `  nova-node resources read nova://mcptest/readme`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, a []string) error {
@@ -634,8 +655,13 @@ func newPromptsCmd(g *globals) *cobra.Command {
 	})
 	var kv []string
 	get := &cobra.Command{
-		Use:     "get NAME",
-		Short:   "Render a prompt with arguments (--arg k=v, repeatable; * marks required ones in list)",
+		Use:   "get NAME",
+		Short: "Render a prompt with arguments (--arg k=v, repeatable; * marks required ones in list)",
+		Long: `Render a prompt of any agent in the swarm, by its name or canonical
+agent.prompt, with --arg name=value for each argument. A name no prompt of the
+swarm has is PROMPT_NOT_FOUND, a required argument left out is
+MISSING_PROMPT_ARGUMENT (exit 1 both): ` + "`nova-node prompts list`" + ` lists the
+prompts and marks required arguments with *.`,
 		Example: `  nova-node prompts get toolsmith.greet --arg name=Ada`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, a []string) error {

@@ -25,12 +25,28 @@ and this running node's addresses, to bootstrap from. On the other device,
 --new-secret makes the swarm private: it generates a 32-byte secret, writes
 it into this node's config (restart this node for it to apply) and puts it
 in the token. With a secret, outsiders cannot complete a handshake with any
-member; QUIC is then not used (TCP and WebSocket only).`,
+member; QUIC is then not used (TCP and WebSocket only).
+
+--relay puts a circuit relay's address in the token, for devices that cannot
+reach this node directly: a full multiaddr ending in /p2p/<peerID>. One that
+is not is a usage error (exit 2), found before anything is written.
+
+--json prints {"token", "swarm", "private", "bootstrap", "relays",
+"warnings"}; the lists are [] when empty.`,
 		Example: `  nova-node invite
   nova-node invite --new-secret
   nova-node invite --relay /ip4/203.0.113.7/tcp/4710/p2p/12D3KooW... --json`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			for _, r := range relays {
+				// Before anything is written (--new-secret): the token's own
+				// check, on a token that holds only this relay.
+				if err := (invite.Token{Swarm: "x", Relays: []string{r}}).Validate(); err != nil {
+					_, why, _ := strings.Cut(err.Error(), "relays[0]: ")
+					return usageHint("--relay: "+why, "--relay takes a relay's full multiaddr, ending in /p2p/<peerID>: "+
+						"/ip4/203.0.113.7/tcp/4710/p2p/12D3KooW... (the relay node's `nova-node id` lists its addresses)")
+				}
+			}
 			cfg, err := g.config()
 			if err != nil {
 				return err
@@ -67,8 +83,9 @@ member; QUIC is then not used (TCP and WebSocket only).`,
 					"or listen in config.yaml) and invite again, or add a reachable relay with --relay")
 			}
 			if g.json {
-				return g.printJSON(map[string]any{"token": s, "swarm": tok.Swarm, "private": len(tok.Secret) > 0, "bootstrap": tok.Bootstrap,
-					"relays": tok.Relays, "warnings": warnings})
+				// [] for none, not null.
+				return g.printJSON(map[string]any{"token": s, "swarm": tok.Swarm, "private": len(tok.Secret) > 0,
+					"bootstrap": append([]string{}, tok.Bootstrap...), "relays": append([]string{}, tok.Relays...), "warnings": warnings})
 			}
 			for _, w := range warnings {
 				fmt.Fprintln(g.stderr, "warning:", w)
