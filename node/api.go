@@ -505,6 +505,40 @@ func NewClient(path string) *Client {
 // APISocketPath is where the node's local API listens.
 func (c Config) APISocketPath() string { return c.apiSocket() }
 
+// noNode is err from a request to the node's socket, as ErrNoNode when
+// nothing listens there.
+func (c *Client) noNode(err error) error {
+	var ne *net.OpError
+	if errors.As(err, &ne) && ne.Op == "dial" {
+		return fmt.Errorf("%w (socket %s): start one with `nova-node run`", ErrNoNode, c.path)
+	}
+	return err
+}
+
+// openStream sends a GET for a stream of JSON values (events, a
+// document's changes, a swarm's progress) and returns the response once
+// the node answered it with success; a refusal is the node's APIError.
+func (c *Client) openStream(ctx context.Context, url string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, "GET", "http://nova"+url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, c.noNode(err)
+	}
+	if resp.StatusCode >= 300 {
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		var ae APIError
+		if json.Unmarshal(b, &ae) == nil && ae.Code != "" {
+			return nil, &ae
+		}
+		return nil, fmt.Errorf("node API %s: HTTP %d: %s", url, resp.StatusCode, bytes.TrimSpace(b))
+	}
+	return resp, nil
+}
+
 func (c *Client) do(ctx context.Context, method, url string, body, out any) error {
 	var rd io.Reader
 	if body != nil {
@@ -520,11 +554,7 @@ func (c *Client) do(ctx context.Context, method, url string, body, out any) erro
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		var ne *net.OpError
-		if errors.As(err, &ne) && ne.Op == "dial" {
-			return fmt.Errorf("%w (socket %s): start one with `nova-node run`", ErrNoNode, c.path)
-		}
-		return err
+		return c.noNode(err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
@@ -597,20 +627,12 @@ func (c *Client) ResetMetrics(ctx context.Context) (Metrics, error) {
 // then gets an [EvtNodeStopped] event last and Events returns nil. A stream
 // cut without it (the node was killed) is an error.
 func (c *Client) Events(ctx context.Context, limit int, follow bool, fn func(protocol.Event) error) error {
-	u := fmt.Sprintf("http://nova/v1/events?limit=%d", limit)
+	u := fmt.Sprintf("/v1/events?limit=%d", limit)
 	if follow {
 		u += "&follow=1"
 	}
-	req, err := http.NewRequestWithContext(ctx, "GET", u, nil)
+	resp, err := c.openStream(ctx, u)
 	if err != nil {
-		return err
-	}
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		var ne *net.OpError
-		if errors.As(err, &ne) && ne.Op == "dial" {
-			return fmt.Errorf("%w (socket %s): start one with `nova-node run`", ErrNoNode, c.path)
-		}
 		return err
 	}
 	defer resp.Body.Close()

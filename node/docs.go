@@ -6,10 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"sort"
-	"strings"
 
 	"github.com/nova-node/nova-node/crdt"
 )
@@ -260,27 +258,11 @@ func (c *Client) ApplyDocOp(ctx context.Context, doc string, op DocOp) (DocView,
 
 // WatchDoc calls fn for every change of doc until ctx ends.
 func (c *Client) WatchDoc(ctx context.Context, doc string, fn func(crdt.Change) error) error {
-	req, err := http.NewRequestWithContext(ctx, "GET", "http://nova/v1/crdt/"+doc+"/watch", nil)
+	resp, err := c.openStream(ctx, "/v1/crdt/"+doc+"/watch")
 	if err != nil {
-		return err
-	}
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		var ne *net.OpError
-		if errors.As(err, &ne) && ne.Op == "dial" {
-			return fmt.Errorf("%w (socket %s): start one with `nova-node run`", ErrNoNode, c.path)
-		}
 		return err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode >= 300 {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		var ae APIError
-		if json.Unmarshal(b, &ae) == nil && ae.Code != "" {
-			return &ae
-		}
-		return fmt.Errorf("node API: HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(b)))
-	}
 	dec := json.NewDecoder(resp.Body)
 	for {
 		var ch crdt.Change

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"sort"
@@ -568,27 +567,11 @@ func (c *Client) Swarm(ctx context.Context, id string) (swarm.Swarm, error) {
 // FollowSwarm calls fn with the swarm's state now and after each change,
 // until it is completed or failed, ctx ends, or fn returns an error.
 func (c *Client) FollowSwarm(ctx context.Context, id string, fn func(swarm.Swarm) error) error {
-	req, err := http.NewRequestWithContext(ctx, "GET", "http://nova/v1/swarms/"+url.PathEscape(id)+"?follow=1", nil)
+	resp, err := c.openStream(ctx, "/v1/swarms/"+url.PathEscape(id)+"?follow=1")
 	if err != nil {
-		return err
-	}
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		var ne *net.OpError
-		if errors.As(err, &ne) && ne.Op == "dial" {
-			return fmt.Errorf("%w (socket %s): start one with `nova-node run`", ErrNoNode, c.path)
-		}
 		return err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode >= 300 {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		var ae APIError
-		if json.Unmarshal(b, &ae) == nil && ae.Code != "" {
-			return &ae
-		}
-		return fmt.Errorf("node API: HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(b)))
-	}
 	dec := json.NewDecoder(bufio.NewReader(resp.Body))
 	for {
 		var s swarm.Swarm
