@@ -2,9 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
-	"net"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -22,21 +19,7 @@ func TestCRDTWatchNoNode(t *testing.T) {
 		t.Errorf("crdt watch, no node: exit %d, stderr %q; want NO_NODE with a hint", code, errOut)
 	}
 
-	l, err := net.Listen("unix", filepath.Join(dir, "nova.sock"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	go func() { // a node that sends one change and dies
-		c, err := l.Accept()
-		if err != nil {
-			return
-		}
-		_, _ = c.Read(make([]byte, 4096))
-		ch := `{"doc":"plan","source":"alice@12D3KooWDH7XiyoBNNuuzL9jZ8LsgCstqhSmyoUsZ1exQuCcVp2x","paths":[],"clock":{},"remote":false}` + "\n"
-		fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n", len(ch), ch)
-		c.Close()
-	}()
+	dyingNode(t, dir, `{"doc":"plan","source":"alice@12D3KooWDH7XiyoBNNuuzL9jZ8LsgCstqhSmyoUsZ1exQuCcVp2x","paths":[],"clock":{},"remote":false}`)
 	out, errOut, code := runCLI(t, "crdt", "watch", "plan", "--data-dir", dir, "--json")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if code != 1 || len(lines) != 2 || !strings.Contains(lines[0], `"doc":"plan"`) || errOut != "" {

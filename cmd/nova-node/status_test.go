@@ -125,21 +125,7 @@ func TestEventsLimit(t *testing.T) {
 // pointer to --help.
 func TestEventsStreamCutOff(t *testing.T) {
 	dir := t.TempDir()
-	l, err := net.Listen("unix", filepath.Join(dir, "nova.sock"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	go func() { // a node that sends one event and dies
-		c, err := l.Accept()
-		if err != nil {
-			return
-		}
-		_, _ = c.Read(make([]byte, 4096))
-		ev := `{"type":"cards-received","time":"2026-11-25T15:51:11Z","success":true,"sourceTier":-1,"targetTier":-1}` + "\n"
-		fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n", len(ev), ev)
-		c.Close()
-	}()
+	dyingNode(t, dir, `{"type":"cards-received","time":"2026-11-25T15:51:11Z","success":true,"sourceTier":-1,"targetTier":-1}`)
 	out, errOut, code := runCLI(t, "events", "--data-dir", dir, "--follow", "--json")
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if code != 1 || len(lines) != 2 || !strings.Contains(lines[0], "cards-received") || errOut != "" {
@@ -276,4 +262,25 @@ func TestStatusResetSaysWhatItLeaves(t *testing.T) {
 	if flat := strings.Join(strings.Fields(out), " "); !strings.Contains(flat, "the /metrics counters never go down") || !strings.Contains(flat, "recent errors stay listed") {
 		t.Errorf("status --help does not say what --reset leaves:\n%s", out)
 	}
+}
+
+// dyingNode listens on dir's API socket as a node that answers the first
+// request with a stream holding line, and then dies: the stream ends
+// mid-response. The listener closes with the test.
+func dyingNode(t *testing.T, dir, line string) {
+	t.Helper()
+	l, err := net.Listen("unix", filepath.Join(dir, "nova.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() { // ends when it has served, or when the listener closes
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		_, _ = c.Read(make([]byte, 4096))
+		fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n%s\n\r\n", len(line)+1, line)
+		c.Close()
+	}()
 }
