@@ -23,17 +23,7 @@ func TestClosingAChannelFailsWhatWaitsOnIt(t *testing.T) {
 		c.Retries = 12 // the channel would keep redialling for minutes
 	}))
 	postN(t, net.Nodes[0], 0, 5)
-	testnet.Eventually(t, 5*time.Second, func() error {
-		if rec.len() < 5 {
-			return fmt.Errorf("%d of 5 received", rec.len())
-		}
-		for _, c := range net.Nodes[0].Router().Channels() {
-			if c.Pending > 0 {
-				return fmt.Errorf("%d envelopes not yet acknowledged", c.Pending)
-			}
-		}
-		return nil
-	})
+	waitTakenAndAcked(t, net, rec, 5)
 	net.Partition([]int{0}, []int{1})
 	ids := postN(t, net.Nodes[0], 5, 25)
 	var ch protocol.ChannelInfo

@@ -3,7 +3,6 @@ package testnet_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -100,6 +99,23 @@ func postN(t *testing.T, n *node.Node, from int, to int) []string {
 	return ids
 }
 
+// waitTakenAndAcked waits until rec has n envelopes and the sender's
+// channels hold none unacknowledged: the channel is idle.
+func waitTakenAndAcked(t *testing.T, net *testnet.Net, rec *recorder, n int) {
+	t.Helper()
+	testnet.Eventually(t, 5*time.Second, func() error {
+		if got := rec.len(); got < n {
+			return fmt.Errorf("%d of %d received", got, n)
+		}
+		for _, c := range net.Nodes[0].Router().Channels() {
+			if c.Pending > 0 {
+				return fmt.Errorf("%d envelopes not yet acknowledged", c.Pending)
+			}
+		}
+		return nil
+	})
+}
+
 // TestReceiverRestartMidStream: the receiving node is stopped in the middle
 // of 1,000 envelopes and started again from the same data dir. The sender's
 // channel goes reconnecting -> open, and the receiver's handler sees each of
@@ -184,17 +200,7 @@ func TestReceiverNeverReturns(t *testing.T) {
 	rec := &recorder{}
 	net := sinkPair(t, rec)
 	postN(t, net.Nodes[0], 0, 10)
-	testnet.Eventually(t, 5*time.Second, func() error {
-		for _, c := range net.Nodes[0].Router().Channels() {
-			if c.Pending > 0 {
-				return fmt.Errorf("%d envelopes not yet acknowledged", c.Pending)
-			}
-		}
-		if rec.len() < 10 {
-			return fmt.Errorf("%d received", rec.len())
-		}
-		return nil
-	})
+	waitTakenAndAcked(t, net, rec, 10)
 	gone := net.Nodes[1].ID()
 	net.Kill(1)
 	ids := postN(t, net.Nodes[0], 10, 40)
@@ -540,17 +546,7 @@ func TestEnvelopeToIdleRedialingChannelGetsItsRetries(t *testing.T) {
 		c.RetryDelay = 200 * time.Millisecond // the idle channel's last redial waits 800 ms
 	}))
 	postN(t, net.Nodes[0], 0, 1)
-	testnet.Eventually(t, 5*time.Second, func() error {
-		if rec.len() < 1 {
-			return errors.New("not received")
-		}
-		for _, c := range net.Nodes[0].Router().Channels() {
-			if c.Pending > 0 {
-				return errors.New("not acknowledged")
-			}
-		}
-		return nil
-	})
+	waitTakenAndAcked(t, net, rec, 1)
 	sub := net.Nodes[0].Observer().Subscribe(1000)
 	defer sub.Close()
 	gone := net.Nodes[1].ID()
@@ -591,19 +587,9 @@ func TestRedialWhenPeerSeenAgain(t *testing.T) {
 	rec := &recorder{}
 	net := sinkPair(t, rec, testnet.WithConfig(func(i int, c *node.Config) { c.RetryDelay = retry }))
 	postN(t, net.Nodes[0], 0, 5)
-	testnet.Eventually(t, 5*time.Second, func() error {
-		if rec.len() < 5 {
-			return fmt.Errorf("%d of 5 received", rec.len())
-		}
-		// Acknowledged too: the channel must be idle when the
-		// receiver goes (its envelopes then start a schedule of their own).
-		for _, c := range net.Nodes[0].Router().Channels() {
-			if c.Pending > 0 {
-				return fmt.Errorf("%d not yet acknowledged", c.Pending)
-			}
-		}
-		return nil
-	})
+	// Acknowledged too: the channel must be idle when the receiver goes
+	// (its envelopes then start a schedule of their own).
+	waitTakenAndAcked(t, net, rec, 5)
 	sub := net.Nodes[0].Observer().Subscribe(1000)
 	defer sub.Close()
 	cfg := net.Nodes[1].Config()
