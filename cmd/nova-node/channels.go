@@ -120,13 +120,31 @@ func resolveChannel(cmd *cobra.Command, cl *node.Client, prefix string) (string,
 // ids start with is a usage error listing them; one that none does is
 // returned as it is, for the node to say CHANNEL_NOT_FOUND.
 func matchChannel(chs []protocol.ChannelInfo, prefix string) (string, error) {
-	var match []string
+	var ids []string
 	for _, ch := range chs {
-		if ch.ID == prefix {
+		if ch.ID == prefix || ch.State != "closed" {
+			ids = append(ids, ch.ID)
+		}
+	}
+	id, several := uniquePrefix(ids, prefix)
+	if several != nil {
+		return "", usageHint(fmt.Sprintf("%q is the start of %d channel ids (%s)", prefix, len(several), strings.Join(several, ", ")),
+			"give more of the id, as `nova-node channels` lists it")
+	}
+	return id, nil
+}
+
+// uniquePrefix is the id among ids that is prefix, or else the one that
+// starts with prefix, or else prefix itself (for the node to say it is not
+// found); when several start with it, they are returned, sorted, instead.
+func uniquePrefix(ids []string, prefix string) (id string, several []string) {
+	var match []string
+	for _, id := range ids {
+		if id == prefix {
 			return prefix, nil
 		}
-		if ch.State != "closed" && strings.HasPrefix(ch.ID, prefix) {
-			match = append(match, ch.ID)
+		if strings.HasPrefix(id, prefix) {
+			match = append(match, id)
 		}
 	}
 	switch len(match) {
@@ -136,8 +154,7 @@ func matchChannel(chs []protocol.ChannelInfo, prefix string) (string, error) {
 		return match[0], nil
 	}
 	sort.Strings(match)
-	return "", usageHint(fmt.Sprintf("%q is the start of %d channel ids (%s)", prefix, len(match), strings.Join(match, ", ")),
-		"give more of the id, as `nova-node channels` lists it")
+	return "", match
 }
 
 // channelLine is one channel as status and channels print it.

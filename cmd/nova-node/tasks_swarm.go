@@ -419,23 +419,16 @@ func resolveSwarm(cmd *cobra.Command, cl *node.Client, prefix string) (string, e
 	if err != nil {
 		return "", err
 	}
-	var match []string
-	for _, s := range list {
-		if s.ID == prefix {
-			return prefix, nil
-		}
-		if strings.HasPrefix(s.ID, prefix) {
-			match = append(match, s.ID)
-		}
+	ids := make([]string, len(list))
+	for i, s := range list {
+		ids[i] = s.ID
 	}
-	switch len(match) {
-	case 0:
-		return prefix, nil
-	case 1:
-		return match[0], nil
+	id, several := uniquePrefix(ids, prefix)
+	if several != nil {
+		return "", usageHint(fmt.Sprintf("%q matches %d swarms (%s): give more of the id", prefix, len(several), strings.Join(several, ", ")),
+			"`nova-node swarm list` lists the swarms this node coordinates with their full ids")
 	}
-	return "", usageHint(fmt.Sprintf("%q matches %d swarms (%s): give more of the id", prefix, len(match), strings.Join(match, ", ")),
-		"`nova-node swarm list` lists the swarms this node coordinates with their full ids")
+	return id, nil
 }
 
 // recruitingLine says, for a swarm still recruiting, how long the proposed
