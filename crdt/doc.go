@@ -25,6 +25,6 @@
 // Replica ids are peer IDs: a node's own dots are persisted before they are
 // published, and a node whose data dir is lost also loses its identity.
 //
-// Dependencies: crdt/delta, libp2p (host, network, pubsub), protocol/frame
+// Dependencies: crdt/delta, libp2p (host, network, pubsub), internal/frame
 // for framing. No other package of ours.
 package crdt

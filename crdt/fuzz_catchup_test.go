@@ -12,7 +12,7 @@ import (
 	"github.com/fxamacker/cbor/v2"
 
 	"github.com/nova-node/nova-node/crdt/delta"
-	"github.com/nova-node/nova-node/protocol/frame"
+	"github.com/nova-node/nova-node/internal/frame"
 )
 
 // The catch-up decoders read bytes from any peer on /nova/crdt/1.0.0:

@@ -7,15 +7,15 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/nova-node/nova-node/protocol/negotiation"
-	"github.com/nova-node/nova-node/protocol/swarm"
+	"github.com/nova-node/nova-node/protocol/task/negotiation"
+	"github.com/nova-node/nova-node/protocol/task/taskswarm"
 )
 
 // kvBuckets are the top-level bbolt buckets that kvStore may use: the
 // proposals of the negotiator and the swarms of the coordinator. They sit
 // next to the node's own buckets (cards, outbox, watermarks, crdt), so the
 // names are fixed here rather than taken from the caller.
-var kvBuckets = map[string]bool{negotiation.Bucket: true, swarm.Bucket: true}
+var kvBuckets = map[string]bool{negotiation.Bucket: true, taskswarm.Bucket: true}
 
 // kvStore is negotiation.KV on the node's bbolt file: each bucket is a
 // top-level bbolt bucket of kvBuckets, created on first write; keys and

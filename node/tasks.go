@@ -18,16 +18,16 @@ import (
 	"github.com/nova-node/nova-node/discovery"
 	"github.com/nova-node/nova-node/envelope"
 	"github.com/nova-node/nova-node/protocol"
-	"github.com/nova-node/nova-node/protocol/negotiation"
-	"github.com/nova-node/nova-node/protocol/swarm"
+	"github.com/nova-node/nova-node/protocol/task/negotiation"
+	"github.com/nova-node/nova-node/protocol/task/taskswarm"
 	"github.com/nova-node/nova-node/tiers"
 )
 
 // Task negotiation and swarms (issue 7) on a node.
 //
 // Every node runs one negotiation.Negotiator (the proposals its agents send
-// and receive), one swarm.Coordinator (the swarms its agents create) and one
-// swarm.Participant (the sub-tasks sent to its agents). They are started by
+// and receive), one taskswarm.Coordinator (the swarms its agents create) and one
+// taskswarm.Participant (the sub-tasks sent to its agents). They are started by
 // Start after the router and the documents, in that order, and stopped by
 // Close before them, in reverse order. Their records live in the node's
 // bbolt file (buckets negotiation.proposals and swarm.swarms), so proposals
@@ -67,28 +67,28 @@ type TaskOptions struct {
 	// [Node.CapabilityPolicy] accepts what the target's card can do.
 	Decide negotiation.ProposalHandler
 	// Work does the sub-tasks sent to local agents. Nil: [DefaultWork].
-	Work func(ctx context.Context, agent string, task swarm.Task) (json.RawMessage, error)
+	Work func(ctx context.Context, agent string, task taskswarm.Task) (json.RawMessage, error)
 	// Escalate is told when a swarm of this node has a sub-task that no
 	// capable agent remains for (an external orchestrator's hook), in
 	// addition to the L0 agent's notification and an event. Nil: none.
-	Escalate func(ctx context.Context, s swarm.Swarm, st swarm.SubTask, reason string)
+	Escalate func(ctx context.Context, s taskswarm.Swarm, st taskswarm.SubTask, reason string)
 	// RecruitTimeout is how long recruited agents have to answer a swarm's
-	// proposal. Zero: swarm.DefaultRecruitTimeout (30s).
+	// proposal. Zero: taskswarm.DefaultRecruitTimeout (30s).
 	RecruitTimeout time.Duration
 	// SubTaskTimeout fails an attempt with no answer after this long (it is
 	// then reassigned). Zero: DefaultSubTaskTimeout (10m); negative: never.
 	SubTaskTimeout time.Duration
 	// MaxAttempts is how often one sub-task is assigned before it is
-	// escalated. Zero: swarm.DefaultMaxAttempts (5).
+	// escalated. Zero: taskswarm.DefaultMaxAttempts (5).
 	MaxAttempts int
 	// Workers is how many sub-tasks this node works on at once. Zero:
-	// swarm.DefaultWorkers (4).
+	// taskswarm.DefaultWorkers (4).
 	Workers int
 	// OnProposalEvent and OnSwarmEvent, when set, also receive every
 	// negotiation and swarm event of this node (they are recorded in the
 	// node's events in any case), synchronously: they must not block.
 	OnProposalEvent func(negotiation.Event)
-	OnSwarmEvent    func(swarm.Event)
+	OnSwarmEvent    func(taskswarm.Event)
 	// PeerGoneAfter is how long a peer must stay disconnected before it is
 	// dialled once more and, if that fails, counts as gone: its running
 	// sub-tasks are reassigned and its agents are offered no more work.
@@ -101,7 +101,7 @@ type TaskOptions struct {
 // {"agent", "swarmId", "subTaskId", "attempt", "done"}, where done repeats
 // the sub-task's description. It lets config-file agents take part in
 // swarms (and tests and demos run them); real agents set TaskOptions.Work.
-func DefaultWork(ctx context.Context, agent string, t swarm.Task) (json.RawMessage, error) {
+func DefaultWork(ctx context.Context, agent string, t taskswarm.Task) (json.RawMessage, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -124,8 +124,8 @@ type taskState struct {
 	running bool
 	stopped bool
 	neg     *negotiation.Negotiator
-	coord   *swarm.Coordinator
-	part    *swarm.Participant
+	coord   *taskswarm.Coordinator
+	part    *taskswarm.Participant
 	docs    *crdt.Manager
 	host    host.Host          // set by the peer watcher once Start is done
 	disc    *discovery.Service // likewise
@@ -206,16 +206,16 @@ func (n *Node) startTasks(ctx context.Context, r *protocol.Router, docs *crdt.Ma
 	case sub < 0:
 		sub = 0
 	}
-	emitSwarm := func(ev swarm.Event) {
+	emitSwarm := func(ev taskswarm.Event) {
 		n.emitSwarmEvent(ev)
 		if f := ts.options().OnSwarmEvent; f != nil {
 			f(ev)
 		}
 	}
-	coord, err := swarm.New(swarm.Config{
+	coord, err := taskswarm.New(taskswarm.Config{
 		Negotiator: neg, Post: post, Factory: n.factory, Store: store,
 		Directory: taskDirectory{ts}, Shared: swarmDocs{ts}, L0: ts.l0, Emit: emitSwarm,
-		Escalate: func(ctx context.Context, s swarm.Swarm, st swarm.SubTask, reason string) {
+		Escalate: func(ctx context.Context, s taskswarm.Swarm, st taskswarm.SubTask, reason string) {
 			if e := ts.options().Escalate; e != nil {
 				e(ctx, s, st, reason)
 			}
@@ -225,9 +225,9 @@ func (n *Node) startTasks(ctx context.Context, r *protocol.Router, docs *crdt.Ma
 	if err != nil {
 		return err
 	}
-	part, err := swarm.NewParticipant(swarm.ParticipantConfig{
+	part, err := taskswarm.NewParticipant(taskswarm.ParticipantConfig{
 		Post: post, Factory: n.factory, Emit: emitSwarm, Workers: o.Workers,
-		Work: func(ctx context.Context, agent string, t swarm.Task) (json.RawMessage, error) {
+		Work: func(ctx context.Context, agent string, t taskswarm.Task) (json.RawMessage, error) {
 			if w := ts.options().Work; w != nil {
 				return w(ctx, agent, t)
 			}
@@ -300,7 +300,7 @@ var errTasksClosed = fmt.Errorf("node: task negotiation is not running: %w", pro
 // components returns the running components, waiting (bounded by ctx) for
 // Start to finish starting them: the router delivers envelopes a moment
 // before startTasks runs.
-func (ts *taskState) components(ctx context.Context) (*negotiation.Negotiator, *swarm.Coordinator, *swarm.Participant, error) {
+func (ts *taskState) components(ctx context.Context) (*negotiation.Negotiator, *taskswarm.Coordinator, *taskswarm.Participant, error) {
 	select {
 	case <-ts.ready:
 	case <-ctx.Done():
@@ -315,7 +315,7 @@ func (ts *taskState) components(ctx context.Context) (*negotiation.Negotiator, *
 }
 
 // now returns the running components without waiting.
-func (ts *taskState) now() (*negotiation.Negotiator, *swarm.Coordinator, *swarm.Participant, error) {
+func (ts *taskState) now() (*negotiation.Negotiator, *taskswarm.Coordinator, *taskswarm.Participant, error) {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	if !ts.running {
@@ -343,7 +343,7 @@ func (n *Node) wrapTaskHandler(id string, h protocol.Handler) protocol.Handler {
 //     through the Negotiator: the Negotiator; others go to h;
 //   - response and error answering a sub-task request of a swarm this node
 //     coordinates: the Coordinator; others go to h;
-//   - request carrying a sub-task (swarm.Task payload): the Participant,
+//   - request carrying a sub-task (taskswarm.Task payload): the Participant,
 //     which answers later in the request's thread; the router's own
 //     immediate answer is a null response, which the Coordinator ignores;
 //   - notification from a swarm coordinator: an event, then h.
@@ -379,7 +379,7 @@ func (ts *taskState) handle(ctx context.Context, id string, h protocol.Handler, 
 			return nil, err
 		}
 	case envelope.TypeRequest:
-		if _, err := swarm.DecodeTask(env.Payload); err == nil {
+		if _, err := taskswarm.DecodeTask(env.Payload); err == nil {
 			_, _, part, err := ts.components(ctx)
 			if err != nil {
 				return nil, err
@@ -392,7 +392,7 @@ func (ts *taskState) handle(ctx context.Context, id string, h protocol.Handler, 
 			}
 		}
 	case envelope.TypeNotification:
-		if nt, err := swarm.DecodeNotice(env.Payload); err == nil {
+		if nt, err := taskswarm.DecodeNotice(env.Payload); err == nil {
 			ts.n.emitNotice(env, nt)
 		}
 	}
@@ -465,7 +465,7 @@ func (n *Node) emitProposalEvent(ev negotiation.Event) {
 
 // emitSwarmEvent records a swarm event in the node's events: type
 // "swarm-…", envelopeId the swarm id, recipient the agent concerned.
-func (n *Node) emitSwarmEvent(ev swarm.Event) {
+func (n *Node) emitSwarmEvent(ev taskswarm.Event) {
 	t := string(ev.Type)
 	if len(t) < 6 || t[:6] != "swarm-" {
 		t = "swarm-" + t
@@ -483,7 +483,7 @@ func (n *Node) emitSwarmEvent(ev swarm.Event) {
 	}
 	n.obs.Emit(protocol.Event{
 		Type: t, Time: ev.Time, EnvelopeID: ev.SwarmID, Recipient: ev.Agent,
-		Success: ev.Code == "" && ev.Type != swarm.EvtSubTaskFailed && ev.Type != swarm.EvtSubTaskEscalated,
+		Success: ev.Code == "" && ev.Type != taskswarm.EvtSubTaskFailed && ev.Type != taskswarm.EvtSubTaskEscalated,
 		Code:    ev.Code, Detail: detail, SourceTier: -1, TargetTier: -1,
 	})
 }
@@ -492,7 +492,7 @@ func (n *Node) emitSwarmEvent(ev swarm.Event) {
 // local agent (released, completed, failed, escalation).
 const EvtSwarmNotice = "swarm-notice"
 
-func (n *Node) emitNotice(env *envelope.Envelope, nt swarm.Notice) {
+func (n *Node) emitNotice(env *envelope.Envelope, nt taskswarm.Notice) {
 	detail := nt.Kind
 	if nt.Reason != "" {
 		detail += ": " + nt.Reason
@@ -502,7 +502,7 @@ func (n *Node) emitNotice(env *envelope.Envelope, nt swarm.Notice) {
 	}
 	n.obs.Emit(protocol.Event{
 		Type: EvtSwarmNotice, Time: time.Now(), EnvelopeID: nt.SwarmID, Sender: env.Sender, Recipient: env.Recipient,
-		MessageType: env.Type, Success: nt.Kind != swarm.NoticeFailed && nt.Kind != swarm.NoticeEscalation,
+		MessageType: env.Type, Success: nt.Kind != taskswarm.NoticeFailed && nt.Kind != taskswarm.NoticeEscalation,
 		Detail: detail, SourceTier: -1, TargetTier: -1,
 	})
 }

@@ -15,8 +15,8 @@ import (
 
 	"github.com/nova-node/nova-node/agentcard"
 	"github.com/nova-node/nova-node/protocol"
-	"github.com/nova-node/nova-node/protocol/negotiation"
-	"github.com/nova-node/nova-node/protocol/swarm"
+	"github.com/nova-node/nova-node/protocol/task/negotiation"
+	"github.com/nova-node/nova-node/protocol/task/taskswarm"
 )
 
 // ProposeRequest asks the node to propose a task from one of its agents.
@@ -112,11 +112,11 @@ func (req CreateSwarmRequest) recruitTimeout() (time.Duration, error) {
 // SwarmCreated is the answer to a CreateSwarmRequest: the swarm, and the
 // error that made it fail at once (no proposal could be sent), if any.
 type SwarmCreated struct {
-	Swarm swarm.Swarm `json:"swarm"`
-	Error *APIError   `json:"error,omitempty"`
+	Swarm taskswarm.Swarm `json:"swarm"`
+	Error *APIError       `json:"error,omitempty"`
 }
 
-func (n *Node) tasksRunning() (*negotiation.Negotiator, *swarm.Coordinator, error) {
+func (n *Node) tasksRunning() (*negotiation.Negotiator, *taskswarm.Coordinator, error) {
 	ts := n.taskState()
 	neg, coord, _, err := ts.now()
 	if err != nil {
@@ -134,7 +134,7 @@ func (n *Node) Negotiator() *negotiation.Negotiator {
 
 // Coordinator is the node's swarm coordinator; nil before Start and after
 // Close.
-func (n *Node) Coordinator() *swarm.Coordinator {
+func (n *Node) Coordinator() *taskswarm.Coordinator {
 	_, c, _ := n.tasksRunning()
 	return c
 }
@@ -258,52 +258,52 @@ func (n *Node) RejectTask(ctx context.Context, id string, req AnswerRequest) (ne
 
 // CreateSwarm starts a swarm coordinated by this node. When not one
 // proposal could be sent, the swarm is returned failed with the error.
-func (n *Node) CreateSwarm(ctx context.Context, req CreateSwarmRequest) (swarm.Swarm, error) {
+func (n *Node) CreateSwarm(ctx context.Context, req CreateSwarmRequest) (taskswarm.Swarm, error) {
 	recruit, err := req.recruitTimeout()
 	if err != nil {
-		return swarm.Swarm{}, err
+		return taskswarm.Swarm{}, err
 	}
 	_, coord, err := n.tasksRunning()
 	if err != nil {
-		return swarm.Swarm{}, err
+		return taskswarm.Swarm{}, err
 	}
 	as, err := n.localAgent(req.As, "as")
 	if err != nil {
-		return swarm.Swarm{}, err
+		return taskswarm.Swarm{}, err
 	}
-	opts := swarm.CreateOptions{Justification: req.Justification, Complexity: req.Complexity,
+	opts := taskswarm.CreateOptions{Justification: req.Justification, Complexity: req.Complexity,
 		RecruitTimeout: recruit}
 	for _, st := range req.SubTasks {
-		opts.SubTasks = append(opts.SubTasks, swarm.SubTaskSpec{Description: st.Description, RequiredCapabilities: st.Capabilities})
+		opts.SubTasks = append(opts.SubTasks, taskswarm.SubTaskSpec{Description: st.Description, RequiredCapabilities: st.Capabilities})
 	}
 	return coord.Create(ctx, as, req.Task, req.Capabilities, opts)
 }
 
 // Swarm returns a swarm: this node's own if it coordinates it, else as its
 // shared document shows it here.
-func (n *Node) Swarm(ctx context.Context, id string) (swarm.Swarm, error) {
+func (n *Node) Swarm(ctx context.Context, id string) (taskswarm.Swarm, error) {
 	_, coord, err := n.tasksRunning()
 	if err != nil {
-		return swarm.Swarm{}, err
+		return taskswarm.Swarm{}, err
 	}
 	if s, ok := coord.Get(id); ok {
 		return s, nil
 	}
 	if !strings.Contains(id, "swarm-") {
-		return swarm.Swarm{}, &swarm.NotFoundError{SwarmID: id}
+		return taskswarm.Swarm{}, &taskswarm.NotFoundError{SwarmID: id}
 	}
 	s, ok, err := n.swarmFromDoc(ctx, id)
 	if err != nil {
-		return swarm.Swarm{}, err
+		return taskswarm.Swarm{}, err
 	}
 	if !ok {
-		return swarm.Swarm{}, &swarm.NotFoundError{SwarmID: id}
+		return taskswarm.Swarm{}, &taskswarm.NotFoundError{SwarmID: id}
 	}
 	return s, nil
 }
 
 // Swarms lists the swarms this node coordinates, oldest first.
-func (n *Node) Swarms() ([]swarm.Swarm, error) {
+func (n *Node) Swarms() ([]taskswarm.Swarm, error) {
 	_, coord, err := n.tasksRunning()
 	if err != nil {
 		return nil, err
@@ -321,7 +321,7 @@ func taskHTTPStatus(err error) int {
 		return http.StatusBadRequest
 	case strings.HasSuffix(code, "NOT_FOUND"):
 		return http.StatusNotFound
-	case code == negotiation.CodeWrongState, code == negotiation.CodeProposalTimeout, code == swarm.CodeSwarmState:
+	case code == negotiation.CodeWrongState, code == negotiation.CodeProposalTimeout, code == taskswarm.CodeSwarmState:
 		return http.StatusConflict
 	}
 	return http.StatusBadGateway
@@ -463,7 +463,7 @@ func (n *Node) followSwarm(w http.ResponseWriter, r *http.Request, id string) {
 	fl, _ := w.(http.Flusher)
 	enc := json.NewEncoder(w)
 	last := ""
-	write := func(s swarm.Swarm) bool {
+	write := func(s taskswarm.Swarm) bool {
 		b, _ := json.Marshal(s)
 		if string(b) == last {
 			return true
@@ -541,10 +541,10 @@ func (c *Client) RejectTask(ctx context.Context, id string, req AnswerRequest) (
 
 // CreateSwarm asks the node to start a swarm. A swarm that failed at once
 // is returned together with its error.
-func (c *Client) CreateSwarm(ctx context.Context, req CreateSwarmRequest) (swarm.Swarm, error) {
+func (c *Client) CreateSwarm(ctx context.Context, req CreateSwarmRequest) (taskswarm.Swarm, error) {
 	var v SwarmCreated
 	if err := c.do(ctx, "POST", "/v1/swarms", req, &v); err != nil {
-		return swarm.Swarm{}, err
+		return taskswarm.Swarm{}, err
 	}
 	if v.Error != nil {
 		return v.Swarm, v.Error
@@ -553,20 +553,20 @@ func (c *Client) CreateSwarm(ctx context.Context, req CreateSwarmRequest) (swarm
 }
 
 // Swarms lists the swarms the node coordinates.
-func (c *Client) Swarms(ctx context.Context) ([]swarm.Swarm, error) {
-	var v []swarm.Swarm
+func (c *Client) Swarms(ctx context.Context) ([]taskswarm.Swarm, error) {
+	var v []taskswarm.Swarm
 	return v, c.do(ctx, "GET", "/v1/swarms", nil, &v)
 }
 
 // Swarm returns one swarm.
-func (c *Client) Swarm(ctx context.Context, id string) (swarm.Swarm, error) {
-	var v swarm.Swarm
+func (c *Client) Swarm(ctx context.Context, id string) (taskswarm.Swarm, error) {
+	var v taskswarm.Swarm
 	return v, c.do(ctx, "GET", "/v1/swarms/"+url.PathEscape(id), nil, &v)
 }
 
 // FollowSwarm calls fn with the swarm's state now and after each change,
 // until it is completed or failed, ctx ends, or fn returns an error.
-func (c *Client) FollowSwarm(ctx context.Context, id string, fn func(swarm.Swarm) error) error {
+func (c *Client) FollowSwarm(ctx context.Context, id string, fn func(taskswarm.Swarm) error) error {
 	resp, err := c.openStream(ctx, "/v1/swarms/"+url.PathEscape(id)+"?follow=1")
 	if err != nil {
 		return err
@@ -574,7 +574,7 @@ func (c *Client) FollowSwarm(ctx context.Context, id string, fn func(swarm.Swarm
 	defer resp.Body.Close()
 	dec := json.NewDecoder(bufio.NewReader(resp.Body))
 	for {
-		var s swarm.Swarm
+		var s taskswarm.Swarm
 		if err := dec.Decode(&s); err != nil {
 			if errors.Is(err, io.EOF) || ctx.Err() != nil {
 				return ctx.Err()

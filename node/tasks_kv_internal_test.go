@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/nova-node/nova-node/protocol/negotiation"
-	"github.com/nova-node/nova-node/protocol/swarm"
+	"github.com/nova-node/nova-node/protocol/task/negotiation"
+	"github.com/nova-node/nova-node/protocol/task/taskswarm"
 )
 
 // TestKVStore: the bbolt KV keeps keys in order across a reopen, lets
@@ -29,7 +29,7 @@ func TestKVStore(t *testing.T) {
 	var keys []string
 	err = kv.ForEach(negotiation.Bucket, func(k string, v []byte) error {
 		keys = append(keys, k)
-		return kv.Put(swarm.Bucket, k, v) // writing from the callback must not deadlock
+		return kv.Put(taskswarm.Bucket, k, v) // writing from the callback must not deadlock
 	})
 	if err != nil || fmt.Sprint(keys) != "[sent/0 sent/1 sent/2 sent/3 sent/4]" {
 		t.Fatalf("ForEach: %v %v", keys, err)
@@ -48,7 +48,7 @@ func TestKVStore(t *testing.T) {
 	defer s.close()
 	kv = kvStore{s}
 	n := map[string]int{}
-	for _, b := range []string{negotiation.Bucket, swarm.Bucket} {
+	for _, b := range []string{negotiation.Bucket, taskswarm.Bucket} {
 		if err := kv.ForEach(b, func(k string, v []byte) error {
 			if string(v) != k[len("sent/"):] {
 				return fmt.Errorf("%s = %q", k, v)
@@ -59,7 +59,7 @@ func TestKVStore(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n[negotiation.Bucket] != 4 || n[swarm.Bucket] != 5 {
+	if n[negotiation.Bucket] != 4 || n[taskswarm.Bucket] != 5 {
 		t.Fatalf("after reopen: %v", n)
 	}
 }

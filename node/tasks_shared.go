@@ -11,7 +11,7 @@ import (
 
 	"github.com/nova-node/nova-node/crdt"
 	"github.com/nova-node/nova-node/crdt/delta"
-	"github.com/nova-node/nova-node/protocol/swarm"
+	"github.com/nova-node/nova-node/protocol/task/taskswarm"
 )
 
 // The shared state of a swarm is a replicated document (crdt) written by
@@ -22,7 +22,7 @@ import (
 // The document is named after the swarm id ("swarm-<hex>"), prefixed with
 // the creator's sandbox ("<sandbox>.swarm-<hex>") when the creator is
 // sandboxed, so that the sandbox write rule lets the creator write it. Its
-// layout mirrors swarm.Swarm's JSON, with sub-tasks and results keyed by
+// layout mirrors taskswarm.Swarm's JSON, with sub-tasks and results keyed by
 // sub-task id:
 //
 //	/id /taskDescription /creator /requiredCapabilities /thread /complexity /createdAt
@@ -47,7 +47,7 @@ func SwarmDocName(sandboxID, id string) string {
 	return sandboxID + "." + id
 }
 
-// swarmDocs is the swarm.Shared of a node.
+// swarmDocs is the taskswarm.Shared of a node.
 type swarmDocs struct{ ts *taskState }
 
 type docField struct {
@@ -55,7 +55,7 @@ type docField struct {
 	val  json.RawMessage
 }
 
-func swarmFields(s swarm.Swarm) ([]docField, error) {
+func swarmFields(s taskswarm.Swarm) ([]docField, error) {
 	var out []docField
 	add := func(path string, v any) error {
 		b, err := json.Marshal(v)
@@ -102,7 +102,7 @@ func swarmFields(s swarm.Swarm) ([]docField, error) {
 }
 
 // Publish writes what changed in s into its document, as its creator.
-func (d swarmDocs) Publish(ctx context.Context, s swarm.Swarm) error {
+func (d swarmDocs) Publish(ctx context.Context, s taskswarm.Swarm) error {
 	ts := d.ts
 	ts.mu.Lock()
 	docs := ts.docs
@@ -161,17 +161,17 @@ func (d swarmDocs) Publish(ctx context.Context, s swarm.Swarm) error {
 
 // swarmDoc is a swarm as its document holds it.
 type swarmDoc struct {
-	swarm.Swarm
-	SubTasks map[string]swarm.SubTask `json:"subTasks"`
+	taskswarm.Swarm
+	SubTasks map[string]taskswarm.SubTask `json:"subTasks"`
 }
 
 // swarmFromDoc reads swarm id from its replicated document on this node
 // (the view of a node that does not coordinate it). ok is false when the
 // document holds nothing.
-func (n *Node) swarmFromDoc(ctx context.Context, id string) (swarm.Swarm, bool, error) {
+func (n *Node) swarmFromDoc(ctx context.Context, id string) (taskswarm.Swarm, bool, error) {
 	docs := n.Docs()
 	if docs == nil {
-		return swarm.Swarm{}, false, errNoTasks
+		return taskswarm.Swarm{}, false, errNoTasks
 	}
 	names := []string{id}
 	if !strings.Contains(id, ".") {
@@ -187,11 +187,11 @@ func (n *Node) swarmFromDoc(ctx context.Context, id string) (swarm.Swarm, bool, 
 		}
 		d, err := docs.Open(ctx, name)
 		if err != nil {
-			return swarm.Swarm{}, false, err
+			return taskswarm.Swarm{}, false, err
 		}
 		var sd swarmDoc
 		if err := json.Unmarshal(d.JSON(), &sd); err != nil {
-			return swarm.Swarm{}, false, fmt.Errorf("node: document %s is not a swarm: %w", name, err)
+			return taskswarm.Swarm{}, false, fmt.Errorf("node: document %s is not a swarm: %w", name, err)
 		}
 		if sd.ID == "" {
 			continue
@@ -209,7 +209,7 @@ func (n *Node) swarmFromDoc(ctx context.Context, id string) (swarm.Swarm, bool, 
 		}
 		return s, true, nil
 	}
-	return swarm.Swarm{}, false, nil
+	return taskswarm.Swarm{}, false, nil
 }
 
 // compareSubTaskIDs orders "st-2" before "st-10".

@@ -21,9 +21,9 @@ import (
 
 	"github.com/nova-node/nova-node/envelope"
 	"github.com/nova-node/nova-node/internal/cputime"
+	"github.com/nova-node/nova-node/internal/frame"
 	"github.com/nova-node/nova-node/node"
 	"github.com/nova-node/nova-node/protocol"
-	"github.com/nova-node/nova-node/protocol/frame"
 	"github.com/nova-node/nova-node/testnet"
 )
 

@@ -10,7 +10,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/nova-node/nova-node/agentcard"
-	"github.com/nova-node/nova-node/protocol/frame"
+	"github.com/nova-node/nova-node/internal/frame"
 )
 
 // The hello is the first frame of every outbound stream, even when many

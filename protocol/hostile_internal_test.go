@@ -23,7 +23,7 @@ import (
 
 	"github.com/nova-node/nova-node/agentcard"
 	"github.com/nova-node/nova-node/envelope"
-	"github.com/nova-node/nova-node/protocol/frame"
+	"github.com/nova-node/nova-node/internal/frame"
 	"github.com/nova-node/nova-node/tiers"
 )
 

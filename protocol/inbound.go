@@ -15,7 +15,7 @@ import (
 	"github.com/nova-node/nova-node/agentcard"
 	"github.com/nova-node/nova-node/envelope"
 	"github.com/nova-node/nova-node/internal/clock"
-	"github.com/nova-node/nova-node/protocol/frame"
+	"github.com/nova-node/nova-node/internal/frame"
 )
 
 // handleStream serves one inbound /nova/a2a/1.0.0 stream. It reads,

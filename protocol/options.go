@@ -9,8 +9,8 @@ import (
 
 	"github.com/nova-node/nova-node/envelope"
 	"github.com/nova-node/nova-node/internal/clock"
+	"github.com/nova-node/nova-node/internal/frame"
 	"github.com/nova-node/nova-node/protocol/channel"
-	"github.com/nova-node/nova-node/protocol/frame"
 	"github.com/nova-node/nova-node/sandbox"
 	"github.com/nova-node/nova-node/tiers"
 )

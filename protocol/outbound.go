@@ -14,7 +14,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/nova-node/nova-node/internal/clock"
-	"github.com/nova-node/nova-node/protocol/frame"
+	"github.com/nova-node/nova-node/internal/frame"
 )
 
 // outStream is this node's one long-lived stream to a peer, shared by every

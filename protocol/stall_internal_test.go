@@ -22,7 +22,7 @@ import (
 	manet "github.com/multiformats/go-multiaddr/net"
 
 	"github.com/nova-node/nova-node/envelope"
-	"github.com/nova-node/nova-node/protocol/frame"
+	"github.com/nova-node/nova-node/internal/frame"
 )
 
 // scriptReceiver makes Mallory a scripted receiver of A2A streams: each

@@ -21,9 +21,9 @@ import (
 
 	"github.com/nova-node/nova-node/agentcard"
 	"github.com/nova-node/nova-node/envelope"
+	"github.com/nova-node/nova-node/internal/frame"
 	"github.com/nova-node/nova-node/node"
 	"github.com/nova-node/nova-node/protocol"
-	"github.com/nova-node/nova-node/protocol/frame"
 	"github.com/nova-node/nova-node/sandbox"
 	"github.com/nova-node/nova-node/testnet"
 	"github.com/nova-node/nova-node/tiers"

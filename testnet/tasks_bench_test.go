@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/nova-node/nova-node/node"
-	"github.com/nova-node/nova-node/protocol/swarm"
+	"github.com/nova-node/nova-node/protocol/task/taskswarm"
 )
 
 // BenchmarkSwarm: time from Create to completed for one swarm of N
@@ -22,11 +22,11 @@ func BenchmarkSwarm(b *testing.B) {
 		b.Run(fmt.Sprintf("subtasks=%d", n), func(b *testing.B) {
 			net := swarmNet(b, 10, workCaps, nil)
 			boss := net.Nodes[0]
-			done := make(chan swarm.Event, 64)
+			done := make(chan taskswarm.Event, 64)
 			boss.ConfigureTasks(node.TaskOptions{
 				Decide: boss.CapabilityPolicy(), RecruitTimeout: 10 * time.Second,
-				OnSwarmEvent: func(ev swarm.Event) {
-					if ev.Type == swarm.EvtSwarmStatusChanged && ev.To.Terminal() {
+				OnSwarmEvent: func(ev taskswarm.Event) {
+					if ev.Type == taskswarm.EvtSwarmStatusChanged && ev.To.Terminal() {
 						done <- ev
 					}
 				},
@@ -44,7 +44,7 @@ func BenchmarkSwarm(b *testing.B) {
 					b.Fatal(err)
 				}
 				for {
-					var ev swarm.Event
+					var ev taskswarm.Event
 					select {
 					case ev = <-done:
 					case <-time.After(60 * time.Second):
@@ -53,7 +53,7 @@ func BenchmarkSwarm(b *testing.B) {
 					if ev.SwarmID != s.ID {
 						continue
 					}
-					if ev.To != swarm.StatusCompleted {
+					if ev.To != taskswarm.StatusCompleted {
 						b.Fatalf("swarm %s: %s %s", s.ID, ev.To, ev.Detail)
 					}
 					break

@@ -13,8 +13,8 @@ import (
 	"github.com/nova-node/nova-node/envelope"
 	"github.com/nova-node/nova-node/node"
 	"github.com/nova-node/nova-node/protocol"
-	"github.com/nova-node/nova-node/protocol/negotiation"
-	"github.com/nova-node/nova-node/protocol/swarm"
+	"github.com/nova-node/nova-node/protocol/task/negotiation"
+	"github.com/nova-node/nova-node/protocol/task/taskswarm"
 	"github.com/nova-node/nova-node/testnet"
 	"github.com/nova-node/nova-node/tiers"
 )
@@ -25,7 +25,7 @@ import (
 // negotiator and sub-tasks through the participant. Every node accepts
 // what its agents can do (CapabilityPolicy) and works with work (nil:
 // node.DefaultWork).
-func swarmNet(t testing.TB, n int, caps func(i int) []string, work func(i int) func(context.Context, string, swarm.Task) (json.RawMessage, error)) *testnet.Net {
+func swarmNet(t testing.TB, n int, caps func(i int) []string, work func(i int) func(context.Context, string, taskswarm.Task) (json.RawMessage, error)) *testnet.Net {
 	t.Helper()
 	l0, l3 := tiers.L0, tiers.L3
 	net := testnet.New(t, n, testnet.WithTransport(testnet.TCP), testnet.WithConfig(func(i int, c *node.Config) {
@@ -48,7 +48,7 @@ func swarmNet(t testing.TB, n int, caps func(i int) []string, work func(i int) f
 	return net
 }
 
-func configure(nd *node.Node, i int, work func(i int) func(context.Context, string, swarm.Task) (json.RawMessage, error)) {
+func configure(nd *node.Node, i int, work func(i int) func(context.Context, string, taskswarm.Task) (json.RawMessage, error)) {
 	o := node.TaskOptions{Decide: nd.CapabilityPolicy(), RecruitTimeout: 10 * time.Second}
 	if work != nil {
 		o.Work = work(i)
@@ -59,9 +59,9 @@ func configure(nd *node.Node, i int, work func(i int) func(context.Context, stri
 func workCaps(int) []string { return []string{"work"} }
 
 // waitSwarm waits until swarm id on nd is completed or failed and returns it.
-func waitSwarm(t testing.TB, nd *node.Node, id string, timeout time.Duration) swarm.Swarm {
+func waitSwarm(t testing.TB, nd *node.Node, id string, timeout time.Duration) taskswarm.Swarm {
 	t.Helper()
-	var s swarm.Swarm
+	var s taskswarm.Swarm
 	testnet.Eventually(t, timeout, func() error {
 		var err error
 		s, err = nd.Swarm(context.Background(), id)
@@ -78,9 +78,9 @@ func waitSwarm(t testing.TB, nd *node.Node, id string, timeout time.Duration) sw
 
 // completedOnce checks every sub-task has one result, recorded once: one
 // subtask-completed event each on the coordinating node.
-func completedOnce(t *testing.T, nd *node.Node, s swarm.Swarm) {
+func completedOnce(t *testing.T, nd *node.Node, s taskswarm.Swarm) {
 	t.Helper()
-	if s.Status != swarm.StatusCompleted {
+	if s.Status != taskswarm.StatusCompleted {
 		t.Fatalf("swarm %s: %s (%s)", s.ID, s.Status, s.Error)
 	}
 	if len(s.Results) != len(s.SubTasks) {
@@ -88,12 +88,12 @@ func completedOnce(t *testing.T, nd *node.Node, s swarm.Swarm) {
 	}
 	done := map[string]int{}
 	for _, e := range nd.Observer().Recent(0) {
-		if e.Type == "swarm-"+string(swarm.EvtSubTaskCompleted) && e.EnvelopeID == s.ID {
+		if e.Type == "swarm-"+string(taskswarm.EvtSubTaskCompleted) && e.EnvelopeID == s.ID {
 			done[strings.Fields(e.Detail)[0]]++
 		}
 	}
 	for _, st := range s.SubTasks {
-		if st.Status != swarm.SubTaskCompleted || len(s.Results[st.ID]) == 0 {
+		if st.Status != taskswarm.SubTaskCompleted || len(s.Results[st.ID]) == 0 {
 			t.Fatalf("sub-task %+v without its result", st)
 		}
 		if done[st.ID] != 1 {
@@ -166,7 +166,7 @@ func TestSwarmOverRemoteAgents(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if view.Status != swarm.StatusCompleted || len(view.Results) != 4 || len(view.SubTasks) != 4 {
+		if view.Status != taskswarm.StatusCompleted || len(view.Results) != 4 || len(view.SubTasks) != 4 {
 			return fmt.Errorf("participant sees %s with %d results", view.Status, len(view.Results))
 		}
 		return nil
@@ -176,8 +176,8 @@ func TestSwarmOverRemoteAgents(t *testing.T) {
 // blockFirst returns a Work that blocks the first attempt of agent's
 // sub-tasks until its context ends (its node is closed) and does every
 // other attempt at once.
-func blockFirst(agent string, started chan<- string) func(context.Context, string, swarm.Task) (json.RawMessage, error) {
-	return func(ctx context.Context, a string, t swarm.Task) (json.RawMessage, error) {
+func blockFirst(agent string, started chan<- string) func(context.Context, string, taskswarm.Task) (json.RawMessage, error) {
+	return func(ctx context.Context, a string, t taskswarm.Task) (json.RawMessage, error) {
 		if negotiation.AgentName(a) == agent && t.Attempt == 1 {
 			started <- t.SubTaskID
 			<-ctx.Done()
@@ -192,7 +192,7 @@ func blockFirst(agent string, started chan<- string) func(context.Context, strin
 // participant, and the swarm completes with each result recorded once.
 func TestSwarmParticipantNodeKilledMidTask(t *testing.T) {
 	started := make(chan string, 4)
-	net := swarmNet(t, 6, workCaps, func(i int) func(context.Context, string, swarm.Task) (json.RawMessage, error) {
+	net := swarmNet(t, 6, workCaps, func(i int) func(context.Context, string, taskswarm.Task) (json.RawMessage, error) {
 		return blockFirst("w2", started)
 	})
 	boss := net.Nodes[0]
@@ -239,8 +239,8 @@ func TestSwarmCoordinatorRestartResumes(t *testing.T) {
 	release := make(chan struct{})
 	var mu sync.Mutex
 	runs := map[string]int{}
-	work := func(int) func(context.Context, string, swarm.Task) (json.RawMessage, error) {
-		return func(ctx context.Context, a string, task swarm.Task) (json.RawMessage, error) {
+	work := func(int) func(context.Context, string, taskswarm.Task) (json.RawMessage, error) {
+		return func(ctx context.Context, a string, task taskswarm.Task) (json.RawMessage, error) {
 			mu.Lock()
 			runs[task.SubTaskID]++
 			mu.Unlock()
@@ -289,7 +289,7 @@ func TestSwarmCoordinatorRestartResumes(t *testing.T) {
 	})
 	boss := net.Start(0, cfg, func(nd *node.Node) { configure(nd, 0, nil) })
 	got, err := boss.Swarm(t.Context(), s.ID)
-	if err != nil || got.Status != swarm.StatusActive {
+	if err != nil || got.Status != taskswarm.StatusActive {
 		t.Fatalf("after the restart the coordinator has %+v, %v; want the active swarm", got.Status, err)
 	}
 	for j := 1; j < len(net.Nodes); j++ {

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/nova-node/nova-node/node/demo"
+	"github.com/nova-node/nova-node/internal/demo"
 )
 
 func newDemoCmd(g *globals) *cobra.Command {

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nova-node/nova-node/node/demo"
-	"github.com/nova-node/nova-node/protocol/swarm"
+	"github.com/nova-node/nova-node/internal/demo"
+	"github.com/nova-node/nova-node/protocol/task/taskswarm"
 	"github.com/nova-node/nova-node/testnet"
 )
 
@@ -41,7 +41,7 @@ func TestDemo(t *testing.T) {
 		t.Fatalf("tier steps: refusals %v, escalation %+v", codes, sum.Escalation)
 	}
 	s := sum.Swarm
-	if s == nil || s.Status != swarm.StatusCompleted || len(s.Results) != 4 || s.SubTasks != 4 || s.SharedStatus != swarm.StatusCompleted {
+	if s == nil || s.Status != taskswarm.StatusCompleted || len(s.Results) != 4 || s.SubTasks != 4 || s.SharedStatus != taskswarm.StatusCompleted {
 		t.Fatalf("swarm %+v", s)
 	}
 	if len(s.Reassigned) != 1 || s.Reassigned[0].From != "mars" || s.Reassigned[0].To == "mars" {

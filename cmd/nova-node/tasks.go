@@ -10,9 +10,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nova-node/nova-node/internal/demo"
 	"github.com/nova-node/nova-node/node"
-	"github.com/nova-node/nova-node/node/demo"
-	"github.com/nova-node/nova-node/protocol/negotiation"
+	"github.com/nova-node/nova-node/protocol/task/negotiation"
 )
 
 // taskCommands are the commands of task negotiation, swarms and the demo

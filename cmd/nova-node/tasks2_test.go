@@ -12,8 +12,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/nova-node/nova-node/protocol/negotiation"
-	"github.com/nova-node/nova-node/protocol/swarm"
+	"github.com/nova-node/nova-node/protocol/task/negotiation"
+	"github.com/nova-node/nova-node/protocol/task/taskswarm"
 )
 
 // TestSwarmCreateRecruitTimeoutRange: a --recruit-timeout below 1s (which
@@ -45,8 +45,8 @@ func TestSwarmCreateRecruitTimeoutRange(t *testing.T) {
 func TestSwarmFailedAtCreation(t *testing.T) {
 	var out bytes.Buffer
 	g := &globals{stdout: &out, stderr: &out}
-	s := swarm.Swarm{ID: "swarm-1", Status: swarm.StatusFailed, Error: "no agent accepted",
-		Recruits: []swarm.Recruit{{Agent: "bob", Status: swarm.RecruitTimedOut}}}
+	s := taskswarm.Swarm{ID: "swarm-1", Status: taskswarm.StatusFailed, Error: "no agent accepted",
+		Recruits: []taskswarm.Recruit{{Agent: "bob", Status: taskswarm.RecruitTimedOut}}}
 	err := swarmFailed(g, s)
 	var ee *exitError
 	if !errors.As(err, &ee) || ee.code != 1 || ee.hint == "" || codeOf(err, 1) != codeSwarmFailed ||
@@ -66,7 +66,7 @@ func TestSwarmStatusByPrefix(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("swarm create: %d %s", code, errOut)
 		}
-		ids = append(ids, decodeJSON[swarm.Swarm](t, out).ID)
+		ids = append(ids, decodeJSON[taskswarm.Swarm](t, out).ID)
 	}
 	n := len("swarm-")
 	for ids[0][:n+1] == ids[1][:n+1] && n < len(ids[0])-1 && ids[0][:n+2] == ids[1][:n+2] {
@@ -74,7 +74,7 @@ func TestSwarmStatusByPrefix(t *testing.T) {
 	}
 	prefix := ids[0][:n+2] // unique
 	out, errOut, code := runCLI(t, "swarm", "status", prefix, "--data-dir", dirA, "--json")
-	if code != 0 || decodeJSON[swarm.Swarm](t, out).ID != ids[0] {
+	if code != 0 || decodeJSON[taskswarm.Swarm](t, out).ID != ids[0] {
 		t.Fatalf("swarm status %s: %d %s %s", prefix, code, out, errOut)
 	}
 	_, errOut, code = runCLI(t, "swarm", "status", "swarm-", "--data-dir", dirA)
@@ -154,8 +154,8 @@ func TestHumanDurations(t *testing.T) {
 	if !strings.Contains(out.String(), "estimated completion 10m;") {
 		t.Errorf("printOutcome: %q", out.String())
 	}
-	if l := recruitingLine(swarm.Swarm{Status: swarm.StatusRecruiting, RecruitDeadlineMs: time.Now().Add(2*time.Minute + 400*time.Millisecond).UnixMilli(),
-		Recruits: []swarm.Recruit{{Status: swarm.RecruitProposed}}}); !strings.Contains(l, "waiting up to 2m ") {
+	if l := recruitingLine(taskswarm.Swarm{Status: taskswarm.StatusRecruiting, RecruitDeadlineMs: time.Now().Add(2*time.Minute + 400*time.Millisecond).UnixMilli(),
+		Recruits: []taskswarm.Recruit{{Status: taskswarm.RecruitProposed}}}); !strings.Contains(l, "waiting up to 2m ") {
 		t.Errorf("recruitingLine: %q", l)
 	}
 	now := time.Now()

@@ -11,10 +11,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nova-node/nova-node/internal/demo"
 	"github.com/nova-node/nova-node/node"
-	"github.com/nova-node/nova-node/node/demo"
-	"github.com/nova-node/nova-node/protocol/negotiation"
-	"github.com/nova-node/nova-node/protocol/swarm"
+	"github.com/nova-node/nova-node/protocol/task/negotiation"
+	"github.com/nova-node/nova-node/protocol/task/taskswarm"
 )
 
 func newSwarmCmd(g *globals) *cobra.Command {
@@ -134,7 +134,7 @@ when none did.`,
 				return err
 			}
 			if err != nil || !wait {
-				if err != nil || s.Status == swarm.StatusFailed {
+				if err != nil || s.Status == taskswarm.StatusFailed {
 					// Failed at creation: no proposal could be sent, or
 					// every one was answered or expired before create
 					// returned. Either way, exit 1 with the reason.
@@ -257,9 +257,9 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
-func progress(s swarm.Swarm) (done, total int) {
+func progress(s taskswarm.Swarm) (done, total int) {
 	for _, st := range s.SubTasks {
-		if st.Status == swarm.SubTaskCompleted {
+		if st.Status == taskswarm.SubTaskCompleted {
 			done++
 		}
 	}
@@ -275,7 +275,7 @@ func bar(done, total, width int) string {
 }
 
 // printSwarm prints a snapshot.
-func printSwarm(w io.Writer, s swarm.Swarm) {
+func printSwarm(w io.Writer, s taskswarm.Swarm) {
 	done, total := progress(s)
 	fmt.Fprintf(w, "swarm    %s\ntask     %s\ncreator  %s\nstatus   %s %s %d/%d\n", s.ID, s.TaskDescription, shortAddr(s.Creator),
 		s.Status, bar(done, total, 20), done, total)
@@ -289,14 +289,14 @@ func printSwarm(w io.Writer, s swarm.Swarm) {
 	fmt.Fprintf(w, "agents   %s\n", strings.Join(parts, ", "))
 	accepted := 0
 	for _, r := range s.Recruits {
-		if r.Status == swarm.RecruitAccepted || r.Status == swarm.RecruitReleased || r.Status == swarm.RecruitDropped {
+		if r.Status == taskswarm.RecruitAccepted || r.Status == taskswarm.RecruitReleased || r.Status == taskswarm.RecruitDropped {
 			accepted++
 		}
 	}
 	fmt.Fprintf(w, "recruits %d proposed, %d accepted\n\nSUB-TASKS\n", len(s.Recruits), accepted)
 	for _, st := range s.SubTasks {
 		fmt.Fprintf(w, "  %-6s %-10s %-24s attempt %d  %s\n", st.ID, st.Status, shortAddr(st.AssignedAgent), st.Attempts, demo.Clip(st.Description, 50))
-		if st.Error != "" && st.Status != swarm.SubTaskCompleted {
+		if st.Error != "" && st.Status != taskswarm.SubTaskCompleted {
 			fmt.Fprintf(w, "         last error: %s\n", demo.Clip(st.Error, 100))
 		}
 		if r := s.Results[st.ID]; len(r) > 0 {
@@ -311,8 +311,8 @@ func printSwarm(w io.Writer, s swarm.Swarm) {
 func followSwarm(cmd *cobra.Command, g *globals, cl *node.Client, id string) error {
 	tty := isTerminal(g.stdout) && !g.json
 	seen := map[string]string{}
-	var last swarm.Swarm
-	lastStatus := swarm.Status("")
+	var last taskswarm.Swarm
+	lastStatus := taskswarm.Status("")
 	barShown := false
 	clear := func() {
 		if barShown {
@@ -320,7 +320,7 @@ func followSwarm(cmd *cobra.Command, g *globals, cl *node.Client, id string) err
 			barShown = false
 		}
 	}
-	err := cl.FollowSwarm(cmd.Context(), id, func(s swarm.Swarm) error {
+	err := cl.FollowSwarm(cmd.Context(), id, func(s taskswarm.Swarm) error {
 		last = s
 		if g.json {
 			return nil
@@ -344,15 +344,15 @@ func followSwarm(cmd *cobra.Command, g *globals, cl *node.Client, id string) err
 			}
 			seen[st.ID] = key
 			switch st.Status {
-			case swarm.SubTaskRunning:
+			case taskswarm.SubTaskRunning:
 				lines = append(lines, fmt.Sprintf("  %s -> %s (attempt %d): %s", st.ID, shortAddr(st.AssignedAgent), st.Attempts, demo.Clip(st.Description, 60)))
-			case swarm.SubTaskCompleted:
+			case taskswarm.SubTaskCompleted:
 				lines = append(lines, fmt.Sprintf("  %s done by %s: %s", st.ID, shortAddr(st.AssignedAgent), demo.Clip(demo.ResultText(s.Results[st.ID]), 70)))
-			case swarm.SubTaskPending:
+			case taskswarm.SubTaskPending:
 				if st.Error != "" {
 					lines = append(lines, fmt.Sprintf("  %s failed, being reassigned: %s", st.ID, demo.Clip(st.Error, 70)))
 				}
-			case swarm.SubTaskFailed:
+			case taskswarm.SubTaskFailed:
 				lines = append(lines, fmt.Sprintf("  %s escalated: %s", st.ID, demo.Clip(st.Error, 70)))
 			}
 		}
@@ -371,7 +371,7 @@ func followSwarm(cmd *cobra.Command, g *globals, cl *node.Client, id string) err
 	if err != nil {
 		return err
 	}
-	if last.Status == swarm.StatusFailed {
+	if last.Status == taskswarm.StatusFailed {
 		if !g.json {
 			done, total := progress(last)
 			fmt.Fprintf(g.stdout, "%s %s %d/%d sub-tasks\n", last.Status, bar(done, total, 30), done, total)
@@ -385,7 +385,7 @@ func followSwarm(cmd *cobra.Command, g *globals, cl *node.Client, id string) err
 	} else if last.Status.Terminal() {
 		done, total := progress(last)
 		fmt.Fprintf(g.stdout, "%s %s %d/%d sub-tasks\n", last.Status, bar(done, total, 30), done, total)
-		if last.Status == swarm.StatusCompleted {
+		if last.Status == taskswarm.StatusCompleted {
 			fmt.Fprintln(g.stdout, "\nRESULTS")
 			for _, st := range last.SubTasks {
 				fmt.Fprintf(g.stdout, "  %s %s\n", st.ID, demo.ResultText(last.Results[st.ID]))
@@ -397,9 +397,9 @@ func followSwarm(cmd *cobra.Command, g *globals, cl *node.Client, id string) err
 
 // swarmFailed is the failure (exit 1, SWARM_FAILED) of swarm s, which
 // failed, with its reason and advice.
-func swarmFailed(g *globals, s swarm.Swarm) error {
+func swarmFailed(g *globals, s taskswarm.Swarm) error {
 	hint := fmt.Sprintf("`nova-node swarm status %s%s` shows each sub-task and its last error", s.ID, dataDirFlag(g))
-	if len(s.Participants) == 0 && slices.ContainsFunc(s.Recruits, func(r swarm.Recruit) bool { return r.Status == swarm.RecruitTimedOut }) {
+	if len(s.Participants) == 0 && slices.ContainsFunc(s.Recruits, func(r taskswarm.Recruit) bool { return r.Status == taskswarm.RecruitTimedOut }) {
 		hint = "the proposals expired unanswered: a node started with `nova-node run` waits for its operator to run " +
 			"`nova-node tasks accept ID` there (`nova-node tasks pending` lists them); create the swarm again with a longer --recruit-timeout, like 10m"
 	}
@@ -433,14 +433,14 @@ func resolveSwarm(cmd *cobra.Command, cl *node.Client, prefix string) (string, e
 
 // recruitingLine says, for a swarm still recruiting, how long the proposed
 // agents have to answer and who answers for them; "" otherwise.
-func recruitingLine(s swarm.Swarm) string {
+func recruitingLine(s taskswarm.Swarm) string {
 	waiting := 0
 	for _, r := range s.Recruits {
-		if r.Status == swarm.RecruitProposing || r.Status == swarm.RecruitProposed {
+		if r.Status == taskswarm.RecruitProposing || r.Status == taskswarm.RecruitProposed {
 			waiting++
 		}
 	}
-	if s.Status != swarm.StatusRecruiting || waiting == 0 {
+	if s.Status != taskswarm.StatusRecruiting || waiting == 0 {
 		return ""
 	}
 	left := time.Until(time.UnixMilli(s.RecruitDeadlineMs)).Round(time.Second)
@@ -451,7 +451,7 @@ func recruitingLine(s swarm.Swarm) string {
 
 // swarmErr adds a hint to an unknown swarm's SWARM_NOT_FOUND.
 func swarmErr(err error) error {
-	if err != nil && codeOf(err, 1) == swarm.CodeSwarmNotFound {
+	if err != nil && codeOf(err, 1) == taskswarm.CodeSwarmNotFound {
 		return &exitError{code: 1, err: err, hint: "`nova-node swarm list` lists the swarms this node coordinates; " +
 			"a swarm coordinated elsewhere is found by its full id (swarm-...), once its document reached this node"}
 	}

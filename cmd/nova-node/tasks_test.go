@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nova-node/nova-node/protocol/negotiation"
-	"github.com/nova-node/nova-node/protocol/swarm"
+	"github.com/nova-node/nova-node/protocol/task/negotiation"
+	"github.com/nova-node/nova-node/protocol/task/taskswarm"
 	"github.com/nova-node/nova-node/testnet"
 )
 
@@ -113,8 +113,8 @@ func TestSwarmCommands(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("swarm create: %d %s", code, errOut)
 	}
-	s := decodeJSON[swarm.Swarm](t, out)
-	if s.Status != swarm.StatusRecruiting || len(s.Recruits) != 1 || len(s.SubTasks) != 2 ||
+	s := decodeJSON[taskswarm.Swarm](t, out)
+	if s.Status != taskswarm.StatusRecruiting || len(s.Recruits) != 1 || len(s.SubTasks) != 2 ||
 		s.SubTasks[0].Description != "say hello" || s.SubTasks[0].RequiredCapabilities[0] != "echo" {
 		t.Fatalf("created %+v", s)
 	}
@@ -127,7 +127,7 @@ func TestSwarmCommands(t *testing.T) {
 		if code != 0 {
 			return fmt.Errorf("status: %d %s", code, errOut)
 		}
-		if got := decodeJSON[swarm.Swarm](t, out); got.Status != swarm.StatusCompleted || len(got.Results) != 2 {
+		if got := decodeJSON[taskswarm.Swarm](t, out); got.Status != taskswarm.StatusCompleted || len(got.Results) != 2 {
 			return fmt.Errorf("swarm is %s with %d results", got.Status, len(got.Results))
 		}
 		return nil
@@ -151,17 +151,17 @@ func TestSwarmCommands(t *testing.T) {
 		if code != 0 {
 			return fmt.Errorf("status on bob's node: %d %s", code, errOut)
 		}
-		if got := decodeJSON[swarm.Swarm](t, out); got.Status != swarm.StatusCompleted || len(got.SubTasks) != 2 {
+		if got := decodeJSON[taskswarm.Swarm](t, out); got.Status != taskswarm.StatusCompleted || len(got.SubTasks) != 2 {
 			return fmt.Errorf("bob's node sees %s", got.Status)
 		}
 		return nil
 	})
-	if _, errOut, code := runCLI(t, "swarm", "status", "swarm-nope", "--data-dir", dirA); code != 1 || !strings.Contains(errOut, swarm.CodeSwarmNotFound) {
+	if _, errOut, code := runCLI(t, "swarm", "status", "swarm-nope", "--data-dir", dirA); code != 1 || !strings.Contains(errOut, taskswarm.CodeSwarmNotFound) {
 		t.Fatalf("unknown swarm: %d %s", code, errOut)
 	}
 	// No capable agent: the code says so.
 	if _, errOut, code := runCLI(t, "swarm", "create", "--data-dir", dirA, "--task", "x", "--cap", "translate.klingon"); code != 1 ||
-		!strings.Contains(errOut, swarm.CodeCapabilityNotFound) {
+		!strings.Contains(errOut, taskswarm.CodeCapabilityNotFound) {
 		t.Fatalf("no capable agent: %d %s", code, errOut)
 	}
 }

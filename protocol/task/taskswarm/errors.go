@@ -1,4 +1,4 @@
-package swarm
+package taskswarm
 
 import (
 	"fmt"
@@ -7,7 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/nova-node/nova-node/agentcard"
-	"github.com/nova-node/nova-node/protocol/negotiation"
+	"github.com/nova-node/nova-node/protocol/task/negotiation"
 )
 
 // Error codes of this package. CAPABILITY_NOT_FOUND is the seed's (it is

@@ -1,4 +1,4 @@
-package swarm
+package taskswarm
 
 import (
 	"bytes"
@@ -6,7 +6,7 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/nova-node/nova-node/protocol/negotiation"
+	"github.com/nova-node/nova-node/protocol/task/negotiation"
 )
 
 // Status is where a swarm stands: recruiting -> active -> completing ->

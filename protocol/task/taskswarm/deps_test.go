@@ -1,4 +1,4 @@
-package swarm_test
+package taskswarm_test
 
 import (
 	"slices"
@@ -12,7 +12,7 @@ import (
 var allowedImports = []string{
 	"github.com/nova-node/nova-node/envelope",
 	"github.com/nova-node/nova-node/agentcard",
-	"github.com/nova-node/nova-node/protocol/negotiation",
+	"github.com/nova-node/nova-node/protocol/task/negotiation",
 }
 
 func TestImports(t *testing.T) {

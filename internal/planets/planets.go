@@ -11,8 +11,8 @@ import (
 
 	"github.com/nova-node/nova-node/agentcard"
 	"github.com/nova-node/nova-node/envelope"
-	"github.com/nova-node/nova-node/protocol/negotiation"
-	"github.com/nova-node/nova-node/protocol/swarm"
+	"github.com/nova-node/nova-node/protocol/task/negotiation"
+	"github.com/nova-node/nova-node/protocol/task/taskswarm"
 	"github.com/nova-node/nova-node/tiers"
 )
 
@@ -172,11 +172,11 @@ type Result struct {
 const maxQuote = 120
 
 // Work is the built-in sub-task handler of the planetary agents (a
-// swarm.ParticipantConfig.Work): deterministic, it returns
+// taskswarm.ParticipantConfig.Work): deterministic, it returns
 // {"agent","capability","summary"} where summary says which capability the
 // agent applied to the sub-task's description. It fails with
 // [ErrUnknownAgent] for an agent that is not planetary and honours ctx.
-func Work(ctx context.Context, agent string, task swarm.Task) (json.RawMessage, error) {
+func Work(ctx context.Context, agent string, task taskswarm.Task) (json.RawMessage, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -205,12 +205,12 @@ func Work(ctx context.Context, agent string, task swarm.Task) (json.RawMessage, 
 // FailingOnce returns a Work that fails the first attempt of every sub-task
 // given to one of the named agents with [ErrSimulatedFailure], and is [Work]
 // otherwise: the demo's injected fault, so that a reassignment is seen.
-func FailingOnce(agentIDs ...string) func(ctx context.Context, agent string, task swarm.Task) (json.RawMessage, error) {
+func FailingOnce(agentIDs ...string) func(ctx context.Context, agent string, task taskswarm.Task) (json.RawMessage, error) {
 	fail := map[string]bool{}
 	for _, id := range agentIDs {
 		fail[strings.ToLower(id)] = true
 	}
-	return func(ctx context.Context, agent string, task swarm.Task) (json.RawMessage, error) {
+	return func(ctx context.Context, agent string, task taskswarm.Task) (json.RawMessage, error) {
 		if fail[strings.ToLower(negotiation.AgentName(agent))] && task.Attempt == 1 {
 			return nil, fmt.Errorf("planets: %s on sub-task %s: %w", negotiation.AgentName(agent), task.SubTaskID, ErrSimulatedFailure)
 		}

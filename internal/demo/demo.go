@@ -17,11 +17,11 @@ import (
 
 	"github.com/nova-node/nova-node/agentcard"
 	"github.com/nova-node/nova-node/envelope"
+	"github.com/nova-node/nova-node/internal/planets"
 	"github.com/nova-node/nova-node/node"
-	"github.com/nova-node/nova-node/node/planets"
 	"github.com/nova-node/nova-node/protocol"
-	"github.com/nova-node/nova-node/protocol/negotiation"
-	"github.com/nova-node/nova-node/protocol/swarm"
+	"github.com/nova-node/nova-node/protocol/task/negotiation"
+	"github.com/nova-node/nova-node/protocol/task/taskswarm"
 )
 
 // Summary is what the demo found (what `nova-node demo --json` prints).
@@ -64,7 +64,7 @@ type demoProposal struct {
 
 type demoSwarm struct {
 	ID           string                     `json:"id"`
-	Status       swarm.Status               `json:"status"`
+	Status       taskswarm.Status           `json:"status"`
 	Creator      string                     `json:"creator"`
 	Proposed     int                        `json:"proposed"`
 	Accepted     int                        `json:"accepted"`
@@ -74,7 +74,7 @@ type demoSwarm struct {
 	Reassigned   []demoReassign             `json:"reassigned"`
 	Results      map[string]json.RawMessage `json:"results"`
 	Document     string                     `json:"document"`
-	SharedStatus swarm.Status               `json:"sharedStatus"`
+	SharedStatus taskswarm.Status           `json:"sharedStatus"`
 	ReadOn       string                     `json:"sharedReadOn"`
 	DurationMs   int64                      `json:"durationMs"`
 }
@@ -92,7 +92,7 @@ type demoRun struct {
 	nodes  []*node.Node
 	names  map[string]string // peer ID -> "node N"
 	tiers  map[string]string // agent id -> tier
-	events chan swarm.Event
+	events chan taskswarm.Event
 	mu     sync.Mutex
 	lost   int
 }
@@ -121,7 +121,7 @@ func Run(ctx context.Context, w io.Writer) (sum Summary, err error) {
 	}
 	defer os.RemoveAll(dir)
 	sum.DataDir = dir
-	d := &demoRun{w: w, names: map[string]string{}, tiers: map[string]string{}, events: make(chan swarm.Event, 4096)}
+	d := &demoRun{w: w, names: map[string]string{}, tiers: map[string]string{}, events: make(chan taskswarm.Event, 4096)}
 	defer d.close()
 
 	fmt.Fprintf(w, "nova-node demo: %d nodes on 127.0.0.1 host the 21 planetary agents and run one swarm task.\n", NodeCount)
@@ -242,7 +242,7 @@ func (d *demoRun) start(ctx context.Context, dir string) error {
 	return nil
 }
 
-func (d *demoRun) onEvent(ev swarm.Event) {
+func (d *demoRun) onEvent(ev taskswarm.Event) {
 	select {
 	case d.events <- ev:
 	default:
@@ -374,7 +374,7 @@ func (d *demoRun) tiers2(ctx context.Context, sum *Summary) error {
 
 // swarm creates the demo's swarm on sun's node and prints its events live
 // until it ends.
-func (d *demoRun) swarm(ctx context.Context, sum *Summary) (swarm.Swarm, error) {
+func (d *demoRun) swarm(ctx context.Context, sum *Summary) (taskswarm.Swarm, error) {
 	w := d.w
 	sunNode := d.nodeOf("sun")
 	caps := []string{"code.write", "code.review", "test.write", "docs.write"}
@@ -410,7 +410,7 @@ func (d *demoRun) swarm(ctx context.Context, sum *Summary) (swarm.Swarm, error) 
 		}
 	}
 	for {
-		var ev swarm.Event
+		var ev taskswarm.Event
 		select {
 		case <-ctx.Done():
 			return s, fmt.Errorf("the swarm did not finish: %w", ctx.Err())
@@ -421,45 +421,45 @@ func (d *demoRun) swarm(ctx context.Context, sum *Summary) (swarm.Swarm, error) 
 		}
 		name := strings.Split(ev.Agent, "@")[0]
 		switch ev.Type {
-		case swarm.EvtRecruitAnswered:
+		case taskswarm.EvtRecruitAnswered:
 			switch {
-			case active && strings.HasPrefix(ev.Detail, string(swarm.RecruitAccepted)):
+			case active && strings.HasPrefix(ev.Detail, string(taskswarm.RecruitAccepted)):
 				ds.Accepted++
 				fmt.Fprintf(w, "  ✓ %s accepted a proposal to take over the failed sub-task\n", d.label(ev.Agent))
-			case strings.HasPrefix(ev.Detail, string(swarm.RecruitAccepted)):
+			case strings.HasPrefix(ev.Detail, string(taskswarm.RecruitAccepted)):
 				accepted = append(accepted, name)
 			default:
 				fmt.Fprintf(w, "  ✗ %s: %s\n", d.label(ev.Agent), ev.Detail)
 			}
-		case swarm.EvtAgentReleased:
+		case taskswarm.EvtAgentReleased:
 			released = append(released, name)
-		case swarm.EvtSwarmStatusChanged:
+		case taskswarm.EvtSwarmStatusChanged:
 			flushRecruits()
-			active = active || ev.To == swarm.StatusActive
+			active = active || ev.To == taskswarm.StatusActive
 			fmt.Fprintf(w, "  status %s → %s\n", ev.From, ev.To)
-		case swarm.EvtSubTaskAssigned:
+		case taskswarm.EvtSubTaskAssigned:
 			flushRecruits()
 			fmt.Fprintf(w, "  → %s assigned to %s: %s\n", ev.SubTaskID, d.label(ev.Agent), ev.Detail)
-		case swarm.EvtSubTaskFailed:
+		case taskswarm.EvtSubTaskFailed:
 			failed[ev.SubTaskID] = demoReassign{SubTask: ev.SubTaskID, From: name, Reason: ev.Detail}
 			why := Clip(ev.Detail, 90)
 			if strings.HasPrefix(ev.Detail, planets.CodeSimulatedFailure) {
 				why = planets.CodeSimulatedFailure + ", the demo's injected fault"
 			}
 			fmt.Fprintf(w, "  ✗ %s failed on %s, attempt %d: %s\n", ev.SubTaskID, d.label(ev.Agent), ev.Attempt, why)
-		case swarm.EvtSubTaskReassigned:
+		case taskswarm.EvtSubTaskReassigned:
 			r := failed[ev.SubTaskID]
 			r.SubTask, r.To = ev.SubTaskID, name
 			ds.Reassigned = append(ds.Reassigned, r)
 			fmt.Fprintf(w, "  ↻ %s reassigned to %s, attempt %d\n", ev.SubTaskID, d.label(ev.Agent), ev.Attempt)
-		case swarm.EvtSubTaskCompleted:
+		case taskswarm.EvtSubTaskCompleted:
 			fmt.Fprintf(w, "  ✓ %s done by %s\n", ev.SubTaskID, d.label(ev.Agent))
-		case swarm.EvtSubTaskEscalated:
+		case taskswarm.EvtSubTaskEscalated:
 			fmt.Fprintf(w, "  ! %s escalated to the L0 agent: %s\n", ev.SubTaskID, ev.Detail)
-		case swarm.EvtSwarmReported:
+		case taskswarm.EvtSwarmReported:
 			fmt.Fprintf(w, "  ⇒ outcome reported to %s: %s\n", d.label(ev.Agent), ev.Detail)
 		}
-		if ev.Type == swarm.EvtSwarmReported {
+		if ev.Type == taskswarm.EvtSwarmReported {
 			cur, _ := sunNode.Coordinator().Get(s.ID)
 			if cur.Status.Terminal() {
 				s = cur
@@ -469,7 +469,7 @@ func (d *demoRun) swarm(ctx context.Context, sum *Summary) (swarm.Swarm, error) 
 	}
 	ds.Status, ds.Results, ds.DurationMs = s.Status, s.Results, time.Since(begin).Milliseconds()
 	ds.Participants = s.Participants
-	if s.Status != swarm.StatusCompleted {
+	if s.Status != taskswarm.StatusCompleted {
 		return s, fmt.Errorf("swarm %s: %s", s.Status, s.Error)
 	}
 	if len(ds.Reassigned) == 0 {
@@ -479,10 +479,10 @@ func (d *demoRun) swarm(ctx context.Context, sum *Summary) (swarm.Swarm, error) 
 }
 
 // shared reads the swarm's document on a node that does not coordinate it.
-func (d *demoRun) shared(ctx context.Context, s swarm.Swarm, sum *Summary) error {
+func (d *demoRun) shared(ctx context.Context, s taskswarm.Swarm, sum *Summary) error {
 	w := d.w
 	reader := d.nodes[len(d.nodes)-1]
-	var view swarm.Swarm
+	var view taskswarm.Swarm
 	err := waitFor(ctx, 10*time.Second, func() error {
 		var err error
 		view, err = reader.Swarm(ctx, s.ID)

@@ -8,9 +8,9 @@ import (
 	"testing"
 
 	"github.com/nova-node/nova-node/envelope"
-	"github.com/nova-node/nova-node/node/planets"
-	"github.com/nova-node/nova-node/protocol/negotiation"
-	"github.com/nova-node/nova-node/protocol/swarm"
+	"github.com/nova-node/nova-node/internal/planets"
+	"github.com/nova-node/nova-node/protocol/task/negotiation"
+	"github.com/nova-node/nova-node/protocol/task/taskswarm"
 	"github.com/nova-node/nova-node/tiers"
 )
 
@@ -73,7 +73,7 @@ func TestAgentsMatchTheSeed(t *testing.T) {
 }
 
 func TestWorkIsDeterministic(t *testing.T) {
-	task := swarm.Task{SwarmID: "s1", SubTaskID: "st-1", Attempt: 1, Description: "ship the parser (part: code.review)",
+	task := taskswarm.Task{SwarmID: "s1", SubTaskID: "st-1", Attempt: 1, Description: "ship the parser (part: code.review)",
 		RequiredCapabilities: []string{"code.review"}}
 	a, err := planets.Work(t.Context(), "mars@12D3KooW", task)
 	if err != nil {
@@ -90,7 +90,7 @@ func TestWorkIsDeterministic(t *testing.T) {
 	if r.Agent != "mars" || r.Capability != "code.review" || r.Summary != "Mars (L2, operational) reviewed: ship the parser (part: code.review)" {
 		t.Fatalf("result %+v", r)
 	}
-	long := swarm.Task{SwarmID: "s", SubTaskID: "t", Attempt: 1, Description: strings.Repeat("é", 200)}
+	long := taskswarm.Task{SwarmID: "s", SubTaskID: "t", Attempt: 1, Description: strings.Repeat("é", 200)}
 	out, _ := planets.Work(t.Context(), "io", long)
 	if len(out) > 400 || !json.Valid(out) {
 		t.Fatalf("long description: %d bytes %s", len(out), out)
@@ -107,7 +107,7 @@ func TestWorkIsDeterministic(t *testing.T) {
 
 func TestFailingOnce(t *testing.T) {
 	w := planets.FailingOnce("mars")
-	task := swarm.Task{SwarmID: "s", SubTaskID: "st-1", Attempt: 1, Description: "x"}
+	task := taskswarm.Task{SwarmID: "s", SubTaskID: "st-1", Attempt: 1, Description: "x"}
 	_, err := w(t.Context(), "mars@p", task)
 	if !errors.Is(err, planets.ErrSimulatedFailure) || negotiation.CodeOf(err) != "SIMULATED_FAILURE" {
 		t.Fatalf("first attempt: %v", err)

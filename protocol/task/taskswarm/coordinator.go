@@ -1,4 +1,4 @@
-package swarm
+package taskswarm
 
 import (
 	"cmp"
@@ -15,7 +15,7 @@ import (
 
 	"github.com/nova-node/nova-node/agentcard"
 	"github.com/nova-node/nova-node/envelope"
-	"github.com/nova-node/nova-node/protocol/negotiation"
+	"github.com/nova-node/nova-node/protocol/task/negotiation"
 )
 
 // Bucket is the KV bucket that holds the swarms, one JSON value per swarm

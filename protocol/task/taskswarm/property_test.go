@@ -1,4 +1,4 @@
-package swarm_test
+package taskswarm_test
 
 import (
 	"context"
@@ -13,8 +13,8 @@ import (
 
 	"github.com/nova-node/nova-node/agentcard"
 	"github.com/nova-node/nova-node/envelope"
-	"github.com/nova-node/nova-node/protocol/negotiation"
-	"github.com/nova-node/nova-node/protocol/swarm"
+	"github.com/nova-node/nova-node/protocol/task/negotiation"
+	"github.com/nova-node/nova-node/protocol/task/taskswarm"
 	"github.com/nova-node/nova-node/tiers"
 	"pgregory.net/rapid"
 )
@@ -70,7 +70,7 @@ func genWorld(t *rapid.T, m *mesh, creatorTier *tiers.Tier) *world {
 	}
 	for _, nd := range nodeNames[:nNodes] {
 		n := w.m.addNode(nd, decide)
-		n.setWork(func(ctx context.Context, agent string, task swarm.Task) (json.RawMessage, error) {
+		n.setWork(func(ctx context.Context, agent string, task taskswarm.Task) (json.RawMessage, error) {
 			if w.flaky[agent] && task.Attempt == 1 {
 				return nil, errors.New("flaky agent fails its first attempt")
 			}
@@ -91,13 +91,13 @@ func (w *world) capable(addr string, caps []string) bool {
 	return false
 }
 
-func genCreate(t *rapid.T) (caps []string, opts swarm.CreateOptions) {
+func genCreate(t *rapid.T) (caps []string, opts taskswarm.CreateOptions) {
 	caps = rapid.SliceOfNDistinct(rapid.SampledFrom(capPool), 1, 3, rapid.ID[string]).Draw(t, "required")
 	if rapid.Bool().Draw(t, "customSubTasks") {
 		n := rapid.IntRange(1, 6).Draw(t, "subTasks")
 		for i := range n {
 			sc := rapid.SliceOfNDistinct(rapid.SampledFrom(caps), 0, 2, rapid.ID[string]).Draw(t, fmt.Sprintf("stCaps%d", i))
-			opts.SubTasks = append(opts.SubTasks, swarm.SubTaskSpec{Description: fmt.Sprintf("part %d", i), RequiredCapabilities: sc})
+			opts.SubTasks = append(opts.SubTasks, taskswarm.SubTaskSpec{Description: fmt.Sprintf("part %d", i), RequiredCapabilities: sc})
 		}
 	}
 	if rapid.Bool().Draw(t, "justified") {
@@ -151,7 +151,7 @@ func TestProperty25_ProposalsOnlyToCapable(t *testing.T) {
 				}
 				ct, tt := w.cards[w.creator].Tier, w.cards[r.Agent].Tier
 				forbidden := tiers.DefaultRules().Check(tiers.Message{Source: ct, Target: tt, Type: "task-proposal", Justification: opts.Justification}) != nil
-				if forbidden != (r.Status == swarm.RecruitUnreachable) {
+				if forbidden != (r.Status == taskswarm.RecruitUnreachable) {
 					rt.Fatalf("recruit %s (%s -> %s) is %s", r.Agent, ct, tt, r.Status)
 				}
 				sent := slices.ContainsFunc(proposals, func(e *envelope.Envelope) bool { return e.Recipient == r.Agent })
@@ -207,37 +207,37 @@ func TestProperty26_AssignmentAndCompletion(t *testing.T) {
 
 			// Status transitions.
 			var trans []string
-			for _, ev := range rec.of(swarm.EvtSwarmStatusChanged) {
+			for _, ev := range rec.of(taskswarm.EvtSwarmStatusChanged) {
 				trans = append(trans, string(ev.To))
 			}
 			completedPath := []string{"active", "completing", "completed"}
 			switch s.Status {
-			case swarm.StatusCompleted:
+			case taskswarm.StatusCompleted:
 				if !slices.Equal(trans, completedPath) {
 					rt.Fatalf("transitions %v", trans)
 				}
-			case swarm.StatusFailed:
+			case taskswarm.StatusFailed:
 				if len(trans) == 0 || trans[len(trans)-1] != "failed" || len(trans) > 2 {
 					rt.Fatalf("transitions %v", trans)
 				}
 			}
 
-			if s.Status == swarm.StatusFailed {
-				escalated := slices.ContainsFunc(s.SubTasks, func(st swarm.SubTask) bool { return st.Status == swarm.SubTaskFailed })
+			if s.Status == taskswarm.StatusFailed {
+				escalated := slices.ContainsFunc(s.SubTasks, func(st taskswarm.SubTask) bool { return st.Status == taskswarm.SubTaskFailed })
 				if !escalated && !strings.HasPrefix(s.Error, "no capable agent accepted") {
 					rt.Fatalf("failed for no reason: %q", s.Error)
 				}
 				if escalated {
 					// Nobody capable and untried was left for the failed sub-task.
 					for _, st := range s.SubTasks {
-						if st.Status != swarm.SubTaskFailed {
+						if st.Status != taskswarm.SubTaskFailed {
 							continue
 						}
 						for a := range w.cards {
 							if a == w.creator || !w.capableAll(a, st.RequiredCapabilities, caps) || slices.Contains(st.Tried, a) {
 								continue
 							}
-							if w.accept[a] && st.Attempts < swarm.DefaultMaxAttempts && !w.declinedOrGone(s, a) {
+							if w.accept[a] && st.Attempts < taskswarm.DefaultMaxAttempts && !w.declinedOrGone(s, a) {
 								rt.Fatalf("sub-task %s escalated while %s could take it\n%s", st.ID, a, &rec)
 							}
 						}
@@ -253,7 +253,7 @@ func TestProperty26_AssignmentAndCompletion(t *testing.T) {
 			if string(s.SharedState["progress"]) != fmt.Sprintf(`{"completed":%d,"total":%d}`, len(s.SubTasks), len(s.SubTasks)) {
 				rt.Fatalf("progress %s", s.SharedState["progress"])
 			}
-			reports := w.nodes["n1"].notices(swarm.NoticeCompleted)
+			reports := w.nodes["n1"].notices(taskswarm.NoticeCompleted)
 			if len(reports) != 1 || len(reports[0].Results) != len(s.SubTasks) {
 				rt.Fatalf("reports %+v", reports)
 			}
@@ -280,10 +280,10 @@ func (w *world) capableAll(addr string, need, swarmCaps []string) bool {
 }
 
 // declinedOrGone: the agent refused this swarm or could not be reached.
-func (w *world) declinedOrGone(s swarm.Swarm, a string) bool {
+func (w *world) declinedOrGone(s taskswarm.Swarm, a string) bool {
 	for _, r := range s.Recruits {
-		if r.Agent == a && (r.Status == swarm.RecruitRejected || r.Status == swarm.RecruitUnreachable ||
-			r.Status == swarm.RecruitTimedOut || r.Status == swarm.RecruitDropped || r.Gone) {
+		if r.Agent == a && (r.Status == taskswarm.RecruitRejected || r.Status == taskswarm.RecruitUnreachable ||
+			r.Status == taskswarm.RecruitTimedOut || r.Status == taskswarm.RecruitDropped || r.Gone) {
 			return true
 		}
 	}
@@ -291,12 +291,12 @@ func (w *world) declinedOrGone(s swarm.Swarm, a string) bool {
 }
 
 // checkAssigned checks property 26's assignment invariant on one state.
-func checkAssigned(t *rapid.T, w *world, s swarm.Swarm) {
-	if s.Status == swarm.StatusRecruiting {
+func checkAssigned(t *rapid.T, w *world, s taskswarm.Swarm) {
+	if s.Status == taskswarm.StatusRecruiting {
 		return
 	}
 	for _, p := range s.Participants {
-		if !slices.ContainsFunc(s.SubTasks, func(st swarm.SubTask) bool { return st.AssignedAgent == p }) {
+		if !slices.ContainsFunc(s.SubTasks, func(st taskswarm.SubTask) bool { return st.AssignedAgent == p }) {
 			t.Fatalf("%s: participant %s holds no sub-task: %+v", s.Status, p, s.SubTasks)
 		}
 	}

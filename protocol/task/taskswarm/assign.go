@@ -1,4 +1,4 @@
-package swarm
+package taskswarm
 
 import (
 	"cmp"

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/nova-node/nova-node/envelope"
-	"github.com/nova-node/nova-node/protocol/negotiation"
+	"github.com/nova-node/nova-node/protocol/task/negotiation"
 	"github.com/nova-node/nova-node/tiers"
 	"pgregory.net/rapid"
 )

@@ -1,4 +1,4 @@
-package swarm_test
+package taskswarm_test
 
 import (
 	"context"
@@ -13,8 +13,8 @@ import (
 
 	"github.com/nova-node/nova-node/agentcard"
 	"github.com/nova-node/nova-node/envelope"
-	"github.com/nova-node/nova-node/protocol/negotiation"
-	"github.com/nova-node/nova-node/protocol/swarm"
+	"github.com/nova-node/nova-node/protocol/task/negotiation"
+	"github.com/nova-node/nova-node/protocol/task/taskswarm"
 	"github.com/nova-node/nova-node/tiers"
 )
 
@@ -55,12 +55,12 @@ type node struct {
 	m     *mesh
 	store *negotiation.MemKV
 	neg   *negotiation.Negotiator
-	coord *swarm.Coordinator
-	part  *swarm.Participant
+	coord *taskswarm.Coordinator
+	part  *taskswarm.Participant
 
 	mu    sync.Mutex
 	inbox []*envelope.Envelope // envelopes no Handle took
-	work  func(ctx context.Context, agent string, t swarm.Task) (json.RawMessage, error)
+	work  func(ctx context.Context, agent string, t taskswarm.Task) (json.RawMessage, error)
 }
 
 func newMesh(t fataler) *mesh {
@@ -100,7 +100,7 @@ func (m *mesh) addAgent(name, nodeID string, tier tiers.Tier, caps ...string) st
 	return c.Address()
 }
 
-// Capable implements swarm.Directory: every card with the capability
+// Capable implements taskswarm.Directory: every card with the capability
 // (including cards of nodes that are down: directories lag).
 func (m *mesh) Capable(_ context.Context, _ string, capability string) ([]agentcard.Card, error) {
 	m.mu.Lock()
@@ -231,7 +231,7 @@ func (n *node) deliver(ctx context.Context, env *envelope.Envelope) {
 			continue
 		}
 		handled, err := h(ctx, env.Clone())
-		if err != nil && !errors.Is(err, swarm.ErrClosed) && !errors.Is(err, negotiation.ErrClosed) {
+		if err != nil && !errors.Is(err, taskswarm.ErrClosed) && !errors.Is(err, negotiation.ErrClosed) {
 			n.m.mu.Lock()
 			n.m.herrs = append(n.m.herrs, err)
 			n.m.mu.Unlock()
@@ -279,8 +279,8 @@ func (n *node) startNegotiator(decide negotiation.ProposalHandler) {
 }
 
 func (n *node) startParticipant() {
-	p, err := swarm.NewParticipant(swarm.ParticipantConfig{Post: n.m.post(n.id), Workers: 2,
-		Work: func(ctx context.Context, agent string, t swarm.Task) (json.RawMessage, error) {
+	p, err := taskswarm.NewParticipant(taskswarm.ParticipantConfig{Post: n.m.post(n.id), Workers: 2,
+		Work: func(ctx context.Context, agent string, t taskswarm.Task) (json.RawMessage, error) {
 			n.mu.Lock()
 			w := n.work
 			n.mu.Unlock()
@@ -316,24 +316,24 @@ func (n *node) install(start func(context.Context) error, set func()) {
 	}
 }
 
-func defaultWork(agent string, t swarm.Task) json.RawMessage {
+func defaultWork(agent string, t taskswarm.Task) json.RawMessage {
 	b, _ := json.Marshal(map[string]any{"agent": agent, "subTask": t.SubTaskID, "attempt": t.Attempt})
 	return b
 }
 
-func (n *node) setWork(w func(ctx context.Context, agent string, t swarm.Task) (json.RawMessage, error)) {
+func (n *node) setWork(w func(ctx context.Context, agent string, t taskswarm.Task) (json.RawMessage, error)) {
 	n.mu.Lock()
 	n.work = w
 	n.mu.Unlock()
 }
 
 // startCoordinator adds (or restarts) a Coordinator on n.
-func (n *node) startCoordinator(cfg swarm.Config) *swarm.Coordinator {
+func (n *node) startCoordinator(cfg taskswarm.Config) *taskswarm.Coordinator {
 	cfg.Negotiator, cfg.Post, cfg.Store = n.neg, n.m.post(n.id), n.store
 	if cfg.Directory == nil {
 		cfg.Directory = n.m
 	}
-	c, err := swarm.New(cfg)
+	c, err := taskswarm.New(cfg)
 	if err != nil {
 		n.m.t.Fatal(err)
 	}
@@ -368,15 +368,15 @@ func (n *node) stop() {
 }
 
 // notices returns the swarm notices n's agents received, of one kind ("" for all).
-func (n *node) notices(kind string) []swarm.Notice {
+func (n *node) notices(kind string) []taskswarm.Notice {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	var out []swarm.Notice
+	var out []taskswarm.Notice
 	for _, e := range n.inbox {
 		if e.Type != envelope.TypeNotification {
 			continue
 		}
-		if no, err := swarm.DecodeNotice(e.Payload); err == nil && (kind == "" || no.Kind == kind) {
+		if no, err := taskswarm.DecodeNotice(e.Payload); err == nil && (kind == "" || no.Kind == kind) {
 			out = append(out, no)
 		}
 	}
@@ -415,35 +415,35 @@ func acceptAll(context.Context, negotiation.Record) *negotiation.Decision {
 // recorder collects events and shared publications.
 type recorder struct {
 	mu        sync.Mutex
-	evs       []swarm.Event
-	published []swarm.Swarm
+	evs       []taskswarm.Event
+	published []taskswarm.Swarm
 	escalated []string // "swarmID/subTaskID"
 }
 
-func (r *recorder) emit(ev swarm.Event) {
+func (r *recorder) emit(ev taskswarm.Event) {
 	r.mu.Lock()
 	r.evs = append(r.evs, ev)
 	r.mu.Unlock()
 }
 
-// Publish implements swarm.Shared.
-func (r *recorder) Publish(_ context.Context, s swarm.Swarm) error {
+// Publish implements taskswarm.Shared.
+func (r *recorder) Publish(_ context.Context, s taskswarm.Swarm) error {
 	r.mu.Lock()
 	r.published = append(r.published, s)
 	r.mu.Unlock()
 	return nil
 }
 
-func (r *recorder) escalate(_ context.Context, s swarm.Swarm, st swarm.SubTask, _ string) {
+func (r *recorder) escalate(_ context.Context, s taskswarm.Swarm, st taskswarm.SubTask, _ string) {
 	r.mu.Lock()
 	r.escalated = append(r.escalated, s.ID+"/"+st.ID)
 	r.mu.Unlock()
 }
 
-func (r *recorder) of(t swarm.EventType) []swarm.Event {
+func (r *recorder) of(t taskswarm.EventType) []taskswarm.Event {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var out []swarm.Event
+	var out []taskswarm.Event
 	for _, ev := range r.evs {
 		if ev.Type == t {
 			out = append(out, ev)
@@ -463,6 +463,6 @@ func (r *recorder) String() string {
 	return b.String()
 }
 
-func (r *recorder) coordinatorConfig() swarm.Config {
-	return swarm.Config{Emit: r.emit, Shared: r, Escalate: r.escalate, RecruitTimeout: 10 * time.Second}
+func (r *recorder) coordinatorConfig() taskswarm.Config {
+	return taskswarm.Config{Emit: r.emit, Shared: r, Escalate: r.escalate, RecruitTimeout: 10 * time.Second}
 }

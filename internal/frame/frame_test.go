@@ -8,7 +8,7 @@ import (
 	"io"
 	"testing"
 
-	"github.com/nova-node/nova-node/protocol/frame"
+	"github.com/nova-node/nova-node/internal/frame"
 	"pgregory.net/rapid"
 )
 

@@ -60,4 +60,4 @@
 // publishing, asynchronous work) and Participant.Start its workers; Close
 // stops and waits for them. Emit, Escalate and Shared.Publish are called
 // without locks held and must not block for long.
-package swarm
+package taskswarm

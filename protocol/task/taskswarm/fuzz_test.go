@@ -1,4 +1,4 @@
-package swarm_test
+package taskswarm_test
 
 import (
 	"encoding/json"
@@ -6,7 +6,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/nova-node/nova-node/protocol/swarm"
+	"github.com/nova-node/nova-node/protocol/task/taskswarm"
 )
 
 // Seed corpora live in testdata/fuzz/<Target>/; these are added too.
@@ -20,9 +20,9 @@ func FuzzDecodeTask(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		task, err := swarm.DecodeTask(b)
+		task, err := taskswarm.DecodeTask(b)
 		if err != nil {
-			if !errors.Is(err, swarm.ErrInvalid) {
+			if !errors.Is(err, taskswarm.ErrInvalid) {
 				t.Fatalf("error without code: %v", err)
 			}
 			return
@@ -34,7 +34,7 @@ func FuzzDecodeTask(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		again, err := swarm.DecodeTask(enc)
+		again, err := taskswarm.DecodeTask(enc)
 		if err != nil || !reflect.DeepEqual(task, again) {
 			t.Fatalf("round trip: %+v -> %s -> %+v (%v)", task, enc, again, err)
 		}
@@ -50,9 +50,9 @@ func FuzzDecodeResult(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		r, err := swarm.DecodeResult(b)
+		r, err := taskswarm.DecodeResult(b)
 		if err != nil {
-			if !errors.Is(err, swarm.ErrInvalid) {
+			if !errors.Is(err, taskswarm.ErrInvalid) {
 				t.Fatalf("error without code: %v", err)
 			}
 			return
@@ -64,7 +64,7 @@ func FuzzDecodeResult(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		again, err := swarm.DecodeResult(enc)
+		again, err := taskswarm.DecodeResult(enc)
 		if err != nil || !reflect.DeepEqual(r, again) {
 			t.Fatalf("round trip: %+v -> %s -> %+v (%v)", r, enc, again, err)
 		}
@@ -75,9 +75,9 @@ func FuzzDecodeNotice(f *testing.F) {
 	f.Add([]byte(`{"kind":"swarm-completed","swarmId":"swarm-1","status":"completed","results":{"st-1":1}}`))
 	f.Add([]byte(`{"kind":"other","swarmId":"x"}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		n, err := swarm.DecodeNotice(b)
+		n, err := taskswarm.DecodeNotice(b)
 		if err != nil {
-			if !errors.Is(err, swarm.ErrInvalid) {
+			if !errors.Is(err, taskswarm.ErrInvalid) {
 				t.Fatalf("error without code: %v", err)
 			}
 			return

@@ -1,4 +1,4 @@
-package swarm_test
+package taskswarm_test
 
 import (
 	"context"
@@ -14,8 +14,8 @@ import (
 	"github.com/nova-node/nova-node/agentcard"
 	"github.com/nova-node/nova-node/envelope"
 	"github.com/nova-node/nova-node/internal/leakcheck"
-	"github.com/nova-node/nova-node/protocol/negotiation"
-	"github.com/nova-node/nova-node/protocol/swarm"
+	"github.com/nova-node/nova-node/protocol/task/negotiation"
+	"github.com/nova-node/nova-node/protocol/task/taskswarm"
 	"github.com/nova-node/nova-node/tiers"
 )
 
@@ -35,7 +35,7 @@ func settle(d time.Duration) {
 	}
 }
 
-func mustGet(t tb, c *swarm.Coordinator, id string) swarm.Swarm {
+func mustGet(t tb, c *taskswarm.Coordinator, id string) taskswarm.Swarm {
 	t.Helper()
 	s, ok := c.Get(id)
 	if !ok {
@@ -45,10 +45,10 @@ func mustGet(t tb, c *swarm.Coordinator, id string) swarm.Swarm {
 }
 
 // resultsOnce checks that every sub-task was completed exactly once.
-func resultsOnce(t tb, rec *recorder, s swarm.Swarm) {
+func resultsOnce(t tb, rec *recorder, s taskswarm.Swarm) {
 	t.Helper()
 	count := map[string]int{}
-	for _, ev := range rec.of(swarm.EvtSubTaskCompleted) {
+	for _, ev := range rec.of(taskswarm.EvtSubTaskCompleted) {
 		if ev.SwarmID == s.ID {
 			count[ev.SubTaskID]++
 		}
@@ -78,18 +78,18 @@ func TestSwarmCompletes(t *testing.T) {
 		var rec recorder
 		c := n1.startCoordinator(rec.coordinatorConfig())
 
-		s, err := c.Create(t.Context(), sun, "ship the parser", []string{"code.write", "code.review", "docs.write"}, swarm.CreateOptions{})
+		s, err := c.Create(t.Context(), sun, "ship the parser", []string{"code.write", "code.review", "docs.write"}, taskswarm.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		// Create returns the swarm once the proposals are out; with agents
 		// that answer at once it may already be active, or done.
-		if s.Status != swarm.StatusRecruiting && s.Status != swarm.StatusActive && s.Status != swarm.StatusCompleted {
+		if s.Status != taskswarm.StatusRecruiting && s.Status != taskswarm.StatusActive && s.Status != taskswarm.StatusCompleted {
 			t.Fatalf("status %s", s.Status)
 		}
 		settle(0)
 		s = mustGet(t, c, s.ID)
-		if s.Status != swarm.StatusCompleted {
+		if s.Status != taskswarm.StatusCompleted {
 			t.Fatalf("status %s (%s)\n%s", s.Status, s.Error, &rec)
 		}
 		if len(s.Participants) != 3 || len(s.Results) != 3 {
@@ -103,13 +103,13 @@ func TestSwarmCompletes(t *testing.T) {
 		resultsOnce(t, &rec, s)
 		// Transitions, in order.
 		var trans []string
-		for _, ev := range rec.of(swarm.EvtSwarmStatusChanged) {
+		for _, ev := range rec.of(taskswarm.EvtSwarmStatusChanged) {
 			trans = append(trans, string(ev.From)+">"+string(ev.To))
 		}
 		if want := []string{"recruiting>active", "active>completing", "completing>completed"}; !slices.Equal(trans, want) {
 			t.Fatalf("transitions %v", trans)
 		}
-		rep := n1.notices(swarm.NoticeCompleted)
+		rep := n1.notices(taskswarm.NoticeCompleted)
 		if len(rep) != 1 || len(rep[0].Results) != 3 || rep[0].SwarmID != s.ID {
 			t.Fatalf("creator reports %+v", rep)
 		}
@@ -117,7 +117,7 @@ func TestSwarmCompletes(t *testing.T) {
 		rec.mu.Lock()
 		last := rec.published[len(rec.published)-1]
 		rec.mu.Unlock()
-		if last.Status != swarm.StatusCompleted || len(last.Results) != 3 {
+		if last.Status != taskswarm.StatusCompleted || len(last.Results) != 3 {
 			t.Fatalf("last published %s %v", last.Status, last.Results)
 		}
 		// Property 24: every envelope with an agent is in that agent's thread.
@@ -130,7 +130,7 @@ func TestSwarmCompletes(t *testing.T) {
 
 // checkThreads checks that every envelope exchanged between the creator and
 // one agent after the proposal is in the thread that proposal started.
-func checkThreads(t tb, m *mesh, s swarm.Swarm) {
+func checkThreads(t tb, m *mesh, s taskswarm.Swarm) {
 	t.Helper()
 	threads := map[string]bool{}
 	for _, r := range s.Recruits {
@@ -167,7 +167,7 @@ func TestReassignAfterFailSubTask(t *testing.T) {
 		n2 := m.addNode("n2", acceptAll)
 		m.addNode("n3", acceptAll)
 		release := make(chan struct{})
-		n2.setWork(func(ctx context.Context, agent string, t swarm.Task) (json.RawMessage, error) {
+		n2.setWork(func(ctx context.Context, agent string, t taskswarm.Task) (json.RawMessage, error) {
 			select { // mars is stuck until the test lets it answer, too late
 			case <-release:
 			case <-ctx.Done():
@@ -177,18 +177,18 @@ func TestReassignAfterFailSubTask(t *testing.T) {
 		})
 		var rec recorder
 		c := n1.startCoordinator(rec.coordinatorConfig())
-		s, err := c.Create(t.Context(), sun, "review it", []string{"code.review"}, swarm.CreateOptions{})
+		s, err := c.Create(t.Context(), sun, "review it", []string{"code.review"}, taskswarm.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		settle(0)
 		s = mustGet(t, c, s.ID)
 		// Two acceptors, one sub-task: mars (first by address) got it, venus was released.
-		if s.Status != swarm.StatusActive || s.SubTasks[0].AssignedAgent != mars || !slices.Equal(s.Participants, []string{mars}) {
+		if s.Status != taskswarm.StatusActive || s.SubTasks[0].AssignedAgent != mars || !slices.Equal(s.Participants, []string{mars}) {
 			t.Fatalf("%s %+v %v\n%s", s.Status, s.SubTasks[0], s.Participants, &rec)
 		}
-		if len(rec.of(swarm.EvtAgentReleased)) != 1 {
-			t.Fatalf("released: %+v", rec.of(swarm.EvtAgentReleased))
+		if len(rec.of(taskswarm.EvtAgentReleased)) != 1 {
+			t.Fatalf("released: %+v", rec.of(taskswarm.EvtAgentReleased))
 		}
 		if err := c.FailSubTask(t.Context(), s.ID, "st-1", "mars is overloaded"); err != nil {
 			t.Fatal(err)
@@ -196,7 +196,7 @@ func TestReassignAfterFailSubTask(t *testing.T) {
 		settle(0)
 		s = mustGet(t, c, s.ID)
 		st := s.SubTasks[0]
-		if s.Status != swarm.StatusCompleted || st.AssignedAgent != venus || st.Attempts != 2 || !slices.Equal(st.Tried, []string{mars}) {
+		if s.Status != taskswarm.StatusCompleted || st.AssignedAgent != venus || st.Attempts != 2 || !slices.Equal(st.Tried, []string{mars}) {
 			t.Fatalf("%s %+v\n%s", s.Status, st, &rec)
 		}
 		if !slices.Equal(s.Participants, []string{venus}) {
@@ -205,7 +205,7 @@ func TestReassignAfterFailSubTask(t *testing.T) {
 		// mars answers attempt 1 at last: ignored.
 		close(release)
 		settle(0)
-		ign := rec.of(swarm.EvtResultIgnored)
+		ign := rec.of(taskswarm.EvtResultIgnored)
 		if len(ign) != 1 || ign[0].Agent != mars {
 			t.Fatalf("ignored %+v", ign)
 		}
@@ -214,16 +214,16 @@ func TestReassignAfterFailSubTask(t *testing.T) {
 		if !strings.Contains(string(s.Results["st-1"]), "venus") {
 			t.Fatalf("result %s", s.Results["st-1"])
 		}
-		if len(rec.of(swarm.EvtSubTaskReassigned)) != 1 {
+		if len(rec.of(taskswarm.EvtSubTaskReassigned)) != 1 {
 			t.Fatal("no reassignment event")
 		}
 		checkThreads(t, m, s)
 		// Errors with codes and hints.
 		err = c.FailSubTask(t.Context(), s.ID, "st-1", "again")
-		if !errors.Is(err, swarm.ErrWrongState) {
+		if !errors.Is(err, taskswarm.ErrWrongState) {
 			t.Fatalf("fail after completion: %v", err)
 		}
-		if err := c.CompleteSubTask(t.Context(), "nope", "st-1", nil); !errors.Is(err, swarm.ErrNotFound) || negotiation.CodeOf(err) != swarm.CodeSwarmNotFound {
+		if err := c.CompleteSubTask(t.Context(), "nope", "st-1", nil); !errors.Is(err, taskswarm.ErrNotFound) || negotiation.CodeOf(err) != taskswarm.CodeSwarmNotFound {
 			t.Fatalf("unknown swarm: %v", err)
 		}
 	})
@@ -239,13 +239,13 @@ func TestReassignAfterPeerGone(t *testing.T) {
 		n1 := m.addNode("n1", acceptAll)
 		m.addNode("n2", acceptAll)
 		n3 := m.addNode("n3", acceptAll)
-		n3.setWork(func(ctx context.Context, agent string, t swarm.Task) (json.RawMessage, error) {
+		n3.setWork(func(ctx context.Context, agent string, t taskswarm.Task) (json.RawMessage, error) {
 			<-ctx.Done() // venus never finishes: its node will die
 			return nil, ctx.Err()
 		})
 		var rec recorder
 		c := n1.startCoordinator(rec.coordinatorConfig())
-		s, err := c.Create(t.Context(), sun, "build and test", []string{"code.write", "test.write"}, swarm.CreateOptions{})
+		s, err := c.Create(t.Context(), sun, "build and test", []string{"code.write", "test.write"}, taskswarm.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -257,7 +257,7 @@ func TestReassignAfterPeerGone(t *testing.T) {
 				venusTask = st.ID
 			}
 		}
-		if s.Status != swarm.StatusActive || venusTask == "" || len(s.Participants) != 2 {
+		if s.Status != taskswarm.StatusActive || venusTask == "" || len(s.Participants) != 2 {
 			t.Fatalf("%s %+v\n%s", s.Status, s.SubTasks, &rec)
 		}
 		// n3 dies.
@@ -266,7 +266,7 @@ func TestReassignAfterPeerGone(t *testing.T) {
 		c.PeerGone("n3")
 		settle(0)
 		s = mustGet(t, c, s.ID)
-		if s.Status != swarm.StatusCompleted {
+		if s.Status != taskswarm.StatusCompleted {
 			t.Fatalf("status %s %s\n%s", s.Status, s.Error, &rec)
 		}
 		st, _ := s.SubTask(venusTask)
@@ -277,7 +277,7 @@ func TestReassignAfterPeerGone(t *testing.T) {
 			t.Fatalf("participants %v", s.Participants)
 		}
 		resultsOnce(t, &rec, s)
-		failed := rec.of(swarm.EvtSubTaskFailed)
+		failed := rec.of(taskswarm.EvtSubTaskFailed)
 		if len(failed) != 1 || !strings.Contains(failed[0].Detail, "n3") {
 			t.Fatalf("failures %+v", failed)
 		}
@@ -294,7 +294,7 @@ func TestEscalationWhenNoCapableAgentRemains(t *testing.T) {
 		m.addAgent("mercury", "n2", tiers.L1, "docs.write")
 		n1 := m.addNode("n1", acceptAll)
 		n2 := m.addNode("n2", acceptAll)
-		n2.setWork(func(ctx context.Context, agent string, t swarm.Task) (json.RawMessage, error) {
+		n2.setWork(func(ctx context.Context, agent string, t taskswarm.Task) (json.RawMessage, error) {
 			if agent == "jupiter@n2" {
 				return nil, errors.New("cannot decompose this")
 			}
@@ -304,17 +304,17 @@ func TestEscalationWhenNoCapableAgentRemains(t *testing.T) {
 		cfg := rec.coordinatorConfig()
 		cfg.L0 = func() string { return sun }
 		c := n1.startCoordinator(cfg)
-		s, err := c.Create(t.Context(), earth, "plan and document", []string{"plan.decompose", "docs.write"}, swarm.CreateOptions{})
+		s, err := c.Create(t.Context(), earth, "plan and document", []string{"plan.decompose", "docs.write"}, taskswarm.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		settle(0)
 		s = mustGet(t, c, s.ID)
-		if s.Status != swarm.StatusFailed || !strings.Contains(s.Error, "no capable agent remains") {
+		if s.Status != taskswarm.StatusFailed || !strings.Contains(s.Error, "no capable agent remains") {
 			t.Fatalf("%s %q\n%s", s.Status, s.Error, &rec)
 		}
 		st, _ := s.SubTask("st-1")
-		if st.Status != swarm.SubTaskFailed || !strings.Contains(st.Error, "plan.decompose") {
+		if st.Status != taskswarm.SubTaskFailed || !strings.Contains(st.Error, "plan.decompose") {
 			t.Fatalf("sub-task %+v", st)
 		}
 		rec.mu.Lock()
@@ -323,17 +323,17 @@ func TestEscalationWhenNoCapableAgentRemains(t *testing.T) {
 		if !slices.Equal(esc, []string{s.ID + "/st-1"}) {
 			t.Fatalf("escalation hook calls %v", esc)
 		}
-		var l0, creator []swarm.Notice
+		var l0, creator []taskswarm.Notice
 		n1.mu.Lock()
 		for _, e := range n1.inbox {
-			no, err := swarm.DecodeNotice(e.Payload)
+			no, err := taskswarm.DecodeNotice(e.Payload)
 			if err != nil {
 				continue
 			}
 			switch {
-			case e.Recipient == sun && no.Kind == swarm.NoticeEscalation:
+			case e.Recipient == sun && no.Kind == taskswarm.NoticeEscalation:
 				l0 = append(l0, no)
-			case e.Recipient == earth && no.Kind == swarm.NoticeFailed:
+			case e.Recipient == earth && no.Kind == taskswarm.NoticeFailed:
 				creator = append(creator, no)
 			}
 			if e.CorrelationID != s.Thread {
@@ -345,7 +345,7 @@ func TestEscalationWhenNoCapableAgentRemains(t *testing.T) {
 			t.Fatalf("L0 notices %+v, creator notices %+v", l0, creator)
 		}
 		// Later results are ignored: the swarm is over.
-		if err := c.CompleteSubTask(t.Context(), s.ID, "st-2", json.RawMessage(`1`)); !errors.Is(err, swarm.ErrWrongState) {
+		if err := c.CompleteSubTask(t.Context(), s.ID, "st-2", json.RawMessage(`1`)); !errors.Is(err, taskswarm.ErrWrongState) {
 			t.Fatalf("complete after failure: %v", err)
 		}
 	})
@@ -362,7 +362,7 @@ func TestCoordinatorRestartResumes(t *testing.T) {
 		n2 := m.addNode("n2", acceptAll)
 		gate := make(chan struct{})
 		var runs atomic.Int32
-		n2.setWork(func(ctx context.Context, agent string, t swarm.Task) (json.RawMessage, error) {
+		n2.setWork(func(ctx context.Context, agent string, t taskswarm.Task) (json.RawMessage, error) {
 			runs.Add(1)
 			select {
 			case <-gate:
@@ -373,12 +373,12 @@ func TestCoordinatorRestartResumes(t *testing.T) {
 		})
 		var rec recorder
 		c := n1.startCoordinator(rec.coordinatorConfig())
-		s, err := c.Create(t.Context(), sun, "write and review", []string{"code.write", "code.review"}, swarm.CreateOptions{})
+		s, err := c.Create(t.Context(), sun, "write and review", []string{"code.write", "code.review"}, taskswarm.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		settle(0)
-		if got := mustGet(t, c, s.ID); got.Status != swarm.StatusActive {
+		if got := mustGet(t, c, s.ID); got.Status != taskswarm.StatusActive {
 			t.Fatalf("status %s\n%s", got.Status, &rec)
 		}
 		// The coordinating node's services stop; the participants finish
@@ -398,7 +398,7 @@ func TestCoordinatorRestartResumes(t *testing.T) {
 		c2 := n1.startCoordinator(rec2.coordinatorConfig())
 		settle(0)
 		s = mustGet(t, c2, s.ID)
-		if s.Status != swarm.StatusCompleted || len(s.Results) != 2 {
+		if s.Status != taskswarm.StatusCompleted || len(s.Results) != 2 {
 			t.Fatalf("after restart: %s %v\n%s", s.Status, s.Results, &rec2)
 		}
 		if n := runs.Load(); n != 2 {
@@ -410,7 +410,7 @@ func TestCoordinatorRestartResumes(t *testing.T) {
 			}
 		}
 		resultsOnce(t, &rec2, s)
-		if len(n1.notices(swarm.NoticeCompleted)) != 1 {
+		if len(n1.notices(taskswarm.NoticeCompleted)) != 1 {
 			t.Fatal("no completion report after restart")
 		}
 	})
@@ -430,7 +430,7 @@ func TestCoordinatorRestartWhileRecruiting(t *testing.T) {
 		})
 		var rec recorder
 		c := n1.startCoordinator(rec.coordinatorConfig())
-		s, err := c.Create(t.Context(), sun, "write it", []string{"code.write"}, swarm.CreateOptions{})
+		s, err := c.Create(t.Context(), sun, "write it", []string{"code.write"}, taskswarm.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -443,14 +443,14 @@ func TestCoordinatorRestartWhileRecruiting(t *testing.T) {
 		n1.startNegotiator(acceptAll)
 		c2 := n1.startCoordinator(rec.coordinatorConfig())
 		settle(0)
-		if got := mustGet(t, c2, s.ID); got.Status != swarm.StatusRecruiting {
+		if got := mustGet(t, c2, s.ID); got.Status != taskswarm.StatusRecruiting {
 			t.Fatalf("status after restart %s", got.Status)
 		}
 		if err := n2.neg.Accept(t.Context(), pending[0].ProposalID, 500); err != nil {
 			t.Fatal(err)
 		}
 		settle(0)
-		if got := mustGet(t, c2, s.ID); got.Status != swarm.StatusCompleted {
+		if got := mustGet(t, c2, s.ID); got.Status != taskswarm.StatusCompleted {
 			t.Fatalf("status %s\n%s", got.Status, &rec)
 		}
 	})
@@ -472,20 +472,20 @@ func TestRecruitingTimeoutAndNoAcceptance(t *testing.T) {
 		})
 		var rec recorder
 		c := n1.startCoordinator(rec.coordinatorConfig())
-		s, err := c.Create(t.Context(), sun, "write it", []string{"code.write"}, swarm.CreateOptions{})
+		s, err := c.Create(t.Context(), sun, "write it", []string{"code.write"}, taskswarm.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		settle(9 * time.Second)
-		if got := mustGet(t, c, s.ID); got.Status != swarm.StatusRecruiting {
+		if got := mustGet(t, c, s.ID); got.Status != taskswarm.StatusRecruiting {
 			t.Fatalf("status %s before the deadline", got.Status)
 		}
 		settle(2 * time.Second)
 		got := mustGet(t, c, s.ID)
-		if got.Status != swarm.StatusFailed || !strings.Contains(got.Error, "1 rejected, 1 timed out") {
+		if got.Status != taskswarm.StatusFailed || !strings.Contains(got.Error, "1 rejected, 1 timed out") {
 			t.Fatalf("%s %q\n%s", got.Status, got.Error, &rec)
 		}
-		if len(n1.notices(swarm.NoticeFailed)) != 1 {
+		if len(n1.notices(taskswarm.NoticeFailed)) != 1 {
 			t.Fatal("creator not told")
 		}
 	})
@@ -506,22 +506,22 @@ func TestEachResultRecordedOnce(t *testing.T) {
 		m.addNode("n3", acceptAll)
 		var rec recorder
 		c := n1.startCoordinator(rec.coordinatorConfig())
-		specs := []swarm.SubTaskSpec{
+		specs := []taskswarm.SubTaskSpec{
 			{Description: "a", RequiredCapabilities: []string{"code.write"}},
 			{Description: "b", RequiredCapabilities: []string{"code.review"}},
 			{Description: "c"}, {Description: "d"}, {Description: "e"},
 		}
-		s, err := c.Create(t.Context(), sun, "many parts", []string{"code.write", "code.review"}, swarm.CreateOptions{SubTasks: specs})
+		s, err := c.Create(t.Context(), sun, "many parts", []string{"code.write", "code.review"}, taskswarm.CreateOptions{SubTasks: specs})
 		if err != nil {
 			t.Fatal(err)
 		}
 		settle(0)
 		s = mustGet(t, c, s.ID)
-		if s.Status != swarm.StatusCompleted {
+		if s.Status != taskswarm.StatusCompleted {
 			t.Fatalf("%s\n%s", s.Status, &rec)
 		}
 		resultsOnce(t, &rec, s)
-		if len(rec.of(swarm.EvtResultIgnored)) == 0 {
+		if len(rec.of(taskswarm.EvtResultIgnored)) == 0 {
 			t.Fatal("duplicates were not seen")
 		}
 		// Load balancing: 5 sub-tasks over 2 agents.
@@ -548,37 +548,37 @@ func TestCreateErrors(t *testing.T) {
 		m.addNode("n2", acceptAll)
 		var rec recorder
 		c := n1.startCoordinator(rec.coordinatorConfig())
-		_, err := c.Create(t.Context(), io, "x", []string{"design.ui"}, swarm.CreateOptions{})
+		_, err := c.Create(t.Context(), io, "x", []string{"design.ui"}, taskswarm.CreateOptions{})
 		if !errors.Is(err, agentcard.ErrCapabilityNotFound) || negotiation.CodeOf(err) != "CAPABILITY_NOT_FOUND" {
 			t.Fatalf("no capable agent: %v", err)
 		}
 		// L3 -> L1 proposals need a justification.
-		s, err := c.Create(t.Context(), io, "plan", []string{"plan.decompose"}, swarm.CreateOptions{})
+		s, err := c.Create(t.Context(), io, "plan", []string{"plan.decompose"}, taskswarm.CreateOptions{})
 		if !errors.Is(err, tiers.ErrEscalationRequired) || negotiation.CodeOf(err) != tiers.CodeEscalationRequired {
 			t.Fatalf("unjustified escalation: %v", err)
 		}
-		if s.Status != swarm.StatusFailed {
+		if s.Status != taskswarm.StatusFailed {
 			t.Fatalf("status %s", s.Status)
 		}
-		s, err = c.Create(t.Context(), io, "plan", []string{"plan.decompose"}, swarm.CreateOptions{Justification: "io needs a plan to proceed"})
+		s, err = c.Create(t.Context(), io, "plan", []string{"plan.decompose"}, taskswarm.CreateOptions{Justification: "io needs a plan to proceed"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		settle(0)
-		if got := mustGet(t, c, s.ID); got.Status != swarm.StatusCompleted {
+		if got := mustGet(t, c, s.ID); got.Status != taskswarm.StatusCompleted {
 			t.Fatalf("%s\n%s", got.Status, &rec)
 		}
-		var ie *swarm.InvalidError
+		var ie *taskswarm.InvalidError
 		for _, c2 := range []struct {
 			caps  []string
-			opts  swarm.CreateOptions
+			opts  taskswarm.CreateOptions
 			field string
 		}{
-			{nil, swarm.CreateOptions{}, "capabilities"},
-			{[]string{"a b"}, swarm.CreateOptions{}, "capabilities[0]"},
-			{[]string{"a"}, swarm.CreateOptions{SubTasks: []swarm.SubTaskSpec{{Description: "x", RequiredCapabilities: []string{"b"}}}}, "subTasks[0].requiredCapabilities"},
-			{[]string{"a"}, swarm.CreateOptions{SubTasks: []swarm.SubTaskSpec{{Description: " "}}}, "subTasks[0].description"},
-			{[]string{"a"}, swarm.CreateOptions{Complexity: "hard"}, "complexity"},
+			{nil, taskswarm.CreateOptions{}, "capabilities"},
+			{[]string{"a b"}, taskswarm.CreateOptions{}, "capabilities[0]"},
+			{[]string{"a"}, taskswarm.CreateOptions{SubTasks: []taskswarm.SubTaskSpec{{Description: "x", RequiredCapabilities: []string{"b"}}}}, "subTasks[0].requiredCapabilities"},
+			{[]string{"a"}, taskswarm.CreateOptions{SubTasks: []taskswarm.SubTaskSpec{{Description: " "}}}, "subTasks[0].description"},
+			{[]string{"a"}, taskswarm.CreateOptions{Complexity: "hard"}, "complexity"},
 		} {
 			if _, err := c.Create(t.Context(), io, "x", c2.caps, c2.opts); !errors.As(err, &ie) || ie.Field != c2.field {
 				t.Errorf("%v %+v: got %v, want invalid %s", c2.caps, c2.opts, err, c2.field)
@@ -596,18 +596,18 @@ func TestSetShared(t *testing.T) {
 		n1 := m.addNode("n1", acceptAll)
 		n2 := m.addNode("n2", acceptAll)
 		gate := make(chan struct{})
-		n2.setWork(func(ctx context.Context, agent string, t swarm.Task) (json.RawMessage, error) {
+		n2.setWork(func(ctx context.Context, agent string, t taskswarm.Task) (json.RawMessage, error) {
 			<-gate
 			return json.RawMessage(`{"ok":true}`), nil
 		})
 		var rec recorder
 		c := n1.startCoordinator(rec.coordinatorConfig())
-		s, _ := c.Create(t.Context(), sun, "x", []string{"code.write"}, swarm.CreateOptions{})
+		s, _ := c.Create(t.Context(), sun, "x", []string{"code.write"}, taskswarm.CreateOptions{})
 		settle(0)
 		if err := c.SetShared(t.Context(), s.ID, "notes", json.RawMessage(`{"branch":"main"}`)); err != nil {
 			t.Fatal(err)
 		}
-		if err := c.SetShared(t.Context(), s.ID, "progress", json.RawMessage(`1`)); !errors.Is(err, swarm.ErrInvalid) {
+		if err := c.SetShared(t.Context(), s.ID, "progress", json.RawMessage(`1`)); !errors.Is(err, taskswarm.ErrInvalid) {
 			t.Fatalf("progress overwritten: %v", err)
 		}
 		settle(0)
@@ -622,7 +622,7 @@ func TestSetShared(t *testing.T) {
 		rec.mu.Lock()
 		last = rec.published[len(rec.published)-1]
 		rec.mu.Unlock()
-		if string(last.SharedState["progress"]) != `{"completed":1,"total":1}` || last.Status != swarm.StatusCompleted {
+		if string(last.SharedState["progress"]) != `{"completed":1,"total":1}` || last.Status != taskswarm.StatusCompleted {
 			t.Fatalf("shared %v %s", last.SharedState, last.Status)
 		}
 	})
@@ -639,13 +639,13 @@ func TestNoGoroutineLeaks(t *testing.T) {
 	m.addNode("n2", acceptAll)
 	var rec recorder
 	c := n1.startCoordinator(rec.coordinatorConfig())
-	s, err := c.Create(t.Context(), sun, "x", []string{"code.write"}, swarm.CreateOptions{})
+	s, err := c.Create(t.Context(), sun, "x", []string{"code.write"}, taskswarm.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		if got := mustGet(t, c, s.ID); got.Status == swarm.StatusCompleted {
+		if got := mustGet(t, c, s.ID); got.Status == taskswarm.StatusCompleted {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -654,10 +654,10 @@ func TestNoGoroutineLeaks(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	m.close()
-	if s := leakcheck.Wait("protocol/swarm.", 2*time.Second); s != "" {
+	if s := leakcheck.Wait("protocol/task/taskswarm.", 2*time.Second); s != "" {
 		t.Fatalf("leaked goroutines:\n%s", s)
 	}
-	if s := leakcheck.Wait("protocol/negotiation.", 2*time.Second); s != "" {
+	if s := leakcheck.Wait("protocol/task/negotiation.", 2*time.Second); s != "" {
 		t.Fatalf("leaked goroutines:\n%s", s)
 	}
 }
@@ -676,18 +676,18 @@ func TestParkedSubTaskWaitsForOpenRecruit(t *testing.T) {
 		mars := m.addAgent("mars", "n1", tiers.L2, "code.write", "plan.decompose")
 		n1 := m.addNode("n1", acceptAll)
 		n2 := m.addNode("n2", acceptAll)
-		n2.setWork(func(ctx context.Context, agent string, t swarm.Task) (json.RawMessage, error) {
+		n2.setWork(func(ctx context.Context, agent string, t taskswarm.Task) (json.RawMessage, error) {
 			return nil, errors.New(agent + " gives up")
 		})
 		var rec recorder
 		c := n1.startCoordinator(rec.coordinatorConfig())
-		s, err := c.Create(t.Context(), sun, "plan and build", []string{"code.write", "plan.decompose"}, swarm.CreateOptions{})
+		s, err := c.Create(t.Context(), sun, "plan and build", []string{"code.write", "plan.decompose"}, taskswarm.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		settle(0)
 		s = mustGet(t, c, s.ID)
-		if s.Status != swarm.StatusCompleted || !slices.Equal(s.Participants, []string{mars}) {
+		if s.Status != taskswarm.StatusCompleted || !slices.Equal(s.Participants, []string{mars}) {
 			t.Fatalf("%s %v %q\n%s", s.Status, s.Participants, s.Error, &rec)
 		}
 		for _, st := range s.SubTasks {
@@ -695,7 +695,7 @@ func TestParkedSubTaskWaitsForOpenRecruit(t *testing.T) {
 				t.Fatalf("sub-task %+v", st)
 			}
 		}
-		if n := len(rec.of(swarm.EvtSubTaskEscalated)); n != 0 {
+		if n := len(rec.of(taskswarm.EvtSubTaskEscalated)); n != 0 {
 			t.Fatalf("%d escalations", n)
 		}
 	})
@@ -718,7 +718,7 @@ func TestResumeKeepsAttemptsWhenPeerUnreachable(t *testing.T) {
 		n3 := m.addNode("n3", acceptAll)
 		gate := make(chan struct{})
 		var runs atomic.Int32
-		work := func(ctx context.Context, agent string, t swarm.Task) (json.RawMessage, error) {
+		work := func(ctx context.Context, agent string, t taskswarm.Task) (json.RawMessage, error) {
 			runs.Add(1)
 			select {
 			case <-gate:
@@ -731,8 +731,8 @@ func TestResumeKeepsAttemptsWhenPeerUnreachable(t *testing.T) {
 		n3.setWork(work)
 		var rec recorder
 		c := n1.startCoordinator(rec.coordinatorConfig())
-		s, err := c.Create(t.Context(), sun, "write twice", []string{"code.write"}, swarm.CreateOptions{
-			SubTasks: []swarm.SubTaskSpec{{Description: "one"}, {Description: "two"}}})
+		s, err := c.Create(t.Context(), sun, "write twice", []string{"code.write"}, taskswarm.CreateOptions{
+			SubTasks: []taskswarm.SubTaskSpec{{Description: "one"}, {Description: "two"}}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -746,7 +746,7 @@ func TestResumeKeepsAttemptsWhenPeerUnreachable(t *testing.T) {
 		c2 := n1.startCoordinator(rec2.coordinatorConfig())
 		settle(0)
 		s = mustGet(t, c2, s.ID)
-		if s.Status != swarm.StatusActive || len(s.Results) != 1 {
+		if s.Status != taskswarm.StatusActive || len(s.Results) != 1 {
 			t.Fatalf("after restart with n2 down: %s, %d results\n%s", s.Status, len(s.Results), &rec2)
 		}
 		for _, st := range s.SubTasks {
@@ -760,7 +760,7 @@ func TestResumeKeepsAttemptsWhenPeerUnreachable(t *testing.T) {
 		c2.PeerBack("n2")
 		settle(0)
 		s = mustGet(t, c2, s.ID)
-		if s.Status != swarm.StatusCompleted || len(s.Results) != 2 {
+		if s.Status != taskswarm.StatusCompleted || len(s.Results) != 2 {
 			t.Fatalf("after PeerBack: %s %v\n%s", s.Status, s.Results, &rec2)
 		}
 		if n := runs.Load(); n != 2 {

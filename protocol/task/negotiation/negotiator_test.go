@@ -13,7 +13,7 @@ import (
 
 	"github.com/nova-node/nova-node/envelope"
 	"github.com/nova-node/nova-node/internal/leakcheck"
-	"github.com/nova-node/nova-node/protocol/negotiation"
+	"github.com/nova-node/nova-node/protocol/task/negotiation"
 	"github.com/nova-node/nova-node/tiers"
 )
 
@@ -457,7 +457,7 @@ func TestLifecycle(t *testing.T) {
 		_ = n.Close()
 		_ = n.Close()
 	}
-	if s := leakcheck.Wait("protocol/negotiation.", 2*time.Second); s != "" {
+	if s := leakcheck.Wait("protocol/task/negotiation.", 2*time.Second); s != "" {
 		t.Fatalf("leaked goroutines:\n%s", s)
 	}
 }

@@ -1,11 +1,11 @@
-package swarm_test
+package taskswarm_test
 
 import (
 	"encoding/json"
 	"strings"
 	"testing"
 
-	"github.com/nova-node/nova-node/protocol/swarm"
+	"github.com/nova-node/nova-node/protocol/task/taskswarm"
 	"pgregory.net/rapid"
 )
 
@@ -40,10 +40,10 @@ func TestProbesNeverRefuseWhatDecodes(t *testing.T) {
 		}
 		b.WriteByte('}')
 		p := []byte(b.String())
-		if _, err := swarm.DecodeTask(p); err == nil && !swarm.MayBeTask(p) {
+		if _, err := taskswarm.DecodeTask(p); err == nil && !taskswarm.MayBeTask(p) {
 			t.Fatalf("MayBeTask refuses a sub-task: %s", p)
 		}
-		if _, err := swarm.DecodeNotice(p); err == nil && !swarm.MayBeNotice(p) {
+		if _, err := taskswarm.DecodeNotice(p); err == nil && !taskswarm.MayBeNotice(p) {
 			t.Fatalf("MayBeNotice refuses a notice: %s", p)
 		}
 	})
@@ -66,21 +66,21 @@ func TestProbes(t *testing.T) {
 		{``, false, false},
 	} {
 		p := []byte(tc.payload)
-		if got := swarm.MayBeTask(p); got != tc.task {
+		if got := taskswarm.MayBeTask(p); got != tc.task {
 			t.Errorf("MayBeTask(%s) = %v, want %v", p, got, tc.task)
 		}
-		if got := swarm.MayBeNotice(p); got != tc.notice {
+		if got := taskswarm.MayBeNotice(p); got != tc.notice {
 			t.Errorf("MayBeNotice(%s) = %v, want %v", p, got, tc.notice)
 		}
 	}
 	// Refusals keep their reasons: not an object, too large, not a task.
-	if _, err := swarm.DecodeTask([]byte(`"x"`)); err == nil || !strings.Contains(err.Error(), "JSON object") {
+	if _, err := taskswarm.DecodeTask([]byte(`"x"`)); err == nil || !strings.Contains(err.Error(), "JSON object") {
 		t.Errorf("DecodeTask of a string: %v", err)
 	}
-	if _, err := swarm.DecodeTask([]byte(`{"` + strings.Repeat("x", swarm.MaxPayloadSize) + `":1}`)); err == nil || !strings.Contains(err.Error(), "limit") {
+	if _, err := taskswarm.DecodeTask([]byte(`{"` + strings.Repeat("x", taskswarm.MaxPayloadSize) + `":1}`)); err == nil || !strings.Contains(err.Error(), "limit") {
 		t.Errorf("DecodeTask of an oversized payload: %v", err)
 	}
-	if _, err := swarm.DecodeTask([]byte(`{"question":"hi"}`)); err == nil || !strings.Contains(err.Error(), "swarmId") {
+	if _, err := taskswarm.DecodeTask([]byte(`{"question":"hi"}`)); err == nil || !strings.Contains(err.Error(), "swarmId") {
 		t.Errorf("DecodeTask of another object: %v", err)
 	}
 }
@@ -91,14 +91,14 @@ func BenchmarkProbeTask(b *testing.B) {
 	p := []byte(`{"question":"` + strings.Repeat("What is the weather like in Lisbon? ", 30) + `","lang":"en"}`)
 	b.Run("probe", func(b *testing.B) {
 		for b.Loop() {
-			if swarm.MayBeTask(p) {
+			if taskswarm.MayBeTask(p) {
 				b.Fatal("probe says task")
 			}
 		}
 	})
 	b.Run("json-decode", func(b *testing.B) { // what DecodeTask did before the probe
 		for b.Loop() {
-			var task swarm.Task
+			var task taskswarm.Task
 			if err := json.Unmarshal(p, &task); err != nil || task.SwarmID != "" {
 				b.Fatal("decoded a task")
 			}

@@ -1,4 +1,4 @@
-package swarm_test
+package taskswarm_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"testing/synctest"
 
 	"github.com/nova-node/nova-node/envelope"
-	"github.com/nova-node/nova-node/protocol/swarm"
+	"github.com/nova-node/nova-node/protocol/task/taskswarm"
 )
 
 // posts records what a Participant posts.
@@ -32,7 +32,7 @@ func (p *posts) all() []*envelope.Envelope {
 	return append([]*envelope.Envelope(nil), p.envs...)
 }
 
-func request(t *testing.T, task swarm.Task, thread string) *envelope.Envelope {
+func request(t *testing.T, task taskswarm.Task, thread string) *envelope.Envelope {
 	t.Helper()
 	env, err := envelope.NewFactory().New("sun@n1", "mars@n2", envelope.TypeRequest, task)
 	if err != nil {
@@ -47,8 +47,8 @@ func TestParticipantRunsOnceAndResends(t *testing.T) {
 		var out posts
 		var runs atomic.Int32
 		gate := make(chan struct{})
-		p, err := swarm.NewParticipant(swarm.ParticipantConfig{Post: out.post,
-			Work: func(ctx context.Context, agent string, task swarm.Task) (json.RawMessage, error) {
+		p, err := taskswarm.NewParticipant(taskswarm.ParticipantConfig{Post: out.post,
+			Work: func(ctx context.Context, agent string, task taskswarm.Task) (json.RawMessage, error) {
 				runs.Add(1)
 				<-gate
 				if task.Thread != "thread-1" || task.From != "sun@n1" || agent != "mars@n2" {
@@ -63,7 +63,7 @@ func TestParticipantRunsOnceAndResends(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer p.Close()
-		task := swarm.Task{SwarmID: "s1", SubTaskID: "st-1", Attempt: 1, Description: "do it", RequiredCapabilities: []string{"code.write"}}
+		task := taskswarm.Task{SwarmID: "s1", SubTaskID: "st-1", Attempt: 1, Description: "do it", RequiredCapabilities: []string{"code.write"}}
 		for range 2 { // delivered twice while running
 			handled, err := p.Handle(t.Context(), request(t, task, "thread-1"))
 			if !handled || err != nil {
@@ -89,7 +89,7 @@ func TestParticipantRunsOnceAndResends(t *testing.T) {
 			t.Fatalf("answers %v", got)
 		}
 		for _, e := range got {
-			r, err := swarm.DecodeResult(e.Payload)
+			r, err := taskswarm.DecodeResult(e.Payload)
 			if e.Type != envelope.TypeResponse || err != nil || string(r.Result) != `{"summary":"done"}` ||
 				e.CorrelationID != "thread-1" || e.Sender != "mars@n2" || e.Recipient != "sun@n1" || r.Attempt != 1 {
 				t.Fatalf("answer %+v %s: %v", e, e.Payload, err)
@@ -111,8 +111,8 @@ func TestParticipantErrorsAndBusy(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var out posts
 		block := make(chan struct{})
-		p, _ := swarm.NewParticipant(swarm.ParticipantConfig{Post: out.post, Workers: 1, QueueSize: 1,
-			Work: func(ctx context.Context, agent string, task swarm.Task) (json.RawMessage, error) {
+		p, _ := taskswarm.NewParticipant(taskswarm.ParticipantConfig{Post: out.post, Workers: 1, QueueSize: 1,
+			Work: func(ctx context.Context, agent string, task taskswarm.Task) (json.RawMessage, error) {
 				switch task.SubTaskID {
 				case "panic":
 					panic("boom")
@@ -126,7 +126,7 @@ func TestParticipantErrorsAndBusy(t *testing.T) {
 		}
 		defer p.Close()
 		mk := func(id string) *envelope.Envelope {
-			return request(t, swarm.Task{SwarmID: "s1", SubTaskID: id, Attempt: 1, Description: "x"}, "th")
+			return request(t, taskswarm.Task{SwarmID: "s1", SubTaskID: id, Attempt: 1, Description: "x"}, "th")
 		}
 		p.Handle(t.Context(), mk("panic"))
 		synctest.Wait()
@@ -139,13 +139,13 @@ func TestParticipantErrorsAndBusy(t *testing.T) {
 		synctest.Wait()
 		codes := map[string]string{}
 		for _, e := range out.all() {
-			r, err := swarm.DecodeResult(e.Payload)
+			r, err := taskswarm.DecodeResult(e.Payload)
 			if e.Type != envelope.TypeError || err != nil || r.Error == "" {
 				t.Fatalf("answer %s %s: %v", e.Type, e.Payload, err)
 			}
 			codes[r.SubTaskID] = r.Code
 		}
-		want := map[string]string{"panic": swarm.CodeTaskFailed, "block": swarm.CodeTaskFailed, "queued": swarm.CodeTaskFailed, "busy": swarm.CodeBusy}
+		want := map[string]string{"panic": taskswarm.CodeTaskFailed, "block": taskswarm.CodeTaskFailed, "queued": taskswarm.CodeTaskFailed, "busy": taskswarm.CodeBusy}
 		for k, v := range want {
 			if codes[k] != v {
 				t.Errorf("%s answered with code %q, want %q (all: %v)", k, codes[k], v, codes)
@@ -160,14 +160,14 @@ func TestParticipantErrorsAndBusy(t *testing.T) {
 }
 
 func TestParticipantLifecycle(t *testing.T) {
-	if _, err := swarm.NewParticipant(swarm.ParticipantConfig{}); err == nil {
+	if _, err := taskswarm.NewParticipant(taskswarm.ParticipantConfig{}); err == nil {
 		t.Fatal("no Post, no Work accepted")
 	}
-	p, _ := swarm.NewParticipant(swarm.ParticipantConfig{Post: (&posts{}).post,
-		Work: func(context.Context, string, swarm.Task) (json.RawMessage, error) { return nil, nil }})
+	p, _ := taskswarm.NewParticipant(taskswarm.ParticipantConfig{Post: (&posts{}).post,
+		Work: func(context.Context, string, taskswarm.Task) (json.RawMessage, error) { return nil, nil }})
 	_ = p.Close()
-	env, _ := envelope.NewFactory().New("a", "b", envelope.TypeRequest, swarm.Task{SwarmID: "s", SubTaskID: "t", Attempt: 1, Description: "d"})
-	if _, err := p.Handle(t.Context(), env); !errors.Is(err, swarm.ErrClosed) {
+	env, _ := envelope.NewFactory().New("a", "b", envelope.TypeRequest, taskswarm.Task{SwarmID: "s", SubTaskID: "t", Attempt: 1, Description: "d"})
+	if _, err := p.Handle(t.Context(), env); !errors.Is(err, taskswarm.ErrClosed) {
 		t.Fatalf("Handle after Close: %v", err)
 	}
 	if err := p.Start(t.Context()); err == nil {

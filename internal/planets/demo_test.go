@@ -12,9 +12,9 @@ import (
 
 	"github.com/nova-node/nova-node/agentcard"
 	"github.com/nova-node/nova-node/envelope"
-	"github.com/nova-node/nova-node/node/planets"
-	"github.com/nova-node/nova-node/protocol/negotiation"
-	"github.com/nova-node/nova-node/protocol/swarm"
+	"github.com/nova-node/nova-node/internal/planets"
+	"github.com/nova-node/nova-node/protocol/task/negotiation"
+	"github.com/nova-node/nova-node/protocol/task/taskswarm"
 	"github.com/nova-node/nova-node/tiers"
 )
 
@@ -137,9 +137,9 @@ func TestDemoSwarm(t *testing.T) {
 			cancel()
 			wg.Wait()
 		}()
-		var coord *swarm.Coordinator
+		var coord *taskswarm.Coordinator
 		var mu sync.Mutex
-		var evs []swarm.Event
+		var evs []taskswarm.Event
 		for _, h := range hosts {
 			neg, _ := negotiation.New(negotiation.Config{Post: d.post})
 			neg.OnProposalReceived(planets.Decide)
@@ -147,16 +147,16 @@ func TestDemoSwarm(t *testing.T) {
 				t.Fatal(err)
 			}
 			closers = append(closers, neg.Close)
-			part, _ := swarm.NewParticipant(swarm.ParticipantConfig{Post: d.post, Work: planets.FailingOnce("mars")})
+			part, _ := taskswarm.NewParticipant(taskswarm.ParticipantConfig{Post: d.post, Work: planets.FailingOnce("mars")})
 			if err := part.Start(ctx); err != nil {
 				t.Fatal(err)
 			}
 			closers = append(closers, part.Close)
 			hs := []func(context.Context, *envelope.Envelope) (bool, error){neg.Handle}
 			if h == "nodeA" { // sun's node coordinates
-				c, err := swarm.New(swarm.Config{Negotiator: neg, Post: d.post, Directory: d,
+				c, err := taskswarm.New(taskswarm.Config{Negotiator: neg, Post: d.post, Directory: d,
 					L0:   func() string { return "sun@nodeA" },
-					Emit: func(e swarm.Event) { mu.Lock(); evs = append(evs, e); mu.Unlock() }})
+					Emit: func(e taskswarm.Event) { mu.Lock(); evs = append(evs, e); mu.Unlock() }})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -171,7 +171,7 @@ func TestDemoSwarm(t *testing.T) {
 		}
 
 		s, err := coord.Create(ctx, "sun@nodeA", "ship the release notes generator",
-			[]string{"code.write", "code.review", "test.write", "docs.write"}, swarm.CreateOptions{})
+			[]string{"code.write", "code.review", "test.write", "docs.write"}, taskswarm.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -185,13 +185,13 @@ func TestDemoSwarm(t *testing.T) {
 		for _, e := range evs {
 			fmt.Fprintf(&log, "%s %s#%d %s %s->%s %s\n", e.Type, e.SubTaskID, e.Attempt, e.Agent, e.From, e.To, e.Detail)
 		}
-		if s.Status != swarm.StatusCompleted || len(s.Results) != 4 {
+		if s.Status != taskswarm.StatusCompleted || len(s.Results) != 4 {
 			t.Fatalf("status %s %s\n%s", s.Status, s.Error, &log)
 		}
 		// mars fails its first attempt (FailingOnce); its sub-task moves on.
 		reassigned := 0
 		for _, e := range evs {
-			if e.Type == swarm.EvtSubTaskReassigned {
+			if e.Type == taskswarm.EvtSubTaskReassigned {
 				reassigned++
 			}
 		}
@@ -199,7 +199,7 @@ func TestDemoSwarm(t *testing.T) {
 		for _, st := range s.SubTasks {
 			if slices.Contains(st.Tried, "mars@nodeB") {
 				moved++
-				if st.Attempts < 2 || st.Status != swarm.SubTaskCompleted || st.AssignedAgent == "mars@nodeB" {
+				if st.Attempts < 2 || st.Status != taskswarm.SubTaskCompleted || st.AssignedAgent == "mars@nodeB" {
 					t.Fatalf("mars's sub-task %+v", st)
 				}
 			}
@@ -207,10 +207,10 @@ func TestDemoSwarm(t *testing.T) {
 		if moved != 1 || reassigned != 1 {
 			t.Fatalf("%d sub-tasks moved from mars, %d reassignments\n%s", moved, reassigned, &log)
 		}
-		var report []swarm.Notice
+		var report []taskswarm.Notice
 		d.mu.Lock()
 		for _, e := range d.inbox {
-			if n, err := swarm.DecodeNotice(e.Payload); err == nil && n.Kind == swarm.NoticeCompleted {
+			if n, err := taskswarm.DecodeNotice(e.Payload); err == nil && n.Kind == taskswarm.NoticeCompleted {
 				report = append(report, n)
 			}
 		}

@@ -1,4 +1,4 @@
-package swarm
+package taskswarm
 
 import (
 	"bytes"
@@ -9,7 +9,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/nova-node/nova-node/protocol/negotiation"
+	"github.com/nova-node/nova-node/protocol/task/negotiation"
 )
 
 // Limits on swarms and on the payloads this package decodes. Lengths are in
