@@ -11,7 +11,6 @@ import (
 
 	"github.com/nova-node/nova-node/agentcard"
 	"github.com/nova-node/nova-node/envelope"
-	"github.com/nova-node/nova-node/protocol"
 	"github.com/nova-node/nova-node/protocol/a2ahttp"
 )
 
@@ -39,10 +38,7 @@ func (m a2aMesh) Resolve(_ context.Context, agent string) (agentcard.Card, error
 // Call sends the A2A message as a request from the gateway's agent and
 // waits for the answer, as long as ctx allows (the gateway's task timeout).
 func (m a2aMesh) Call(ctx context.Context, agent string, payload json.RawMessage) (json.RawMessage, error) {
-	r := m.n.Router()
-	if r == nil {
-		return nil, protocol.ErrChannelClosed
-	}
+	r := m.n.router
 	env, err := m.n.factory.New(m.n.a2aAs(), agent, envelope.TypeRequest, payload)
 	if err != nil {
 		return nil, err

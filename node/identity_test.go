@@ -117,8 +117,14 @@ func TestCloseBeforeStartAndTwice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n.Host() != nil || n.Router() != nil {
-		t.Fatal("New started something")
+	// New builds every part and listens nowhere.
+	if n.Host() == nil || n.Router() == nil || n.Docs() == nil {
+		t.Fatal("New left a part unbuilt")
+	}
+	for _, a := range n.Host().Network().ListenAddresses() {
+		if a.String() != "/p2p-circuit" { // the relay transport's, no socket
+			t.Fatalf("New listens on %v", a)
+		}
 	}
 	if err := n.Close(); err != nil {
 		t.Fatal(err)

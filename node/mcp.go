@@ -218,10 +218,8 @@ func (n *Node) updateCard(c agentcard.Card) error {
 	if err := n.db.putCard(reg); err != nil {
 		return err
 	}
-	if n.router != nil {
+	if n.started {
 		n.router.Announce()
-	}
-	if n.disc != nil {
 		n.disc.Announce()
 	}
 	return nil

@@ -46,8 +46,9 @@ var log = golog.Logger("nova/node")
 var Version = "0.1.0-dev"
 
 // Node is one nova-node: identity, store, libp2p host, agent registry and
-// router, plus the local control API. New builds it and starts nothing;
-// Start brings it up; Close takes it down and is idempotent.
+// router, replicated documents, tasks, the MCP bridge and the local faces.
+// New builds every part; Start listens and starts them; Close unwinds what
+// New and Start built, once, in reverse order.
 type Node struct {
 	cfg     Config
 	key     crypto.PrivKey
@@ -58,28 +59,50 @@ type Node struct {
 	factory *envelope.Factory
 	log     *zap.SugaredLogger
 
+	// Built by New and never replaced: no accessor needs a nil check.
+	host   host.Host          // no listener until Start
+	listen []string           // the addresses Start listens on
+	paths  *deadPaths         // the TCP connections, for ack checks and timeouts (tcptimeout.go)
+	disc   *discovery.Service // started by Start
+	router *protocol.Router   // started by Start
+	docs   *crdt.Manager      // started by Start
+
 	mu       sync.Mutex
 	handlers map[string]protocol.Handler
 	tasks    *taskState // tasks.go: negotiation, swarms; made at the first RegisterAgent or ConfigureTasks, running between Start and Close
 	mcp      *mcpState  // mcp.go: the MCP bridge; nil before Start
 	a2a      *a2aState  // a2a.go: the A2A gateway; nil when off or before Start
-	host     host.Host
-	paths    *deadPaths // the TCP connections, for ack checks and timeouts (tcptimeout.go)
-	router   *protocol.Router
 	api      *apiServer
 	metrics  *metricsServer
-	disc     *discovery.Service
-	docs     *crdt.Manager
 	started  bool
 	closed   bool
-	cancel   context.CancelFunc
+	stack    closers // what New and Start built; Close unwinds it
 	wg       sync.WaitGroup
 }
 
+// closers is the unwind stack of a Node: each part New or Start builds
+// pushes its closer, and unwind calls them once, last pushed first.
+type closers []func() error
+
+func (c *closers) push(f func() error) { *c = append(*c, f) }
+
+func (c *closers) unwind() error {
+	var errs []error
+	for i := len(*c) - 1; i >= 0; i-- {
+		errs = append(errs, (*c)[i]())
+	}
+	*c = nil
+	return errors.Join(errs...)
+}
+
 // New validates cfg, creates the data dir and identity if needed, opens the
-// store and registers the configured agents. It opens no socket and starts
-// no goroutine.
-func New(cfg Config) (*Node, error) {
+// store, and builds every part of the node: the libp2p host (with no
+// listener: it neither listens nor dials until Start), GossipSub,
+// discovery, the router, the replicated documents, and the configured
+// agents. go-libp2p and GossipSub run their own service goroutines from the
+// moment they are built; nova's subsystems start nothing until Start. On
+// error New closes what it built.
+func New(cfg Config) (_ *Node, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -91,15 +114,22 @@ func New(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	var stack closers
+	defer func() {
+		if err != nil {
+			_ = stack.unwind()
+		}
+	}()
 	db, err := openStore(cfg.DataDir)
 	if err != nil {
 		return nil, err
 	}
+	stack.push(db.close)
 	obs, err := newObserver(filepath.Join(cfg.DataDir, AuditFile), 1000)
 	if err != nil {
-		db.close()
 		return nil, fmt.Errorf("node: open audit log: %w", err)
 	}
+	stack.push(obs.close)
 	n := &Node{
 		cfg:      cfg,
 		key:      key,
@@ -110,18 +140,86 @@ func New(cfg Config) (*Node, error) {
 		factory:  &envelope.Factory{Now: clock.Now, NewID: envelope.NewID}, // clock.Now: half time.Now's cost
 		log:      log.With("self", id.String()[len(id.String())-6:]),
 		handlers: map[string]protocol.Handler{},
+		paths:    newDeadPaths(),
 	}
+	if err := n.build(&stack); err != nil {
+		return nil, err
+	}
+	n.stack = stack
 	for _, a := range cfg.Agents {
 		var h protocol.Handler
 		if hasCap(a, "echo") {
 			h = Echo
 		}
 		if _, err := n.RegisterAgent(a.Card(), h); err != nil {
-			n.Close()
 			return nil, fmt.Errorf("node: agent %q: %w", a.Name, err)
 		}
 	}
 	return n, nil
+}
+
+// build makes the host and the subsystems that run on it, pushing each
+// closer on stack. Their order on the stack is the order Close stops them
+// in, reversed: the local faces, the MCP bridge and the tasks first (they
+// use the rest), then documents, router, discovery, GossipSub, the host.
+func (n *Node) build(stack *closers) error {
+	h, err := n.newHost()
+	if err != nil {
+		return err
+	}
+	stack.push(h.Close)
+	nw := h.Network()
+	n.paths.net.Store(&nw)
+	nw.Notify(&network.NotifyBundle{ConnectedF: n.paths.connected})
+	boot, err := discovery.ParseAddrs(n.cfg.Bootstrap)
+	if err != nil {
+		return fmt.Errorf("node: bootstrap: %w", err)
+	}
+	// One GossipSub instance per node, for broadcasts and documents. Its
+	// context is the node's whole life.
+	psCtx, psCancel := context.WithCancel(context.Background())
+	stack.push(func() error { psCancel(); return nil })
+	ps, err := pubsub.NewGossipSub(psCtx, h, protocol.PubSubOptions(n.cfg.Swarm, n.cfg.MaxFrameSize)...)
+	if err != nil {
+		return fmt.Errorf("node: gossipsub: %w", err)
+	}
+	disc, err := discovery.New(h, n.key, n.cfg.Swarm, n.reg, n.reg,
+		discovery.WithBootstrapPeers(boot), discovery.WithMDNS(n.cfg.MDNS), discovery.WithTTL(discoveryTTL))
+	if err != nil {
+		return fmt.Errorf("node: discovery: %w", err)
+	}
+	stack.push(disc.Close)
+	ropts := []protocol.Option{
+		protocol.WithPubSub(ps, n.cfg.Swarm),
+		protocol.WithResolver(disc, 0),
+		protocol.WithSandboxPolicy(n.cfg.Sandbox),
+		protocol.WithMaxFrameSize(n.cfg.MaxFrameSize),
+		protocol.WithEventSink(n.obs),
+		protocol.WithFactory(n.factory),
+		protocol.WithRequestTimeout(n.cfg.RequestTimeout),
+		protocol.WithRetry(n.cfg.Retries, n.cfg.RetryDelay),
+		protocol.WithStore(outboxStore{n.db}),
+		protocol.WithAckCheck(n.paths.acks),
+	}
+	if n.cfg.TierRules != nil {
+		ropts = append(ropts, protocol.WithTierRules(n.cfg.TierRules))
+	}
+	r, err := protocol.New(h, n.reg, ropts...)
+	if err != nil {
+		return err
+	}
+	stack.push(r.Close)
+	docs, err := crdt.New(h, ps, n.cfg.Swarm, crdtStore{n.db}, 0, crdt.WithSourceCheck(n.docSourceCheck), crdt.WithReplicaCheck(n.docReplicaCheck))
+	if err != nil {
+		return err
+	}
+	stack.push(docs.Close)
+	// Each safe when its part never started.
+	stack.push(func() error { n.closeTasks(); return nil })
+	stack.push(func() error { n.closeMCP(); return nil })
+	stack.push(func() error { n.closeA2A(); return nil })
+	n.host, n.disc, n.router, n.docs = h, disc, r, docs
+	return nil
 }
 
 func hasCap(a AgentConfig, id string) bool {
@@ -207,20 +305,19 @@ func (n *Node) RegisterAgent(c agentcard.Card, h protocol.Handler) (agentcard.Ca
 	}
 	h = n.wrapTaskHandler(c.ID, h)
 	n.handlers[c.ID] = h
-	if n.router != nil {
-		n.router.Handle(c.ID, h)
+	n.router.Handle(c.ID, h)
+	if n.started {
 		n.router.Announce()
-	}
-	if n.disc != nil {
 		n.disc.Announce()
 	}
 	return reg, nil
 }
 
-// Start opens the libp2p host on the configured addresses, starts the
-// router and the local API, and dials the configured peers. ctx bounds
-// start-up only.
-func (n *Node) Start(ctx context.Context) error {
+// Start listens on the configured addresses, starts discovery, the router,
+// the documents, tasks, the MCP bridge and the local faces, and dials the
+// configured peers. ctx bounds start-up only. If Start fails, the node is
+// closed (as by Close): make a new one to try again.
+func (n *Node) Start(ctx context.Context) (err error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.closed {
@@ -229,150 +326,73 @@ func (n *Node) Start(ctx context.Context) error {
 	if n.started {
 		return nil
 	}
-	h, err := n.newHost()
-	if err != nil {
+	defer func() {
+		if err != nil {
+			n.closed = true
+			_ = n.stack.unwind()
+		}
+	}()
+	if err := n.listenAll(); err != nil {
 		return err
 	}
-	nw := h.Network()
-	n.paths.net.Store(&nw)
-	nw.Notify(&network.NotifyBundle{ConnectedF: n.paths.connected})
 	// Before the router restores its outbox: its channels dial peers that
 	// may be known only from the last run.
-	if known, err := loadAddrBook(h, n.db, time.Now()); err != nil {
+	if known, err := loadAddrBook(n.host, n.db, time.Now()); err != nil {
 		n.log.Warnw("peer addresses not loaded", "err", err)
 	} else if known > 0 {
 		n.log.Debugw("peer addresses loaded", "peers", known)
 	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	boot, err := discovery.ParseAddrs(n.cfg.Bootstrap)
-	if err != nil {
-		cancel()
-		h.Close()
-		return fmt.Errorf("node: bootstrap: %w", err)
-	}
-	disc, err := discovery.New(h, n.key, n.cfg.Swarm, n.reg, n.reg,
-		discovery.WithBootstrapPeers(boot), discovery.WithMDNS(n.cfg.MDNS), discovery.WithTTL(discoveryTTL))
-	if err != nil {
-		cancel()
-		h.Close()
+	// Unwound first: the node's own goroutines end before the parts they use.
+	n.stack.push(func() error { cancel(); n.wg.Wait(); return nil })
+	if err := n.disc.Start(ctx); err != nil {
 		return fmt.Errorf("node: discovery: %w", err)
 	}
-	if err := disc.Start(ctx); err != nil {
-		cancel()
-		h.Close()
-		return fmt.Errorf("node: discovery: %w", err)
-	}
-	closeEarly := func() {
-		cancel()
-		disc.Close()
-		h.Close()
-	}
-	// One GossipSub instance per node, for broadcasts now and CRDT documents
-	// later; it runs until runCtx ends (Close).
-	ps, err := pubsub.NewGossipSub(runCtx, h, protocol.PubSubOptions(n.cfg.Swarm, n.cfg.MaxFrameSize)...)
-	if err != nil {
-		closeEarly()
-		return fmt.Errorf("node: gossipsub: %w", err)
-	}
-	ropts := []protocol.Option{
-		protocol.WithPubSub(ps, n.cfg.Swarm),
-		protocol.WithResolver(disc, 0),
-		protocol.WithSandboxPolicy(n.cfg.Sandbox),
-		protocol.WithMaxFrameSize(n.cfg.MaxFrameSize),
-		protocol.WithEventSink(n.obs),
-		protocol.WithFactory(n.factory),
-		protocol.WithRequestTimeout(n.cfg.RequestTimeout),
-		protocol.WithRetry(n.cfg.Retries, n.cfg.RetryDelay),
-		protocol.WithStore(outboxStore{n.db}),
-		protocol.WithAckCheck(n.paths.acks),
-	}
-	if n.cfg.TierRules != nil {
-		ropts = append(ropts, protocol.WithTierRules(n.cfg.TierRules))
-	}
-	r, err := protocol.New(h, n.reg, ropts...)
-	if err != nil {
-		closeEarly()
+	if err := n.router.Start(ctx); err != nil {
 		return err
 	}
-	docs, err := crdt.New(h, ps, n.cfg.Swarm, crdtStore{n.db}, 0, crdt.WithSourceCheck(n.docSourceCheck), crdt.WithReplicaCheck(n.docReplicaCheck))
-	if err != nil {
-		closeEarly()
-		return err
-	}
-	for id, hd := range n.handlers {
-		r.Handle(id, hd)
-	}
-	if err := r.Start(ctx); err != nil {
-		closeEarly()
-		return err
-	}
-	if err := docs.Start(ctx); err != nil {
-		r.Close()
-		closeEarly()
+	if err := n.docs.Start(ctx); err != nil {
 		return err
 	}
 	// Tasks, swarms and the MCP bridge run on the router and documents;
-	// they are stopped before them (closeExtensions).
-	if err := n.startTasks(runCtx, r, docs); err != nil {
-		docs.Close()
-		r.Close()
-		closeEarly()
+	// build's closers stop them before those.
+	if err := n.startTasks(runCtx, n.router, n.docs); err != nil {
 		return err
 	}
-	if err := n.startMCP(runCtx, h); err != nil {
-		n.closeTasks()
-		docs.Close()
-		r.Close()
-		closeEarly()
+	if err := n.startMCP(runCtx, n.host); err != nil {
 		return err
 	}
 	api, err := startAPI(n, n.cfg.apiSocket())
 	if err != nil {
-		n.closeExtensions()
-		docs.Close()
-		r.Close()
-		closeEarly()
 		return err
 	}
+	n.api = api
+	n.stack.push(api.close)
 	if n.cfg.MetricsListen != "off" {
-		ms, err := startMetrics(n.cfg.MetricsListen, n.obs.prom.reg, r.Channels, n.mcpHTTP())
+		ms, err := startMetrics(n.cfg.MetricsListen, n.obs.prom.reg, n.router.Channels, n.mcpHTTP())
 		if err != nil {
-			api.close()
-			n.closeExtensions()
-			docs.Close()
-			r.Close()
-			closeEarly()
 			return err
 		}
 		n.metrics = ms
+		n.stack.push(ms.close)
 	}
 	if err := n.startA2A(runCtx); err != nil {
-		if n.metrics != nil {
-			n.metrics.close()
-			n.metrics = nil
-		}
-		api.close()
-		n.closeExtensions()
-		docs.Close()
-		r.Close()
-		closeEarly()
 		return err
 	}
-	n.host, n.router, n.api, n.disc, n.docs, n.started = h, r, api, disc, docs, true
-	n.cancel = cancel
+	n.started = true
 	n.wg.Go(func() { n.paths.run(runCtx.Done()) })
 	if len(n.cfg.Peers) > 0 {
 		n.wg.Go(func() { n.keepPeers(runCtx) })
 	}
-	if sub, err := h.EventBus().Subscribe(new(event.EvtPeerIdentificationCompleted), eventbus.BufSize(256)); err != nil {
+	if sub, err := n.host.EventBus().Subscribe(new(event.EvtPeerIdentificationCompleted), eventbus.BufSize(256)); err != nil {
 		n.log.Warnw("peer addresses will not be remembered", "err", err)
 	} else {
-		book := newAddrBook(h, n.db, n.log)
+		book := newAddrBook(n.host, n.db, n.log)
 		n.wg.Go(func() { book.run(sub, runCtx.Done()) })
 		n.wg.Go(func() { book.flushLoop(runCtx.Done()) })
 	}
 	n.hostRemoteA2A(runCtx)
-	n.log.Infow("node started", "peer", n.id, "addrs", h.Addrs(), "agents", len(n.reg.Local()))
+	n.log.Infow("node started", "peer", n.id, "addrs", n.host.Addrs(), "agents", len(n.reg.Local()))
 	return nil
 }
 
@@ -410,8 +430,10 @@ func (n *Node) keepPeers(ctx context.Context) {
 	}
 }
 
-// Close stops the API, the router and the host, then closes the store. It is
-// idempotent and safe before Start.
+// Close stops everything New and Start built, last built first: the node's
+// own goroutines, the local faces, the MCP bridge, tasks, documents, router,
+// discovery, GossipSub and the host; then the audit log and the store. It
+// is idempotent and safe before Start.
 func (n *Node) Close() error {
 	n.mu.Lock()
 	if n.closed {
@@ -419,42 +441,14 @@ func (n *Node) Close() error {
 		return nil
 	}
 	n.closed = true
-	cancel, api, r, h, ms, disc, docs := n.cancel, n.api, n.router, n.host, n.metrics, n.disc, n.docs
+	stack := n.stack
+	n.stack = nil
 	n.mu.Unlock()
-	if cancel != nil {
-		cancel()
-	}
-	var errs []error
-	if api != nil {
-		errs = append(errs, api.close())
-	}
-	if ms != nil {
-		errs = append(errs, ms.close())
-	}
-	n.wg.Wait()
-	n.closeExtensions()
-	if docs != nil {
-		errs = append(errs, docs.Close())
-	}
-	if r != nil {
-		errs = append(errs, r.Close())
-	}
-	if disc != nil {
-		errs = append(errs, disc.Close())
-	}
-	if h != nil {
-		errs = append(errs, h.Close())
-	}
-	errs = append(errs, n.obs.close(), n.db.close())
-	return errors.Join(errs...)
+	return stack.unwind()
 }
 
-// Docs is the node's replicated documents; nil before Start.
-func (n *Node) Docs() *crdt.Manager {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.docs
-}
+// Docs is the node's replicated documents.
+func (n *Node) Docs() *crdt.Manager { return n.docs }
 
 // MetricsURL is where Prometheus metrics are served ("" when off or not started).
 func (n *Node) MetricsURL() string {
@@ -478,27 +472,16 @@ func (n *Node) Registry() *agentcard.Registry { return n.reg }
 // Observer gives the node's events and metrics.
 func (n *Node) Observer() *Observer { return n.obs }
 
-// Host is the libp2p host; nil before Start.
-func (n *Node) Host() host.Host {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.host
-}
+// Host is the libp2p host; it listens from Start on.
+func (n *Node) Host() host.Host { return n.host }
 
-// Router is the envelope router; nil before Start.
-func (n *Node) Router() *protocol.Router {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.router
-}
+// Router is the envelope router; it routes from Start on.
+func (n *Node) Router() *protocol.Router { return n.router }
 
-// Addrs returns the node's dialable addresses, each ending in /p2p/<id>.
+// Addrs returns the node's dialable addresses, each ending in /p2p/<id>
+// (none before Start).
 func (n *Node) Addrs() []multiaddr.Multiaddr {
-	h := n.Host()
-	if h == nil {
-		return nil
-	}
-	addrs, _ := peer.AddrInfoToP2pAddrs(&peer.AddrInfo{ID: n.id, Addrs: h.Addrs()})
+	addrs, _ := peer.AddrInfoToP2pAddrs(&peer.AddrInfo{ID: n.id, Addrs: n.host.Addrs()})
 	return addrs
 }
 
@@ -509,21 +492,13 @@ func (n *Node) NewEnvelope(from, to string, t envelope.Type, payload any) (*enve
 
 // Send routes env (from a local agent) and reports where it went.
 func (n *Node) Send(ctx context.Context, env *envelope.Envelope) (protocol.RoutingResult, error) {
-	r := n.Router()
-	if r == nil {
-		return protocol.RoutingResult{}, errNotStarted
-	}
-	return r.Send(ctx, env)
+	return n.router.Send(ctx, env)
 }
 
 // Request sends env and waits for its answer, bounded by ctx and the
 // configured request timeout. The answer is the caller's.
 func (n *Node) Request(ctx context.Context, env *envelope.Envelope) (*envelope.Envelope, protocol.RoutingResult, error) {
-	r := n.Router()
-	if r == nil {
-		return nil, protocol.RoutingResult{}, errNotStarted
-	}
-	return r.RequestWithin(ctx, env, n.cfg.RequestTimeout)
+	return n.router.RequestWithin(ctx, env, n.cfg.RequestTimeout)
 }
 
 // discoveryTTL is how long a remote card stays valid after its host's last
@@ -534,15 +509,11 @@ var errNotStarted = fmt.Errorf("node: not started: %w", protocol.ErrChannelClose
 
 // Connect dials a peer multiaddr ending in /p2p/<peerID>.
 func (n *Node) Connect(ctx context.Context, addr string) (peer.ID, error) {
-	h := n.Host()
-	if h == nil {
-		return "", errNotStarted
-	}
 	ai, err := parsePeerAddr(addr)
 	if err != nil {
 		return "", err
 	}
-	if err := h.Connect(ctx, *ai); err != nil {
+	if err := n.host.Connect(ctx, *ai); err != nil {
 		return "", fmt.Errorf("node: connect to %s: %w", ai.ID, err)
 	}
 	return ai.ID, nil
@@ -560,12 +531,12 @@ func parsePeerAddr(a string) (*peer.AddrInfo, error) {
 	return ai, nil
 }
 
-// newHost builds the libp2p host: the node's key, the configured listen
-// addresses (TCP, QUIC, WebSocket), Noise/TLS, yamux, the resource manager
-// with nova's service limits, a connection manager, identify and ping on,
-// no DHT and no bootstrap peers.
+// newHost builds the libp2p host: the node's key, Noise/TLS, yamux, the
+// transports (TCP, QUIC, WebSocket…), the resource manager with nova's
+// service limits, a connection manager, identify and ping on, no DHT and no
+// bootstrap peers. It listens nowhere yet: it sets n.listen, the addresses
+// Start listens on.
 func (n *Node) newHost() (host.Host, error) {
-	n.paths = newDeadPaths()
 	rm, err := newResourceManager()
 	if err != nil {
 		return nil, err
@@ -578,7 +549,8 @@ func (n *Node) newHost() (host.Host, error) {
 	opts := []libp2p.Option{
 		libp2p.PrometheusRegisterer(n.obs.prom.reg),
 		libp2p.Identity(n.key),
-		libp2p.ListenAddrStrings(listen...),
+		libp2p.NoListenAddrs, // Start listens (listenAll)
+		libp2p.EnableRelay(), // which NoListenAddrs alone would turn off
 		libp2p.UserAgent("nova-node/" + Version),
 		libp2p.ResourceManager(rm),
 		libp2p.ConnectionManager(cm),
@@ -626,16 +598,33 @@ func (n *Node) newHost() (host.Host, error) {
 		rm.Close()
 		return nil, errors.New("node: no address left to listen on: with a swarm secret, add a TCP or WebSocket address to listen")
 	}
-	if err := checkPortsFree(listen); err != nil {
-		rm.Close()
-		return nil, err
-	}
 	h, err := libp2p.New(opts...)
 	if err != nil {
 		rm.Close()
-		return nil, &ListenError{Addrs: listen, Err: err}
+		return nil, fmt.Errorf("node: libp2p host: %w", err)
 	}
+	n.listen = listen
 	return h, nil
+}
+
+// listenAll opens the listeners of the configured addresses. Like libp2p,
+// it succeeds when at least one address can be listened on.
+func (n *Node) listenAll() error {
+	if err := checkPortsFree(n.listen); err != nil {
+		return err
+	}
+	addrs := make([]multiaddr.Multiaddr, 0, len(n.listen))
+	for _, s := range n.listen {
+		a, err := multiaddr.NewMultiaddr(s)
+		if err != nil {
+			return &ListenError{Addrs: n.listen, Err: err}
+		}
+		addrs = append(addrs, a)
+	}
+	if err := n.host.Network().Listen(addrs...); err != nil {
+		return &ListenError{Addrs: n.listen, Err: err}
+	}
+	return nil
 }
 
 // checkPortsFree refuses listen addresses whose port is taken, before
@@ -710,12 +699,4 @@ func EnsureDataDir(cfg Config) (created bool, err error) {
 		return created, err
 	}
 	return created, InitStore(cfg.DataDir)
-}
-
-// closeExtensions stops the MCP bridge, then tasks and swarms. Safe to call
-// more than once and before they started.
-func (n *Node) closeExtensions() {
-	n.closeA2A()
-	n.closeMCP()
-	n.closeTasks()
 }

@@ -73,14 +73,12 @@ func (n *Node) Reload(cfg Config) (ReloadResult, error) {
 		n.mu.Lock()
 		n.reg.Unregister(a.Name)
 		delete(n.handlers, a.Name)
-		r, d := n.router, n.disc
+		started := n.started
 		n.mu.Unlock()
-		if r != nil {
-			r.Handle(a.Name, nil)
-			r.Announce()
-		}
-		if d != nil {
-			d.Announce()
+		n.router.Handle(a.Name, nil)
+		if started {
+			n.router.Announce()
+			n.disc.Announce()
 		}
 		res.Removed = append(res.Removed, a.Name)
 	}

@@ -10,12 +10,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/nova-node/nova-node/agentcard"
 	"github.com/nova-node/nova-node/crdt"
-	"github.com/nova-node/nova-node/discovery"
 	"github.com/nova-node/nova-node/envelope"
 	"github.com/nova-node/nova-node/protocol"
 	"github.com/nova-node/nova-node/protocol/task/negotiation"
@@ -127,9 +125,7 @@ type taskState struct {
 	coord   *taskswarm.Coordinator
 	part    *taskswarm.Participant
 	docs    *crdt.Manager
-	host    host.Host          // set by the peer watcher once Start is done
-	disc    *discovery.Service // likewise
-	gone    map[peer.ID]bool   // peers that left (see watchPeers)
+	gone    map[peer.ID]bool // peers that left (see watchPeers)
 	shared  map[string]map[string]string
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup

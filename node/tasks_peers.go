@@ -7,13 +7,11 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/event"
-	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/p2p/host/eventbus"
 
 	"github.com/nova-node/nova-node/agentcard"
-	"github.com/nova-node/nova-node/discovery"
 	"github.com/nova-node/nova-node/protocol"
 	"github.com/nova-node/nova-node/sandbox"
 )
@@ -40,15 +38,10 @@ func (d taskDirectory) Capable(ctx context.Context, as, capability string) ([]ag
 	}
 	cards := d.visible(viewer, n.reg.FindByCapability(capability))
 	if len(cards) == 0 {
-		d.ts.mu.Lock()
-		disc := d.ts.disc
-		d.ts.mu.Unlock()
-		if disc != nil {
-			lctx, cancel := context.WithTimeout(ctx, capabilityLookupTimeout)
-			_, _ = disc.FindByCapability(lctx, capability) // found cards land in the registry
-			cancel()
-			cards = d.visible(viewer, n.reg.FindByCapability(capability))
-		}
+		lctx, cancel := context.WithTimeout(ctx, capabilityLookupTimeout)
+		_, _ = n.disc.FindByCapability(lctx, capability) // found cards land in the registry
+		cancel()
+		cards = d.visible(viewer, n.reg.FindByCapability(capability))
 	}
 	if len(cards) == 0 {
 		return nil, &agentcard.CapabilityNotFoundError{Capability: capability, Where: "the registry and the swarm's DHT, as " + viewer.Address() + " may see them"}
@@ -79,34 +72,9 @@ const EvtPeerGone = "peer-gone"
 // PeerGoneAfter and that does not answer one dial, has left, and
 // Coordinator.PeerGone reassigns what its agents were doing. A peer that
 // connects again is no longer gone.
-//
-// The host is not known yet when startTasks runs (Start assigns it after),
-// and startTasks runs under Node.mu, so this goroutine waits for Start to
-// finish with TryLock rather than Lock: Start's error path stops tasks
-// (waiting for this goroutine) while it holds Node.mu.
 func (ts *taskState) watchPeers(ctx context.Context) {
 	n := ts.n
-	var h host.Host
-	var disc *discovery.Service
-	for h == nil {
-		if n.mu.TryLock() {
-			if n.started {
-				h, disc = n.host, n.disc
-			}
-			n.mu.Unlock()
-		}
-		if h != nil {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
-	ts.mu.Lock()
-	ts.host, ts.disc = h, disc
-	ts.mu.Unlock()
+	h := n.host
 	sub, err := h.EventBus().Subscribe(new(event.EvtPeerConnectednessChanged), eventbus.BufSize(256))
 	if err != nil {
 		n.log.Warnw("cannot follow peer departures: swarm sub-tasks of departed peers wait for their timeout", "err", err)
@@ -231,9 +199,8 @@ func (ts *taskState) peerGone(p peer.ID) {
 	already := ts.gone[p]
 	ts.gone[p] = true
 	coord := ts.coord
-	host := ts.host
 	ts.mu.Unlock()
-	if already || coord == nil || host != nil && host.Network().Connectedness(p) == network.Connected {
+	if already || coord == nil || ts.n.host.Network().Connectedness(p) == network.Connected {
 		return
 	}
 	ts.n.obs.Emit(protocol.Event{Type: EvtPeerGone, Time: time.Now(), Peer: p, Success: true,
