@@ -267,8 +267,8 @@ func (n *Node) Start(ctx context.Context) error {
 		disc.Close()
 		h.Close()
 	}
-	// One GossipSub instance per node, for broadcasts now and CRDT documents
-	// later; it runs until runCtx ends (Close).
+	// One GossipSub instance per node, for broadcasts and CRDT documents;
+	// it runs until runCtx ends (Close).
 	ps, err := pubsub.NewGossipSub(runCtx, h, protocol.PubSubOptions(n.cfg.Swarm, n.cfg.MaxFrameSize)...)
 	if err != nil {
 		closeEarly()
@@ -712,8 +712,8 @@ func EnsureDataDir(cfg Config) (created bool, err error) {
 	return created, InitStore(cfg.DataDir)
 }
 
-// closeExtensions stops the MCP bridge, then tasks and swarms. Safe to call
-// more than once and before they started.
+// closeExtensions stops the A2A gateway, the MCP bridge, then tasks and
+// swarms. Safe to call more than once and before they started.
 func (n *Node) closeExtensions() {
 	n.closeA2A()
 	n.closeMCP()
