@@ -52,9 +52,9 @@ type pkg struct {
 	layer layer
 	// also lists the packages of its own layer this package may import.
 	also string
-	// pure packages hold rules and values: no network code at any depth
-	// (see networkCode), no I/O ("os"), no go statement, and of ours they
-	// depend only on pure packages. uses lists every non-standard import a
+	// pure packages hold rules and values, tested without sockets: no
+	// network code at any depth (networkCode), no I/O (pureBad), no bare
+	// go statement, and of ours they depend on pure packages only. uses lists every non-standard import a
 	// pure package may use (ours and others'); empty, it uses only the
 	// standard library.
 	pure bool
@@ -287,13 +287,13 @@ func TestPackages(t *testing.T) {
 				t.Errorf("%s: %s", where, why)
 			}
 			if !imp.Std && !slices.Contains(fields(p.uses), imp.Path) {
-				t.Errorf("%s: a pure package uses the standard library and its uses only (%q)", where, p.uses)
+				t.Errorf("%s: a pure package imports the standard library and its uses only (uses: %q)", where, p.uses)
 			}
 		}
 		if p.pure {
 			for _, dep := range l.Deps {
 				if why, ok := lookup(networkCode, dep); ok {
-					t.Errorf("%s depends on %s (%s): a pure package holds rules and values, tested without sockets; network code belongs to the service packages", rel, strings.TrimPrefix(dep, module+"/"), why)
+					t.Errorf("%s depends on %s (%s): a pure package has no network code at any depth", rel, strings.TrimPrefix(dep, module+"/"), why)
 				}
 				if to, ok := ours[dep]; ok && !to.pure {
 					t.Errorf("%s depends on %s, which is not pure", rel, strings.TrimPrefix(dep, module+"/"))
