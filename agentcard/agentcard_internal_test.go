@@ -5,9 +5,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -23,72 +20,6 @@ import (
 )
 
 var writeCorpus = flag.Bool("write-corpus", false, "rewrite testdata/fuzz/{FuzzOpen,FuzzCardJSON} seed corpora")
-
-// TestImports keeps the package's dependency promise (doc.go): the standard
-// library minus network and process code, tiers, and libp2p's core/crypto,
-// core/peer and core/record.
-func TestImports(t *testing.T) {
-	allowed := map[string]bool{
-		"github.com/nova-node/nova-node/tiers":    true,
-		"github.com/libp2p/go-libp2p/core/crypto": true,
-		"github.com/libp2p/go-libp2p/core/peer":   true,
-		"github.com/libp2p/go-libp2p/core/record": true,
-	}
-	forbiddenStd := map[string]string{
-		"net":      "the registry does no I/O",
-		"net/http": "the registry does no I/O",
-		"os":       "the package does no I/O",
-		"os/exec":  "never",
-		"testing":  "test code only",
-		"log":      "errors are returned, not logged",
-	}
-	for _, f := range sourceFiles(t) {
-		for _, imp := range f.Imports {
-			p, _ := strconv.Unquote(imp.Path.Value)
-			first, _, _ := strings.Cut(p, "/")
-			std := !strings.Contains(first, ".")
-			if why, bad := forbiddenStd[p]; std && bad {
-				t.Errorf("%s imports %s: %s", f.Name.Name, p, why)
-			}
-			if !std && !allowed[p] {
-				t.Errorf("imports %s: only tiers and libp2p core/{crypto,peer,record} are allowed", p)
-			}
-		}
-	}
-}
-
-// TestNoGoroutines: the registry is passive (doc.go).
-func TestNoGoroutines(t *testing.T) {
-	for _, f := range sourceFiles(t) {
-		ast.Inspect(f, func(n ast.Node) bool {
-			if g, ok := n.(*ast.GoStmt); ok {
-				t.Errorf("go statement at %v", g.Pos())
-			}
-			return true
-		})
-	}
-}
-
-func sourceFiles(t *testing.T) []*ast.File {
-	t.Helper()
-	names, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	fset := token.NewFileSet()
-	var files []*ast.File
-	for _, name := range names {
-		if strings.HasSuffix(name, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, name, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		files = append(files, f)
-	}
-	return files
-}
 
 func TestValidVersion(t *testing.T) {
 	good := []string{"0.0.0", "1.2.3", "10.20.30", "1.0.0-alpha", "1.0.0-alpha.1", "1.0.0-0.3.7",

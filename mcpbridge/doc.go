@@ -1,14 +1,29 @@
-// Package mcpbridge is the pure core of nova-node's MCP bridge: a registry of
-// the tools, resources and prompts that agents publish to the mesh, with the
-// names they carry inside the mesh and on the wire to MCP clients, routing
-// of tool calls to the source agent's handler, invocation records and
-// metrics.
+// Package mcpbridge shares MCP tools, resources and prompts across the nova
+// mesh, speaking MCP through the official Go SDK
+// (github.com/modelcontextprotocol/go-sdk) as client and as server:
 //
-// The package uses only the standard library. It does not speak MCP itself:
-// a later layer adapts it to the official MCP Go SDK (servers, clients,
-// transports) and to libp2p streams. Everything the SDK would panic on (bad
-// names, bad schemas) is rejected here first, with a typed error, so that a
-// misbehaving backend can never crash the node.
+//   - the [Registry] of the tools, resources and prompts that this node's
+//     agents publish, with the names they carry inside the mesh and on the
+//     wire to MCP clients, routing of tool calls to the source agent's
+//     handler, invocation records and metrics;
+//   - backends ([StartBackend]): the MCP servers an agent declares, stdio
+//     processes or streamable HTTP endpoints, whose items it publishes in
+//     the registry, followed through list_changed and restarted with
+//     backoff;
+//   - the [Bridge]: MCP between nodes on the libp2p protocol
+//     [ProtocolID] (newline-delimited JSON-RPC on a stream, one long-lived
+//     session per peer pair), and one aggregated MCP server over every
+//     item of the swarm for local MCP clients, on a byte stream
+//     ([Bridge.ServeConn], behind [RelayStdio] for `nova-node mcp`) or
+//     streamable HTTP ([Bridge.HTTPHandler]);
+//   - enforcement ([Policy]): the calling agent named in every request
+//     must be hosted by the calling peer, and the tier and sandbox rules
+//     apply to every call, read and prompt.
+//
+// Everything the SDK would panic on (bad names, bad schemas) is rejected
+// first, with a typed error, so that a misbehaving backend can never crash
+// the node. node builds the Bridge on its host and wires it; the CLI only
+// relays stdio.
 //
 // # Names
 //
@@ -20,10 +35,11 @@
 //
 // # Errors
 //
-// Every error of this package has a Code method returning one of the Code*
-// constants (DUPLICATE_TOOL and the others). Sentinels (ErrDuplicateTool,
-// ...) match the typed errors with errors.Is; the typed errors carry the
-// details (the tool name, the URI, the missing argument).
+// Every error about a tool, resource, prompt or call has a Code method
+// returning one of the Code* constants (DUPLICATE_TOOL and the others).
+// Sentinels (ErrDuplicateTool, ...) match the typed errors with errors.Is;
+// the typed errors carry the details (the tool name, the URI, the missing
+// argument).
 //
 // # Failures are results, not retries
 //

@@ -21,7 +21,7 @@ import (
 	"github.com/nova-node/nova-node/tiers"
 )
 
-// Task negotiation and swarms (issue 7) on a node.
+// Task negotiation and swarms on a node.
 //
 // Every node runs one negotiation.Negotiator (the proposals its agents send
 // and receive), one taskswarm.Coordinator (the swarms its agents create) and one

@@ -20,7 +20,7 @@ import (
 // known card offers.
 const capabilityLookupTimeout = 5 * time.Second
 
-// taskDirectory is the swarm.Directory of a node: the agents that have a
+// taskDirectory is the taskswarm.Directory of a node: the agents that have a
 // capability, local and remote, as the local agent `as` may discover them
 // (sandbox discovery filter), without the agents of peers that left.
 //

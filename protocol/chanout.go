@@ -592,8 +592,8 @@ func (c *outChannel) persistOps(now time.Time, after time.Duration, force bool) 
 
 // saved records the outcome of writing op, with put its items: they are
 // stored; or, when the write failed, handed back for a later pass to write
-// again, with op's deletions and its drop (a failed pass used to leave its
-// items marked as written: they would never have reached the disk).
+// again, with op's deletions and its drop (items of a failed pass left
+// marked as written would never reach the disk).
 func (c *outChannel) saved(op OutboxOp, put []*outItem, err error) {
 	c.mu.Lock()
 	defer c.unlock()

@@ -2,15 +2,16 @@ package protocol
 
 import "github.com/libp2p/go-libp2p/core/protocol"
 
-// Protocol IDs of nova-node. All of them live here.
-const (
-	// IDA2A carries envelopes: varint-length-prefixed CBOR frames.
-	IDA2A protocol.ID = "/nova/a2a/1.0.0"
-	// IDMCP carries MCP JSON-RPC, newline delimited (see mcpbridge).
-	IDMCP protocol.ID = "/nova/mcp/1.0.0"
-	// IDCRDT carries CRDT state catch-up (see crdt).
-	IDCRDT protocol.ID = "/nova/crdt/1.0.0"
-)
+// IDA2A is this package's libp2p protocol: envelopes, acknowledgements and
+// signed cards in varint-length-prefixed CBOR frames
+// (docs/wire-protocol.md).
+//
+// Each of nova's other protocols is declared by the package that speaks it,
+// since protocol, crdt, mcpbridge and discovery do not import each other:
+// mcpbridge.ProtocolID ("/nova/mcp/1.0.0"), crdt.ID ("/nova/crdt/1.0.0")
+// and discovery.ProtocolPrefix (the DHT's "/nova/kad/1.0.0").
+// docs/wire-protocol.md lists them all.
+const IDA2A protocol.ID = "/nova/a2a/1.0.0"
 
 // ServiceName is the resource-manager service of the a2a protocol.
 const ServiceName = "nova.a2a"

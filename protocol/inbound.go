@@ -86,8 +86,8 @@ func (rd *inReader) run() {
 			default:
 				// The transport ended (a reset by a peer that stops, a
 				// connection closed, the idle deadline): no peer lied, so
-				// no security event, which every node stopping used to
-				// leave in its peers' audit logs.
+				// no security event, or every node that stops would leave
+				// one in its peers' audit logs.
 				r.log.Debugw("inbound stream ended", "peer", rd.p, "err", err)
 				_ = rd.st.Reset()
 			}

@@ -15,8 +15,8 @@ import (
 	"github.com/nova-node/nova-node/protocol/task/negotiation"
 )
 
-// taskCommands are the commands of task negotiation, swarms and the demo
-// (issue 7): tasks, swarm, demo.
+// taskCommands are the commands of task negotiation, swarms and the demo:
+// tasks, swarm, demo.
 func taskCommands(g *globals) []*cobra.Command {
 	return []*cobra.Command{newTasksCmd(g), newSwarmCmd(g), newDemoCmd(g)}
 }

@@ -6,8 +6,10 @@
 //
 // The package is data and pure functions. It starts no goroutine, does no
 // I/O and reads no clock: the same input gives the same output, so demo
-// runs and tests are reproducible. node builds cards with [Agent.Card],
-// registers each agent with a router handler that passes sub-task requests
-// to a swarm.Participant running [Work] and other requests to [Answer], and
-// registers [Decide] with the negotiation.Negotiator.
+// runs and tests are reproducible. The demo (internal/demo) builds cards
+// with [Agent.Card], registers each agent on a node with [Answer] as its
+// handler, and gives the node [Decide] and a [Work] function through
+// node.TaskOptions: the node's negotiation.Negotiator answers proposals
+// with Decide, and its taskswarm.Participant runs Work for the sub-task
+// requests, which never reach Answer.
 package planets

@@ -1,6 +1,9 @@
-// Package srccheck reads a package's own source in its tests, for the
-// checks that keep a package in its layer: which imports it uses, that it
-// starts no bare goroutines, that every exported name is documented.
+// Package srccheck reads the Go source of the module's packages for the
+// guardrail test at the module root (deps_test.go), which keeps every
+// package in its layer: which imports it uses, that it starts no bare
+// goroutines, that every exported name is documented. It parses every
+// production file whatever its build constraints, so a rule holds on every
+// platform, not only on the one running the test.
 package srccheck
 
 import (
@@ -8,6 +11,7 @@ import (
 	"go/parser"
 	"go/token"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,9 +22,19 @@ import (
 // which is the package directory when called from its tests.
 func Files(t testing.TB) (*token.FileSet, map[string]*ast.File) {
 	t.Helper()
-	entries, err := os.ReadDir(".")
+	fset, files, err := ParseDir(".")
 	if err != nil {
 		t.Fatal(err)
+	}
+	return fset, files
+}
+
+// ParseDir parses the production (non-test) Go files of dir, with their
+// comments, keyed by file name.
+func ParseDir(dir string) (*token.FileSet, map[string]*ast.File, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, nil, err
 	}
 	fset := token.NewFileSet()
 	files := map[string]*ast.File{}
@@ -29,13 +43,13 @@ func Files(t testing.TB) (*token.FileSet, map[string]*ast.File) {
 		if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
 			continue
 		}
-		f, err := parser.ParseFile(fset, name, nil, parser.ParseComments|parser.SkipObjectResolution)
+		f, err := parser.ParseFile(fset, filepath.Join(dir, name), nil, parser.ParseComments|parser.SkipObjectResolution)
 		if err != nil {
-			t.Fatal(err)
+			return nil, nil, err
 		}
 		files[name] = f
 	}
-	return fset, files
+	return fset, files, nil
 }
 
 // Import is one import of one file.

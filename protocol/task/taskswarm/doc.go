@@ -1,4 +1,4 @@
-// Package swarm is the seed's SwarmCoordinator and its participant side:
+// Package taskswarm is the seed's SwarmCoordinator and its participant side:
 // decentralized swarms of agents working on one task (requirement 8,
 // properties 25 and 26, recovery strategy "swarm participant failure").
 //
