@@ -41,7 +41,7 @@ func TestAntiEntropyWakesOnlyForHeldUpdates(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	h, ps := pubsubHost(t, ctx)
-	m, err := New(h, ps, "test", nopStore{}, time.Hour)
+	m, err := New(h, ps, "test", nopStore{}, WithCatchupInterval(time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ func TestDigestFloodStartsOneCatchUpAtATime(t *testing.T) {
 	hA, psA := pubsubHost(t, ctx)
 	hB, psB := pubsubHost(t, ctx)
 
-	m, err := New(hA, psA, "test", nopStore{}, time.Hour)
+	m, err := New(hA, psA, "test", nopStore{}, WithCatchupInterval(time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -66,8 +66,31 @@ type SourceCheck func(doc, source string, publisher peer.ID) error
 // ErrUnverifiable is returned by a SourceCheck that lacks the card it needs.
 var ErrUnverifiable = errors.New("crdt: source agent cannot be verified here")
 
-// Option configures a Manager.
-type Option func(*Manager)
+// Option configures a Manager: New applies each to its configuration
+// before it builds the Manager.
+type Option func(*config) error
+
+// config is what the options set; New fills in the defaults.
+type config struct {
+	interval     time.Duration
+	check        SourceCheck
+	replicaCheck ReplicaCheck
+}
+
+// defaultCatchupInterval is the period of the background anti-entropy round.
+const defaultCatchupInterval = 10 * time.Second
+
+// WithCatchupInterval sets the period of the background anti-entropy round
+// (default 10 s); it must be positive.
+func WithCatchupInterval(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return fmt.Errorf("crdt: catch-up interval %v is not positive", d)
+		}
+		c.interval = d
+		return nil
+	}
+}
 
 // ReplicaCheck decides whether replica (a peer ID) may have written
 // document doc; it is applied to every replica whose dots a catch-up answer
@@ -76,11 +99,15 @@ type Option func(*Manager)
 type ReplicaCheck func(doc, replica string) error
 
 // WithReplicaCheck sets the check of catch-up answers (default: none).
-func WithReplicaCheck(f ReplicaCheck) Option { return func(m *Manager) { m.replicaCheck = f } }
+func WithReplicaCheck(f ReplicaCheck) Option {
+	return func(c *config) error { c.replicaCheck = f; return nil }
+}
 
 // WithSourceCheck sets the check of every update's source agent, local and
 // remote (default: the source's host must be the publisher).
-func WithSourceCheck(f SourceCheck) Option { return func(m *Manager) { m.check = f } }
+func WithSourceCheck(f SourceCheck) Option {
+	return func(c *config) error { c.check = f; return nil }
+}
 
 // Manager owns the open documents of one node.
 type Manager struct {
@@ -108,20 +135,23 @@ type Manager struct {
 	rejected   atomic.Uint64
 }
 
-// New returns a Manager; it starts nothing. catchupInterval is the period of
-// the background anti-entropy round (default 10 s when <= 0).
-func New(h host.Host, ps *pubsub.PubSub, swarm string, store Store, catchupInterval time.Duration, opts ...Option) (*Manager, error) {
+// New returns a Manager; it starts nothing. Defaults: anti-entropy every
+// 10 s ([WithCatchupInterval]), an update's source must be hosted by its
+// publisher ([WithSourceCheck]), catch-up answers are not checked further
+// ([WithReplicaCheck]).
+func New(h host.Host, ps *pubsub.PubSub, swarm string, store Store, opts ...Option) (*Manager, error) {
 	if h == nil || ps == nil || store == nil || swarm == "" {
 		return nil, errors.New("crdt: New needs a host, a pubsub, a swarm name and a store")
 	}
-	if catchupInterval <= 0 {
-		catchupInterval = 10 * time.Second
+	c := config{interval: defaultCatchupInterval}
+	for i, o := range opts {
+		if err := o(&c); err != nil {
+			return nil, fmt.Errorf("crdt: option %d: %w", i, err)
+		}
 	}
-	m := &Manager{h: h, ps: ps, swarm: swarm, replica: h.ID().String(), store: store, interval: catchupInterval,
+	m := &Manager{h: h, ps: ps, swarm: swarm, replica: h.ID().String(), store: store, interval: c.interval,
+		check: c.check, replicaCheck: c.replicaCheck,
 		docs: map[string]*Doc{}, heldKick: make(chan struct{}, 1), log: log.With("self", h.ID().String()[len(h.ID().String())-6:])}
-	for _, o := range opts {
-		o(m)
-	}
 	return m, nil
 }
 

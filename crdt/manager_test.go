@@ -95,7 +95,7 @@ func newReplica(t *testing.T, key crypto.PrivKey, store *memStore) *replica {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := crdt.New(h, ps, "test", store, 200*time.Millisecond)
+	m, err := crdt.New(h, ps, "test", store, crdt.WithCatchupInterval(200*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -209,7 +209,7 @@ func (n *Node) build(stack *closers) error {
 		return err
 	}
 	stack.push(r.Close)
-	docs, err := crdt.New(h, ps, n.cfg.Swarm, crdtStore{n.db}, 0, crdt.WithSourceCheck(n.docSourceCheck), crdt.WithReplicaCheck(n.docReplicaCheck))
+	docs, err := crdt.New(h, ps, n.cfg.Swarm, crdtStore{n.db}, crdt.WithSourceCheck(n.docSourceCheck), crdt.WithReplicaCheck(n.docReplicaCheck))
 	if err != nil {
 		return err
 	}
