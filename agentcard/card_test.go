@@ -264,6 +264,9 @@ func TestUnmarshalStrict(t *testing.T) {
 		{"negative revision", `{"id":"a","name":"n","version":"1.0.0","revision":-1}`, "revision"},
 		{"fractional lastSeenAt", `{"id":"a","lastSeenAt":1.5}`, "lastSeenAt"},
 		{"bad tier", `{"id":"a","tier":7}`, "tier"},
+		{"unknown tier name", `{"id":"a","tier":"L4"}`, "tier"},
+		{"missing tier", `{"id":"a","name":"n","version":"1.0.0","capabilities":[]}`, "tier"},
+		{"null tier", `{"id":"a","name":"n","version":"1.0.0","tier":null,"capabilities":[]}`, "tier"},
 		{"unknown capability field", `{"id":"a","capabilities":[{"id":"x"},{"id":"y","skills":[]}]}`, "capabilities[1].skills"},
 		{"endpoint not an object", `{"id":"a","endpoints":[1]}`, "endpoints[0]"},
 		{"capabilities not an array", `{"id":"a","capabilities":{}}`, "capabilities"},
@@ -289,13 +292,13 @@ func TestUnmarshalStrict(t *testing.T) {
 
 func TestUnmarshalNullsAndEmpties(t *testing.T) {
 	var c agentcard.Card
-	if err := json.Unmarshal([]byte(`{"id":"a","capabilities":null,"protocols":null}`), &c); err != nil {
+	if err := json.Unmarshal([]byte(`{"id":"a","tier":0,"capabilities":null,"protocols":null}`), &c); err != nil {
 		t.Fatal(err)
 	}
 	if c.Capabilities != nil || c.Protocols != nil {
 		t.Fatalf("null did not decode to nil: %#v", c)
 	}
-	if err := json.Unmarshal([]byte(`{"id":"a","capabilities":[]}`), &c); err != nil {
+	if err := json.Unmarshal([]byte(`{"id":"a","tier":0,"capabilities":[]}`), &c); err != nil {
 		t.Fatal(err)
 	}
 	if c.Capabilities == nil || len(c.Capabilities) != 0 {

@@ -15,9 +15,12 @@ import (
 // match exactly (no case-insensitive matching), unknown and duplicate keys
 // are rejected, and a failure is an [*InvalidCardError] naming the field
 // ("capabilities[1].id"). The tier may be a number 0..3 or a string
-// "L0".."L3". JSON null leaves the card unchanged, as encoding/json
-// recommends. Decoding does not validate: call [Card.Validate]. Encoding
-// uses the struct tags; there is no MarshalJSON.
+// "L0".."L3", and it must be there: a card without a "tier" key (or with
+// "tier": null) is rejected rather than read as L0, the zero value, which
+// would give it the least restricted tier. JSON null for the whole card
+// leaves the card unchanged, as encoding/json recommends. Apart from the
+// tier, decoding does not validate: call [Card.Validate]. Encoding uses the
+// struct tags, which always write the tier; there is no MarshalJSON.
 func (c *Card) UnmarshalJSON(data []byte) error {
 	return c.decode(data, "")
 }
@@ -35,6 +38,7 @@ func (e *Endpoint) UnmarshalJSON(data []byte) error {
 
 func (c *Card) decode(data []byte, path string) error {
 	var out Card
+	hasTier := false
 	null, err := decodeObject(data, path, func(key string, v []byte, field string) error {
 		switch key {
 		case "id":
@@ -46,6 +50,10 @@ func (c *Card) decode(data []byte, path string) error {
 		case "description":
 			return decodeString(v, &out.Description)
 		case "tier":
+			if string(v) == "null" {
+				return nil // as if absent: refused below
+			}
+			hasTier = true
 			return json.Unmarshal(v, &out.Tier)
 		case "protocols":
 			return json.Unmarshal(v, &out.Protocols)
@@ -76,6 +84,9 @@ func (c *Card) decode(data []byte, path string) error {
 	})
 	if err != nil || null {
 		return err
+	}
+	if !hasTier {
+		return invalid(joinPath(path, "tier"), "missing: must be a number 0..3 or a string L0..L3")
 	}
 	*c = out
 	return nil

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/record"
 	"github.com/nova-node/nova-node/agentcard"
 	"github.com/nova-node/nova-node/tiers"
 	"pgregory.net/rapid"
@@ -129,6 +131,107 @@ func TestProperty2_ValidationRejectsIncompleteCards(t *testing.T) {
 		}
 		if n := len(r.List()); n != 0 {
 			t.Fatalf("registry holds %d cards after a rejected registration", n)
+		}
+	})
+}
+
+// Property 2 through JSON input, as cards arrive (a peer's signed card, an
+// API client): a card JSON without one or more of the required keys is
+// rejected with INVALID_CARD naming each missing field, and a card whose
+// "tier" key is missing, null or not a tier is rejected naming "tier",
+// never read as L0 (the zero value). The same JSON signed by its host is
+// refused by Open, the path of cards on the wire. With every key present,
+// the card is accepted, so a decoder that refused everything would fail.
+func TestProperty2_IncompleteCardJSONRejected(t *testing.T) {
+	nodes := testNodes(t)
+	signer := nodes[0]
+	fields := []string{"id", "name", "version", "capabilities"} // tier apart: decoding refuses it
+	rapid.Check(t, func(t *rapid.T) {
+		c := genCardWith(cardSpec{hosts: []string{signer.id.String()}, origins: []agentcard.Origin{"", agentcard.OriginRemote}}).Draw(t, "card")
+		b, err := json.Marshal(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(b, &obj); err != nil {
+			t.Fatal(err)
+		}
+		mask := rapid.IntRange(0, 1<<len(fields)-1).Draw(t, "dropped")
+		var dropped []string
+		for i, f := range fields {
+			if mask&(1<<i) != 0 {
+				dropped = append(dropped, f)
+				delete(obj, f)
+			}
+		}
+		tierMode := rapid.SampledFrom([]string{"present", "missing", "null", "number", "name"}).Draw(t, "tier")
+		switch tierMode {
+		case "missing":
+			delete(obj, "tier")
+		case "null":
+			obj["tier"] = json.RawMessage(`null`)
+		case "number":
+			obj["tier"] = json.RawMessage(strconv.Itoa(rapid.IntRange(4, 1000).Draw(t, "badTier")))
+		case "name":
+			obj["tier"], _ = json.Marshal(rapid.SampledFrom([]string{"L4", "L9", "", "L", "top", "L-1", "0.5"}).Draw(t, "badTierName"))
+		}
+		data, err := json.Marshal(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		var got agentcard.Card
+		err = json.Unmarshal(data, &got)
+		if err == nil {
+			err = got.Validate()
+		}
+		var want []string // the fields the error must name
+		switch {
+		case tierMode != "present":
+			want = []string{"tier"}
+		default:
+			want = dropped
+		}
+		if len(want) == 0 {
+			if err != nil {
+				t.Fatalf("complete card %s refused: %v", data, err)
+			}
+			if !got.Equal(c) {
+				t.Fatalf("decoded %+v, want %+v", got, c)
+			}
+		} else {
+			var ice *agentcard.InvalidCardError
+			if !errors.As(err, &ice) || !errors.Is(err, agentcard.ErrInvalidCard) {
+				t.Fatalf("card %s: %v, want INVALID_CARD", data, err)
+			}
+			var problems []string
+			for _, p := range ice.Problems {
+				problems = append(problems, p.Field)
+			}
+			if !slices.Equal(problems, want) {
+				t.Fatalf("card %s: problems on %v, want exactly %v (%v)", data, problems, want, err)
+			}
+			for _, f := range want {
+				if !containsField(err.Error(), f) {
+					t.Fatalf("message %q does not name %s", err, f)
+				}
+			}
+		}
+
+		env, err := record.Seal(&rawRecord{payload: data}, signer.key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sealed, err := env.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		opened, _, err := agentcard.Open(sealed)
+		switch {
+		case len(want) == 0 && (err != nil || !opened.Equal(c)):
+			t.Fatalf("Open of the signed complete card: %+v, %v", opened, err)
+		case len(want) > 0 && !errors.Is(err, agentcard.ErrInvalidCard):
+			t.Fatalf("Open of signed %s = %+v, %v, want INVALID_CARD", data, opened, err)
 		}
 	})
 }

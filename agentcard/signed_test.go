@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -138,6 +139,16 @@ func TestOpenRejects(t *testing.T) {
 	tamperedSig := bytes.Clone(sealed)
 	tamperedSig[len(tamperedSig)-1] ^= 1
 
+	// Signed by the right key, but the tier is missing, null or unknown:
+	// never read as L0.
+	tierKey := regexp.MustCompile(`"tier":[0-9],`)
+	if !tierKey.Match(goodJSON) {
+		t.Fatalf("no tier in %s", goodJSON)
+	}
+	withTier := func(repl string) []byte {
+		return seal(t, &otherRecord{agentcard.PayloadDomain, "/nova/agentcard/1", tierKey.ReplaceAll(goodJSON, []byte(repl))}, a.key)
+	}
+
 	tests := []struct {
 		name  string
 		data  []byte
@@ -150,6 +161,9 @@ func TestOpenRejects(t *testing.T) {
 		{"wrong payload type", seal(t, &otherRecord{agentcard.PayloadDomain, "/libp2p/routing-state-record", goodJSON}, a.key), "payloadType"},
 		{"wrong domain", seal(t, &otherRecord{"libp2p-routing-state", "/nova/agentcard/1", goodJSON}, a.key), "signature"},
 		{"invalid card", seal(t, &agentcard.Record{Card: invalidCard}, a.key), "version"},
+		{"payload without tier", withTier(""), "tier"},
+		{"payload with null tier", withTier(`"tier":null,`), "tier"},
+		{"payload with unknown tier", withTier(`"tier":"L4",`), "tier"},
 		{"payload not json", seal(t, &otherRecord{agentcard.PayloadDomain, "/nova/agentcard/1", []byte("hello")}, a.key), "card"},
 		{"payload null", seal(t, &otherRecord{agentcard.PayloadDomain, "/nova/agentcard/1", []byte("null")}, a.key), "card"},
 		{"oversized signed card", seal(t, &agentcard.Record{Card: big}, a.key), "envelope"},

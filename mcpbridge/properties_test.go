@@ -5,10 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"reflect"
 	"regexp"
 	"strings"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/nova-node/nova-node/mcpbridge"
 	"pgregory.net/rapid"
@@ -249,54 +252,76 @@ func TestProperty22_PromptTemplateSubstitution(t *testing.T) {
 }
 
 // Feature: a2a-mcp-protocols, Property 33: MCP tool invocation metrics accuracy
+//
+// Each handler runs for a duration the test draws, on synctest's fake
+// clock, so the call takes exactly that long: the snapshot's average must
+// be the mean of the durations the test chose, each record passed to the
+// hook must carry its call's duration, and the counts (total, per tool,
+// errors) must match the calls the test made.
 func TestProperty33_ToolInvocationMetrics(t *testing.T) {
-	rapid.Check(t, func(t *rapid.T) {
-		tools := genTools(t)
-		r := mcpbridge.NewRegistry()
-		var hooked int
-		r.SetInvocationHook(func(mcpbridge.InvocationRecord) { hooked++ })
-		for _, tl := range tools {
-			tl := tl
-			h := func(_ context.Context, args json.RawMessage) (mcpbridge.Result, error) {
-				if bytes.Contains(args, []byte("fail")) {
-					return mcpbridge.Result{}, errors.New("boom")
+	synctest.Test(t, func(t *testing.T) {
+		// rapid asks a *testing.T for its deadline, which a bubble forbids:
+		// given only the TB, it counts from the (fake) clock instead.
+		rapid.Check(struct{ testing.TB }{t}, func(t *rapid.T) {
+			tools := genTools(t)
+			r := mcpbridge.NewRegistry()
+			var hooked []mcpbridge.InvocationRecord
+			r.SetInvocationHook(func(rec mcpbridge.InvocationRecord) { hooked = append(hooked, rec) })
+			var runFor time.Duration // the next call's duration, set before the call
+			for _, tl := range tools {
+				h := func(_ context.Context, args json.RawMessage) (mcpbridge.Result, error) {
+					time.Sleep(runFor) // the fake clock: exactly runFor passes
+					if bytes.Contains(args, []byte("fail")) {
+						return mcpbridge.Result{}, errors.New("boom")
+					}
+					return mcpbridge.Result{Content: json.RawMessage(`"ok"`)}, nil
 				}
-				return mcpbridge.Result{Content: json.RawMessage(`"ok"`)}, nil
+				if err := r.RegisterTool(tl, h); err != nil {
+					t.Fatal(err)
+				}
 			}
-			if err := r.RegisterTool(tl, h); err != nil {
-				t.Fatal(err)
+			list := r.ListTools()
+			n := rapid.IntRange(0, 40).Draw(t, "n")
+			byTool := map[string]int64{}
+			var errs int64
+			var totalMs float64 // of the durations drawn below
+			for i := 0; i < n; i++ {
+				ti := rapid.SampledFrom(list).Draw(t, "tool")
+				args := `{"x":"ok"}`
+				if rapid.Bool().Draw(t, "fail") {
+					args = `{"x":"fail"}`
+					errs++
+				}
+				runFor = time.Duration(rapid.Int64Range(0, 5_000_000).Draw(t, "µs")) * time.Microsecond
+				if _, err := r.CallTool(context.Background(), ti.Wire, json.RawMessage(args)); err != nil {
+					t.Fatal(err)
+				}
+				ms := float64(runFor) / float64(time.Millisecond)
+				totalMs += ms
+				if len(hooked) != i+1 || hooked[i].DurationMs != ms || hooked[i].Tool != ti.Canonical {
+					t.Fatalf("call %d of %s for %v: hook got %d records, the last %+v", i, ti.Canonical, runFor, len(hooked), hooked[len(hooked)-1])
+				}
+				byTool[ti.Canonical]++
 			}
-		}
-		list := r.ListTools()
-		n := rapid.IntRange(0, 40).Draw(t, "n")
-		byTool := map[string]int64{}
-		var errs int64
-		for i := 0; i < n; i++ {
-			ti := rapid.SampledFrom(list).Draw(t, "tool")
-			args := `{"x":"ok"}`
-			if rapid.Bool().Draw(t, "fail") {
-				args = `{"x":"fail"}`
-				errs++
+			s := r.Metrics().Snapshot()
+			if s.TotalToolInvocations != int64(n) || s.ErrorCount != errs {
+				t.Fatalf("snapshot %+v, want total %d errors %d", s, n, errs)
 			}
-			if _, err := r.CallTool(context.Background(), ti.Wire, json.RawMessage(args)); err != nil {
-				t.Fatal(err)
+			if !reflect.DeepEqual(s.ToolInvocationsByTool, byTool) {
+				t.Fatalf("by tool %v, want %v", s.ToolInvocationsByTool, byTool)
 			}
-			byTool[ti.Canonical]++
-		}
-		s := r.Metrics().Snapshot()
-		if s.TotalToolInvocations != int64(n) || s.ErrorCount != errs || hooked != n {
-			t.Fatalf("snapshot %+v, want total %d errors %d (hook %d)", s, n, errs, hooked)
-		}
-		if !reflect.DeepEqual(s.ToolInvocationsByTool, byTool) {
-			t.Fatalf("by tool %v, want %v", s.ToolInvocationsByTool, byTool)
-		}
-		if s.AverageToolDurationMs < 0 {
-			t.Fatal("negative average")
-		}
-		r.Metrics().Reset()
-		if s := r.Metrics().Snapshot(); s.TotalToolInvocations != 0 || len(s.ToolInvocationsByTool) != 0 || s.ErrorCount != 0 || s.AverageToolDurationMs != 0 {
-			t.Fatalf("after reset: %+v", s)
-		}
+			want := 0.0
+			if n > 0 {
+				want = totalMs / float64(n)
+			}
+			if math.Abs(s.AverageToolDurationMs-want) > 1e-9*math.Max(1, want) {
+				t.Fatalf("average %v ms, want %v ms (the mean of the %d durations the handlers ran for)", s.AverageToolDurationMs, want, n)
+			}
+			r.Metrics().Reset()
+			if s := r.Metrics().Snapshot(); s.TotalToolInvocations != 0 || len(s.ToolInvocationsByTool) != 0 || s.ErrorCount != 0 || s.AverageToolDurationMs != 0 {
+				t.Fatalf("after reset: %+v", s)
+			}
+		})
 	})
 }
 
@@ -316,34 +341,70 @@ func genJSON() *rapid.Generator[json.RawMessage] {
 }
 
 // Feature: a2a-mcp-protocols, Property 34: MCP invocation record serialization round trip
+//
+// The records are real: made by CallTool for calls with drawn arguments,
+// results and failures (a handler error, an isError result, a panic) and
+// taken from the invocation hook, as a node takes them. Each survives its
+// JSON form unchanged. A node does not write records in this form: its hook
+// turns each into an mcp-invocation event, which node's
+// TestProperty34_InvocationEventsRoundTrip follows through the node's API.
 func TestProperty34_InvocationRecordRoundTrip(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		rec := mcpbridge.InvocationRecord{
-			Tool:       genAgent().Draw(t, "a") + "." + genTool().Draw(t, "t"),
-			Agent:      genAgent().Draw(t, "agent"),
-			DurationMs: rapid.Float64Range(0, 1e9).Draw(t, "dur"),
-			Success:    rapid.Bool().Draw(t, "ok"),
-			Time:       rapid.Int64().Draw(t, "time"),
+		r := mcpbridge.NewRegistry()
+		var recs []mcpbridge.InvocationRecord
+		r.SetInvocationHook(func(rec mcpbridge.InvocationRecord) { recs = append(recs, rec) })
+		var result json.RawMessage
+		var outcome string
+		tools := genTools(t)
+		for _, tl := range tools {
+			h := func(context.Context, json.RawMessage) (mcpbridge.Result, error) {
+				switch outcome {
+				case "error":
+					return mcpbridge.Result{}, errors.New(rapid.String().Draw(t, "err"))
+				case "isError":
+					return mcpbridge.Result{Content: result, IsError: true}, nil
+				case "panic":
+					panic("tool broke")
+				}
+				return mcpbridge.Result{Content: result}, nil
+			}
+			if err := r.RegisterTool(tl, h); err != nil {
+				t.Fatal(err)
+			}
 		}
-		if rapid.Bool().Draw(t, "hasArgs") {
-			rec.Arguments = genJSON().Draw(t, "args")
-		}
-		if rapid.Bool().Draw(t, "hasResult") {
-			rec.Result = genJSON().Draw(t, "result")
-		}
-		if !rec.Success {
-			rec.Error = rapid.String().Draw(t, "err")
-		}
-		b, err := json.Marshal(rec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var back mcpbridge.InvocationRecord
-		if err := json.Unmarshal(b, &back); err != nil {
-			t.Fatal(err)
-		}
-		if !reflect.DeepEqual(rec, back) {
-			t.Fatalf("round trip:\n%+v\n%+v", rec, back)
+		list := r.ListTools()
+		for i, n := 0, rapid.IntRange(1, 5).Draw(t, "calls"); i < n; i++ {
+			ti := rapid.SampledFrom(list).Draw(t, "tool")
+			var args json.RawMessage
+			if rapid.Bool().Draw(t, "hasArgs") {
+				args = genJSON().Draw(t, "args")
+			}
+			result = nil
+			if rapid.Bool().Draw(t, "hasResult") {
+				result = genJSON().Draw(t, "result")
+			}
+			outcome = rapid.SampledFrom([]string{"ok", "error", "isError", "panic"}).Draw(t, "outcome")
+			if _, err := r.CallTool(context.Background(), ti.Wire, args); err != nil {
+				t.Fatal(err)
+			}
+			if len(recs) != i+1 {
+				t.Fatalf("%d records after %d calls", len(recs), i+1)
+			}
+			rec := recs[i]
+			if rec.Tool != ti.Canonical || rec.Agent != ti.Agent || rec.Success != (outcome == "ok") || (rec.Error == "") != rec.Success {
+				t.Fatalf("call of %s (%s): record %+v", ti.Canonical, outcome, rec)
+			}
+			b, err := json.Marshal(rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var back mcpbridge.InvocationRecord
+			if err := json.Unmarshal(b, &back); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(rec, back) {
+				t.Fatalf("round trip:\n%+v\n%+v", rec, back)
+			}
 		}
 	})
 }

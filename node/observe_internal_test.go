@@ -2,7 +2,9 @@ package node
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -20,6 +22,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/nova-node/nova-node/envelope"
+	"github.com/nova-node/nova-node/mcpbridge"
 	"github.com/nova-node/nova-node/protocol"
 )
 
@@ -383,4 +386,109 @@ func TestAverageRoutingLatencyOfRoutedMessages(t *testing.T) {
 	if got := o.Metrics().AverageRoutingLatencyMs; got != 2 {
 		t.Fatalf("average routing latency %v ms, want 2 (the failed decision left out)", got)
 	}
+}
+
+// TestProperty34_InvocationEventsRoundTrip follows invocation records the
+// way a node keeps and serves them: a tool call through the node's MCP face
+// makes a record, the node's invocation hook turns it into an
+// mcp-invocation event (tool, serving agent, outcome, error code, start,
+// duration), and the local API serves that event as JSON. The event must
+// describe the call the test made (its tool, agent, outcome and code, a
+// start and a duration within the call's), and the event read back through
+// the API must equal the one the node emitted. The record's arguments and
+// result are not part of the event: a node does not keep them.
+func TestProperty34_InvocationEventsRoundTrip(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.DataDir = t.TempDir()
+	cfg.Listen = []string{"/ip4/127.0.0.1/tcp/0"}
+	cfg.MDNS = false
+	cfg.Agents = []AgentConfig{{Name: "tools", Capabilities: []CapabilityConfig{{ID: "tools"}}}}
+	n, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	if err := n.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+
+	var outcome, message string // the next call's, set before the call
+	const nTools = 3
+	for k := range nTools {
+		h := func(context.Context, json.RawMessage) (mcpbridge.Result, error) {
+			switch outcome {
+			case "error":
+				return mcpbridge.Result{}, errors.New(message)
+			case "isError":
+				return mcpbridge.Result{Content: json.RawMessage(`"no"`), IsError: true}, nil
+			}
+			return mcpbridge.Result{Content: json.RawMessage(`"ok"`)}, nil
+		}
+		if err := n.mcp.reg.RegisterTool(mcpbridge.Tool{Agent: "tools", Name: fmt.Sprintf("t%d", k)}, h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sub := n.obs.Subscribe(16, EventMCPInvocation)
+	defer sub.Close()
+	client := NewClient(cfg.APISocketPath())
+
+	rapid.Check(t, func(rt *rapid.T) {
+		tool := fmt.Sprintf("tools.t%d", rapid.IntRange(0, nTools-1).Draw(rt, "tool"))
+		outcome = rapid.SampledFrom([]string{"ok", "error", "isError"}).Draw(rt, "outcome")
+		message = rapid.StringMatching(`[a-z ]{1,40}`).Draw(rt, "message")
+		args := json.RawMessage(fmt.Sprintf(`{"n":%d}`, rapid.IntRange(0, 1000).Draw(rt, "arg")))
+
+		before := time.Now()
+		res, err := n.MCP().CallTool(rt.Context(), tool, args)
+		after := time.Now()
+		if err != nil || res.IsError != (outcome != "ok") {
+			rt.Fatalf("call %s (%s): %+v, %v", tool, outcome, res, err)
+		}
+		var ev protocol.Event
+		select {
+		case ev = <-sub.C:
+		default:
+			rt.Fatalf("call %s: no %s event", tool, EventMCPInvocation)
+		}
+
+		// The event describes the call the test made.
+		wantCode, wantDetail := "", tool
+		switch outcome {
+		case "error":
+			wantCode, wantDetail = mcpbridge.CodeToolFailed, tool+": "+mcpbridge.CodeToolFailed+": "+message
+		case "isError":
+			wantCode, wantDetail = mcpbridge.CodeToolFailed, tool+": "+mcpbridge.CodeToolFailed+": tool reported an error"
+		}
+		if ev.Type != EventMCPInvocation || ev.Sender != "tools" || ev.Success != (outcome == "ok") || ev.Code != wantCode || ev.Detail != wantDetail {
+			rt.Fatalf("call %s (%s): event %+v, want sender tools, code %q, detail %q", tool, outcome, ev, wantCode, wantDetail)
+		}
+		if ev.Time.Before(before.Truncate(time.Millisecond)) || ev.Time.After(after) {
+			rt.Fatalf("event time %v outside the call [%v, %v]", ev.Time, before, after)
+		}
+		if ev.Latency < 0 || ev.Latency > after.Sub(before) {
+			rt.Fatalf("event duration %v, the call took %v", ev.Latency, after.Sub(before))
+		}
+
+		// The same event, as the local API serves it.
+		var served []protocol.Event
+		if err := client.Events(rt.Context(), 4, false, func(e protocol.Event) error {
+			if e.Type == EventMCPInvocation {
+				served = append(served, e)
+			}
+			return nil
+		}); err != nil {
+			rt.Fatal(err)
+		}
+		if len(served) == 0 {
+			rt.Fatalf("the API serves no %s event", EventMCPInvocation)
+		}
+		got := served[len(served)-1]
+		if !got.Time.Equal(ev.Time) {
+			rt.Fatalf("served time %v, emitted %v", got.Time, ev.Time)
+		}
+		got.Time = ev.Time
+		if !reflect.DeepEqual(got, ev) {
+			rt.Fatalf("served\n%+v\nemitted\n%+v", got, ev)
+		}
+	})
 }

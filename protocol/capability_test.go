@@ -33,15 +33,21 @@ func capRequest(n *node.Node, from, c, just string) (*envelope.Envelope, protoco
 }
 
 // answerWithOwnAddress hosts agent card on n, answering every request with
-// the address it was delivered to.
+// the agent's own address (not the envelope's recipient): an answer names
+// the handler that ran, so a delivery to another agent's handler shows.
 func answerWithOwnAddress(t testing.TB, n *node.Node, card agentcard.Card) string {
-	c, err := n.RegisterAgent(card, func(_ context.Context, env *envelope.Envelope) (any, error) {
-		return env.Recipient, nil
+	card.Host = n.ID().String()
+	self := card.Address()
+	c, err := n.RegisterAgent(card, func(context.Context, *envelope.Envelope) (any, error) {
+		return self, nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c.Address()
+	if c.Address() != self {
+		t.Fatalf("registered as %s, want %s", c.Address(), self)
+	}
+	return self
 }
 
 // TestProperty15_CapabilityBasedRouting: for any envelope that targets a
@@ -126,7 +132,7 @@ func TestProperty15_CapabilityBasedRouting(t *testing.T) {
 			rt.Fatalf("%s (%s) -> capability %s: %v, want delivery to %s", from, sender.Tier, capID, err, want)
 		}
 		if res.TargetAgentID != want || resp.Sender != want || string(resp.Payload) != `"`+want+`"` {
-			rt.Fatalf("%s -> capability %s went to %s (answered by %s), want %s", from, capID, res.TargetAgentID, resp.Sender, want)
+			rt.Fatalf("%s -> capability %s went to %s (answered by %s: %s), want %s", from, capID, res.TargetAgentID, resp.Sender, resp.Payload, want)
 		}
 		card, _ := n.Registry().Get(want)
 		if !card.HasCapability(capID) {

@@ -16,7 +16,9 @@ import (
 
 // TestProperty13_DirectMessageRouting: for any envelope whose recipient
 // exists in the registry, the router delivers it to exactly that agent —
-// local or on the other node, by bare name or by full address.
+// local or on the other node, by bare name or by full address. Each handler
+// answers and counts under its own agent's address: the answer must come
+// from the target's handler, and no other handler may have run.
 func TestProperty13_DirectMessageRouting(t *testing.T) {
 	const perNode = 4
 	var mu sync.Mutex
@@ -29,16 +31,24 @@ func TestProperty13_DirectMessageRouting(t *testing.T) {
 		for k := 0; k < perNode; k++ {
 			name := fmt.Sprintf("n%da%d", i, k)
 			card := node.AgentConfig{Name: name, Capabilities: []node.CapabilityConfig{{ID: "x"}}}.Card()
+			// The handler knows whose it is: it counts and answers with its
+			// own agent's address, not with the envelope's recipient, so a
+			// delivery to the wrong handler shows.
+			card.Host = n.ID().String()
+			self := card.Address()
 			c, err := n.RegisterAgent(card, func(ctx context.Context, env *envelope.Envelope) (any, error) {
 				mu.Lock()
-				counts[env.Recipient]++
+				counts[self]++
 				mu.Unlock()
-				return env.Recipient, nil
+				return self, nil
 			})
 			if err != nil {
 				t.Fatal(err)
 			}
-			addrs = append(addrs, c.Address())
+			if c.Address() != self {
+				t.Fatalf("registered as %s, want %s", c.Address(), self)
+			}
+			addrs = append(addrs, self)
 		}
 	}
 	net.Connect(0, 1)
