@@ -45,9 +45,6 @@ func (n *Node) ApplyDocOp(ctx context.Context, doc string, op localapi.DocOp) (l
 		return localapi.DocView{}, fmt.Errorf("node: %q is not an agent of this node", agent)
 	}
 	agent = c.Address()
-	if err := checkKind(d, op); err != nil {
-		return localapi.DocView{}, err
-	}
 	switch op.Op {
 	case "set":
 		err = d.Set(ctx, agent, op.Path, op.Value)
@@ -62,17 +59,26 @@ func (n *Node) ApplyDocOp(ctx context.Context, doc string, op localapi.DocOp) (l
 	default:
 		err = fmt.Errorf("node: unknown document operation %q (set, delete, add, remove, incr)", op.Op)
 	}
+	var kind *crdt.KindError
+	if errors.As(err, &kind) {
+		err = &docError{code: localapi.CodeDocTypeMismatch, err: err}
+	}
 	if err != nil {
 		return localapi.DocView{}, err
 	}
 	return n.ReadDoc(ctx, doc, op.Path)
 }
 
-// docError is a document error with its code for the API.
-type docError struct{ code, msg string }
+// docError gives a document's error its code for the API: a
+// *crdt.KindError is localapi.CodeDocTypeMismatch.
+type docError struct {
+	code string
+	err  error
+}
 
-func (e *docError) Error() string { return e.msg }
+func (e *docError) Error() string { return e.err.Error() }
 func (e *docError) Code() string  { return e.code }
+func (e *docError) Unwrap() error { return e.err }
 
 // ReadDoc returns the document's value at path ("" for all of it),
 // opening the document (from the store, then the connected peers) if
@@ -101,48 +107,6 @@ func (n *Node) ReadDoc(ctx context.Context, doc, path string) (localapi.DocView,
 		v.Values = vals
 	}
 	return v, nil
-}
-
-// checkKind refuses a set operation (add, remove) on a path that holds a
-// value other than an array, and an incr on one that holds anything but an
-// integer: the CRDT would replace the value with the new kind (an update
-// replaces what it has seen at its path), which is what set is for. A
-// number written with set and an array written with set read like a
-// counter and a set, and are replaced.
-func checkKind(d *crdt.Doc, op localapi.DocOp) error {
-	cur, ok := d.Get(op.Path)
-	if !ok || len(cur) == 0 || string(cur) == "null" {
-		return nil
-	}
-	kind := "a value"
-	switch cur[0] {
-	case '"':
-		kind = "a string"
-	case '{':
-		kind = "an object"
-	case '[':
-		kind = "a set (array)"
-	case 't', 'f':
-		kind = "a boolean"
-	default:
-		kind = "a number"
-	}
-	var n int64
-	switch {
-	case (op.Op == "add" || op.Op == "remove") && cur[0] != '[':
-	case op.Op == "incr" && json.Unmarshal(cur, &n) != nil:
-	default:
-		return nil
-	}
-	want := "a set"
-	if op.Op == "incr" {
-		want = "a counter"
-	}
-	if op.Op == "remove" {
-		// Nothing to remove an element from: no set is there.
-		return &docError{localapi.CodeDocTypeMismatch, fmt.Sprintf("%s holds %s, not a set: remove takes an element out of a set; to clear the path, delete it", op.Path, kind)}
-	}
-	return &docError{localapi.CodeDocTypeMismatch, fmt.Sprintf("%s holds %s, not %s: %s would replace it; delete it first, or write it with set", op.Path, kind, want, op.Op)}
 }
 
 func (n *Node) registerDocRoutes(mux *http.ServeMux) {
