@@ -251,55 +251,90 @@ func (n *Node) Status() localapi.Status {
 // serveEvents writes the last ?limit= recent events (default 50; 0: all
 // the node keeps; negative: none) as JSON lines, then, with ?follow=1,
 // every new event until the client goes away or the node stops; in the
-// latter case the last line is a [localapi.EvtNodeStopped] event and the stream
-// ends cleanly.
+// latter case the last line is a [localapi.EvtNodeStopped] event and the
+// stream ends cleanly.
 func (n *Node) serveEvents(w http.ResponseWriter, r *http.Request) {
 	limit := 50
 	if v := r.URL.Query().Get("limit"); v != "" {
 		fmt.Sscan(v, &limit)
 	}
-	var recent []protocol.Event
+	var stream ndjsonStream[protocol.Event]
 	if limit >= 0 {
-		recent = n.obs.Recent(limit)
+		stream.first = n.obs.Recent(limit)
 	}
-	follow := r.URL.Query().Get("follow") == "1"
-	var sub *Subscription
-	if follow {
-		sub = n.obs.Subscribe(1024)
+	if r.URL.Query().Get("follow") == "1" {
+		sub := n.obs.Subscribe(1024)
 		defer sub.Close()
+		stopped := false
+		stream.next = func() (protocol.Event, bool) {
+			if stopped { // the node-stopped line is the last
+				return protocol.Event{}, false
+			}
+			select {
+			case <-r.Context().Done():
+				if context.Cause(r.Context()) == errNodeStopping {
+					stopped = true
+					return protocol.Event{Type: localapi.EvtNodeStopped, Time: time.Now(), Success: true,
+						Detail: "the node is stopping", SourceTier: -1, TargetTier: -1}, true
+				}
+				return protocol.Event{}, false
+			case e, ok := <-sub.C:
+				return e, ok
+			}
+		}
+		stream.ready = func() bool { return len(sub.C) > 0 }
 	}
+	serveNDJSON(w, stream)
+}
+
+// ndjsonStream is one stream of JSON lines of the local API: the events, a
+// document's changes, a swarm's progress (see serveNDJSON).
+type ndjsonStream[T any] struct {
+	// first are the lines written at once.
+	first []T
+	// next blocks until the next line, and returns false when the stream
+	// ends; it must return false once the request's context has ended. A
+	// nil next ends the stream after first.
+	next func() (T, bool)
+	// ready, if not nil, reports that another line is ready at once: the
+	// flush waits for it, so that a burst goes out in one write.
+	ready func() bool
+}
+
+// serveNDJSON answers a request with s, as application/x-ndjson: status
+// 200 and the first lines, flushed at once (the client's request returns
+// as soon as the node took it, even with no first line), then one JSON
+// value a line, each flushed as it is written, until s ends or a write
+// fails (the client went away).
+func serveNDJSON[T any](w http.ResponseWriter, s ndjsonStream[T]) {
 	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.WriteHeader(http.StatusOK)
+	fl, _ := w.(http.Flusher)
+	flush := func() {
+		if fl != nil {
+			fl.Flush()
+		}
+	}
 	enc := json.NewEncoder(w)
-	for _, e := range recent {
-		if enc.Encode(e) != nil {
+	for _, v := range s.first {
+		if enc.Encode(v) != nil {
 			return
 		}
 	}
-	fl, _ := w.(http.Flusher)
-	if fl != nil {
-		fl.Flush()
-	}
-	if !follow {
+	flush()
+	if s.next == nil {
 		return
 	}
 	for {
-		select {
-		case <-r.Context().Done():
-			if context.Cause(r.Context()) == errNodeStopping {
-				_ = enc.Encode(protocol.Event{Type: localapi.EvtNodeStopped, Time: time.Now(), Success: true,
-					Detail: "the node is stopping", SourceTier: -1, TargetTier: -1})
-			}
+		v, ok := s.next()
+		if !ok {
 			return
-		case e, ok := <-sub.C:
-			if !ok {
-				return
-			}
-			if enc.Encode(e) != nil {
-				return
-			}
-			if fl != nil && len(sub.C) == 0 {
-				fl.Flush()
-			}
+		}
+		if enc.Encode(v) != nil {
+			return
+		}
+		if s.ready == nil || !s.ready() {
+			flush()
 		}
 	}
 }

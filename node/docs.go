@@ -157,27 +157,13 @@ func (n *Node) registerDocRoutes(mux *http.ServeMux) {
 		}
 		watch := d.Watch(1024)
 		defer watch.Close()
-		w.Header().Set("Content-Type", "application/x-ndjson")
-		fl, _ := w.(http.Flusher)
-		if fl != nil {
-			fl.Flush()
-		}
-		enc := json.NewEncoder(w)
-		for {
+		serveNDJSON(w, ndjsonStream[crdt.Change]{next: func() (crdt.Change, bool) {
 			select {
 			case <-r.Context().Done():
-				return
+				return crdt.Change{}, false
 			case c, ok := <-watch.C:
-				if !ok {
-					return
-				}
-				if enc.Encode(c) != nil {
-					return
-				}
-				if fl != nil {
-					fl.Flush()
-				}
+				return c, ok
 			}
-		}
+		}})
 	})
 }

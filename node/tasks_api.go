@@ -377,49 +377,39 @@ func (n *Node) followSwarm(w http.ResponseWriter, r *http.Request, id string) {
 		writeTaskErr(w, err)
 		return
 	}
-	w.Header().Set("Content-Type", "application/x-ndjson")
-	w.WriteHeader(200)
-	fl, _ := w.(http.Flusher)
-	enc := json.NewEncoder(w)
-	last := ""
-	write := func(s taskswarm.Swarm) bool {
-		b, _ := json.Marshal(s)
-		if string(b) == last {
-			return true
-		}
-		last = string(b)
-		if enc.Encode(s) != nil {
-			return false
-		}
-		if fl != nil {
-			fl.Flush()
-		}
-		return true
-	}
-	if !write(s) || s.Status.Terminal() {
-		return
-	}
-	tick := time.NewTicker(500 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case <-r.Context().Done():
-			return
-		case e, ok := <-sub.C:
-			if !ok {
-				return
+	stream := ndjsonStream[taskswarm.Swarm]{first: []taskswarm.Swarm{s}}
+	if !s.Status.Terminal() {
+		tick := time.NewTicker(500 * time.Millisecond)
+		defer tick.Stop()
+		last, _ := json.Marshal(s)
+		ended := false
+		stream.next = func() (taskswarm.Swarm, bool) {
+			for !ended {
+				select {
+				case <-r.Context().Done():
+					return taskswarm.Swarm{}, false
+				case e, ok := <-sub.C:
+					if !ok {
+						return taskswarm.Swarm{}, false
+					}
+					if e.EnvelopeID != id {
+						continue
+					}
+				case <-tick.C:
+				}
+				s, err := n.Swarm(r.Context(), id)
+				if err != nil {
+					return taskswarm.Swarm{}, false
+				}
+				b, _ := json.Marshal(s)
+				if string(b) == string(last) {
+					continue
+				}
+				last, ended = b, s.Status.Terminal()
+				return s, true
 			}
-			if e.EnvelopeID != id {
-				continue
-			}
-		case <-tick.C:
-		}
-		s, err := n.Swarm(r.Context(), id)
-		if err != nil {
-			return
-		}
-		if !write(s) || s.Status.Terminal() {
-			return
+			return taskswarm.Swarm{}, false
 		}
 	}
+	serveNDJSON(w, stream)
 }
