@@ -11,7 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -376,12 +376,11 @@ func (n *Node) SendFromAPI(ctx context.Context, req localapi.SendRequest) locala
 	}
 	from := req.From
 	if from == "" {
-		local := n.reg.Local()
-		sort.Slice(local, func(i, j int) bool { return local[i].ID < local[j].ID })
-		if len(local) == 0 {
+		c, ok := n.defaultAgent()
+		if !ok {
 			return localapi.SendResult{Error: &localapi.APIError{Code: agentcard.CodeAgentNotFound, Message: "this node hosts no agent to send from; declare one in config.yaml"}}
 		}
-		from = local[0].ID
+		from = c.ID
 	}
 	if req.Type == "" {
 		req.Type = envelope.TypeRequest
@@ -418,6 +417,23 @@ func (n *Node) SendFromAPI(ctx context.Context, req localapi.SendRequest) locala
 		out.Error = apiErr(err)
 	}
 	return out
+}
+
+// defaultAgent is the local agent that acts when a request names none: the
+// one with the smallest id. It is the one rule for every default of the
+// node: the sender of a send, the writer of a document change, the
+// proposer of a task, the creator of a swarm, and the caller of the MCP
+// faces when mcp.as is not set (see mcpAs). The smallest id rather than
+// the first agent of config.yaml, because it also covers the agents
+// registered from Go (RegisterAgent), which no configuration lists, and
+// because it reads the registry, not a configuration a reload replaces.
+// ok is false when the node hosts no agent.
+func (n *Node) defaultAgent() (c agentcard.Card, ok bool) {
+	local := n.reg.Local()
+	if len(local) == 0 {
+		return agentcard.Card{}, false
+	}
+	return slices.MinFunc(local, func(a, b agentcard.Card) int { return strings.Compare(a.ID, b.ID) }), true
 }
 
 func apiErr(err error) *localapi.APIError {

@@ -33,12 +33,11 @@ func (n *Node) ApplyDocOp(ctx context.Context, doc string, op localapi.DocOp) (l
 	}
 	agent := op.Agent
 	if agent == "" {
-		local := n.reg.Local()
-		sort.Slice(local, func(i, j int) bool { return local[i].ID < local[j].ID })
-		if len(local) == 0 {
+		c, ok := n.defaultAgent()
+		if !ok {
 			return localapi.DocView{}, errors.New("node: no local agent to write as")
 		}
-		agent = local[0].ID
+		agent = c.ID
 	}
 	c, ok := n.reg.Get(agent)
 	if !ok {

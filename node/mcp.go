@@ -128,20 +128,20 @@ func (n *Node) closeMCP() {
 	st.bridge.Close()
 }
 
-// mcpAs is the local agent the node's own MCP faces call as.
+// mcpAs is the address of the local agent the node's own MCP faces (stdio
+// relay, /mcp, the tools commands) call as: mcp.as when the configuration
+// sets it, else the node's default agent, the one with the smallest id
+// (defaultAgent), as for every other default of the node, and not the
+// first agent of config.yaml; "" when the node hosts no agent.
 func (n *Node) mcpAs() string {
 	if n.cfg.MCP.As != "" {
 		return n.cfg.MCP.As + "@" + n.id.String()
 	}
-	if len(n.cfg.Agents) > 0 {
-		return n.cfg.Agents[0].Name + "@" + n.id.String()
-	}
-	local := n.reg.Local()
-	if len(local) == 0 {
+	c, ok := n.defaultAgent()
+	if !ok {
 		return ""
 	}
-	sort.Slice(local, func(i, j int) bool { return local[i].ID < local[j].ID })
-	return local[0].Address()
+	return c.Address()
 }
 
 // publishTools keeps each agent's card in line with its MCP tools: a

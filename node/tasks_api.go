@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"sort"
 	"strings"
 	"time"
 
@@ -66,16 +65,15 @@ func (n *Node) Coordinator() *taskswarm.Coordinator {
 	return c
 }
 
-// localAgent returns the address of local agent id, or of the node's first
-// agent (by id) when id is empty.
+// localAgent returns the address of local agent id, or of the node's
+// default agent (defaultAgent) when id is empty.
 func (n *Node) localAgent(id, flag string) (string, error) {
 	if id == "" {
-		local := n.reg.Local()
-		if len(local) == 0 {
+		c, ok := n.defaultAgent()
+		if !ok {
 			return "", &agentcard.NotFoundError{Query: "(default)", Where: "this node, which hosts no agent: declare one in config.yaml"}
 		}
-		sort.Slice(local, func(i, j int) bool { return local[i].ID < local[j].ID })
-		return local[0].Address(), nil
+		return c.Address(), nil
 	}
 	c, ok := n.reg.Get(id)
 	if !ok || c.Origin != agentcard.OriginLocal {
