@@ -138,22 +138,42 @@ func (d *Doc) Delete(ctx context.Context, agent, path string) error {
 	return d.mutate(ctx, agent, func() (*delta.Delta, error) { return d.d.Delete(path) })
 }
 
-// SetAdd adds elem to the set at path.
+// SetAdd adds elem to the set at path. A path that holds something other
+// than a set is refused with a *KindError.
 func (d *Doc) SetAdd(ctx context.Context, agent, path string, elem json.RawMessage) error {
-	return d.mutate(ctx, agent, func() (*delta.Delta, error) { return d.d.SetAdd(path, elem) })
+	return d.mutate(ctx, agent, func() (*delta.Delta, error) {
+		if err := d.checkKindLocked("add", path); err != nil {
+			return nil, err
+		}
+		return d.d.SetAdd(path, elem)
+	})
 }
 
-// SetRemove removes elem from the set at path.
+// SetRemove removes elem from the set at path. A path that holds something
+// other than a set is refused with a *KindError.
 func (d *Doc) SetRemove(ctx context.Context, agent, path string, elem json.RawMessage) error {
-	return d.mutate(ctx, agent, func() (*delta.Delta, error) { return d.d.SetRemove(path, elem) })
+	return d.mutate(ctx, agent, func() (*delta.Delta, error) {
+		if err := d.checkKindLocked("remove", path); err != nil {
+			return nil, err
+		}
+		return d.d.SetRemove(path, elem)
+	})
 }
 
-// Incr adds by (negative: subtracts) to the counter at path.
+// Incr adds by (negative: subtracts) to the counter at path. A path that
+// holds something other than an integer is refused with a *KindError.
 func (d *Doc) Incr(ctx context.Context, agent, path string, by int64) error {
-	return d.mutate(ctx, agent, func() (*delta.Delta, error) { return d.d.Incr(path, by) })
+	return d.mutate(ctx, agent, func() (*delta.Delta, error) {
+		if err := d.checkKindLocked("incr", path); err != nil {
+			return nil, err
+		}
+		return d.d.Incr(path, by)
+	})
 }
 
-// mutate makes one update: join, persist, notify, then publish.
+// mutate makes one update: join, persist, notify, then publish. f runs
+// under d.mu, so a rule it checks (checkKindLocked) holds for the state it
+// changes.
 func (d *Doc) mutate(ctx context.Context, agent string, f func() (*delta.Delta, error)) error {
 	if d.m.check != nil {
 		if err := d.m.check(d.name, agent, d.m.h.ID()); err != nil {

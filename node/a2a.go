@@ -61,10 +61,8 @@ func (n *Node) a2aAs() string {
 	if n.cfg.A2A.As != "" {
 		return n.cfg.A2A.As
 	}
-	if len(n.cfg.Agents) > 0 {
-		return n.cfg.Agents[0].Name
-	}
-	return ""
+	c, _ := n.defaultAgent()
+	return c.ID
 }
 
 // startA2A opens the gateway's listener. Called from Start with n.mu held.

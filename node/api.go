@@ -1,7 +1,6 @@
 package node
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,88 +8,22 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
-	"sort"
+	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/nova-node/nova-node/agentcard"
 	"github.com/nova-node/nova-node/envelope"
+	"github.com/nova-node/nova-node/node/localapi"
 	"github.com/nova-node/nova-node/protocol"
 )
 
-// The local control API: HTTP/1.1 over a Unix socket in the data dir (mode
-// 0600 in a 0700 directory), so only the user who owns the node can reach
-// it. The CLI is its client; see Client.
-
-// APIError is an error as the API reports it.
-type APIError struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
-
-// Error is the message and the code, once: a peer's refusal names its
-// code already.
-func (e *APIError) Error() string {
-	if strings.HasSuffix(e.Message, "("+e.Code+")") {
-		return e.Message
-	}
-	return fmt.Sprintf("%s (%s)", e.Message, e.Code)
-}
-
-// Is matches the sentinel of the same seed code.
-func (e *APIError) Is(target error) bool {
-	s := protocol.SentinelFor(e.Code)
-	return s != nil && s == target
-}
-
-// IDInfo describes the running node.
-type IDInfo struct {
-	PeerID     string   `json:"peerId"`
-	Addrs      []string `json:"addrs"`
-	Version    string   `json:"version"`
-	Swarm      string   `json:"swarm"`
-	DataDir    string   `json:"dataDir"`
-	Agents     []string `json:"agents"`
-	Peers      int      `json:"connectedPeers"`
-	MetricsURL string   `json:"metricsUrl,omitempty"`
-	// MCPURL is the streamable HTTP MCP face; A2AURL the A2A gateway.
-	MCPURL string `json:"mcpUrl,omitempty"`
-	A2AURL string `json:"a2aUrl,omitempty"`
-}
-
-// SendRequest asks the node to send an envelope from one of its agents.
-type SendRequest struct {
-	From          string          `json:"from,omitempty"` // default: the node's first agent
-	To            string          `json:"to"`
-	Type          envelope.Type   `json:"type"`
-	Payload       json.RawMessage `json:"payload,omitempty"`
-	CorrelationID string          `json:"correlationId,omitempty"`
-	Capability    bool            `json:"capability,omitempty"` // To is a capability id
-	Justification string          `json:"escalationJustification,omitempty"`
-	NoWait        bool            `json:"noWait,omitempty"` // do not wait for the answer of a request
-}
-
-// MaxSendRequest is the largest SendRequest the API takes, in bytes of
-// JSON: payload included. (An envelope must also fit Config.MaxFrameSize.)
-const MaxSendRequest = 2 << 20
-
-// SendResult is what happened to a SendRequest.
-type SendResult struct {
-	Sent     *envelope.Envelope     `json:"sent,omitempty"`
-	Result   protocol.RoutingResult `json:"result"`
-	Response *envelope.Envelope     `json:"response,omitempty"`
-	// RoundTripMs is, for a request that waited for its answer, the time
-	// from sending to the answer (or failure). Result.LatencyMs is only the
-	// routing decision: a request is routed once queued on its channel,
-	// which may be long before it is delivered.
-	RoundTripMs float64   `json:"roundTripMs,omitempty"`
-	Error       *APIError `json:"error,omitempty"`
-}
+// The local control API: the server side of package localapi's contract
+// (see its doc), HTTP/1.1 over a Unix socket in the data dir (mode 0600 in
+// a 0700 directory), so only the user who owns the node can reach it.
 
 type apiServer struct {
 	srv  *http.Server
@@ -104,11 +37,6 @@ type apiServer struct {
 // node is stopping (apiServer.close), rather than because its client went
 // away.
 var errNodeStopping = errors.New("node: stopping")
-
-// EvtNodeStopped is the type of the last event of a followed events stream
-// (GET /v1/events?follow=1) when it ends because the node is stopping. It
-// is never in the ring, sent to subscribers or audited.
-const EvtNodeStopped = "node-stopped"
 
 func startAPI(n *Node, path string) (*apiServer, error) {
 	if len(path) > 100 {
@@ -156,14 +84,14 @@ func startAPI(n *Node, path string) (*apiServer, error) {
 		writeJSON(w, 200, cards)
 	})
 	mux.HandleFunc("POST /v1/send", func(w http.ResponseWriter, r *http.Request) {
-		var req SendRequest
-		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxSendRequest)).Decode(&req); err != nil {
+		var req localapi.SendRequest
+		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, localapi.MaxSendRequest)).Decode(&req); err != nil {
 			msg := "request body: " + err.Error()
 			var tooLarge *http.MaxBytesError
 			if errors.As(err, &tooLarge) {
-				msg = fmt.Sprintf("request body over %d bytes: the payload is too large", MaxSendRequest)
+				msg = fmt.Sprintf("request body over %d bytes: the payload is too large", localapi.MaxSendRequest)
 			}
-			writeJSON(w, 400, SendResult{Error: &APIError{Code: envelope.CodeInvalidEnvelope, Message: msg}})
+			writeJSON(w, 400, localapi.SendResult{Error: &localapi.APIError{Code: envelope.CodeInvalidEnvelope, Message: msg}})
 			return
 		}
 		writeJSON(w, 200, n.SendFromAPI(r.Context(), req))
@@ -173,14 +101,14 @@ func startAPI(n *Node, path string) (*apiServer, error) {
 			Addr string `json:"addr"`
 		}
 		if err := json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(&req); err != nil {
-			writeJSON(w, 400, &APIError{Code: "INVALID_REQUEST", Message: err.Error()})
+			writeJSON(w, 400, &localapi.APIError{Code: "INVALID_REQUEST", Message: err.Error()})
 			return
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), 15*time.Second)
 		defer cancel()
 		p, err := n.Connect(ctx, req.Addr)
 		if err != nil {
-			writeJSON(w, 502, &APIError{Code: protocol.CodeDeliveryFailed, Message: err.Error()})
+			writeJSON(w, 502, &localapi.APIError{Code: protocol.CodeDeliveryFailed, Message: err.Error()})
 			return
 		}
 		writeJSON(w, 200, map[string]string{"peerId": p.String()})
@@ -203,7 +131,7 @@ func startAPI(n *Node, path string) (*apiServer, error) {
 			Count  int    `json:"count"`
 		}
 		if err := json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(&req); err != nil {
-			writeJSON(w, 400, &APIError{Code: "INVALID_REQUEST", Message: err.Error()})
+			writeJSON(w, 400, &localapi.APIError{Code: "INVALID_REQUEST", Message: err.Error()})
 			return
 		}
 		res, err := n.Ping(r.Context(), req.Target, req.Count)
@@ -273,59 +201,35 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-// PeerStatus describes one connected peer.
-type PeerStatus struct {
-	PeerID  string   `json:"peerId"`
-	Addrs   []string `json:"addrs"`
-	Relayed bool     `json:"relayed"`
-	Agents  []string `json:"agents"`
-}
-
-// Status is what `nova-node status` shows.
-type Status struct {
-	IDInfo
-	PeerList     []PeerStatus           `json:"peers"`
-	Channels     []protocol.ChannelInfo `json:"channels"`
-	Metrics      Metrics                `json:"metrics"`
-	RecentErrors []protocol.Event       `json:"recentErrors"`
-}
-
 // CloseChannel closes outbound channel id (status lists them): what waits
 // on it for acknowledgement fails with CHANNEL_CLOSED, its outbox entry
 // goes, and it stops redialling; the next envelope between its two agents
 // opens a new channel. An unknown id is a *protocol.NoChannelError
 // (CHANNEL_NOT_FOUND).
 func (n *Node) CloseChannel(id string) (protocol.ChannelInfo, error) {
-	r := n.Router()
-	if r == nil {
-		return protocol.ChannelInfo{}, &protocol.NoChannelError{ID: id}
-	}
-	return r.CloseChannel(id)
+	return n.router.CloseChannel(id)
 }
 
 // Status gathers peers, channels, counters and recent errors.
-func (n *Node) Status() Status {
-	st := Status{IDInfo: n.Info(), PeerList: []PeerStatus{}, Channels: []protocol.ChannelInfo{}, RecentErrors: []protocol.Event{}, Metrics: n.obs.Metrics()}
-	if h := n.Host(); h != nil {
-		for _, p := range h.Network().Peers() {
-			ps := PeerStatus{PeerID: p.String(), Agents: []string{}}
-			for _, c := range h.Network().ConnsToPeer(p) {
-				ps.Addrs = append(ps.Addrs, c.RemoteMultiaddr().String())
-				if c.Stat().Limited {
-					ps.Relayed = true
-				}
+func (n *Node) Status() localapi.Status {
+	st := localapi.Status{IDInfo: n.Info(), PeerList: []localapi.PeerStatus{}, Channels: []protocol.ChannelInfo{}, RecentErrors: []protocol.Event{}, Metrics: n.obs.Metrics()}
+	h := n.host
+	for _, p := range h.Network().Peers() {
+		ps := localapi.PeerStatus{PeerID: p.String(), Agents: []string{}}
+		for _, c := range h.Network().ConnsToPeer(p) {
+			ps.Addrs = append(ps.Addrs, c.RemoteMultiaddr().String())
+			if c.Stat().Limited {
+				ps.Relayed = true
 			}
-			for _, c := range n.reg.Remote() {
-				if c.Host == p.String() {
-					ps.Agents = append(ps.Agents, c.ID)
-				}
-			}
-			st.PeerList = append(st.PeerList, ps)
 		}
+		for _, c := range n.reg.Remote() {
+			if c.Host == p.String() {
+				ps.Agents = append(ps.Agents, c.ID)
+			}
+		}
+		st.PeerList = append(st.PeerList, ps)
 	}
-	if r := n.Router(); r != nil {
-		st.Channels = r.Channels()
-	}
+	st.Channels = n.router.Channels()
 	for _, e := range n.obs.Recent(0) {
 		if e.Type == protocol.EventError || e.Type == protocol.EventSecurity {
 			st.RecentErrors = append(st.RecentErrors, e)
@@ -340,71 +244,104 @@ func (n *Node) Status() Status {
 // serveEvents writes the last ?limit= recent events (default 50; 0: all
 // the node keeps; negative: none) as JSON lines, then, with ?follow=1,
 // every new event until the client goes away or the node stops; in the
-// latter case the last line is an [EvtNodeStopped] event and the stream
-// ends cleanly.
+// latter case the last line is a [localapi.EvtNodeStopped] event and the
+// stream ends cleanly.
 func (n *Node) serveEvents(w http.ResponseWriter, r *http.Request) {
 	limit := 50
 	if v := r.URL.Query().Get("limit"); v != "" {
 		fmt.Sscan(v, &limit)
 	}
-	var recent []protocol.Event
+	var stream ndjsonStream[protocol.Event]
 	if limit >= 0 {
-		recent = n.obs.Recent(limit)
+		stream.first = n.obs.Recent(limit)
 	}
-	follow := r.URL.Query().Get("follow") == "1"
-	var sub *Subscription
-	if follow {
-		sub = n.obs.Subscribe(1024)
+	if r.URL.Query().Get("follow") == "1" {
+		sub := n.obs.Subscribe(1024)
 		defer sub.Close()
+		stopped := false
+		stream.next = func() (protocol.Event, bool) {
+			if stopped { // the node-stopped line is the last
+				return protocol.Event{}, false
+			}
+			select {
+			case <-r.Context().Done():
+				if context.Cause(r.Context()) == errNodeStopping {
+					stopped = true
+					return protocol.Event{Type: localapi.EvtNodeStopped, Time: time.Now(), Success: true,
+						Detail: "the node is stopping", SourceTier: -1, TargetTier: -1}, true
+				}
+				return protocol.Event{}, false
+			case e, ok := <-sub.C:
+				return e, ok
+			}
+		}
+		stream.ready = func() bool { return len(sub.C) > 0 }
 	}
+	serveNDJSON(w, stream)
+}
+
+// ndjsonStream is one stream of JSON lines of the local API: the events, a
+// document's changes, a swarm's progress (see serveNDJSON).
+type ndjsonStream[T any] struct {
+	// first are the lines written at once.
+	first []T
+	// next blocks until the next line, and returns false when the stream
+	// ends; it must return false once the request's context has ended. A
+	// nil next ends the stream after first.
+	next func() (T, bool)
+	// ready, if not nil, reports that another line is ready at once: the
+	// flush waits for it, so that a burst goes out in one write.
+	ready func() bool
+}
+
+// serveNDJSON answers a request with s, as application/x-ndjson: status
+// 200 and the first lines, flushed at once (the client's request returns
+// as soon as the node took it, even with no first line), then one JSON
+// value a line, each flushed as it is written, until s ends or a write
+// fails (the client went away).
+func serveNDJSON[T any](w http.ResponseWriter, s ndjsonStream[T]) {
 	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.WriteHeader(http.StatusOK)
+	fl, _ := w.(http.Flusher)
+	flush := func() {
+		if fl != nil {
+			fl.Flush()
+		}
+	}
 	enc := json.NewEncoder(w)
-	for _, e := range recent {
-		if enc.Encode(e) != nil {
+	for _, v := range s.first {
+		if enc.Encode(v) != nil {
 			return
 		}
 	}
-	fl, _ := w.(http.Flusher)
-	if fl != nil {
-		fl.Flush()
-	}
-	if !follow {
+	flush()
+	if s.next == nil {
 		return
 	}
 	for {
-		select {
-		case <-r.Context().Done():
-			if context.Cause(r.Context()) == errNodeStopping {
-				_ = enc.Encode(protocol.Event{Type: EvtNodeStopped, Time: time.Now(), Success: true,
-					Detail: "the node is stopping", SourceTier: -1, TargetTier: -1})
-			}
+		v, ok := s.next()
+		if !ok {
 			return
-		case e, ok := <-sub.C:
-			if !ok {
-				return
-			}
-			if enc.Encode(e) != nil {
-				return
-			}
-			if fl != nil && len(sub.C) == 0 {
-				fl.Flush()
-			}
+		}
+		if enc.Encode(v) != nil {
+			return
+		}
+		if s.ready == nil || !s.ready() {
+			flush()
 		}
 	}
 }
 
 // Info describes the node.
-func (n *Node) Info() IDInfo {
-	info := IDInfo{PeerID: n.id.String(), Version: Version, Swarm: n.cfg.Swarm, DataDir: n.cfg.DataDir, Addrs: []string{}, Agents: []string{}}
+func (n *Node) Info() localapi.IDInfo {
+	info := localapi.IDInfo{PeerID: n.id.String(), Version: Version, Swarm: n.cfg.Swarm, DataDir: n.cfg.DataDir, Addrs: []string{}, Agents: []string{}}
 	for _, a := range n.Addrs() {
 		info.Addrs = append(info.Addrs, a.String())
 	}
 	for _, c := range n.reg.Local() {
 		info.Agents = append(info.Agents, c.Address())
 	}
-	if h := n.Host(); h != nil {
-		info.Peers = len(h.Network().Peers())
-	}
+	info.Peers = len(n.host.Network().Peers())
 	info.MetricsURL = n.MetricsURL()
 	if info.MetricsURL != "" && n.MCP() != nil {
 		info.MCPURL = strings.TrimSuffix(info.MetricsURL, "/metrics") + "/mcp"
@@ -422,20 +359,19 @@ func CheckBroadcastType(t envelope.Type) error { return protocol.CheckBroadcastT
 // SendFromAPI carries out a SendRequest: requests wait for their answer
 // unless NoWait; other types report the routing result. A broadcast of a
 // type that asks for an answer is refused (CheckBroadcastType).
-func (n *Node) SendFromAPI(ctx context.Context, req SendRequest) SendResult {
+func (n *Node) SendFromAPI(ctx context.Context, req localapi.SendRequest) localapi.SendResult {
 	if req.To == envelope.Broadcast {
 		if err := CheckBroadcastType(req.Type); err != nil {
-			return SendResult{Error: apiErr(err)}
+			return localapi.SendResult{Error: apiErr(err)}
 		}
 	}
 	from := req.From
 	if from == "" {
-		local := n.reg.Local()
-		sort.Slice(local, func(i, j int) bool { return local[i].ID < local[j].ID })
-		if len(local) == 0 {
-			return SendResult{Error: &APIError{Code: agentcard.CodeAgentNotFound, Message: "this node hosts no agent to send from; declare one in config.yaml"}}
+		c, ok := n.defaultAgent()
+		if !ok {
+			return localapi.SendResult{Error: &localapi.APIError{Code: agentcard.CodeAgentNotFound, Message: "this node hosts no agent to send from; declare one in config.yaml"}}
 		}
-		from = local[0].ID
+		from = c.ID
 	}
 	if req.Type == "" {
 		req.Type = envelope.TypeRequest
@@ -446,7 +382,7 @@ func (n *Node) SendFromAPI(ctx context.Context, req SendRequest) SendResult {
 	}
 	env, err := n.NewEnvelope(from, req.To, req.Type, payload)
 	if err != nil {
-		return SendResult{Error: apiErr(err)}
+		return localapi.SendResult{Error: apiErr(err)}
 	}
 	env.CorrelationID = req.CorrelationID
 	if req.Capability || req.Justification != "" {
@@ -455,7 +391,7 @@ func (n *Node) SendFromAPI(ctx context.Context, req SendRequest) SendResult {
 			env.Metadata.RoutingHint = envelope.RoutingHintCapability
 		}
 	}
-	out := SendResult{Sent: env}
+	out := localapi.SendResult{Sent: env}
 	if env.Type == envelope.TypeRequest && !req.NoWait && req.To != envelope.Broadcast {
 		start := time.Now()
 		resp, res, err := n.Request(ctx, env)
@@ -474,225 +410,30 @@ func (n *Node) SendFromAPI(ctx context.Context, req SendRequest) SendResult {
 	return out
 }
 
-func apiErr(err error) *APIError {
+// defaultAgent is the local agent that acts when a request names none: the
+// one with the smallest id. It is the one rule for every default of the
+// node: the sender of a send, the writer of a document change, the
+// proposer of a task, the creator of a swarm, and the caller of the MCP
+// faces when mcp.as is not set (see mcpAs). The smallest id rather than
+// the first agent of config.yaml, because it also covers the agents
+// registered from Go (RegisterAgent), which no configuration lists, and
+// because it reads the registry, not a configuration a reload replaces.
+// ok is false when the node hosts no agent.
+func (n *Node) defaultAgent() (c agentcard.Card, ok bool) {
+	local := n.reg.Local()
+	if len(local) == 0 {
+		return agentcard.Card{}, false
+	}
+	return slices.MinFunc(local, func(a, b agentcard.Card) int { return strings.Compare(a.ID, b.ID) }), true
+}
+
+func apiErr(err error) *localapi.APIError {
 	var re *protocol.RemoteError
 	if errors.As(err, &re) {
-		return &APIError{Code: re.Code(), Message: err.Error()}
+		return &localapi.APIError{Code: re.Code(), Message: err.Error()}
 	}
-	return &APIError{Code: protocol.CodeOf(err), Message: err.Error()}
-}
-
-// Client talks to a running node's local API.
-type Client struct {
-	hc   *http.Client
-	path string
-}
-
-// ErrNoNode means no node answers on the data dir's socket.
-var ErrNoNode = errors.New("node: no running nova-node on this data dir")
-
-// NewClient returns a client of the node whose API socket is path
-// (Config.APISocketPath()).
-func NewClient(path string) *Client {
-	return &Client{path: path, hc: &http.Client{Transport: &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", path)
-		},
-	}}}
+	return &localapi.APIError{Code: protocol.CodeOf(err), Message: err.Error()}
 }
 
 // APISocketPath is where the node's local API listens.
 func (c Config) APISocketPath() string { return c.apiSocket() }
-
-// noNode is err from a request to the node's socket, as ErrNoNode when
-// nothing listens there.
-func (c *Client) noNode(err error) error {
-	var ne *net.OpError
-	if errors.As(err, &ne) && ne.Op == "dial" {
-		return fmt.Errorf("%w (socket %s): start one with `nova-node run`", ErrNoNode, c.path)
-	}
-	return err
-}
-
-// openStream sends a GET for a stream of JSON values (events, a
-// document's changes, a swarm's progress) and returns the response once
-// the node answered it with success; a refusal is the node's APIError.
-func (c *Client) openStream(ctx context.Context, url string) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, "GET", "http://nova"+url, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		return nil, c.noNode(err)
-	}
-	if resp.StatusCode >= 300 {
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		var ae APIError
-		if json.Unmarshal(b, &ae) == nil && ae.Code != "" {
-			return nil, &ae
-		}
-		return nil, fmt.Errorf("node API %s: HTTP %d: %s", url, resp.StatusCode, bytes.TrimSpace(b))
-	}
-	return resp, nil
-}
-
-func (c *Client) do(ctx context.Context, method, url string, body, out any) error {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return err
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://nova"+url, rd)
-	if err != nil {
-		return err
-	}
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		return c.noNode(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode >= 300 {
-		var ae APIError
-		if json.Unmarshal(b, &ae) == nil && ae.Code != "" {
-			return &ae
-		}
-		var sr SendResult
-		if json.Unmarshal(b, &sr) == nil && sr.Error != nil {
-			return sr.Error
-		}
-		return fmt.Errorf("node API %s: HTTP %d: %s", url, resp.StatusCode, bytes.TrimSpace(b))
-	}
-	return json.Unmarshal(b, out)
-}
-
-// ID returns the node's identity and addresses.
-func (c *Client) ID(ctx context.Context) (IDInfo, error) {
-	var v IDInfo
-	return v, c.do(ctx, "GET", "/v1/id", nil, &v)
-}
-
-// Agents lists cards; origin is "", "local" or "remote".
-func (c *Client) Agents(ctx context.Context, origin string) ([]agentcard.Card, error) {
-	var v []agentcard.Card
-	u := "/v1/agents"
-	if origin != "" {
-		u += "?origin=" + origin
-	}
-	return v, c.do(ctx, "GET", u, nil, &v)
-}
-
-// Send asks the node to send an envelope.
-func (c *Client) Send(ctx context.Context, req SendRequest) (SendResult, error) {
-	var v SendResult
-	return v, c.do(ctx, "POST", "/v1/send", req, &v)
-}
-
-// Status returns the node's status.
-func (c *Client) Status(ctx context.Context) (Status, error) {
-	var v Status
-	return v, c.do(ctx, "GET", "/v1/status", nil, &v)
-}
-
-// Channels lists the node's outbound channels.
-func (c *Client) Channels(ctx context.Context) ([]protocol.ChannelInfo, error) {
-	var v []protocol.ChannelInfo
-	return v, c.do(ctx, "GET", "/v1/channels", nil, &v)
-}
-
-// CloseChannel closes one of the node's outbound channels (see
-// Node.CloseChannel) and returns it as it was.
-func (c *Client) CloseChannel(ctx context.Context, id string) (protocol.ChannelInfo, error) {
-	var v protocol.ChannelInfo
-	return v, c.do(ctx, "POST", "/v1/channels/"+url.PathEscape(id)+"/close", nil, &v)
-}
-
-// ResetMetrics zeroes the node's message metrics.
-func (c *Client) ResetMetrics(ctx context.Context) (Metrics, error) {
-	var v Metrics
-	return v, c.do(ctx, "POST", "/v1/metrics/reset", nil, &v)
-}
-
-// Events calls fn for the last limit recent events (0: all the node keeps;
-// negative: none) and, with follow, for every new one until ctx ends, fn returns an error, or the node stops: fn
-// then gets an [EvtNodeStopped] event last and Events returns nil. A stream
-// cut without it (the node was killed) is an error.
-func (c *Client) Events(ctx context.Context, limit int, follow bool, fn func(protocol.Event) error) error {
-	u := fmt.Sprintf("/v1/events?limit=%d", limit)
-	if follow {
-		u += "&follow=1"
-	}
-	resp, err := c.openStream(ctx, u)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	dec := json.NewDecoder(resp.Body)
-	for {
-		var e protocol.Event
-		if err := dec.Decode(&e); err != nil {
-			if errors.Is(err, io.EOF) || ctx.Err() != nil {
-				return nil
-			}
-			return &streamBrokenError{path: c.path, err: err}
-		}
-		if err := fn(e); err != nil {
-			return err
-		}
-	}
-}
-
-// streamBrokenError is an events stream cut off without the node saying it
-// stops. When the connection ended mid-stream (the node was killed or
-// crashed), it is also an [ErrNoNode]: no node runs there any more.
-type streamBrokenError struct {
-	path string
-	err  error
-}
-
-func (e *streamBrokenError) Error() string {
-	return fmt.Sprintf("node: the events stream from %s broke off (was the node killed?): %v", e.path, e.err)
-}
-
-func (e *streamBrokenError) Unwrap() []error {
-	if errors.Is(e.err, io.ErrUnexpectedEOF) || errors.Is(e.err, syscall.ECONNRESET) {
-		return []error{e.err, ErrNoNode}
-	}
-	return []error{e.err}
-}
-
-// FindAgents asks the node to find agents by name, capability or tier.
-func (c *Client) FindAgents(ctx context.Context, name, capability, tier, as string) ([]agentcard.Card, error) {
-	q := url.Values{}
-	for k, v := range map[string]string{"name": name, "capability": capability, "tier": tier, "as": as} {
-		if v != "" {
-			q.Set(k, v)
-		}
-	}
-	var v []agentcard.Card
-	return v, c.do(ctx, "GET", "/v1/agents/find?"+q.Encode(), nil, &v)
-}
-
-// Ping measures round trips to a peer or to the host of an agent.
-func (c *Client) Ping(ctx context.Context, target string, count int) (PingResult, error) {
-	var v PingResult
-	return v, c.do(ctx, "POST", "/v1/ping", map[string]any{"target": target, "count": count}, &v)
-}
-
-// Connect asks the node to dial a peer.
-func (c *Client) Connect(ctx context.Context, addr string) (string, error) {
-	var v map[string]string
-	err := c.do(ctx, "POST", "/v1/connect", map[string]string{"addr": addr}, &v)
-	return v["peerId"], err
-}
-
-func urlQueryEscape(s string) string { return url.QueryEscape(s) }

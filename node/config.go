@@ -133,7 +133,8 @@ type A2AConfig struct {
 	// token` makes one); the tokens themselves are never stored.
 	TokenHashes []string `yaml:"tokenHashes,omitempty"`
 	// As is the local agent that A2A clients' messages come from: its tier
-	// and sandbox apply. Default: the first agent.
+	// and sandbox apply. Default: the node's default agent, the local
+	// agent with the smallest id.
 	As string `yaml:"as,omitempty"`
 	// PushAllowHosts may receive push notifications on private, loopback
 	// or link-local addresses (IPs, CIDRs, host names, *.domain).
@@ -176,7 +177,8 @@ type AgentConfig struct {
 // MCPConfig configures the node's MCP faces (nova-node mcp, /mcp).
 type MCPConfig struct {
 	// As is the local agent whose tier and sandbox apply to calls made
-	// through the node's MCP faces and the CLI. Default: the first agent.
+	// through the node's MCP faces and the CLI. Default: the node's default
+	// agent, the local agent with the smallest id.
 	As string `yaml:"as,omitempty"`
 }
 

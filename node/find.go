@@ -13,6 +13,7 @@ import (
 	"github.com/libp2p/go-libp2p/p2p/protocol/ping"
 
 	"github.com/nova-node/nova-node/agentcard"
+	"github.com/nova-node/nova-node/node/localapi"
 	"github.com/nova-node/nova-node/sandbox"
 	"github.com/nova-node/nova-node/tiers"
 )
@@ -78,27 +79,14 @@ func (n *Node) FindAgents(ctx context.Context, name, capability, tier, as string
 	return cards, nil
 }
 
-// PingResult is what `nova-node ping` prints.
-type PingResult struct {
-	Peer    string    `json:"peer"`
-	Agent   string    `json:"agent,omitempty"`
-	Path    string    `json:"path"` // direct or relayed
-	Addr    string    `json:"addr"`
-	RTTs    []float64 `json:"rttMs"`
-	Average float64   `json:"avgMs"`
-}
-
 // Ping measures count round trips (libp2p ping) to a peer ID or to the
 // node hosting an agent (name or name@peerID).
-func (n *Node) Ping(ctx context.Context, target string, count int) (PingResult, error) {
-	h := n.Host()
-	if h == nil {
-		return PingResult{}, errNotStarted
-	}
+func (n *Node) Ping(ctx context.Context, target string, count int) (localapi.PingResult, error) {
+	h := n.host
 	if count <= 0 || count > 100 {
 		count = 3
 	}
-	res := PingResult{}
+	res := localapi.PingResult{}
 	p, err := peer.Decode(target)
 	if err != nil || strings.Contains(target, "@") {
 		c, rerr := n.reg.Resolve(target)

@@ -3,10 +3,7 @@ package node
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"slices"
@@ -21,13 +18,10 @@ import (
 
 	"github.com/nova-node/nova-node/agentcard"
 	"github.com/nova-node/nova-node/mcpbridge"
+	"github.com/nova-node/nova-node/node/localapi"
 	"github.com/nova-node/nova-node/protocol"
 	"github.com/nova-node/nova-node/tiers"
 )
-
-// EventMCPInvocation is the event of one MCP tool call made or served
-// through this node (property 33).
-const EventMCPInvocation = "mcp-invocation"
 
 // mcpState is the node's MCP bridge: the registry of its agents' tools, the
 // backends serving them, and the bridge that shares them with the mesh.
@@ -41,9 +35,6 @@ type mcpState struct {
 	calls    *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 }
-
-// MCPUpgrade is the Upgrade token of the local API's MCP relay.
-const MCPUpgrade = "nova-mcp"
 
 // startMCP starts the bridge and the configured backends. Called from Start
 // with n.mu held.
@@ -72,7 +63,7 @@ func (n *Node) startMCP(ctx context.Context, h host.Host) error {
 		}
 		st.calls.WithLabelValues(rec.Tool, ok).Inc()
 		st.duration.WithLabelValues(rec.Tool).Observe(rec.DurationMs / 1000)
-		ev := protocol.Event{Type: EventMCPInvocation, Time: time.UnixMilli(rec.Time), Sender: rec.Agent, Detail: rec.Tool,
+		ev := protocol.Event{Type: localapi.EventMCPInvocation, Time: time.UnixMilli(rec.Time), Sender: rec.Agent, Detail: rec.Tool,
 			Success: rec.Success, Latency: time.Duration(rec.DurationMs * float64(time.Millisecond)), SourceTier: -1, TargetTier: -1}
 		if !rec.Success {
 			ev.Code, _, _ = strings.Cut(rec.Error, ":")
@@ -137,20 +128,20 @@ func (n *Node) closeMCP() {
 	st.bridge.Close()
 }
 
-// mcpAs is the local agent the node's own MCP faces call as.
+// mcpAs is the address of the local agent the node's own MCP faces (stdio
+// relay, /mcp, the tools commands) call as: mcp.as when the configuration
+// sets it, else the node's default agent, the one with the smallest id
+// (defaultAgent), as for every other default of the node, and not the
+// first agent of config.yaml; "" when the node hosts no agent.
 func (n *Node) mcpAs() string {
 	if n.cfg.MCP.As != "" {
 		return n.cfg.MCP.As + "@" + n.id.String()
 	}
-	if len(n.cfg.Agents) > 0 {
-		return n.cfg.Agents[0].Name + "@" + n.id.String()
-	}
-	local := n.reg.Local()
-	if len(local) == 0 {
+	c, ok := n.defaultAgent()
+	if !ok {
 		return ""
 	}
-	sort.Slice(local, func(i, j int) bool { return local[i].ID < local[j].ID })
-	return local[0].Address()
+	return c.Address()
 }
 
 // publishTools keeps each agent's card in line with its MCP tools: a
@@ -282,16 +273,16 @@ func (n *Node) registerMCPRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /v1/mcp", func(w http.ResponseWriter, r *http.Request) {
 		b := n.MCP()
 		if b == nil {
-			writeJSON(w, http.StatusServiceUnavailable, &APIError{Code: "NOT_STARTED", Message: "the node is not running"})
+			writeJSON(w, http.StatusServiceUnavailable, &localapi.APIError{Code: "NOT_STARTED", Message: "the node is not running"})
 			return
 		}
-		if !strings.EqualFold(r.Header.Get("Upgrade"), MCPUpgrade) {
-			writeJSON(w, http.StatusBadRequest, &APIError{Code: "BAD_REQUEST", Message: "send Upgrade: " + MCPUpgrade})
+		if !strings.EqualFold(r.Header.Get("Upgrade"), localapi.MCPUpgrade) {
+			writeJSON(w, http.StatusBadRequest, &localapi.APIError{Code: "BAD_REQUEST", Message: "send Upgrade: " + localapi.MCPUpgrade})
 			return
 		}
 		hj, ok := w.(http.Hijacker)
 		if !ok {
-			writeJSON(w, http.StatusInternalServerError, &APIError{Code: "INTERNAL", Message: "connection cannot be upgraded"})
+			writeJSON(w, http.StatusInternalServerError, &localapi.APIError{Code: "INTERNAL", Message: "connection cannot be upgraded"})
 			return
 		}
 		conn, rw, err := hj.Hijack()
@@ -299,7 +290,7 @@ func (n *Node) registerMCPRoutes(mux *http.ServeMux) {
 			return
 		}
 		_ = conn.SetDeadline(time.Time{})
-		_, _ = rw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: " + MCPUpgrade + "\r\n\r\n")
+		_, _ = rw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: " + localapi.MCPUpgrade + "\r\n\r\n")
 		if err := rw.Flush(); err != nil {
 			conn.Close()
 			return
@@ -317,41 +308,3 @@ type hijacked struct {
 }
 
 func (h *hijacked) Read(p []byte) (int, error) { return h.Reader.Read(p) }
-
-// DialMCP opens the local API's MCP relay: a byte stream of newline-delimited
-// JSON-RPC to the node's aggregated MCP server.
-func (c *Client) DialMCP(ctx context.Context) (io.ReadWriteCloser, error) {
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "unix", c.path)
-	if err != nil {
-		return nil, fmt.Errorf("%w (socket %s): start one with `nova-node run`", ErrNoNode, c.path)
-	}
-	if _, err := io.WriteString(conn, "POST /v1/mcp HTTP/1.1\r\nHost: nova\r\nConnection: Upgrade\r\nUpgrade: "+MCPUpgrade+"\r\nContent-Length: 0\r\n\r\n"); err != nil {
-		conn.Close()
-		return nil, err
-	}
-	br := bufio.NewReader(conn)
-	resp, err := http.ReadResponse(br, nil)
-	if err != nil {
-		conn.Close()
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusSwitchingProtocols {
-		var e APIError
-		_ = json.NewDecoder(io.LimitReader(resp.Body, 1<<16)).Decode(&e)
-		resp.Body.Close()
-		conn.Close()
-		if e.Code == "" {
-			e = APIError{Code: "UNAVAILABLE", Message: resp.Status}
-		}
-		return nil, &e
-	}
-	return &hijacked{Reader: br, Conn: conn}, nil
-}
-
-// MCPBackends asks the node for its MCP servers' state.
-func (c *Client) MCPBackends(ctx context.Context) ([]mcpbridge.BackendStatus, error) {
-	var out []mcpbridge.BackendStatus
-	err := c.do(ctx, http.MethodGet, "/v1/mcp/backends", nil, &out)
-	return out, err
-}

@@ -505,8 +505,6 @@ func (n *Node) Request(ctx context.Context, env *envelope.Envelope) (*envelope.E
 // signed heartbeat (discovery republishes well within it).
 const discoveryTTL = 10 * time.Minute
 
-var errNotStarted = fmt.Errorf("node: not started: %w", protocol.ErrChannelClosed)
-
 // Connect dials a peer multiaddr ending in /p2p/<peerID>.
 func (n *Node) Connect(ctx context.Context, addr string) (peer.ID, error) {
 	ai, err := parsePeerAddr(addr)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/nova-node/nova-node/envelope"
+	"github.com/nova-node/nova-node/node/localapi"
 	"github.com/nova-node/nova-node/protocol"
 	"github.com/nova-node/nova-node/tiers"
 )
@@ -38,7 +39,7 @@ const EventAuditSuppressed = "audit-suppressed"
 // events without one share a bucket): a token bucket of auditRate events a
 // second with a burst of auditBurst. A suppressed event is still kept,
 // counted and sent to subscribers; only its audit line is left out, and
-// counted in [Metrics].AuditSuppressed. The first event the peer's bucket
+// counted in [localapi.Metrics].AuditSuppressed. The first event the peer's bucket
 // admits again writes an [EventAuditSuppressed] line first, at most once per
 // auditSummaryEvery per peer; a peer evicted from the table, or the
 // Observer's close, writes its pending count too. At most auditPeers peers
@@ -49,18 +50,6 @@ const (
 	auditSummaryEvery = time.Second
 	auditPeers        = 1024
 )
-
-// Metrics are the seed's A2AMetrics for messaging.
-type Metrics struct {
-	TotalMessagesSent       uint64                   `json:"totalMessagesSent"`
-	TotalMessagesReceived   uint64                   `json:"totalMessagesReceived"`
-	MessagesByType          map[envelope.Type]uint64 `json:"messagesByType"`
-	AverageRoutingLatencyMs float64                  `json:"averageRoutingLatencyMs"` // of the messages routed; failures count in ErrorCount
-	ErrorCount              uint64                   `json:"errorCount"`
-	SecurityEvents          uint64                   `json:"securityEvents"`
-	AuditWriteErrors        uint64                   `json:"auditWriteErrors"`
-	AuditSuppressed         uint64                   `json:"auditSuppressed"` // security events left out of the audit log by its rate limit
-}
 
 // Observer collects the router's events: recent events in a ring, the
 // seed's metrics, and an audit line for every security event, every
@@ -82,8 +71,8 @@ type Observer struct {
 	ring      []protocol.Event
 	next      int
 	full      bool
-	m         Metrics  // MessagesByType holds only types outside promTypes (none in practice)
-	sentBy    []uint64 // messages sent by index in promTypes: no map update per message
+	m         localapi.Metrics // MessagesByType holds only types outside promTypes (none in practice)
+	sentBy    []uint64         // messages sent by index in promTypes: no map update per message
 	latencyNs float64
 	decisions uint64
 	audit     *os.File
@@ -430,7 +419,7 @@ func (o *Observer) Recent(limit int) []protocol.Event {
 }
 
 // Metrics returns a copy of the current metrics.
-func (o *Observer) Metrics() Metrics {
+func (o *Observer) Metrics() localapi.Metrics {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	m := o.m
@@ -450,7 +439,7 @@ func (o *Observer) Metrics() Metrics {
 func (o *Observer) Reset() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.m = Metrics{MessagesByType: map[envelope.Type]uint64{}}
+	o.m = localapi.Metrics{MessagesByType: map[envelope.Type]uint64{}}
 	clear(o.sentBy)
 	o.latencyNs, o.decisions = 0, 0
 }

@@ -23,6 +23,7 @@ import (
 
 	"github.com/nova-node/nova-node/envelope"
 	"github.com/nova-node/nova-node/mcpbridge"
+	"github.com/nova-node/nova-node/node/localapi"
 	"github.com/nova-node/nova-node/protocol"
 )
 
@@ -428,9 +429,9 @@ func TestProperty34_InvocationEventsRoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	sub := n.obs.Subscribe(16, EventMCPInvocation)
+	sub := n.obs.Subscribe(16, localapi.EventMCPInvocation)
 	defer sub.Close()
-	client := NewClient(cfg.APISocketPath())
+	client := localapi.NewClient(cfg.APISocketPath())
 
 	rapid.Check(t, func(rt *rapid.T) {
 		tool := fmt.Sprintf("tools.t%d", rapid.IntRange(0, nTools-1).Draw(rt, "tool"))
@@ -448,7 +449,7 @@ func TestProperty34_InvocationEventsRoundTrip(t *testing.T) {
 		select {
 		case ev = <-sub.C:
 		default:
-			rt.Fatalf("call %s: no %s event", tool, EventMCPInvocation)
+			rt.Fatalf("call %s: no %s event", tool, localapi.EventMCPInvocation)
 		}
 
 		// The event describes the call the test made.
@@ -459,7 +460,7 @@ func TestProperty34_InvocationEventsRoundTrip(t *testing.T) {
 		case "isError":
 			wantCode, wantDetail = mcpbridge.CodeToolFailed, tool+": "+mcpbridge.CodeToolFailed+": tool reported an error"
 		}
-		if ev.Type != EventMCPInvocation || ev.Sender != "tools" || ev.Success != (outcome == "ok") || ev.Code != wantCode || ev.Detail != wantDetail {
+		if ev.Type != localapi.EventMCPInvocation || ev.Sender != "tools" || ev.Success != (outcome == "ok") || ev.Code != wantCode || ev.Detail != wantDetail {
 			rt.Fatalf("call %s (%s): event %+v, want sender tools, code %q, detail %q", tool, outcome, ev, wantCode, wantDetail)
 		}
 		if ev.Time.Before(before.Truncate(time.Millisecond)) || ev.Time.After(after) {
@@ -472,7 +473,7 @@ func TestProperty34_InvocationEventsRoundTrip(t *testing.T) {
 		// The same event, as the local API serves it.
 		var served []protocol.Event
 		if err := client.Events(rt.Context(), 4, false, func(e protocol.Event) error {
-			if e.Type == EventMCPInvocation {
+			if e.Type == localapi.EventMCPInvocation {
 				served = append(served, e)
 			}
 			return nil
@@ -480,7 +481,7 @@ func TestProperty34_InvocationEventsRoundTrip(t *testing.T) {
 			rt.Fatal(err)
 		}
 		if len(served) == 0 {
-			rt.Fatalf("the API serves no %s event", EventMCPInvocation)
+			rt.Fatalf("the API serves no %s event", localapi.EventMCPInvocation)
 		}
 		got := served[len(served)-1]
 		if !got.Time.Equal(ev.Time) {

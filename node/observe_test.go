@@ -21,6 +21,7 @@ import (
 
 	"github.com/nova-node/nova-node/envelope"
 	"github.com/nova-node/nova-node/node"
+	"github.com/nova-node/nova-node/node/localapi"
 	"github.com/nova-node/nova-node/protocol"
 	"github.com/nova-node/nova-node/testnet"
 	"github.com/nova-node/nova-node/tiers"
@@ -161,7 +162,7 @@ func TestProperty32_MessageMetricsAccuracy(t *testing.T) {
 			}
 		}
 		ops := rapid.SliceOfN(sendOpGen(), 0, 12).Draw(rt, "ops")
-		var want [2]node.Metrics
+		var want [2]localapi.Metrics
 		var latency [2][]float64 // ms, of the delivered sends
 		var total uint64         // messages sent and received, both nodes
 		for i := range want {
@@ -186,7 +187,7 @@ func TestProperty32_MessageMetricsAccuracy(t *testing.T) {
 		// Remote and broadcast deliveries are counted when they arrive.
 		// Wait for the sum, not each count, so that a count on the wrong
 		// side fails the comparison at once.
-		var m [2]node.Metrics
+		var m [2]localapi.Metrics
 		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
 			m[0], m[1] = net.Nodes[0].Observer().Metrics(), net.Nodes[1].Observer().Metrics()
 			if m[0].TotalMessagesSent+m[0].TotalMessagesReceived+m[1].TotalMessagesSent+m[1].TotalMessagesReceived >= total ||
@@ -413,11 +414,11 @@ func TestFailedSendCountedOnce(t *testing.T) {
 	net.WaitForCards()
 	a := net.Nodes[0]
 	net.Kill(1)
-	cl := node.NewClient(a.Config().APISocketPath())
+	cl := localapi.NewClient(a.Config().APISocketPath())
 	if _, err := cl.ResetMetrics(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	res, err := cl.Send(t.Context(), node.SendRequest{To: "a1", Type: envelope.TypeNotification, Payload: json.RawMessage(`"gone"`)})
+	res, err := cl.Send(t.Context(), localapi.SendRequest{To: "a1", Type: envelope.TypeNotification, Payload: json.RawMessage(`"gone"`)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -432,7 +433,7 @@ func TestFailedSendCountedOnce(t *testing.T) {
 		t.Errorf("errorCount %d after one failed send, want 1", st.Metrics.ErrorCount)
 	}
 	// A second failure is counted: only a repeated report of one is not.
-	if res2, err := cl.Send(t.Context(), node.SendRequest{To: "a1", Type: envelope.TypeNotification}); err != nil || res2.Error == nil {
+	if res2, err := cl.Send(t.Context(), localapi.SendRequest{To: "a1", Type: envelope.TypeNotification}); err != nil || res2.Error == nil {
 		t.Fatalf("second send: %v %+v", err, res2.Error)
 	}
 	if st, err := cl.Status(t.Context()); err != nil || st.Metrics.ErrorCount != 2 {

@@ -1,88 +1,21 @@
 package node
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/nova-node/nova-node/agentcard"
+	"github.com/nova-node/nova-node/node/localapi"
 	"github.com/nova-node/nova-node/protocol"
 	"github.com/nova-node/nova-node/protocol/task/negotiation"
 	"github.com/nova-node/nova-node/protocol/task/taskswarm"
 )
-
-// ProposeRequest asks the node to propose a task from one of its agents.
-type ProposeRequest struct {
-	// From is the proposing local agent; default: the node's first agent.
-	From string `json:"from,omitempty"`
-	// To is the agent proposed to (name or name@peerID), or, with
-	// ByCapability, a capability id.
-	To           string   `json:"to"`
-	ByCapability bool     `json:"byCapability,omitempty"`
-	Task         string   `json:"task"`
-	Capabilities []string `json:"capabilities,omitempty"`
-	// Complexity is simple, medium (default) or complex.
-	Complexity negotiation.Complexity `json:"complexity,omitempty"`
-	// TimeoutMs is how long the target has to answer, in milliseconds;
-	// default DefaultProposalTimeout. DeadlineMs (unix ms) wins if set.
-	TimeoutMs  int64 `json:"timeoutMs,omitempty"`
-	DeadlineMs int64 `json:"deadlineMs,omitempty"`
-	// Justification is required from L2/L3 to L0/L1 (ESCALATION_REQUIRED).
-	Justification string `json:"justification,omitempty"`
-}
-
-// AnswerRequest accepts or rejects a received proposal.
-type AnswerRequest struct {
-	// EstimatedCompletionMs, for an accept; default DefaultEstimate.
-	EstimatedCompletionMs int64 `json:"estimatedCompletionMs,omitempty"`
-	// Reason (a code such as BUSY; default DECLINED) and an optional
-	// Alternative agent, for a reject.
-	Reason      string `json:"reason,omitempty"`
-	Alternative string `json:"alternative,omitempty"`
-}
-
-// SubTaskRequest is one sub-task of a CreateSwarmRequest.
-type SubTaskRequest struct {
-	Description string `json:"description"`
-	// Capabilities it needs, among the swarm's; empty: any participant.
-	Capabilities []string `json:"capabilities,omitempty"`
-}
-
-// CreateSwarmRequest asks the node to start a swarm.
-type CreateSwarmRequest struct {
-	// As is the creating local agent; default: the node's first agent.
-	As           string   `json:"as,omitempty"`
-	Task         string   `json:"task"`
-	Capabilities []string `json:"capabilities"`
-	// SubTasks split the work; default: one sub-task per capability.
-	SubTasks      []SubTaskRequest       `json:"subTasks,omitempty"`
-	Justification string                 `json:"justification,omitempty"`
-	Complexity    negotiation.Complexity `json:"complexity,omitempty"`
-	// RecruitTimeoutMs is how long the agents proposed to have to answer,
-	// in milliseconds: 0, or MinRecruitTimeout (1 s) to MaxRecruitTimeout
-	// (7 days); 0: TaskOptions.RecruitTimeout (default 30 s).
-	RecruitTimeoutMs int64 `json:"recruitTimeoutMs,omitempty"`
-}
-
-// MaxRecruitTimeout bounds CreateSwarmRequest.RecruitTimeoutMs: a swarm
-// that waits longer for its agents to answer is surely a mistake (and a
-// count of milliseconds much larger would overflow a time.Duration).
-const MaxRecruitTimeout = 7 * 24 * time.Hour
-
-// MinRecruitTimeout is the least non-zero CreateSwarmRequest.RecruitTimeoutMs:
-// a proposal's deadline must still be in the future when the negotiator
-// sends it (negotiation refuses one that is not, INVALID_PROPOSAL), and
-// the target needs time to answer. Less than this made a swarm fail at
-// random: at creation, or at its recruit deadline.
-const MinRecruitTimeout = time.Second
 
 // InvalidRequestError reports a request to the node's API with a field it
 // cannot take; its code is INVALID_REQUEST (HTTP 400).
@@ -99,21 +32,14 @@ func (e *InvalidRequestError) Error() string {
 func (e *InvalidRequestError) Code() string { return "INVALID_REQUEST" }
 
 // recruitTimeout is req.RecruitTimeoutMs as a duration, once it is checked
-// to be in [0, MaxRecruitTimeout].
-func (req CreateSwarmRequest) recruitTimeout() (time.Duration, error) {
-	const minMs, maxMs = int64(MinRecruitTimeout / time.Millisecond), int64(MaxRecruitTimeout / time.Millisecond)
+// to be 0 or in [localapi.MinRecruitTimeout, localapi.MaxRecruitTimeout].
+func recruitTimeout(req localapi.CreateSwarmRequest) (time.Duration, error) {
+	const minMs, maxMs = int64(localapi.MinRecruitTimeout / time.Millisecond), int64(localapi.MaxRecruitTimeout / time.Millisecond)
 	if ms := req.RecruitTimeoutMs; ms < 0 || ms > maxMs || (ms != 0 && ms < minMs) {
 		return 0, &InvalidRequestError{Field: "recruitTimeoutMs",
-			Reason: fmt.Sprintf("%d ms is out of range: give 0 (the node's default), or %d (%v) up to %d (%v)", ms, minMs, MinRecruitTimeout, maxMs, MaxRecruitTimeout)}
+			Reason: fmt.Sprintf("%d ms is out of range: give 0 (the node's default), or %d (%v) up to %d (%v)", ms, minMs, localapi.MinRecruitTimeout, maxMs, localapi.MaxRecruitTimeout)}
 	}
 	return time.Duration(req.RecruitTimeoutMs) * time.Millisecond, nil
-}
-
-// SwarmCreated is the answer to a CreateSwarmRequest: the swarm, and the
-// error that made it fail at once (no proposal could be sent), if any.
-type SwarmCreated struct {
-	Swarm taskswarm.Swarm `json:"swarm"`
-	Error *APIError       `json:"error,omitempty"`
 }
 
 func (n *Node) tasksRunning() (*negotiation.Negotiator, *taskswarm.Coordinator, error) {
@@ -139,16 +65,15 @@ func (n *Node) Coordinator() *taskswarm.Coordinator {
 	return c
 }
 
-// localAgent returns the address of local agent id, or of the node's first
-// agent (by id) when id is empty.
+// localAgent returns the address of local agent id, or of the node's
+// default agent (defaultAgent) when id is empty.
 func (n *Node) localAgent(id, flag string) (string, error) {
 	if id == "" {
-		local := n.reg.Local()
-		if len(local) == 0 {
+		c, ok := n.defaultAgent()
+		if !ok {
 			return "", &agentcard.NotFoundError{Query: "(default)", Where: "this node, which hosts no agent: declare one in config.yaml"}
 		}
-		sort.Slice(local, func(i, j int) bool { return local[i].ID < local[j].ID })
-		return local[0].Address(), nil
+		return c.Address(), nil
 	}
 	c, ok := n.reg.Get(id)
 	if !ok || c.Origin != agentcard.OriginLocal {
@@ -159,7 +84,7 @@ func (n *Node) localAgent(id, flag string) (string, error) {
 
 // ProposeTask sends a task proposal from a local agent and returns its
 // record (ProposalID, the thread, status pending).
-func (n *Node) ProposeTask(ctx context.Context, req ProposeRequest) (negotiation.Record, error) {
+func (n *Node) ProposeTask(ctx context.Context, req localapi.ProposeRequest) (negotiation.Record, error) {
 	neg, _, err := n.tasksRunning()
 	if err != nil {
 		return negotiation.Record{}, err
@@ -223,7 +148,7 @@ func (n *Node) TaskProposal(id string) (negotiation.Record, error) {
 }
 
 // AcceptTask accepts a proposal received by a local agent.
-func (n *Node) AcceptTask(ctx context.Context, id string, req AnswerRequest) (negotiation.Record, error) {
+func (n *Node) AcceptTask(ctx context.Context, id string, req localapi.AnswerRequest) (negotiation.Record, error) {
 	neg, _, err := n.tasksRunning()
 	if err != nil {
 		return negotiation.Record{}, err
@@ -240,7 +165,7 @@ func (n *Node) AcceptTask(ctx context.Context, id string, req AnswerRequest) (ne
 }
 
 // RejectTask rejects a proposal received by a local agent.
-func (n *Node) RejectTask(ctx context.Context, id string, req AnswerRequest) (negotiation.Record, error) {
+func (n *Node) RejectTask(ctx context.Context, id string, req localapi.AnswerRequest) (negotiation.Record, error) {
 	neg, _, err := n.tasksRunning()
 	if err != nil {
 		return negotiation.Record{}, err
@@ -258,8 +183,8 @@ func (n *Node) RejectTask(ctx context.Context, id string, req AnswerRequest) (ne
 
 // CreateSwarm starts a swarm coordinated by this node. When not one
 // proposal could be sent, the swarm is returned failed with the error.
-func (n *Node) CreateSwarm(ctx context.Context, req CreateSwarmRequest) (taskswarm.Swarm, error) {
-	recruit, err := req.recruitTimeout()
+func (n *Node) CreateSwarm(ctx context.Context, req localapi.CreateSwarmRequest) (taskswarm.Swarm, error) {
+	recruit, err := recruitTimeout(req)
 	if err != nil {
 		return taskswarm.Swarm{}, err
 	}
@@ -331,7 +256,7 @@ func writeTaskErr(w http.ResponseWriter, err error) { writeJSON(w, taskHTTPStatu
 
 func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
 	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(v); err != nil && !errors.Is(err, io.EOF) {
-		writeJSON(w, 400, &APIError{Code: "INVALID_REQUEST", Message: "request body: " + err.Error()})
+		writeJSON(w, 400, &localapi.APIError{Code: "INVALID_REQUEST", Message: "request body: " + err.Error()})
 		return false
 	}
 	return true
@@ -344,19 +269,11 @@ func nonNil[T any](s []T) []T {
 	return s
 }
 
-// registerTaskRoutes adds the local API's task and swarm routes:
-//
-//	POST /v1/tasks                  ProposeRequest -> negotiation.Record
-//	GET  /v1/tasks[?pending=1]      every proposal, or the pending ones
-//	GET  /v1/tasks/{id}             one proposal
-//	POST /v1/tasks/{id}/accept      AnswerRequest -> negotiation.Record
-//	POST /v1/tasks/{id}/reject      AnswerRequest -> negotiation.Record
-//	POST /v1/swarms                 CreateSwarmRequest -> SwarmCreated
-//	GET  /v1/swarms                 the swarms this node coordinates
-//	GET  /v1/swarms/{id}[?follow=1] one swarm; with follow, a JSON line per change until it ends
+// registerTaskRoutes adds the local API's task and swarm routes (listed
+// in package localapi).
 func (n *Node) registerTaskRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /v1/tasks", func(w http.ResponseWriter, r *http.Request) {
-		var req ProposeRequest
+		var req localapi.ProposeRequest
 		if !decodeBody(w, r, &req) {
 			return
 		}
@@ -389,7 +306,7 @@ func (n *Node) registerTaskRoutes(mux *http.ServeMux) {
 	})
 	answer := func(accept bool) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
-			var req AnswerRequest
+			var req localapi.AnswerRequest
 			if !decodeBody(w, r, &req) {
 				return
 			}
@@ -408,7 +325,7 @@ func (n *Node) registerTaskRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /v1/tasks/{id}/accept", answer(true))
 	mux.HandleFunc("POST /v1/tasks/{id}/reject", answer(false))
 	mux.HandleFunc("POST /v1/swarms", func(w http.ResponseWriter, r *http.Request) {
-		var req CreateSwarmRequest
+		var req localapi.CreateSwarmRequest
 		if !decodeBody(w, r, &req) {
 			return
 		}
@@ -417,7 +334,7 @@ func (n *Node) registerTaskRoutes(mux *http.ServeMux) {
 			writeTaskErr(w, err)
 			return
 		}
-		out := SwarmCreated{Swarm: s}
+		out := localapi.SwarmCreated{Swarm: s}
 		if err != nil {
 			out.Error = apiErr(err)
 		}
@@ -458,131 +375,39 @@ func (n *Node) followSwarm(w http.ResponseWriter, r *http.Request, id string) {
 		writeTaskErr(w, err)
 		return
 	}
-	w.Header().Set("Content-Type", "application/x-ndjson")
-	w.WriteHeader(200)
-	fl, _ := w.(http.Flusher)
-	enc := json.NewEncoder(w)
-	last := ""
-	write := func(s taskswarm.Swarm) bool {
-		b, _ := json.Marshal(s)
-		if string(b) == last {
-			return true
-		}
-		last = string(b)
-		if enc.Encode(s) != nil {
-			return false
-		}
-		if fl != nil {
-			fl.Flush()
-		}
-		return true
-	}
-	if !write(s) || s.Status.Terminal() {
-		return
-	}
-	tick := time.NewTicker(500 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case <-r.Context().Done():
-			return
-		case e, ok := <-sub.C:
-			if !ok {
-				return
+	stream := ndjsonStream[taskswarm.Swarm]{first: []taskswarm.Swarm{s}}
+	if !s.Status.Terminal() {
+		tick := time.NewTicker(500 * time.Millisecond)
+		defer tick.Stop()
+		last, _ := json.Marshal(s)
+		ended := false
+		stream.next = func() (taskswarm.Swarm, bool) {
+			for !ended {
+				select {
+				case <-r.Context().Done():
+					return taskswarm.Swarm{}, false
+				case e, ok := <-sub.C:
+					if !ok {
+						return taskswarm.Swarm{}, false
+					}
+					if e.EnvelopeID != id {
+						continue
+					}
+				case <-tick.C:
+				}
+				s, err := n.Swarm(r.Context(), id)
+				if err != nil {
+					return taskswarm.Swarm{}, false
+				}
+				b, _ := json.Marshal(s)
+				if string(b) == string(last) {
+					continue
+				}
+				last, ended = b, s.Status.Terminal()
+				return s, true
 			}
-			if e.EnvelopeID != id {
-				continue
-			}
-		case <-tick.C:
-		}
-		s, err := n.Swarm(r.Context(), id)
-		if err != nil {
-			return
-		}
-		if !write(s) || s.Status.Terminal() {
-			return
+			return taskswarm.Swarm{}, false
 		}
 	}
-}
-
-// ProposeTask asks the node to send a task proposal.
-func (c *Client) ProposeTask(ctx context.Context, req ProposeRequest) (negotiation.Record, error) {
-	var v negotiation.Record
-	return v, c.do(ctx, "POST", "/v1/tasks", req, &v)
-}
-
-// Tasks lists the node's proposals: all of them, or only the pending ones.
-func (c *Client) Tasks(ctx context.Context, pendingOnly bool) ([]negotiation.Record, error) {
-	var v []negotiation.Record
-	u := "/v1/tasks"
-	if pendingOnly {
-		u += "?pending=1"
-	}
-	return v, c.do(ctx, "GET", u, nil, &v)
-}
-
-// Task returns one proposal.
-func (c *Client) Task(ctx context.Context, id string) (negotiation.Record, error) {
-	var v negotiation.Record
-	return v, c.do(ctx, "GET", "/v1/tasks/"+url.PathEscape(id), nil, &v)
-}
-
-// AcceptTask accepts a received proposal.
-func (c *Client) AcceptTask(ctx context.Context, id string, req AnswerRequest) (negotiation.Record, error) {
-	var v negotiation.Record
-	return v, c.do(ctx, "POST", "/v1/tasks/"+url.PathEscape(id)+"/accept", req, &v)
-}
-
-// RejectTask rejects a received proposal.
-func (c *Client) RejectTask(ctx context.Context, id string, req AnswerRequest) (negotiation.Record, error) {
-	var v negotiation.Record
-	return v, c.do(ctx, "POST", "/v1/tasks/"+url.PathEscape(id)+"/reject", req, &v)
-}
-
-// CreateSwarm asks the node to start a swarm. A swarm that failed at once
-// is returned together with its error.
-func (c *Client) CreateSwarm(ctx context.Context, req CreateSwarmRequest) (taskswarm.Swarm, error) {
-	var v SwarmCreated
-	if err := c.do(ctx, "POST", "/v1/swarms", req, &v); err != nil {
-		return taskswarm.Swarm{}, err
-	}
-	if v.Error != nil {
-		return v.Swarm, v.Error
-	}
-	return v.Swarm, nil
-}
-
-// Swarms lists the swarms the node coordinates.
-func (c *Client) Swarms(ctx context.Context) ([]taskswarm.Swarm, error) {
-	var v []taskswarm.Swarm
-	return v, c.do(ctx, "GET", "/v1/swarms", nil, &v)
-}
-
-// Swarm returns one swarm.
-func (c *Client) Swarm(ctx context.Context, id string) (taskswarm.Swarm, error) {
-	var v taskswarm.Swarm
-	return v, c.do(ctx, "GET", "/v1/swarms/"+url.PathEscape(id), nil, &v)
-}
-
-// FollowSwarm calls fn with the swarm's state now and after each change,
-// until it is completed or failed, ctx ends, or fn returns an error.
-func (c *Client) FollowSwarm(ctx context.Context, id string, fn func(taskswarm.Swarm) error) error {
-	resp, err := c.openStream(ctx, "/v1/swarms/"+url.PathEscape(id)+"?follow=1")
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	dec := json.NewDecoder(bufio.NewReader(resp.Body))
-	for {
-		var s taskswarm.Swarm
-		if err := dec.Decode(&s); err != nil {
-			if errors.Is(err, io.EOF) || ctx.Err() != nil {
-				return ctx.Err()
-			}
-			return err
-		}
-		if err := fn(s); err != nil {
-			return err
-		}
-	}
+	serveNDJSON(w, stream)
 }

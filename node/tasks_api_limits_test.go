@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/nova-node/nova-node/node"
+	"github.com/nova-node/nova-node/node/localapi"
 	"github.com/nova-node/nova-node/protocol"
 	"github.com/nova-node/nova-node/testnet"
 )
@@ -27,26 +28,26 @@ func TestCreateSwarmRecruitTimeoutBounds(t *testing.T) {
 	if err := n.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	cl := node.NewClient(n.Config().APISocketPath())
+	cl := localapi.NewClient(n.Config().APISocketPath())
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	req := func(ms int64) node.CreateSwarmRequest {
-		return node.CreateSwarmRequest{Task: "t", Capabilities: []string{"no.such.capability"}, RecruitTimeoutMs: ms}
+	req := func(ms int64) localapi.CreateSwarmRequest {
+		return localapi.CreateSwarmRequest{Task: "t", Capabilities: []string{"no.such.capability"}, RecruitTimeoutMs: ms}
 	}
-	maxMs := node.MaxRecruitTimeout.Milliseconds()
-	for _, ms := range []int64{-1, 1, node.MinRecruitTimeout.Milliseconds() - 1, maxMs + 1, 9_300_000_000_000, 18_446_744_073_710, 1<<63 - 1} {
+	maxMs := localapi.MaxRecruitTimeout.Milliseconds()
+	for _, ms := range []int64{-1, 1, localapi.MinRecruitTimeout.Milliseconds() - 1, maxMs + 1, 9_300_000_000_000, 18_446_744_073_710, 1<<63 - 1} {
 		_, err := n.CreateSwarm(ctx, req(ms))
 		var ie *node.InvalidRequestError
 		if !errors.As(err, &ie) || protocol.CodeOf(err) != "INVALID_REQUEST" || ie.Field != "recruitTimeoutMs" {
 			t.Errorf("CreateSwarm with RecruitTimeoutMs %d: %v; want INVALID_REQUEST naming recruitTimeoutMs", ms, err)
 		}
 		_, err = cl.CreateSwarm(ctx, req(ms))
-		var ae *node.APIError
+		var ae *localapi.APIError
 		if !errors.As(err, &ae) || ae.Code != "INVALID_REQUEST" {
 			t.Errorf("POST /v1/swarms with recruitTimeoutMs %d: %v; want INVALID_REQUEST", ms, err)
 		}
 	}
-	for _, ms := range []int64{0, node.MinRecruitTimeout.Milliseconds(), maxMs} {
+	for _, ms := range []int64{0, localapi.MinRecruitTimeout.Milliseconds(), maxMs} {
 		if _, err := n.CreateSwarm(ctx, req(ms)); protocol.CodeOf(err) == "INVALID_REQUEST" {
 			t.Errorf("CreateSwarm with RecruitTimeoutMs %d refused: %v", ms, err)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/libp2p/go-libp2p/p2p/host/eventbus"
 
 	"github.com/nova-node/nova-node/agentcard"
+	"github.com/nova-node/nova-node/node/localapi"
 	"github.com/nova-node/nova-node/protocol"
 	"github.com/nova-node/nova-node/sandbox"
 )
@@ -61,11 +62,6 @@ func (d taskDirectory) visible(viewer agentcard.Card, cards []agentcard.Card) []
 	return sandbox.Filter(n.cfg.Sandbox, sandbox.Agent{ID: viewer.Address(), Sandbox: viewer.SandboxID}, out,
 		func(c agentcard.Card) sandbox.Agent { return sandbox.Agent{ID: c.Address(), Sandbox: c.SandboxID} })
 }
-
-// EvtPeerGone is the event type of a peer that left: it stayed
-// disconnected for TaskOptions.PeerGoneAfter and could not be dialled. Its
-// running sub-tasks are reassigned.
-const EvtPeerGone = "peer-gone"
 
 // watchPeers follows the host's connections for the Coordinator: a peer
 // whose last connection closed, that is still disconnected after
@@ -203,7 +199,7 @@ func (ts *taskState) peerGone(p peer.ID) {
 	if already || coord == nil || ts.n.host.Network().Connectedness(p) == network.Connected {
 		return
 	}
-	ts.n.obs.Emit(protocol.Event{Type: EvtPeerGone, Time: time.Now(), Peer: p, Success: true,
+	ts.n.obs.Emit(protocol.Event{Type: localapi.EvtPeerGone, Time: time.Now(), Peer: p, Success: true,
 		Detail: fmt.Sprintf("%s left: its running sub-tasks are reassigned", p), SourceTier: -1, TargetTier: -1})
 	coord.PeerGone(p.String())
 }

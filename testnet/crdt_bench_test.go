@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nova-node/nova-node/node"
+	"github.com/nova-node/nova-node/node/localapi"
 	"github.com/nova-node/nova-node/testnet"
 )
 
@@ -29,7 +30,7 @@ func BenchmarkCRDTLateJoiner(b *testing.B) {
 				fmt.Fprintf(&sb, `"k%d":%d`, k, k)
 			}
 			sb.WriteString("}")
-			if _, err := net.Nodes[0].ApplyDocOp(ctx, "big", node.DocOp{Op: "set", Path: fmt.Sprintf("/data%d", chunk), Value: json.RawMessage(sb.String())}); err != nil {
+			if _, err := net.Nodes[0].ApplyDocOp(ctx, "big", localapi.DocOp{Op: "set", Path: fmt.Sprintf("/data%d", chunk), Value: json.RawMessage(sb.String())}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -67,7 +68,7 @@ func BenchmarkCRDTConverge20x100(b *testing.B) {
 		for i, nd := range net.Nodes {
 			wg.Go(func() {
 				for k := 0; k < 100; k++ {
-					nd.ApplyDocOp(ctx, "load", node.DocOp{Op: "set", Path: fmt.Sprintf("/n%d/k%d", i, k), Value: json.RawMessage(`1`)})
+					nd.ApplyDocOp(ctx, "load", localapi.DocOp{Op: "set", Path: fmt.Sprintf("/n%d/k%d", i, k), Value: json.RawMessage(`1`)})
 				}
 			})
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/nova-node/nova-node/node"
+	"github.com/nova-node/nova-node/node/localapi"
 	"github.com/nova-node/nova-node/sandbox"
 	"github.com/nova-node/nova-node/testnet"
 )
@@ -33,7 +34,7 @@ func TestTwentyNodesConvergeOnADocument(t *testing.T) {
 	for i, nd := range net.Nodes {
 		wg.Go(func() {
 			for k := 0; k < 5; k++ {
-				ops := []node.DocOp{
+				ops := []localapi.DocOp{
 					{Op: "set", Path: fmt.Sprintf("/n%d/k%d", i, k), Value: json.RawMessage(fmt.Sprint(k))},
 					{Op: "incr", Path: "/total", By: 1},
 					{Op: "add", Path: "/seen", Value: json.RawMessage(fmt.Sprintf(`"%d-%d"`, i, k))},
@@ -81,7 +82,7 @@ func TestDocumentSurvivesRestart(t *testing.T) {
 	for _, nd := range net.Nodes {
 		nd.ReadDoc(ctx, "notes", "")
 	}
-	if _, err := net.Nodes[1].ApplyDocOp(ctx, "notes", node.DocOp{Op: "set", Path: "/a", Value: json.RawMessage(`1`)}); err != nil {
+	if _, err := net.Nodes[1].ApplyDocOp(ctx, "notes", localapi.DocOp{Op: "set", Path: "/a", Value: json.RawMessage(`1`)}); err != nil {
 		t.Fatal(err)
 	}
 	testnet.Eventually(t, 10*time.Second, func() error {
@@ -98,7 +99,7 @@ func TestDocumentSurvivesRestart(t *testing.T) {
 	}
 	net.Kill(1)
 	// Written while node 1 is down.
-	net.Nodes[0].ApplyDocOp(ctx, "notes", node.DocOp{Op: "set", Path: "/b", Value: json.RawMessage(`2`)})
+	net.Nodes[0].ApplyDocOp(ctx, "notes", localapi.DocOp{Op: "set", Path: "/b", Value: json.RawMessage(`2`)})
 	nd := net.Start(1, cfg, nil)
 	v, err := nd.ReadDoc(ctx, "notes", "/a")
 	if err != nil || string(v.Value) != "1" {
@@ -131,7 +132,7 @@ func TestPartitionWriteBothSidesHeal(t *testing.T) {
 	net.Partition(left, right)
 	write := func(i int, side string) {
 		nd := net.Nodes[i]
-		for _, o := range []node.DocOp{
+		for _, o := range []localapi.DocOp{
 			{Op: "set", Path: "/owner", Value: json.RawMessage(fmt.Sprintf(`"%s-%d"`, side, i))},
 			{Op: "incr", Path: "/votes", By: 1},
 			{Op: "add", Path: "/tags", Value: json.RawMessage(fmt.Sprintf(`"%s%d"`, side, i))},
@@ -208,13 +209,13 @@ func TestDocumentSandboxRules(t *testing.T) {
 		nd.ReadDoc(ctx, "lab.plan", "")
 	}
 	n0 := net.Nodes[0]
-	if _, err := n0.ApplyDocOp(ctx, "lab.plan", node.DocOp{Op: "set", Path: "/by", Value: json.RawMessage(`"boxed"`), Agent: "boxed"}); err != nil {
+	if _, err := n0.ApplyDocOp(ctx, "lab.plan", localapi.DocOp{Op: "set", Path: "/by", Value: json.RawMessage(`"boxed"`), Agent: "boxed"}); err != nil {
 		t.Fatalf("a lab agent writing the lab's document: %v", err)
 	}
-	if _, err := n0.ApplyDocOp(ctx, "plan", node.DocOp{Op: "set", Path: "/leak", Value: json.RawMessage(`1`), Agent: "boxed"}); !errors.Is(err, sandbox.ErrSandboxViolation) {
+	if _, err := n0.ApplyDocOp(ctx, "plan", localapi.DocOp{Op: "set", Path: "/leak", Value: json.RawMessage(`1`), Agent: "boxed"}); !errors.Is(err, sandbox.ErrSandboxViolation) {
 		t.Fatalf("a lab agent writing a shared document: %v, want SANDBOX_VIOLATION", err)
 	}
-	if _, err := n0.ApplyDocOp(ctx, "lab.plan", node.DocOp{Op: "set", Path: "/x", Value: json.RawMessage(`1`), Agent: "a0"}); !errors.Is(err, sandbox.ErrSandboxViolation) {
+	if _, err := n0.ApplyDocOp(ctx, "lab.plan", localapi.DocOp{Op: "set", Path: "/x", Value: json.RawMessage(`1`), Agent: "a0"}); !errors.Is(err, sandbox.ErrSandboxViolation) {
 		t.Fatalf("an outside agent writing the lab's document: %v, want SANDBOX_VIOLATION", err)
 	}
 	testnet.Eventually(t, 10*time.Second, func() error {
@@ -225,11 +226,11 @@ func TestDocumentSandboxRules(t *testing.T) {
 		return nil
 	})
 	// Node 2 does not enforce sandboxes: its agent writes the lab's document.
-	if _, err := net.Nodes[2].ApplyDocOp(ctx, "lab.plan", node.DocOp{Op: "set", Path: "/intruder", Value: json.RawMessage(`true`), Agent: "a2"}); err != nil {
+	if _, err := net.Nodes[2].ApplyDocOp(ctx, "lab.plan", localapi.DocOp{Op: "set", Path: "/intruder", Value: json.RawMessage(`true`), Agent: "a2"}); err != nil {
 		t.Fatalf("node 2 (not enforcing) refused its own write: %v", err)
 	}
 	// A later legitimate update shows the enforcing nodes are current...
-	if _, err := n0.ApplyDocOp(ctx, "lab.plan", node.DocOp{Op: "set", Path: "/after", Value: json.RawMessage(`1`), Agent: "boxed"}); err != nil {
+	if _, err := n0.ApplyDocOp(ctx, "lab.plan", localapi.DocOp{Op: "set", Path: "/after", Value: json.RawMessage(`1`), Agent: "boxed"}); err != nil {
 		t.Fatal(err)
 	}
 	testnet.Eventually(t, 10*time.Second, func() error {
@@ -255,7 +256,7 @@ func TestOpeningADocumentShowsItCurrent(t *testing.T) {
 	net.Connect(0, 1)
 	net.WaitForCards()
 	ctx := context.Background()
-	if _, err := net.Nodes[0].ApplyDocOp(ctx, "fresh", node.DocOp{Op: "set", Path: "/goal", Value: json.RawMessage(`"ship"`)}); err != nil {
+	if _, err := net.Nodes[0].ApplyDocOp(ctx, "fresh", localapi.DocOp{Op: "set", Path: "/goal", Value: json.RawMessage(`"ship"`)}); err != nil {
 		t.Fatal(err)
 	}
 	v, err := net.Nodes[1].ReadDoc(ctx, "fresh", "/goal")

@@ -14,6 +14,7 @@ import (
 	"github.com/nova-node/nova-node/mcpbridge"
 	"github.com/nova-node/nova-node/mcpbridge/mcptest"
 	"github.com/nova-node/nova-node/node"
+	"github.com/nova-node/nova-node/node/localapi"
 	"github.com/nova-node/nova-node/testnet"
 	"github.com/nova-node/nova-node/tiers"
 )
@@ -131,7 +132,7 @@ func TestMCPRemoteToolEveryFace(t *testing.T) {
 	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
 
 	// The stdio relay on the local API socket.
-	rwc, err := node.NewClient(a.Config().APISocketPath()).DialMCP(ctx)
+	rwc, err := localapi.NewClient(a.Config().APISocketPath()).DialMCP(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/nova-node/nova-node/node"
+	"github.com/nova-node/nova-node/node/localapi"
 	"github.com/nova-node/nova-node/protocol/task/taskswarm"
 )
 
@@ -31,15 +32,15 @@ func BenchmarkSwarm(b *testing.B) {
 					}
 				},
 			})
-			specs := make([]node.SubTaskRequest, n)
+			specs := make([]localapi.SubTaskRequest, n)
 			for i := range specs {
-				specs[i] = node.SubTaskRequest{Description: fmt.Sprintf("part %d", i+1)}
+				specs[i] = localapi.SubTaskRequest{Description: fmt.Sprintf("part %d", i+1)}
 			}
 			var total time.Duration
 			swarms := 0
 			for b.Loop() {
 				start := time.Now()
-				s, err := boss.CreateSwarm(b.Context(), node.CreateSwarmRequest{As: "boss", Task: "benchmark", Capabilities: []string{"work"}, SubTasks: specs})
+				s, err := boss.CreateSwarm(b.Context(), localapi.CreateSwarmRequest{As: "boss", Task: "benchmark", Capabilities: []string{"work"}, SubTasks: specs})
 				if err != nil {
 					b.Fatal(err)
 				}

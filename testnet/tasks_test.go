@@ -12,6 +12,7 @@ import (
 
 	"github.com/nova-node/nova-node/envelope"
 	"github.com/nova-node/nova-node/node"
+	"github.com/nova-node/nova-node/node/localapi"
 	"github.com/nova-node/nova-node/protocol"
 	"github.com/nova-node/nova-node/protocol/task/negotiation"
 	"github.com/nova-node/nova-node/protocol/task/taskswarm"
@@ -118,9 +119,9 @@ func TestSwarmOverRemoteAgents(t *testing.T) {
 		return []string{"work"}
 	}, nil)
 	boss := net.Nodes[0]
-	s, err := boss.CreateSwarm(t.Context(), node.CreateSwarmRequest{
+	s, err := boss.CreateSwarm(t.Context(), localapi.CreateSwarmRequest{
 		As: "boss", Task: "build and review the parser", Capabilities: []string{"work", "review"},
-		SubTasks: []node.SubTaskRequest{
+		SubTasks: []localapi.SubTaskRequest{
 			{Description: "write the lexer", Capabilities: []string{"work"}},
 			{Description: "write the grammar", Capabilities: []string{"work"}},
 			{Description: "review the lexer", Capabilities: []string{"review"}},
@@ -196,11 +197,11 @@ func TestSwarmParticipantNodeKilledMidTask(t *testing.T) {
 		return blockFirst("w2", started)
 	})
 	boss := net.Nodes[0]
-	var specs []node.SubTaskRequest
+	var specs []localapi.SubTaskRequest
 	for i := range 5 {
-		specs = append(specs, node.SubTaskRequest{Description: fmt.Sprintf("part %d", i+1), Capabilities: []string{"work"}})
+		specs = append(specs, localapi.SubTaskRequest{Description: fmt.Sprintf("part %d", i+1), Capabilities: []string{"work"}})
 	}
-	s, err := boss.CreateSwarm(t.Context(), node.CreateSwarmRequest{As: "boss", Task: "five parts", Capabilities: []string{"work"}, SubTasks: specs})
+	s, err := boss.CreateSwarm(t.Context(), localapi.CreateSwarmRequest{As: "boss", Task: "five parts", Capabilities: []string{"work"}, SubTasks: specs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +221,7 @@ func TestSwarmParticipantNodeKilledMidTask(t *testing.T) {
 	}
 	gone := false
 	for _, e := range boss.Observer().Recent(0) {
-		if e.Type == node.EvtPeerGone && e.Peer == net.Nodes[2].ID() {
+		if e.Type == localapi.EvtPeerGone && e.Peer == net.Nodes[2].ID() {
 			gone = true
 		}
 	}
@@ -253,8 +254,8 @@ func TestSwarmCoordinatorRestartResumes(t *testing.T) {
 		}
 	}
 	net := swarmNet(t, 5, workCaps, work)
-	s, err := net.Nodes[0].CreateSwarm(t.Context(), node.CreateSwarmRequest{As: "boss", Task: "four parts", Capabilities: []string{"work"},
-		SubTasks: []node.SubTaskRequest{{Description: "a"}, {Description: "b"}, {Description: "c"}, {Description: "d"}}})
+	s, err := net.Nodes[0].CreateSwarm(t.Context(), localapi.CreateSwarmRequest{As: "boss", Task: "four parts", Capabilities: []string{"work"},
+		SubTasks: []localapi.SubTaskRequest{{Description: "a"}, {Description: "b"}, {Description: "c"}, {Description: "d"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,7 +317,7 @@ func TestProposalsSurviveRestarts(t *testing.T) {
 	}
 	propose := func() string {
 		t.Helper()
-		rec, err := net.Nodes[0].ProposeTask(t.Context(), node.ProposeRequest{From: "boss", To: "w1", Task: "index the corpus",
+		rec, err := net.Nodes[0].ProposeTask(t.Context(), localapi.ProposeRequest{From: "boss", To: "w1", Task: "index the corpus",
 			Capabilities: []string{"work"}, TimeoutMs: time.Minute.Milliseconds()})
 		if err != nil {
 			t.Fatal(err)
@@ -362,7 +363,7 @@ func TestProposalsSurviveRestarts(t *testing.T) {
 	pendingOn(1, id)
 	restart(1)
 	pendingOn(1, id)
-	if _, err := net.Nodes[1].AcceptTask(t.Context(), id, node.AnswerRequest{EstimatedCompletionMs: 42_000}); err != nil {
+	if _, err := net.Nodes[1].AcceptTask(t.Context(), id, localapi.AnswerRequest{EstimatedCompletionMs: 42_000}); err != nil {
 		t.Fatal(err)
 	}
 	acceptedOn0(id)
@@ -372,7 +373,7 @@ func TestProposalsSurviveRestarts(t *testing.T) {
 	pendingOn(1, id)
 	restart(0)
 	pendingOn(0, id)
-	if _, err := net.Nodes[1].AcceptTask(t.Context(), id, node.AnswerRequest{EstimatedCompletionMs: 42_000}); err != nil {
+	if _, err := net.Nodes[1].AcceptTask(t.Context(), id, localapi.AnswerRequest{EstimatedCompletionMs: 42_000}); err != nil {
 		t.Fatal(err)
 	}
 	acceptedOn0(id)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/nova-node/nova-node/node"
+	"github.com/nova-node/nova-node/node/localapi"
 )
 
 // TestCRDTWatchNoNode: `crdt watch` with no node running, and with a node
@@ -71,7 +72,7 @@ func TestCRDTWording(t *testing.T) {
 		t.Errorf("crdt del: exit %d, stdout %q, stderr %q; want \"deleted /goal from plan\"", code, out, errOut)
 	}
 	out, _, code = runCLI(t, "crdt", "del", "plan", "/goal", "--data-dir", dir, "--json")
-	var v node.DocView
+	var v localapi.DocView
 	if code != 0 || json.Unmarshal([]byte(out), &v) != nil || v.Doc != "plan" || v.Path != "/goal" {
 		t.Errorf("crdt del --json: exit %d, %q; want the document view", code, out)
 	}

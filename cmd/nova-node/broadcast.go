@@ -7,10 +7,11 @@ import (
 
 	"github.com/nova-node/nova-node/envelope"
 	"github.com/nova-node/nova-node/node"
+	"github.com/nova-node/nova-node/node/localapi"
 )
 
 func newBroadcastCmd(g *globals) *cobra.Command {
-	var req node.SendRequest
+	var req localapi.SendRequest
 	var typ, payload string
 	c := &cobra.Command{
 		Use:   "broadcast",
@@ -38,7 +39,7 @@ to one agent with ` + "`nova-node send`" + `.`,
 				return &exitError{code: 2, err: err, hint: fmt.Sprintf("to ask for an answer, send to one agent: `nova-node send --to AGENT --type %s` (or --capability ID); broadcast only types nobody answers, like notification", t)}
 			}
 			req.Type, req.To = t, envelope.Broadcast
-			return sendAndReport(cmd, g, req, payload, func(res node.SendResult) {
+			return sendAndReport(cmd, g, req, payload, func(res localapi.SendResult) {
 				if res.Result.Delivered {
 					fmt.Fprintf(g.stdout, "broadcast %s published (%.2f ms)\n", res.Sent.ID, res.Result.LatencyMs)
 				}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/nova-node/nova-node/node"
+	"github.com/nova-node/nova-node/node/localapi"
 	"github.com/nova-node/nova-node/protocol"
 )
 
@@ -104,7 +104,7 @@ The next envelope between the same two agents opens a new channel.`,
 // resolveChannel expands prefix, a prefix of the id of a channel that is
 // not closed yet, to that id; as tasks accept does with proposal ids
 // (matchChannel).
-func resolveChannel(cmd *cobra.Command, cl *node.Client, prefix string) (string, error) {
+func resolveChannel(cmd *cobra.Command, cl *localapi.Client, prefix string) (string, error) {
 	if strings.TrimSpace(prefix) == "" {
 		return "", usage(cmd, "the channel id is empty: give the id of the channel to close, or a unique prefix of it")
 	}

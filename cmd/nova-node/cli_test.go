@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/nova-node/nova-node/node"
+	"github.com/nova-node/nova-node/node/localapi"
 	"github.com/nova-node/nova-node/testnet"
 )
 
@@ -135,7 +136,7 @@ func TestSendAgentsIDAgainstRunningNodes(t *testing.T) {
 	a := startNode(t, 0, dirA, node.DefaultAgent("alice"))
 	b := startNode(t, 1, dirB, node.DefaultAgent("bob"))
 	out, errOut, code := runCLI(t, "id", "--data-dir", dirB, "--json")
-	var info node.IDInfo
+	var info localapi.IDInfo
 	if code != 0 || json.Unmarshal([]byte(out), &info) != nil || info.PeerID != b.ID().String() || len(info.Addrs) == 0 {
 		t.Fatalf("id: %d %s %s", code, out, errOut)
 	}
@@ -152,7 +153,7 @@ func TestSendAgentsIDAgainstRunningNodes(t *testing.T) {
 		t.Fatalf("send: %d\n%s\n%s", code, out, errOut)
 	}
 	out, _, code = runCLI(t, "send", "--data-dir", dirA, "--to", "bob", "--payload", `42`, "--json")
-	var res node.SendResult
+	var res localapi.SendResult
 	if code != 0 || json.Unmarshal([]byte(out), &res) != nil || res.Response == nil || string(res.Response.Payload) != "42" || !res.Result.Delivered {
 		t.Fatalf("send --json: %d %s", code, out)
 	}
@@ -202,7 +203,7 @@ func TestStatusAndEvents(t *testing.T) {
 		}
 	}
 	out, _, code = runCLI(t, "status", "--data-dir", dirA, "--json")
-	var st node.Status
+	var st localapi.Status
 	if code != 0 || json.Unmarshal([]byte(out), &st) != nil || len(st.Channels) != 1 || st.Channels[0].State != "open" || st.Metrics.TotalMessagesSent != 1 {
 		t.Fatalf("status --json: %s", out)
 	}
@@ -304,7 +305,7 @@ func TestDiscoveryCommands(t *testing.T) {
 		t.Fatalf("peers: %s", out)
 	}
 	out, _, code = runCLI(t, "ping", "--data-dir", dirA, "bob", "--count", "2", "--json")
-	var pr node.PingResult
+	var pr localapi.PingResult
 	if code != 0 || json.Unmarshal([]byte(out), &pr) != nil || len(pr.RTTs) != 2 || pr.Path != "direct" || pr.Peer != b.ID().String() {
 		t.Fatalf("ping: %s", out)
 	}
@@ -387,7 +388,7 @@ func TestCRDTCommands(t *testing.T) {
 	runCLI(t, "crdt", "add", "--data-dir", dirB, "plan", "/owners", `"bob"`)
 	testnet.Eventually(t, testnetWait, func() error {
 		out, _, _ := runCLI(t, "crdt", "get", "--data-dir", dirB, "plan", "--json")
-		var v node.DocView
+		var v localapi.DocView
 		if json.Unmarshal([]byte(out), &v) != nil {
 			return fmt.Errorf("bad output %q", out)
 		}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/nova-node/nova-node/crdt"
 	"github.com/nova-node/nova-node/crdt/delta"
-	"github.com/nova-node/nova-node/node"
+	"github.com/nova-node/nova-node/node/localapi"
 )
 
 func newCRDTCmd(g *globals) *cobra.Command {
@@ -65,7 +65,7 @@ is killed under it, it fails with NO_NODE (exit 1).`,
 				if err := checkDocPath(args[1]); err != nil {
 					return err
 				}
-				o := node.DocOp{Op: kind, Path: args[1], Agent: as}
+				o := localapi.DocOp{Op: kind, Path: args[1], Agent: as}
 				switch kind {
 				case "set", "add", "remove":
 					if !json.Valid([]byte(args[2])) {
@@ -88,7 +88,7 @@ is killed under it, it fails with NO_NODE (exit 1).`,
 				}
 				v, err := cl.ApplyDocOp(cmd.Context(), args[0], o)
 				if err != nil {
-					if codeOf(err, 1) == node.CodeDocTypeMismatch {
+					if codeOf(err, 1) == localapi.CodeDocTypeMismatch {
 						return &exitError{code: 1, err: err, hint: fmt.Sprintf("`nova-node crdt get %s %s` shows what is there; "+
 							"`nova-node crdt del %s %s` clears it for a new kind", args[0], args[1], args[0], args[1])}
 					}
@@ -174,7 +174,7 @@ fails with NO_NODE (exit 1).`,
 					values := map[string]json.RawMessage{}
 					for _, p := range c.Paths {
 						v, err := cl.ReadDoc(cmd.Context(), c.Doc, p)
-						if errors.Is(err, node.ErrNoNode) {
+						if errors.Is(err, localapi.ErrNoNode) {
 							// The node stopped after sending the change:
 							// the watch ends as the stream would have.
 							return errWatchNodeGone
@@ -257,7 +257,7 @@ fails with NO_NODE (exit 1).`,
 	return root
 }
 
-func printDocView(g *globals, v node.DocView) error {
+func printDocView(g *globals, v localapi.DocView) error {
 	if g.json {
 		return g.printJSON(v)
 	}

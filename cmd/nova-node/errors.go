@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nova-node/nova-node/node"
+	"github.com/nova-node/nova-node/node/localapi"
 	"github.com/nova-node/nova-node/protocol"
 )
 
@@ -171,11 +172,11 @@ func marshal(v any) []byte {
 // one, NO_NODE, USAGE for any other usage error (exit 2), one of the codes
 // of a data dir the user can fix (localCode), else INTERNAL.
 func codeOf(err error, exit int) string {
-	var ae *node.APIError
+	var ae *localapi.APIError
 	var c interface{ Code() string }
 	var ce *node.ConfigError
 	switch {
-	case errors.Is(err, node.ErrNoNode):
+	case errors.Is(err, localapi.ErrNoNode):
 		return codeNoNode
 	case errors.As(err, &ae) && ae.Code != "":
 		return ae.Code
@@ -225,7 +226,7 @@ func localHint(msg, code string) string {
 // with, in the CLI's words (cliWords).
 func messageOf(err error, code string) string {
 	msg := err.Error()
-	var ae *node.APIError
+	var ae *localapi.APIError
 	if errors.As(err, &ae) && ae == err {
 		msg = ae.Message
 	}

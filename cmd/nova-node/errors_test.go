@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/nova-node/nova-node/node"
+	"github.com/nova-node/nova-node/node/localapi"
 )
 
 // jsonError decodes out, a failed command's --json output, as one JSON
@@ -82,7 +83,7 @@ func TestJSONErrorOfAResult(t *testing.T) {
 	startNode(t, 0, dir, node.DefaultAgent("alice"))
 	out, errOut, code := runCLI(t, "send", "--data-dir", dir, "--to", "nobody", "--json")
 	e := jsonError(t, out)
-	var res node.SendResult
+	var res localapi.SendResult
 	if code != 1 || errOut != "" || json.Unmarshal([]byte(out), &res) != nil || res.Sent == nil || e.Code != "AGENT_NOT_FOUND" ||
 		strings.Contains(e.Message, "(AGENT_NOT_FOUND)") || !strings.Contains(e.Hint, "nova-node agents") {
 		t.Fatalf("send --json to nobody: %d %q %q", code, out, errOut)

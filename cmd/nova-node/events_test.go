@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nova-node/nova-node/node"
+	"github.com/nova-node/nova-node/node/localapi"
 	"github.com/nova-node/nova-node/testnet"
 )
 
@@ -29,7 +29,7 @@ func TestStopEndsFollowers(t *testing.T) {
 		ran <- run(ctx, []string{"run", "--json", "--data-dir", dir, "--agent", "alice", "--listen", "/ip4/127.0.0.1/tcp/0"}, env, nil, &out, &errOut)
 	}()
 	testnet.Eventually(t, testnetWait, func() error {
-		var info node.IDInfo
+		var info localapi.IDInfo
 		if err := json.Unmarshal([]byte(out.String()), &info); err != nil || info.PeerID == "" {
 			return fmt.Errorf("run printed %q, %q", out.String(), errOut.String())
 		}
@@ -73,7 +73,7 @@ func TestStopEndsFollowers(t *testing.T) {
 		{"events --follow", textDone, &text, func(l string) bool { return strings.HasSuffix(l, " node stopped") }},
 		{"events --follow --json", jsDone, &js, func(l string) bool {
 			var e map[string]any
-			return json.Unmarshal([]byte(l), &e) == nil && e["type"] == node.EvtNodeStopped
+			return json.Unmarshal([]byte(l), &e) == nil && e["type"] == localapi.EvtNodeStopped
 		}},
 	} {
 		select {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/nova-node/nova-node/node"
+	"github.com/nova-node/nova-node/node/localapi"
 )
 
 // lan is n "laptops": network namespaces joined by veth pairs to a bridge,
@@ -246,7 +247,7 @@ func testPeerCutOff(t *testing.T, listen string) {
 	}
 	start = time.Now()
 	out, err = l.cli(1, "send", "--to", "laptop0", "--payload", `"back"`, "--json")
-	var res node.SendResult
+	var res localapi.SendResult
 	if err != nil || json.Unmarshal([]byte(out), &res) != nil || res.Response == nil || string(res.Response.Payload) != `"back"` {
 		t.Fatalf("a request once the laptop is back: %v\n%s", err, out)
 	}
@@ -308,10 +309,10 @@ func TestCapabilitySendAvoidsALaptopThatLeft(t *testing.T) {
 		l.run(i, args...)
 	}
 	l.waitForAgents(1, 5, 45*time.Second)
-	send := func() (node.SendResult, time.Duration) {
+	send := func() (localapi.SendResult, time.Duration) {
 		start := time.Now()
 		out, _ := l.cli(1, "send", "--capability", "translate", "--type", "notification", "--payload", `"hola"`, "--json")
-		var res node.SendResult
+		var res localapi.SendResult
 		if err := json.Unmarshal([]byte(out), &res); err != nil || res.Sent == nil {
 			t.Fatalf("send --capability: %v\n%s", err, out)
 		}

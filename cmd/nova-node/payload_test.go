@@ -10,6 +10,7 @@ import (
 
 	"github.com/nova-node/nova-node/envelope"
 	"github.com/nova-node/nova-node/node"
+	"github.com/nova-node/nova-node/node/localapi"
 )
 
 // TestPayloadFromFile: --payload @FILE and @- (stdin) send the JSON value
@@ -29,7 +30,7 @@ func TestPayloadFromFile(t *testing.T) {
 	good := write("req.json", "{\n  \"text\": \"from a file\",\n  \"n\": [1, 2]\n}\n")
 
 	out, errOut, code := runCLI(t, "send", "--data-dir", dir, "--to", "alice", "--payload", "@"+good, "--json")
-	var res node.SendResult
+	var res localapi.SendResult
 	if code != 0 || json.Unmarshal([]byte(out), &res) != nil || res.Response == nil || compact(res.Response.Payload) != `{"text":"from a file","n":[1,2]}` {
 		t.Fatalf("send --payload @file: %d %q %q", code, out, errOut)
 	}
@@ -45,7 +46,7 @@ func TestPayloadFromFile(t *testing.T) {
 	bad := write("bad.json", `{"text": nope}`)
 	empty := write("empty.json", " \n")
 	missing := filepath.Join(files, "missing.json")
-	huge := write("huge.json", `"`+strings.Repeat("x", node.MaxSendRequest)+`"`)
+	huge := write("huge.json", `"`+strings.Repeat("x", localapi.MaxSendRequest)+`"`)
 	// Under what the API takes, over what an envelope carries.
 	big := write("big.json", `"`+strings.Repeat("x", envelope.MaxPayloadSize)+`"`)
 	deep := strings.Repeat("[", 500) + strings.Repeat("]", 500)
@@ -91,7 +92,7 @@ func TestPayloadFromFile(t *testing.T) {
 	// --payload left out still sends null; --payload null too.
 	for _, args := range [][]string{{"send", "--to", "alice"}, {"send", "--to", "alice", "--payload", "null"}} {
 		out, errOut, code := runCLI(t, append(args, "--data-dir", dir, "--json")...)
-		var res node.SendResult
+		var res localapi.SendResult
 		if code != 0 || json.Unmarshal([]byte(out), &res) != nil || res.Response == nil || compact(res.Response.Payload) != "null" {
 			t.Errorf("%v: %d %q %q", args, code, out, errOut)
 		}
@@ -109,10 +110,10 @@ func compact(b []byte) string {
 	return out.String()
 }
 
-func mustStatus(t *testing.T, dir string) node.Status {
+func mustStatus(t *testing.T, dir string) localapi.Status {
 	t.Helper()
 	out, errOut, code := runCLI(t, "status", "--data-dir", dir, "--json")
-	var st node.Status
+	var st localapi.Status
 	if code != 0 || json.Unmarshal([]byte(out), &st) != nil {
 		t.Fatalf("status: %d %q %q", code, out, errOut)
 	}

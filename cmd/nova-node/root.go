@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nova-node/nova-node/node"
+	"github.com/nova-node/nova-node/node/localapi"
 )
 
 // globals are the flags every command shares.
@@ -185,7 +186,7 @@ func (g *globals) config() (node.Config, error) {
 // not cut the user off from the running node, which runs with the config
 // it started with: if the data dir's default socket is there, the CLI
 // warns and uses it.
-func (g *globals) client() (*node.Client, error) {
+func (g *globals) client() (*localapi.Client, error) {
 	cfg, err := g.config()
 	if err != nil {
 		if cfg.DataDir == "" {
@@ -196,9 +197,9 @@ func (g *globals) client() (*node.Client, error) {
 			return nil, err
 		}
 		fmt.Fprintf(g.stderr, "warning: %v\nwarning: talking to the node at %s, which runs with the config it started with; fix the file before its next start\n", err, sock)
-		return node.NewClient(sock), nil
+		return localapi.NewClient(sock), nil
 	}
-	return node.NewClient(cfg.APISocketPath()), nil
+	return localapi.NewClient(cfg.APISocketPath()), nil
 }
 
 func (g *globals) printJSON(v any) error {

@@ -14,11 +14,12 @@ import (
 	"github.com/nova-node/nova-node/agentcard"
 	"github.com/nova-node/nova-node/envelope"
 	"github.com/nova-node/nova-node/node"
+	"github.com/nova-node/nova-node/node/localapi"
 	"github.com/nova-node/nova-node/tiers"
 )
 
 func newSendCmd(g *globals) *cobra.Command {
-	var req node.SendRequest
+	var req localapi.SendRequest
 	var typ, payload, capability string
 	c := &cobra.Command{
 		Use:   "send",
@@ -63,7 +64,7 @@ Types: ` + typeList() + `.`,
 			case req.To == "":
 				return &exitError{code: 2, err: errors.New("--to is required (an agent name or name@peerID; see `nova-node agents`)")}
 			}
-			return sendAndReport(cmd, g, req, payload, func(res node.SendResult) { printSendResult(g, res) })
+			return sendAndReport(cmd, g, req, payload, func(res localapi.SendResult) { printSendResult(g, res) })
 		},
 	}
 	f := c.Flags()
@@ -83,7 +84,7 @@ Types: ` + typeList() + `.`,
 // through human. Exit codes: 2 for a payload that is not JSON, 1 for a
 // refusal (reported by run: its code on stderr, or with --json as the
 // result's "error" member).
-func sendAndReport(cmd *cobra.Command, g *globals, req node.SendRequest, payload string, human func(node.SendResult)) error {
+func sendAndReport(cmd *cobra.Command, g *globals, req localapi.SendRequest, payload string, human func(localapi.SendResult)) error {
 	p, err := readPayload(cmd, payload)
 	if err != nil {
 		return err
@@ -115,7 +116,7 @@ var payloadFlagHelp = fmt.Sprintf("payload: a JSON value, or @FILE holding one (
 
 // readPayload is the payload that --payload gives: none when the flag is
 // left out, the JSON value itself, or the JSON value in the file that
-// follows "@" ("@-": stdin), at most node.MaxSendRequest bytes. Anything
+// follows "@" ("@-": stdin), at most localapi.MaxSendRequest bytes. Anything
 // else is a usage error (exit 2) that names the file: an empty --payload
 // (an unset shell variable, likely), JSON that is not, or a payload over
 // the envelope's limits (checkPayloadLimits).
@@ -152,12 +153,12 @@ func readPayload(cmd *cobra.Command, arg string) (json.RawMessage, error) {
 		defer f.Close()
 		what, r = "the file", f
 	}
-	b, err := io.ReadAll(io.LimitReader(r, node.MaxSendRequest+1))
+	b, err := io.ReadAll(io.LimitReader(r, localapi.MaxSendRequest+1))
 	switch {
 	case err != nil:
 		return nil, &exitError{code: 2, err: fmt.Errorf("--payload @%s: read %s: %w", name, what, err)}
-	case len(b) > node.MaxSendRequest:
-		return nil, &exitError{code: 2, err: fmt.Errorf("--payload @%s: %s is over %d bytes, more than the node takes in one send", name, what, node.MaxSendRequest)}
+	case len(b) > localapi.MaxSendRequest:
+		return nil, &exitError{code: 2, err: fmt.Errorf("--payload @%s: %s is over %d bytes, more than the node takes in one send", name, what, localapi.MaxSendRequest)}
 	}
 	b = bytes.TrimSpace(b)
 	if len(b) == 0 {
@@ -244,7 +245,7 @@ func broadcastTypeList() string {
 	return strings.Join(s, ", ")
 }
 
-func printSendResult(g *globals, res node.SendResult) {
+func printSendResult(g *globals, res localapi.SendResult) {
 	r := res.Result
 	if r.Delivered {
 		// A notification's latency runs to its acknowledgement; a
@@ -339,7 +340,7 @@ func agentViews(cards []agentcard.Card, node func(agentcard.Card) string) []agen
 // node, connected, or not connected (a node that left keeps its cards in
 // the registry until their TTL, 10 minutes). It reads the node's peers
 // once; if it cannot, the column is left blank.
-func nodeStates(cmd *cobra.Command, cl *node.Client) func(agentcard.Card) string {
+func nodeStates(cmd *cobra.Command, cl *localapi.Client) func(agentcard.Card) string {
 	st, err := cl.Status(cmd.Context())
 	if err != nil {
 		return func(agentcard.Card) string { return "" }
@@ -500,7 +501,7 @@ the data dir's identity.`,
 				return err
 			}
 			info, err := cl.ID(cmd.Context())
-			if errors.Is(err, node.ErrNoNode) {
+			if errors.Is(err, localapi.ErrNoNode) {
 				cfg, cerr := g.config()
 				if cerr != nil {
 					return cerr
@@ -514,7 +515,7 @@ the data dir's identity.`,
 					return kerr
 				}
 				id, _ := peerID(k)
-				info = node.IDInfo{PeerID: id, Version: node.Version, Swarm: cfg.Swarm, DataDir: cfg.DataDir, Addrs: []string{}, Agents: []string{}}
+				info = localapi.IDInfo{PeerID: id, Version: node.Version, Swarm: cfg.Swarm, DataDir: cfg.DataDir, Addrs: []string{}, Agents: []string{}}
 				err = nil
 			}
 			if err != nil {

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nova-node/nova-node/node"
+	"github.com/nova-node/nova-node/node/localapi"
 )
 
 const testnetWait = 10 * time.Second
@@ -30,7 +30,7 @@ func TestBinarySmoke(t *testing.T) {
 	}
 	home := t.TempDir()
 	env := append(os.Environ(), "HOME="+home, "NOVA_MDNS=false", "NOVA_METRICS_LISTEN=127.0.0.1:0")
-	start := func(dir, agent string, extra ...string) (*exec.Cmd, node.IDInfo, *strings.Builder) {
+	start := func(dir, agent string, extra ...string) (*exec.Cmd, localapi.IDInfo, *strings.Builder) {
 		args := append([]string{"run", "--json", "--data-dir", dir, "--agent", agent, "--listen", "/ip4/127.0.0.1/tcp/0"}, extra...)
 		cmd := exec.Command(bin, args...)
 		cmd.Env = env
@@ -49,7 +49,7 @@ func TestBinarySmoke(t *testing.T) {
 				cmd.Wait()
 			}
 		})
-		var info node.IDInfo
+		var info localapi.IDInfo
 		if err := json.NewDecoder(bufio.NewReader(out)).Decode(&info); err != nil {
 			t.Fatalf("run did not print its identity: %v\n%s", err, stderr.String())
 		}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/nova-node/nova-node/node"
+	"github.com/nova-node/nova-node/node/localapi"
 	"github.com/nova-node/nova-node/protocol"
 )
 
@@ -135,7 +135,7 @@ func formatEvent(e protocol.Event) string {
 	if task && e.EnvelopeID != "" {
 		fmt.Fprintf(&b, " %s", e.EnvelopeID) // the proposal or swarm id
 	}
-	task = task || e.Type == node.EventMCPInvocation
+	task = task || e.Type == localapi.EventMCPInvocation
 	if e.MessageType != "" {
 		fmt.Fprintf(&b, " %s", e.MessageType)
 	}
@@ -149,7 +149,7 @@ func formatEvent(e protocol.Event) string {
 		}
 		b.WriteString(")")
 	}
-	if e.Peer != "" && e.Type != node.EvtPeerGone && (e.Type == protocol.EventSecurity || e.Sender == "" && e.Recipient == "") {
+	if e.Peer != "" && e.Type != localapi.EvtPeerGone && (e.Type == protocol.EventSecurity || e.Sender == "" && e.Recipient == "") {
 		fmt.Fprintf(&b, " peer %s", e.Peer)
 	}
 	if e.Code != "" {
@@ -201,7 +201,7 @@ stream breaks off and events exits 1.`,
 				if g.json {
 					return enc.Encode(e)
 				}
-				if e.Type == node.EvtNodeStopped {
+				if e.Type == localapi.EvtNodeStopped {
 					_, err := fmt.Fprintf(g.stdout, "%s node stopped\n", e.Time.Local().Format("15:04:05.000"))
 					return err
 				}

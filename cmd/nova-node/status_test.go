@@ -14,6 +14,7 @@ import (
 
 	"github.com/nova-node/nova-node/envelope"
 	"github.com/nova-node/nova-node/node"
+	"github.com/nova-node/nova-node/node/localapi"
 	"github.com/nova-node/nova-node/protocol"
 )
 
@@ -39,7 +40,7 @@ func TestFormatEventNamesThePeer(t *testing.T) {
 		{e: protocol.Event{Type: protocol.EventSecurity, Time: now, Peer: p, Sender: "mallory@12D3KooWGcMQNpQQ9hKadKDs328GGAdLbFSwA8xFgCsHH6AMBhc6", Recipient: "alice@12D3KooWLRripXav4U71ekvfGCdbHHQH3HCXr2gR23TzkzN2YrTt",
 			MessageType: "request", Code: "UNAUTHORIZED_SENDER", Detail: "not hosted by the peer"},
 			want: []string{"mallory@", "-> alice@", "peer " + p.String(), "UNAUTHORIZED_SENDER: not hosted by the peer"}},
-		{e: protocol.Event{Type: node.EvtPeerGone, Time: now, Peer: p, Success: true, Detail: p.String() + " left: its running sub-tasks are reassigned"},
+		{e: protocol.Event{Type: localapi.EvtPeerGone, Time: now, Peer: p, Success: true, Detail: p.String() + " left: its running sub-tasks are reassigned"},
 			want: []string{"peer-gone        " + p.String() + " left"}, not: []string{" : ", "peer " + p.String()}},
 		{e: protocol.Event{Type: protocol.EventMessageReceived, Time: now, Peer: p, Sender: "bob@12D3KooWQkwHhGMHT4cVonXFECkPmn23L6LmpQLJtEu3FjKxG2WX", Recipient: "alice@12D3KooWGcMQNpQQ9hKadKDs328GGAdLbFSwA8xFgCsHH6AMBhc6", MessageType: "response", Path: "remote", Success: true},
 			not: []string{"peer "}},
@@ -224,7 +225,7 @@ func TestSendReportsTheTimeToTheAnswer(t *testing.T) {
 		t.Errorf("send to an agent answering after 150 ms reports %q: want at least 150 ms", strings.SplitN(out, "\n", 2)[0])
 	}
 	out, _, code = runCLI(t, "send", "--data-dir", dir, "--to", "slow", "--json")
-	var res node.SendResult
+	var res localapi.SendResult
 	if code != 0 || json.Unmarshal([]byte(out), &res) != nil || res.RoundTripMs < 150 || res.Result.LatencyMs >= 150 {
 		t.Errorf("send --json: exit %d, roundTripMs %v, result.latencyMs %v; want the round trip and the routing latency apart", code, res.RoundTripMs, res.Result.LatencyMs)
 	}

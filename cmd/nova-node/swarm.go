@@ -10,6 +10,7 @@ import (
 
 	"github.com/nova-node/nova-node/discovery/invite"
 	"github.com/nova-node/nova-node/node"
+	"github.com/nova-node/nova-node/node/localapi"
 )
 
 func newInviteCmd(g *globals) *cobra.Command {
@@ -62,7 +63,7 @@ is not is a usage error (exit 2), found before anything is written.
 				}
 				tok.Secret = s
 			}
-			cl := node.NewClient(cfg.APISocketPath())
+			cl := localapi.NewClient(cfg.APISocketPath())
 			info, err := cl.ID(cmd.Context())
 			if err != nil {
 				return fmt.Errorf("%w\n(invite needs the running node's addresses)", err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/nova-node/nova-node/internal/demo"
 	"github.com/nova-node/nova-node/node"
+	"github.com/nova-node/nova-node/node/localapi"
 	"github.com/nova-node/nova-node/protocol/task/negotiation"
 )
 
@@ -52,7 +53,7 @@ Tier rules apply: an L2 or L3 agent proposing to an L0 or L1 agent must give
 }
 
 func newTasksProposeCmd(g *globals) *cobra.Command {
-	var req node.ProposeRequest
+	var req localapi.ProposeRequest
 	var complexity string
 	deadline := durationFlag(node.DefaultProposalTimeout)
 	var wait bool
@@ -168,7 +169,7 @@ func proposalFailed(rec negotiation.Record) error {
 }
 
 // waitProposal polls a sent proposal until it is decided.
-func waitProposal(ctx context.Context, cl *node.Client, id string) (negotiation.Record, error) {
+func waitProposal(ctx context.Context, cl *localapi.Client, id string) (negotiation.Record, error) {
 	t := time.NewTicker(200 * time.Millisecond)
 	defer t.Stop()
 	for {
@@ -300,7 +301,7 @@ func newTasksShowCmd(g *globals) *cobra.Command {
 
 func newTasksAnswerCmd(g *globals, accept bool) *cobra.Command {
 	eta := durationFlag(node.DefaultEstimate)
-	var req node.AnswerRequest
+	var req localapi.AnswerRequest
 	c := &cobra.Command{
 		Use:     "accept ID",
 		Short:   "Accept a proposal received by one of this node's agents",
@@ -357,7 +358,7 @@ func newTasksAnswerCmd(g *globals, accept bool) *cobra.Command {
 // matches several received proposals of which one is pending, that one is
 // meant; one that matches only answered proposals resolves too, so that
 // the node says what state the proposal is in.
-func resolveProposal(ctx context.Context, cl *node.Client, prefix string, received bool) (string, error) {
+func resolveProposal(ctx context.Context, cl *localapi.Client, prefix string, received bool) (string, error) {
 	if len(prefix) >= 32 {
 		return prefix, nil
 	}
@@ -399,7 +400,7 @@ func resolveProposal(ctx context.Context, cl *node.Client, prefix string, receiv
 // proposalErr gives a failure about proposal id, from the node, the CLI's
 // words and a hint: where to find the ids, or the state the proposal is in
 // when it can no longer be answered.
-func proposalErr(ctx context.Context, cl *node.Client, id string, err error) error {
+func proposalErr(ctx context.Context, cl *localapi.Client, id string, err error) error {
 	switch codeOf(err, 1) {
 	case negotiation.CodeProposalNotFound:
 		hint := "`nova-node tasks pending` lists the proposals waiting for an answer, `nova-node tasks list` all of them " +

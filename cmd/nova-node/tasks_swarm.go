@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nova-node/nova-node/internal/demo"
-	"github.com/nova-node/nova-node/node"
+	"github.com/nova-node/nova-node/node/localapi"
 	"github.com/nova-node/nova-node/protocol/task/negotiation"
 	"github.com/nova-node/nova-node/protocol/task/taskswarm"
 )
@@ -53,7 +53,7 @@ var capPrefixRe = regexp.MustCompile(`^\s*([A-Za-z0-9][A-Za-z0-9_.\-]*(?:\s*,\s*
 
 // parseSubTask reads "[CAP[,CAP...]:] DESCRIPTION": a leading list of the
 // swarm's capabilities followed by a colon names what the sub-task needs.
-func parseSubTask(s string, caps []string) node.SubTaskRequest {
+func parseSubTask(s string, caps []string) localapi.SubTaskRequest {
 	if m := capPrefixRe.FindStringSubmatch(s); m != nil {
 		var need []string
 		for _, c := range strings.Split(m[1], ",") {
@@ -64,14 +64,14 @@ func parseSubTask(s string, caps []string) node.SubTaskRequest {
 			all = all && slices.Contains(caps, c)
 		}
 		if all {
-			return node.SubTaskRequest{Description: m[2], Capabilities: need}
+			return localapi.SubTaskRequest{Description: m[2], Capabilities: need}
 		}
 	}
-	return node.SubTaskRequest{Description: strings.TrimSpace(s)}
+	return localapi.SubTaskRequest{Description: strings.TrimSpace(s)}
 }
 
 func newSwarmCreateCmd(g *globals) *cobra.Command {
-	var req node.CreateSwarmRequest
+	var req localapi.CreateSwarmRequest
 	var subtasks []string
 	var complexity string
 	var wait bool
@@ -114,9 +114,9 @@ when none did.`,
 				}
 			}
 			if rt := time.Duration(recruitTimeout); cmd.Flags().Changed("recruit-timeout") &&
-				(rt < node.MinRecruitTimeout || rt > node.MaxRecruitTimeout) {
+				(rt < localapi.MinRecruitTimeout || rt > localapi.MaxRecruitTimeout) {
 				return usageHint(fmt.Sprintf("--recruit-timeout %s is out of range: give %s up to %s (7 days)",
-					humanDuration(rt), humanDuration(node.MinRecruitTimeout), humanDuration(node.MaxRecruitTimeout)),
+					humanDuration(rt), humanDuration(localapi.MinRecruitTimeout), humanDuration(localapi.MaxRecruitTimeout)),
 					"give the proposed agents time to answer, like 30s, or 10m when an operator answers with `nova-node tasks accept` "+
 						"on their node; leave --recruit-timeout out for the node's default (30s)")
 			}
@@ -308,7 +308,7 @@ func printSwarm(w io.Writer, s taskswarm.Swarm) {
 // followSwarm follows a swarm until it ends: on a terminal, changes scroll
 // above a progress bar redrawn in place; otherwise one line per change.
 // With --json it prints the final state. Exit 1 when the swarm failed.
-func followSwarm(cmd *cobra.Command, g *globals, cl *node.Client, id string) error {
+func followSwarm(cmd *cobra.Command, g *globals, cl *localapi.Client, id string) error {
 	tty := isTerminal(g.stdout) && !g.json
 	seen := map[string]string{}
 	var last taskswarm.Swarm
@@ -414,7 +414,7 @@ func swarmFailed(g *globals, s taskswarm.Swarm) error {
 // coordinates; anything else is left for the node to look up (a swarm
 // coordinated elsewhere is found by its full id). A prefix of several is
 // a usage error listing them.
-func resolveSwarm(cmd *cobra.Command, cl *node.Client, prefix string) (string, error) {
+func resolveSwarm(cmd *cobra.Command, cl *localapi.Client, prefix string) (string, error) {
 	list, err := cl.Swarms(cmd.Context())
 	if err != nil {
 		return "", err

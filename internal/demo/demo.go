@@ -19,6 +19,7 @@ import (
 	"github.com/nova-node/nova-node/envelope"
 	"github.com/nova-node/nova-node/internal/planets"
 	"github.com/nova-node/nova-node/node"
+	"github.com/nova-node/nova-node/node/localapi"
 	"github.com/nova-node/nova-node/protocol"
 	"github.com/nova-node/nova-node/protocol/task/negotiation"
 	"github.com/nova-node/nova-node/protocol/task/taskswarm"
@@ -328,7 +329,7 @@ func shortPeer(p string) string {
 func (d *demoRun) tiers2(ctx context.Context, sum *Summary) error {
 	w := d.w
 	callisto := d.nodeOf("callisto")
-	req := node.ProposeRequest{From: "callisto", To: "sun", Task: "sign off the v2 documentation", Capabilities: []string{"review.approve"},
+	req := localapi.ProposeRequest{From: "callisto", To: "sun", Task: "sign off the v2 documentation", Capabilities: []string{"review.approve"},
 		Complexity: negotiation.ComplexitySimple, TimeoutMs: 20_000}
 	_, err := callisto.ProposeTask(ctx, req)
 	code := protocol.CodeOf(err)
@@ -380,7 +381,7 @@ func (d *demoRun) swarm(ctx context.Context, sum *Summary) (taskswarm.Swarm, err
 	caps := []string{"code.write", "code.review", "test.write", "docs.write"}
 	task := "ship the release notes generator"
 	begin := time.Now()
-	s, err := sunNode.CreateSwarm(ctx, node.CreateSwarmRequest{As: "sun", Task: task, Capabilities: caps})
+	s, err := sunNode.CreateSwarm(ctx, localapi.CreateSwarmRequest{As: "sun", Task: task, Capabilities: caps})
 	if err != nil {
 		return s, err
 	}
