@@ -1,53 +1,92 @@
-package node
+package connhealth
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/libp2p/go-libp2p"
+	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/event"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
-	bolt "go.etcd.io/bbolt"
 	"go.uber.org/zap"
 
 	"github.com/nova-node/nova-node/protocol"
 )
 
-// bookFixture is a fresh store and a host that listens nowhere, both
-// closed when the test ends.
-func bookFixture(t *testing.T) (*store, host.Host) {
+// memStore is a Store in memory; a failing UpdateAddrs leaves it as it
+// was.
+type memStore struct{ m map[string][]byte }
+
+func newMemStore() *memStore { return &memStore{m: map[string][]byte{}} }
+
+func (s *memStore) ForEachAddrs(fn func(k, v []byte) error) error { return memTx(s.m).ForEach(fn) }
+
+func (s *memStore) UpdateAddrs(fn func(BookTx) error) error {
+	tx := memTx(maps.Clone(s.m))
+	if err := fn(tx); err != nil {
+		return err
+	}
+	s.m = tx
+	return nil
+}
+
+type memTx map[string][]byte
+
+func (t memTx) Put(k, v []byte) error {
+	if len(k) == 0 {
+		return errors.New("empty key")
+	}
+	t[string(k)] = slices.Clone(v)
+	return nil
+}
+
+func (t memTx) Delete(k []byte) error { delete(t, string(k)); return nil }
+
+func (t memTx) ForEach(fn func(k, v []byte) error) error {
+	for _, k := range slices.Sorted(maps.Keys(t)) {
+		if err := fn([]byte(k), t[k]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func testPeer(t *testing.T) peer.ID {
 	t.Helper()
-	s, err := openStore(t.TempDir())
+	_, pub, err := crypto.GenerateEd25519Key(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s.close() })
+	p, err := peer.IDFromPublicKey(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// bookFixture is a fresh store and a host that listens nowhere, closed
+// when the test ends.
+func bookFixture(t *testing.T) (*memStore, host.Host) {
+	t.Helper()
 	h, err := libp2p.New(libp2p.NoListenAddrs)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { h.Close() })
-	return s, h
+	return newMemStore(), h
 }
 
-func putEntry(t *testing.T, s *store, k []byte, v []byte) {
+func putEntry(t *testing.T, s *memStore, k []byte, v []byte) {
 	t.Helper()
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		b, err := tx.CreateBucketIfNotExists(bucketAddrs)
-		if err != nil {
-			return err
-		}
-		return b.Put(k, v)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s.m[string(k)] = v
 }
 
 // TestAddrBookLoadSkipsBadAndStaleEntries: entries that do not decode, name
@@ -115,9 +154,9 @@ func TestAddrBookKeepsTheMostRecentPeers(t *testing.T) {
 	}
 	b.flush()
 	keys := map[string]bool{}
-	_ = s.db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketAddrs).ForEach(func(k, _ []byte) error { keys[string(k)] = true; return nil })
-	})
+	for k := range s.m {
+		keys[k] = true
+	}
 	if len(keys) != bookMaxPeers {
 		t.Fatalf("%d peers kept, want %d", len(keys), bookMaxPeers)
 	}
@@ -136,15 +175,11 @@ func TestAddrBookKeepsTheMostRecentPeers(t *testing.T) {
 // TestAddrBookSavesWhatIdentifySays: the book saves where a nova peer can
 // be dialled from its identify event (the address dialled first), not the
 // peerstore's addresses: those loaded from the book at start, stale now,
-// are not saved again. A peer that does not speak the A2A protocol takes
-// no place in the book. (From a review: stale loaded addresses were kept
-// alive, saved again, and could push the live one past the cap.)
+// are not saved again (kept alive, they could push the live one past the
+// cap). A peer that does not speak the A2A protocol takes no place in the
+// book.
 func TestAddrBookSavesWhatIdentifySays(t *testing.T) {
-	s, err := openStore(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.close()
+	s := newMemStore()
 	listen := libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0")
 	a, err := libp2p.New(listen)
 	if err != nil {
@@ -197,13 +232,12 @@ func TestAddrBookSavesWhatIdentifySays(t *testing.T) {
 	}
 	book.flush()
 	var saved bookEntry
-	_ = s.db.View(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketAddrs)
-		if b.Get([]byte(other.ID())) != nil {
-			t.Error("a peer without the A2A protocol was saved")
-		}
-		return json.Unmarshal(b.Get([]byte(nova.ID())), &saved)
-	})
+	if _, ok := s.m[string(other.ID())]; ok {
+		t.Error("a peer without the A2A protocol was saved")
+	}
+	if err := json.Unmarshal(s.m[string(nova.ID())], &saved); err != nil {
+		t.Fatal(err)
+	}
 	live := nova.Addrs()[0].String()
 	if len(saved.Addrs) == 0 || saved.Addrs[0] != live {
 		t.Fatalf("saved %v, want the dialled address %s first", saved.Addrs, live)
