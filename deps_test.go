@@ -99,6 +99,7 @@ var packages = map[string]pkg{
 	"crdt":                         {layer: service},
 	"mcpbridge":                    {layer: service},
 	"mcpbridge/mcptest":            {layer: service},
+	"node/connhealth":              {layer: service, also: "protocol", documented: true}, // the router's AckState, CloseSiblings
 
 	"node":          {layer: root, also: "node/localapi"},
 	"node/localapi": {layer: root},

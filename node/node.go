@@ -17,11 +17,8 @@ import (
 	"github.com/libp2p/go-libp2p"
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
 	"github.com/libp2p/go-libp2p/core/crypto"
-	"github.com/libp2p/go-libp2p/core/event"
 	"github.com/libp2p/go-libp2p/core/host"
-	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
-	"github.com/libp2p/go-libp2p/p2p/host/eventbus"
 	"github.com/libp2p/go-libp2p/p2p/net/connmgr"
 	quic "github.com/libp2p/go-libp2p/p2p/transport/quic"
 	webrtc "github.com/libp2p/go-libp2p/p2p/transport/webrtc"
@@ -35,6 +32,7 @@ import (
 	"github.com/nova-node/nova-node/discovery"
 	"github.com/nova-node/nova-node/envelope"
 	"github.com/nova-node/nova-node/internal/clock"
+	"github.com/nova-node/nova-node/node/connhealth"
 	"github.com/nova-node/nova-node/protocol"
 	"github.com/nova-node/nova-node/tiers"
 )
@@ -60,12 +58,12 @@ type Node struct {
 	log     *zap.SugaredLogger
 
 	// Built by New and never replaced: no accessor needs a nil check.
-	host   host.Host          // no listener until Start
-	listen []string           // the addresses Start listens on
-	paths  *deadPaths         // the TCP connections, for ack checks and timeouts (tcptimeout.go)
-	disc   *discovery.Service // started by Start
-	router *protocol.Router   // started by Start
-	docs   *crdt.Manager      // started by Start
+	host   host.Host           // no listener until Start
+	listen []string            // the addresses Start listens on
+	health *connhealth.Monitor // TCP timeouts, ack checks, address book, configured peers; started by Start
+	disc   *discovery.Service  // started by Start
+	router *protocol.Router    // started by Start
+	docs   *crdt.Manager       // started by Start
 
 	mu       sync.Mutex
 	handlers map[string]protocol.Handler
@@ -140,7 +138,6 @@ func New(cfg Config) (_ *Node, err error) {
 		factory:  &envelope.Factory{Now: clock.Now, NewID: envelope.NewID}, // clock.Now: half time.Now's cost
 		log:      log.With("self", id.String()[len(id.String())-6:]),
 		handlers: map[string]protocol.Handler{},
-		paths:    newDeadPaths(),
 	}
 	if err := n.build(&stack); err != nil {
 		return nil, err
@@ -161,16 +158,17 @@ func New(cfg Config) (_ *Node, err error) {
 // build makes the host and the subsystems that run on it, pushing each
 // closer on stack. Their order on the stack is the order Close stops them
 // in, reversed: the local faces, the MCP bridge and the tasks first (they
-// use the rest), then documents, router, discovery, GossipSub, the host.
+// use the rest), then documents, router, discovery, GossipSub, connection
+// health, the host.
 func (n *Node) build(stack *closers) error {
+	n.health = n.newHealth() // before the host: its TCP transport is the Monitor's
 	h, err := n.newHost()
 	if err != nil {
 		return err
 	}
 	stack.push(h.Close)
-	nw := h.Network()
-	n.paths.net.Store(&nw)
-	nw.Notify(&network.NotifyBundle{ConnectedF: n.paths.connected})
+	n.health.Attach(h)
+	stack.push(n.health.Close)
 	boot, err := discovery.ParseAddrs(n.cfg.Bootstrap)
 	if err != nil {
 		return fmt.Errorf("node: bootstrap: %w", err)
@@ -199,7 +197,7 @@ func (n *Node) build(stack *closers) error {
 		protocol.WithRequestTimeout(n.cfg.RequestTimeout),
 		protocol.WithRetry(n.cfg.Retries, n.cfg.RetryDelay),
 		protocol.WithStore(outboxStore{n.db}),
-		protocol.WithAckCheck(n.paths.acks),
+		protocol.WithAckCheck(n.health.AckCheck),
 	}
 	if n.cfg.TierRules != nil {
 		ropts = append(ropts, protocol.WithTierRules(n.cfg.TierRules))
@@ -335,13 +333,6 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	if err := n.listenAll(); err != nil {
 		return err
 	}
-	// Before the router restores its outbox: its channels dial peers that
-	// may be known only from the last run.
-	if known, err := loadAddrBook(n.host, n.db, time.Now()); err != nil {
-		n.log.Warnw("peer addresses not loaded", "err", err)
-	} else if known > 0 {
-		n.log.Debugw("peer addresses loaded", "peers", known)
-	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	// Unwound first: the node's own goroutines end before the parts they use.
 	n.stack.push(func() error { cancel(); n.wg.Wait(); return nil })
@@ -379,18 +370,10 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	if err := n.startA2A(runCtx); err != nil {
 		return err
 	}
+	if err := n.health.Start(ctx); err != nil {
+		return err
+	}
 	n.started = true
-	n.wg.Go(func() { n.paths.run(runCtx.Done()) })
-	if len(n.cfg.Peers) > 0 {
-		n.wg.Go(func() { n.keepPeers(runCtx) })
-	}
-	if sub, err := n.host.EventBus().Subscribe(new(event.EvtPeerIdentificationCompleted), eventbus.BufSize(256)); err != nil {
-		n.log.Warnw("peer addresses will not be remembered", "err", err)
-	} else {
-		book := newAddrBook(n.host, n.db, n.log)
-		n.wg.Go(func() { book.run(sub, runCtx.Done()) })
-		n.wg.Go(func() { book.flushLoop(runCtx.Done()) })
-	}
 	n.hostRemoteA2A(runCtx)
 	n.log.Infow("node started", "peer", n.id, "addrs", n.host.Addrs(), "agents", len(n.reg.Local()))
 	return nil
@@ -403,37 +386,10 @@ func (c Config) apiSocket() string {
 	return filepath.Join(c.DataDir, "nova.sock")
 }
 
-// keepPeers dials the configured peers and redials any that drop, every 10
-// seconds, until ctx ends.
-func (n *Node) keepPeers(ctx context.Context) {
-	t := time.NewTicker(10 * time.Second)
-	defer t.Stop()
-	for {
-		for _, a := range n.cfg.Peers {
-			ai, err := parsePeerAddr(a)
-			if err != nil || n.host.Network().Connectedness(ai.ID) == network.Connected {
-				continue
-			}
-			dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			if err := n.host.Connect(dctx, *ai); err != nil {
-				n.log.Infow("peer not reachable yet", "addr", a, "err", err)
-			} else {
-				n.log.Infow("connected to peer", "peer", ai.ID)
-			}
-			cancel()
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
-}
-
 // Close stops everything New and Start built, last built first: the node's
 // own goroutines, the local faces, the MCP bridge, tasks, documents, router,
-// discovery, GossipSub and the host; then the audit log and the store. It
-// is idempotent and safe before Start.
+// discovery, GossipSub, connection health and the host; then the audit log
+// and the store. It is idempotent and safe before Start.
 func (n *Node) Close() error {
 	n.mu.Lock()
 	if n.closed {
@@ -558,9 +514,9 @@ func (n *Node) newHost() (host.Host, error) {
 		libp2p.EnableRelayService(), // active only once AutoNAT finds this node publicly reachable
 	}
 	// libp2p's default transports, with TCP sockets that drop a peer which
-	// stops acknowledging (TCPUserTimeout).
+	// stops acknowledging (connhealth.TCPUserTimeout).
 	transports := []libp2p.Option{
-		libp2p.Transport(n.paths.tcpTransport),
+		libp2p.Transport(n.health.TCPTransport),
 		libp2p.Transport(quic.NewTransport),
 		libp2p.Transport(websocket.New),
 		libp2p.Transport(webtransport.New),
@@ -585,7 +541,7 @@ func (n *Node) newHost() (host.Host, error) {
 		}
 		// Private networks cannot run over QUIC in go-libp2p: TCP and
 		// WebSocket only, and say so once.
-		transports = []libp2p.Option{libp2p.Transport(n.paths.tcpTransport), libp2p.Transport(websocket.New)}
+		transports = []libp2p.Option{libp2p.Transport(n.health.TCPTransport), libp2p.Transport(websocket.New)}
 		opts = append(opts, libp2p.PrivateNetwork(psk))
 		if len(dropped) > 0 {
 			n.log.Warnw("swarm secret set: QUIC cannot carry a private network, so these addresses are not used (TCP and WebSocket only)", "dropped", dropped)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/nova-node/nova-node/node"
+	"github.com/nova-node/nova-node/node/connhealth"
 	"github.com/nova-node/nova-node/node/localapi"
 )
 
@@ -182,7 +183,7 @@ func TestLANDiscoveryInNamespaces(t *testing.T) {
 // A laptop taken off the LAN (its link goes down: no reset, no FIN, its
 // packets just stop) is given up on in about the time a stopped one is.
 // Over TCP the kernel drops the connection once what was sent goes
-// unacknowledged for node.TCPUserTimeout (before, only yamux's keepalive
+// unacknowledged for connhealth.TCPUserTimeout (before, only yamux's keepalive
 // noticed: 30 s after the last byte received, plus 10 s for its ping);
 // over QUIC the router's liveness probe does (5 s waiting, 5 s for a ping).
 // Either way the peer's other connection at that address is closed too, and
@@ -236,7 +237,7 @@ func testPeerCutOff(t *testing.T, listen string) {
 	// TCP. Redialling onto the second connection that two nodes which found
 	// each other by mDNS hold, as dead as the first, took 26 s; yamux's
 	// keepalive alone, 47 s.
-	if limit := node.TCPUserTimeout + 13*time.Second; took > limit {
+	if limit := connhealth.TCPUserTimeout + 13*time.Second; took > limit {
 		ev, _ := l.cli(1, "events", "--limit", "30")
 		t.Fatalf("DELIVERY_FAILED took %s, want under %s; laptop1's events:\n%s", took, limit, ev)
 	}
@@ -279,7 +280,7 @@ func TestIdlePeerCutOffIsDropped(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	limit := node.TCPKeepAliveIdle + node.TCPKeepAliveInterval + 5*time.Second
+	limit := connhealth.TCPKeepAliveIdle + connhealth.TCPKeepAliveInterval + 5*time.Second
 	for {
 		out, err := l.cli(1, "peers", "--json")
 		if err == nil && !strings.Contains(out, l.addr(0)) {

@@ -1,4 +1,4 @@
-package node_test
+package connhealth_test
 
 import (
 	"net/netip"
@@ -11,7 +11,7 @@ import (
 	manet "github.com/multiformats/go-multiaddr/net"
 	"golang.org/x/sys/unix"
 
-	"github.com/nova-node/nova-node/node"
+	"github.com/nova-node/nova-node/node/connhealth"
 	"github.com/nova-node/nova-node/testnet"
 )
 
@@ -43,7 +43,7 @@ func TestTCPConnectionsCarryTheUserTimeout(t *testing.T) {
 			if !ok {
 				t.Fatalf("no socket %s -> %s in this process (%s)", ends[0], ends[1], dirOf(c))
 			}
-			if want := (timers{node.TCPUserTimeout, node.TCPKeepAliveIdle, node.TCPKeepAliveInterval, true, 3}); got != want {
+			if want := (timers{connhealth.TCPUserTimeout, connhealth.TCPKeepAliveIdle, connhealth.TCPKeepAliveInterval, true, 3}); got != want {
 				t.Errorf("socket %s -> %s: user timeout, keepalive idle and interval %v, want %v", ends[0], ends[1], got, want)
 			}
 		}

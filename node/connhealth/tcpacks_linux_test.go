@@ -1,59 +1,70 @@
-package node
+package connhealth
 
 import (
-	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p"
+	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
+	ma "github.com/multiformats/go-multiaddr"
 )
 
+// monitoredHost is a host on 127.0.0.1 over TCP alone, built and attached
+// as the node does (doc.go), and its Monitor; both closed when the test
+// ends.
+func monitoredHost(t *testing.T) (host.Host, *Monitor) {
+	t.Helper()
+	m := New()
+	h, err := libp2p.New(libp2p.NoListenAddrs, libp2p.Transport(m.TCPTransport))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	m.Attach(h)
+	t.Cleanup(func() { m.Close() })
+	if err := m.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Network().Listen(ma.StringCast("/ip4/127.0.0.1/tcp/0")); err != nil {
+		t.Fatal(err)
+	}
+	return h, m
+}
+
 // The router's ack check reads a real connection's socket, on both sides
-// (dialled and accepted): between two nodes that just talked, nothing is
+// (dialled and accepted): between two hosts that just talked, nothing is
 // in flight or retransmitted once the connection rests, and the socket has
 // an RTO and the time of the peer's last acknowledgement. (That a dead
 // peer's sockets read otherwise is TestMovedLaptopIsReachedAgain's, between
 // network namespaces.)
 func TestAckCheckReadsTheSocket(t *testing.T) {
-	start := func() *Node {
-		c := DefaultConfig()
-		c.DataDir = t.TempDir()
-		c.Listen = []string{"/ip4/127.0.0.1/tcp/0"}
-		c.APISocket = filepath.Join(t.TempDir(), "api.sock")
-		c.MDNS = false
-		c.MetricsListen = "off"
-		n, err := New(c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { n.Close() })
-		if err := n.Start(t.Context()); err != nil {
-			t.Fatal(err)
-		}
-		return n
+	type end struct {
+		h host.Host
+		m *Monitor
 	}
+	start := func() end { h, m := monitoredHost(t); return end{h, m} }
 	a, b := start(), start()
-	if err := a.Host().Connect(t.Context(), peer.AddrInfo{ID: b.Host().ID(), Addrs: b.Host().Addrs()}); err != nil {
+	if err := a.h.Connect(t.Context(), peer.AddrInfo{ID: b.h.ID(), Addrs: b.h.Addrs()}); err != nil {
 		t.Fatal(err)
 	}
 	for _, side := range []struct {
 		name string
-		n    *Node
-		p    *Node
+		n, p end
 	}{{"dialled", a, b}, {"accepted", b, a}} {
-		conns := side.n.Host().Network().ConnsToPeer(side.p.Host().ID())
+		conns := side.n.h.Network().ConnsToPeer(side.p.h.ID())
 		if len(conns) == 0 {
 			t.Fatalf("%s: no connection", side.name)
 		}
-		side.n.paths.mu.Lock()
-		w := side.n.paths.socks[keyOf(conns[0].LocalMultiaddr(), conns[0].RemoteMultiaddr())]
-		side.n.paths.mu.Unlock()
+		side.n.m.paths.mu.Lock()
+		w := side.n.m.paths.socks[keyOf(conns[0].LocalMultiaddr(), conns[0].RemoteMultiaddr())]
+		side.n.m.paths.mu.Unlock()
 		if w == nil || w.swarm.Load() == nil || *w.swarm.Load() != conns[0] {
 			t.Fatalf("%s: the socket is not tied to the swarm's connection (Connected)", side.name)
 		}
 		deadline := time.Now().Add(5 * time.Second)
 		for {
-			st, ok := side.n.paths.acks(conns[0])
+			st, ok := side.n.m.AckCheck(conns[0])
 			if !ok {
 				t.Fatalf("%s: the ack check does not find the connection's socket", side.name)
 			}

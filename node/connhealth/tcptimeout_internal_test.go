@@ -1,4 +1,4 @@
-package node
+package connhealth
 
 import (
 	"crypto/rand"

@@ -1,4 +1,4 @@
-package node
+package connhealth
 
 import (
 	"context"
@@ -22,7 +22,8 @@ import (
 // TCPUserTimeout bounds how long bytes written on a TCP connection may go
 // unacknowledged by the peer's kernel before the connection is dropped
 // (Linux's TCP_USER_TIMEOUT, set on every socket of libp2p's TCP transport
-// the node dials or accepts; WebSocket's are left alone).
+// the node dials or accepts, through [Monitor.TCPTransport]; WebSocket's
+// are left alone).
 //
 // Without it a peer cut off the network (a laptop closed or taken off the
 // Wi-Fi: no reset is sent) is noticed only by yamux's keepalive, 30 s after
@@ -45,9 +46,9 @@ const TCPUserTimeout = 10 * time.Second
 // its acknowledgement, sent by the kernel alone. On Linux, with
 // TCPUserTimeout, a connection whose peer answers no probe is dropped at
 // the first one due once nothing was received for the user timeout, 15 s
-// after the peer went silent; before, an idle connection to a peer cut off
-// the network lasted until yamux's keepalive found it, 35 to 40 s (and
-// `peers` listed the peer, and capability routing took its node for
+// after the peer went silent. Without them an idle connection to a peer
+// cut off the network lasts until yamux's keepalive finds it, 35 to 40 s
+// (and `peers` lists the peer, and capability routing takes its node for
 // connected, that long).
 const (
 	TCPKeepAliveIdle     = 10 * time.Second
@@ -65,7 +66,7 @@ const (
 // timed out would otherwise redial onto the other, idle and as dead, and
 // wait out its timeout too.
 type deadPaths struct {
-	net  atomic.Pointer[network.Network] // set once the host exists
+	net  atomic.Pointer[network.Network] // set once the host exists (Monitor.Attach)
 	dead chan network.Conn               // to the goroutine that closes (run)
 
 	mu    sync.Mutex
