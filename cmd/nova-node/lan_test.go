@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nova-node/nova-node/node"
 	"github.com/nova-node/nova-node/node/connhealth"
 	"github.com/nova-node/nova-node/node/localapi"
 )
