@@ -43,20 +43,28 @@
 //
 // # Lifecycle
 //
-// [New] builds: it validates the configuration, creates the data dir and
-// the identity if needed, opens the store and the audit log and registers
-// the configured agents. It opens no socket and starts no goroutine.
+// [New] builds every part: it validates the configuration, creates the
+// data dir and the identity if needed, opens the store and the audit log,
+// builds the connection-health monitor (node/connhealth), the libp2p host
+// with no listener, GossipSub, discovery, the router and the documents, and
+// registers the configured agents. Each part pushes its closer on one stack
+// as it is built. go-libp2p and GossipSub run their own service goroutines
+// from the moment they exist; nova's parts start nothing, and nothing
+// listens or dials, until Start. [Node.Host], [Node.Router] and [Node.Docs]
+// are never nil.
 //
-// [Node.Start] starts: it builds the libp2p host, then discovery,
-// GossipSub, the router, the documents, the task layer, the MCP bridge,
-// the local API, the metrics listener and the A2A gateway, in that order,
-// and the node's own goroutines (configured peers, address book). If a
-// step fails, what it started is stopped again and Start returns the
-// error. Start on a started node does nothing; after Close it fails.
+// [Node.Start] starts: it listens on the configured addresses, then starts
+// discovery, the router, the documents, the task layer, the MCP bridge,
+// the local API, the metrics listener, the A2A gateway and the
+// connection-health monitor, pushing what each start adds on the stack.
+// If a step fails, the whole stack is unwound and the node is closed: make
+// a new one to try again. Start on a started node does nothing; after
+// Close it fails.
 //
-// [Node.Close] unwinds in reverse: the local API and the metrics listener,
-// the node's goroutines, the A2A gateway, the MCP bridge and the task
-// layer, the documents, the router, discovery, the host, then the audit
-// log and the store. Every goroutine a part started has ended when Close
+// [Node.Close] unwinds the stack once, last pushed first: the node's own
+// goroutines, the A2A gateway, the metrics listener, the local API, the
+// MCP bridge, the task layer, the documents, the router, discovery,
+// GossipSub, the connection-health monitor, the host, then the audit log
+// and the store. Every goroutine a part started has ended when Close
 // returns. Close is idempotent and safe before Start.
 package node
