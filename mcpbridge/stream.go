@@ -44,6 +44,7 @@ type sessionStream struct {
 	idle    time.Duration
 	closing func() bool // the bridge is closing: its sessions end cleanly
 	eof     atomic.Bool // the peer closed its side: the session ends cleanly
+	ended   atomic.Bool // Close ran: later calls do nothing
 
 	rdl, wdl streamscope.Deadline
 	got      bool // bytes were read: the idle timeout replaces streamFirstTimeout
@@ -108,6 +109,9 @@ func (ss *sessionStream) Write(p []byte) (int, error) {
 // an idle or write deadline, a refused reservation, an unanswered
 // keepalive ping) is a protocol error, and resets the stream.
 func (ss *sessionStream) Close() error {
+	if ss.ended.Swap(true) {
+		return nil
+	}
 	if ss.eof.Load() || ss.closing() {
 		return ss.s.Close()
 	}
@@ -115,7 +119,7 @@ func (ss *sessionStream) Close() error {
 	return ss.s.Reset()
 }
 
-// end ends the stream, if the session did not, and releases its memory.
+// end ends the stream, if its session did not, and releases its memory.
 // Call it once the session is over.
 func (ss *sessionStream) end() {
 	_ = ss.Close()

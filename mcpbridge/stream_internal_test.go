@@ -79,7 +79,7 @@ func TestPeerStreamsCountAgainstService(t *testing.T) {
 func TestIdlePeerStreamIsReset(t *testing.T) {
 	rm := scopetest.ResourceManager(t, ServiceName, 8)
 	hb := loopbackHost(t, libp2p.ResourceManager(rm))
-	startBridge(t, hb, 200*time.Millisecond)
+	startBridge(t, hb, 500*time.Millisecond)
 	ha := loopbackHost(t)
 	connect(t, ha, hb)
 
