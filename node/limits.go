@@ -23,9 +23,12 @@ var lanPrefixes = []string{"127.0.0.0/8", "::1/128", "10.0.0.0/8", "172.16.0.0/1
 // (identify, ping, ...). Every handler and every stream nova opens attaches
 // its stream to its service before reading and reserves the memory its
 // buffers hold in the stream's scope (internal/streamscope), so these
-// bound both the streams and the bytes a peer can make a node hold. Memory
-// limits scale like libp2p's: the increase is per GiB of the memory the
-// resource manager may use (an eighth of the machine's).
+// bound both the streams and the bytes a peer can make a node hold. A
+// stream refused, or whose reservation is refused, is reset and logged at
+// Debug by its handler, and counted by the resource manager
+// (libp2p_rcmgr_blocked_resources in the node's /metrics). Memory limits
+// scale like libp2p's: the increase is per GiB of the memory the resource
+// manager may use (an eighth of the machine's).
 //
 //   - nova.a2a (/nova/a2a/1.0.0, envelopes): a peer needs two streams, one
 //     each way. 8 in and 8 out per peer (16 in all), 8 MiB per peer;
