@@ -14,6 +14,7 @@ import (
 
 	"github.com/nova-node/nova-node/crdt/delta"
 	"github.com/nova-node/nova-node/internal/frame"
+	"github.com/nova-node/nova-node/internal/streamscope"
 )
 
 // catch-up frames: one request, one answer, then the stream closes.
@@ -86,14 +87,19 @@ func (d *Doc) catchUp(ctx context.Context, p peer.ID) error {
 	if p == d.m.h.ID() {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, catchupTimeout)
 	defer cancel()
 	s, err := d.m.h.NewStream(ctx, p, ID)
 	if err != nil {
 		return err
 	}
+	mem, err := attachCatchup(s)
+	if err != nil {
+		s.Reset()
+		return err
+	}
+	defer mem.Release()
 	defer s.Close()
-	_ = s.SetDeadline(time.Now().Add(15 * time.Second))
 	req, err := encMode.Marshal(catchupReq{Doc: d.name, Clock: d.Clock()})
 	if err != nil {
 		s.Reset()
@@ -104,7 +110,7 @@ func (d *Doc) catchUp(ctx context.Context, p peer.ID) error {
 		return err
 	}
 	_ = s.CloseWrite()
-	resp, err := readCatchupResponse(s)
+	resp, err := readCatchupResponse(mem.CountReads(s, catchupResponseMax+frame.MaxVarintLen))
 	if err != nil {
 		s.Reset()
 		if errors.As(err, new(undecodable)) {
@@ -160,11 +166,18 @@ func (d *Doc) catchUp(ctx context.Context, p peer.ID) error {
 
 // serve answers one catch-up request: the delta the asker lacks.
 func (m *Manager) serve(s network.Stream) {
-	defer s.Close()
-	_ = s.SetDeadline(time.Now().Add(15 * time.Second))
-	req, err := readCatchupRequest(s)
+	p := s.Conn().RemotePeer()
+	mem, err := attachCatchup(s)
 	if err != nil {
-		m.log.Debugw("bad catch-up request", "peer", s.Conn().RemotePeer(), "err", err)
+		m.log.Debugw("catch-up stream refused", "peer", p, "err", err)
+		s.Reset()
+		return
+	}
+	defer mem.Release()
+	defer s.Close()
+	req, err := readCatchupRequest(mem.CountReads(s, catchupRequestMax+frame.MaxVarintLen))
+	if err != nil {
+		m.log.Debugw("bad catch-up request", "peer", p, "err", err)
 		s.Reset()
 		return
 	}
@@ -186,7 +199,38 @@ func (m *Manager) serve(s network.Stream) {
 		s.Reset()
 		return
 	}
+	if err := mem.Grow(mem.Held() + len(out)); err != nil {
+		m.log.Debugw("cannot reserve memory for catch-up answer", "peer", p, "bytes", len(out), "err", err)
+		s.Reset()
+		return
+	}
 	if err := frame.Write(s, out); err != nil {
 		s.Reset()
 	}
+}
+
+// ServiceName is the resource-manager service of /nova/crdt/1.0.0
+// streams, both the ones a peer opens and the ones this node opens.
+const ServiceName = "nova.crdt"
+
+// catchupTimeout bounds a whole catch-up exchange, on either side.
+const catchupTimeout = 15 * time.Second
+
+// catchupBuffer is what a catch-up stream holds before its frame arrives:
+// the frame reader's buffer (bufio.NewReader's size). The frame's bytes
+// and the answer's encoding are reserved as they come.
+const catchupBuffer = 4 << 10
+
+// attachCatchup attaches a catch-up stream to ServiceName, reserves its
+// first buffer and sets its deadline. On failure the caller resets s.
+func attachCatchup(s network.Stream) (*streamscope.Memory, error) {
+	if err := s.Scope().SetService(ServiceName); err != nil {
+		return nil, fmt.Errorf("crdt: attach catch-up stream to %s: %w", ServiceName, err)
+	}
+	mem, err := streamscope.Reserve(s.Scope(), catchupBuffer)
+	if err != nil {
+		return nil, fmt.Errorf("crdt: reserve memory for catch-up stream: %w", err)
+	}
+	_ = s.SetDeadline(time.Now().Add(catchupTimeout))
+	return mem, nil
 }

@@ -48,6 +48,13 @@ type Config struct {
 	SessionTimeout time.Duration
 	// CallTimeout bounds a call to a remote tool. Default 2 minutes.
 	CallTimeout time.Duration
+	// StreamIdleTimeout closes a /nova/mcp/1.0.0 session's stream when
+	// nothing was read on it for this long (between half of it and all of
+	// it: the deadline is pushed ahead once half has passed); the first
+	// bytes must come within 30 s, or within it if shorter. This node's
+	// sessions to peers ping every third of it, so a live session stays
+	// open. Default 10 minutes.
+	StreamIdleTimeout time.Duration
 	// OnLocalChange, when set, is called after the local registry changed
 	// (a backend's tools appeared, changed or went away).
 	OnLocalChange func()
@@ -101,6 +108,9 @@ func New(cfg Config) (*Bridge, error) {
 	if cfg.CallTimeout <= 0 {
 		cfg.CallTimeout = 2 * time.Minute
 	}
+	if cfg.StreamIdleTimeout <= 0 {
+		cfg.StreamIdleTimeout = 10 * time.Minute
+	}
 	if cfg.Version == "" {
 		cfg.Version = "dev"
 	}
@@ -116,6 +126,7 @@ func New(cfg Config) (*Bridge, error) {
 		ToolListChangedHandler:     func(_ context.Context, req *mcp.ToolListChangedRequest) { b.invalidateSession(req.Session) },
 		ResourceListChangedHandler: func(_ context.Context, req *mcp.ResourceListChangedRequest) { b.invalidateSession(req.Session) },
 		PromptListChangedHandler:   func(_ context.Context, req *mcp.PromptListChangedRequest) { b.invalidateSession(req.Session) },
+		KeepAlive:                  cfg.StreamIdleTimeout / 3, // within the peer's idle timeout (10 minutes by default)
 	})
 	b.agg = mcp.NewServer(&mcp.Implementation{Name: "nova-node", Title: "nova-node: every MCP tool of the swarm", Version: cfg.Version}, &mcp.ServerOptions{
 		HasTools: true, HasResources: true, HasPrompts: true,

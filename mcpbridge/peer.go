@@ -3,7 +3,6 @@ package mcpbridge
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -31,11 +30,18 @@ const peerProtocolVersion = "2025-11-25"
 // nothing loops), with every call checked against the calling peer.
 func (b *Bridge) servePeer(s network.Stream) {
 	p := s.Conn().RemotePeer()
+	st, err := b.attachStream(s)
+	if err != nil {
+		log.Debugw("MCP stream refused", "peer", p, "err", err)
+		_ = s.Reset()
+		return
+	}
 	srv := b.newPeerServer(p)
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
 		_ = s.Reset()
+		st.end()
 		return
 	}
 	b.served[srv] = p
@@ -45,15 +51,17 @@ func (b *Bridge) servePeer(s network.Stream) {
 		delete(b.served, srv)
 		b.mu.Unlock()
 	}()
-	ss, err := srv.Connect(b.ctx, &mcp.IOTransport{Reader: s, Writer: s, MaxLineLength: MaxLine}, nil)
+	ss, err := srv.Connect(b.ctx, &mcp.IOTransport{Reader: st, Writer: st, MaxLineLength: MaxLine}, nil)
 	if err != nil {
-		_ = s.Reset()
+		st.end()
 		return
 	}
 	stop := context.AfterFunc(b.ctx, func() { _ = ss.Close() })
 	defer stop()
-	_ = ss.Wait()
-	_ = s.Close()
+	if err := ss.Wait(); err != nil && b.ctx.Err() == nil {
+		log.Debugw("MCP session from peer ended", "peer", p, "err", err)
+	}
+	st.end()
 }
 
 // newPeerServer builds the server of one peer session.
@@ -221,6 +229,7 @@ func filter[T any](xs []T, keep func(T) bool) []T {
 // peerConn is one outbound MCP session to a peer.
 type peerConn struct {
 	cs      *mcp.ClientSession
+	st      *sessionStream
 	tools   []*mcp.Tool // cached list (nil: unknown)
 	res     []*mcp.Resource
 	prompts []*mcp.Prompt
@@ -234,7 +243,7 @@ func (b *Bridge) session(ctx context.Context, p peer.ID) (*peerConn, error) {
 		b.mu.Lock()
 		if b.closed {
 			b.mu.Unlock()
-			return nil, errors.New("mcpbridge: closed")
+			return nil, errClosed
 		}
 		if pc := b.peers[p]; pc != nil {
 			b.mu.Unlock()
@@ -267,7 +276,10 @@ func (b *Bridge) session(ctx context.Context, p peer.ID) (*peerConn, error) {
 			return nil, &unreachableError{Peer: p, Err: err}
 		}
 		b.wg.Go(func() {
-			_ = pc.cs.Wait()
+			if err := pc.cs.Wait(); err != nil && b.ctx.Err() == nil {
+				log.Debugw("MCP session to peer ended", "peer", p, "err", err)
+			}
+			pc.st.end()
 			b.mu.Lock()
 			if b.peers[p] == pc {
 				delete(b.peers, p)
@@ -284,12 +296,17 @@ func (b *Bridge) dial(ctx context.Context, p peer.ID) (*peerConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	cs, err := b.client.Connect(ctx, &mcp.IOTransport{Reader: s, Writer: s, MaxLineLength: MaxLine}, &mcp.ClientSessionOptions{ProtocolVersion: peerProtocolVersion})
+	st, err := b.attachStream(s)
 	if err != nil {
 		_ = s.Reset()
 		return nil, err
 	}
-	return &peerConn{cs: cs}, nil
+	cs, err := b.client.Connect(ctx, &mcp.IOTransport{Reader: st, Writer: st, MaxLineLength: MaxLine}, &mcp.ClientSessionOptions{ProtocolVersion: peerProtocolVersion})
+	if err != nil {
+		st.end()
+		return nil, err
+	}
+	return &peerConn{cs: cs, st: st}, nil
 }
 
 type unreachableError struct {

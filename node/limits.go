@@ -9,6 +9,8 @@ import (
 	rcmgr "github.com/libp2p/go-libp2p/p2p/host/resource-manager"
 	"github.com/libp2p/go-libp2p/x/rate"
 
+	"github.com/nova-node/nova-node/crdt"
+	"github.com/nova-node/nova-node/mcpbridge"
 	"github.com/nova-node/nova-node/protocol"
 )
 
@@ -17,22 +19,67 @@ import (
 // where a LAN full of swarm members lives.
 var lanPrefixes = []string{"127.0.0.0/8", "::1/128", "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16", "100.64.0.0/10", "fc00::/7", "fe80::/10"}
 
+// Service limits of nova's stream protocols, next to libp2p's own
+// (identify, ping, ...). Every handler and every stream nova opens attaches
+// its stream to its service before reading and reserves the memory its
+// buffers hold in the stream's scope (internal/streamscope), so these
+// bound both the streams and the bytes a peer can make a node hold. A
+// stream refused, or whose reservation is refused, is reset and logged at
+// Debug by its handler, and counted by the resource manager
+// (libp2p_rcmgr_blocked_resources in the node's /metrics). Memory limits
+// scale like libp2p's: the increase is per GiB of the memory the resource
+// manager may use (an eighth of the machine's).
+//
+//   - nova.a2a (/nova/a2a/1.0.0, envelopes): a peer needs two streams, one
+//     each way. 8 in and 8 out per peer (16 in all), 8 MiB per peer;
+//     1,024 in and 1,024 out in all (+512 each per GiB), 128 MiB (+64 MiB
+//     per GiB). An inbound stream holds 8 KiB of buffers plus its largest
+//     frame so far (at most 1 MiB by default).
+//   - nova.mcp (/nova/mcp/1.0.0, one long-lived MCP session per peer pair
+//     and direction): 4 in and 4 out per peer, leaving room for a session
+//     redialled while the old one ends, 8 MiB per peer; 512 in and 512 out
+//     in all (+256 each per GiB), 64 MiB (+32 MiB per GiB). A stream holds
+//     4 KiB plus its longest JSON-RPC line so far (at most 1 MiB).
+//   - nova.crdt (/nova/crdt/1.0.0, one catch-up per stream, at most 15 s;
+//     one at a time per peer and document, each document at once when a
+//     peer connects): 64 in and 64 out per peer, 64 MiB per peer; 1,024
+//     in and 1,024 out in all (+512 each per GiB), 256 MiB (+64 MiB per
+//     GiB). A stream holds 4 KiB plus the request it read (at most 1 MiB)
+//     and the answer (a delta, at most 8 MiB).
+var serviceLimits = []struct {
+	name          string
+	total         rcmgr.BaseLimit
+	totalIncrease rcmgr.BaseLimitIncrease
+	peer          rcmgr.BaseLimit
+}{
+	{protocol.ServiceName,
+		rcmgr.BaseLimit{StreamsInbound: 1024, StreamsOutbound: 1024, Streams: 2048, Memory: 128 << 20},
+		rcmgr.BaseLimitIncrease{StreamsInbound: 512, StreamsOutbound: 512, Streams: 1024, Memory: 64 << 20},
+		rcmgr.BaseLimit{StreamsInbound: 8, StreamsOutbound: 8, Streams: 16, Memory: 8 << 20}},
+	{mcpbridge.ServiceName,
+		rcmgr.BaseLimit{StreamsInbound: 512, StreamsOutbound: 512, Streams: 1024, Memory: 64 << 20},
+		rcmgr.BaseLimitIncrease{StreamsInbound: 256, StreamsOutbound: 256, Streams: 512, Memory: 32 << 20},
+		rcmgr.BaseLimit{StreamsInbound: 4, StreamsOutbound: 4, Streams: 8, Memory: 8 << 20}},
+	{crdt.ServiceName,
+		rcmgr.BaseLimit{StreamsInbound: 1024, StreamsOutbound: 1024, Streams: 2048, Memory: 256 << 20},
+		rcmgr.BaseLimitIncrease{StreamsInbound: 512, StreamsOutbound: 512, Streams: 1024, Memory: 64 << 20},
+		rcmgr.BaseLimit{StreamsInbound: 64, StreamsOutbound: 64, Streams: 128, Memory: 64 << 20}},
+}
+
 // newResourceManager is libp2p's resource manager with its scaled default
-// limits, a service limit for nova's a2a streams (a peer needs two, one
-// each way; 16 per peer and 4096 in all), and LAN-friendly connection
-// limits: by default libp2p allows 8 connections and 0.2 new connections/s
-// per IPv4 address outside loopback, which would throttle a LAN of members
-// behind one switch. Private and link-local ranges get 1,024 connections
-// and no rate limit; public addresses keep libp2p's defaults.
+// limits, the service limits of nova's streams (serviceLimits), and
+// LAN-friendly connection limits: by default libp2p allows 8 connections
+// and 0.2 new connections/s per IPv4 address outside loopback, which would
+// throttle a LAN of members behind one switch. Private and link-local
+// ranges get 1,024 connections and no rate limit; public addresses keep
+// libp2p's defaults.
 func newResourceManager() (network.ResourceManager, error) {
 	limits := rcmgr.DefaultLimits
 	libp2p.SetDefaultServiceLimits(&limits)
-	limits.AddServiceLimit(protocol.ServiceName,
-		rcmgr.BaseLimit{StreamsInbound: 1024, StreamsOutbound: 1024, Streams: 2048, Memory: 64 << 20},
-		rcmgr.BaseLimitIncrease{StreamsInbound: 512, StreamsOutbound: 512, Streams: 1024, Memory: 32 << 20})
-	limits.AddServicePeerLimit(protocol.ServiceName,
-		rcmgr.BaseLimit{StreamsInbound: 8, StreamsOutbound: 8, Streams: 16, Memory: 8 << 20},
-		rcmgr.BaseLimitIncrease{})
+	for _, l := range serviceLimits {
+		limits.AddServiceLimit(l.name, l.total, l.totalIncrease)
+		limits.AddServicePeerLimit(l.name, l.peer, rcmgr.BaseLimitIncrease{})
+	}
 	var v4, v6 []rcmgr.NetworkPrefixLimit
 	var rateLimits []rate.PrefixLimit
 	for _, s := range lanPrefixes {

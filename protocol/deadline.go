@@ -5,27 +5,24 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/network"
 
-	"github.com/nova-node/nova-node/internal/clock"
+	"github.com/nova-node/nova-node/internal/streamscope"
 )
 
-// deadline keeps a stream deadline about one timeout ahead, re-arming it
-// only once half the timeout has passed: on a yamux stream each
-// SetReadDeadline or SetWriteDeadline arms a new timer, too dear for every
-// frame or flush.
-type deadline struct{ until time.Time }
+// deadline is a stream deadline kept one timeout ahead (the rule lives in
+// streamscope.Deadline, shared with the other nova stream handlers).
+type deadline struct{ streamscope.Deadline }
 
 // writeTimeout bounds one write (a flush) on a nova stream.
 const writeTimeout = 30 * time.Second
 
+// firstFrameTimeout bounds the wait for an inbound stream's first frame:
+// the opener writes its hello as soon as the stream is open.
+const firstFrameTimeout = 30 * time.Second
+
 // extend calls set with a deadline timeout from now, unless the one set
 // last is still more than half the timeout away.
 func (d *deadline) extend(timeout time.Duration, set func(time.Time) error) {
-	now := clock.Now()
-	if now.Add(timeout / 2).Before(d.until) {
-		return
-	}
-	d.until = now.Add(timeout)
-	_ = set(d.until)
+	d.Extend(timeout, set)
 }
 
 // deadlineWriter writes to a stream with its write deadline extended

@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +17,7 @@ import (
 	"github.com/nova-node/nova-node/envelope"
 	"github.com/nova-node/nova-node/internal/clock"
 	"github.com/nova-node/nova-node/internal/frame"
+	"github.com/nova-node/nova-node/internal/streamscope"
 )
 
 // handleStream serves one inbound /nova/a2a/1.0.0 stream. It reads,
@@ -34,9 +36,16 @@ func (r *Router) handleStream(st network.Stream) {
 		_ = st.Reset()
 		return
 	}
+	mem, err := streamscope.Reserve(st.Scope(), inStreamBuffers)
+	if err != nil {
+		r.log.Debugw("cannot reserve memory for inbound stream", "peer", p, "err", err)
+		_ = st.Reset()
+		return
+	}
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
+		mem.Release()
 		_ = st.Reset()
 		return
 	}
@@ -44,10 +53,20 @@ func (r *Router) handleStream(st network.Stream) {
 	r.wg.Add(1)
 	r.mu.Unlock()
 	defer r.wg.Done()
-	rd := &inReader{r: r, st: st, p: p, pStr: p.String(), fr: frame.NewReader(st, r.o.maxFrame), out: newInStream(r, st)}
+	rd := &inReader{r: r, st: st, p: p, pStr: p.String(), mem: mem, out: newInStream(r, st),
+		fr: frame.NewReader(bufio.NewReaderSize(st, inReadBuffer), r.o.maxFrame)}
 	rd.resume = rd.run
 	rd.run()
 }
+
+// The buffers an inbound stream holds from its start, reserved in its
+// resource scope: the frame reader's buffer and the inStream's writer
+// (newInStream's size). The frame body buffer is reserved as it grows
+// (inReader.reserve).
+const (
+	inReadBuffer    = 4 << 10
+	inStreamBuffers = inReadBuffer + 4<<10
+)
 
 // inReader is the reading side of an inbound stream: the loop's state,
 // which moves between goroutines with the reading (never two at once).
@@ -60,8 +79,11 @@ type inReader struct {
 	out    *inStream
 	last   *inChannel // a stream mostly carries one channel: the last one
 	idle   deadline
-	reuse  inMsg  // every canonical envelope frame is decoded into it
-	resume func() // rd.run, made once: a method value per hand-off is an allocation
+	mem    *streamscope.Memory // released by end
+	body   int                 // frame body bytes reserved in mem: the largest frame so far, rounded up
+	read   bool                // a frame arrived: the idle timeout replaces firstFrameTimeout
+	reuse  inMsg               // every canonical envelope frame is decoded into it
+	resume func()              // rd.run, made once: a method value per hand-off is an allocation
 }
 
 // run reads frames until the stream ends, or until a lone question (a
@@ -74,7 +96,11 @@ type inReader struct {
 func (rd *inReader) run() {
 	r := rd.r
 	for {
-		rd.idle.extend(r.o.idleTimeout, rd.st.SetReadDeadline)
+		if rd.read {
+			rd.idle.extend(r.o.idleTimeout, rd.st.SetReadDeadline)
+		} else {
+			rd.idle.extend(min(firstFrameTimeout, r.o.idleTimeout), rd.st.SetReadDeadline)
+		}
 		body, err := rd.fr.Next()
 		now := clock.Now() // when the frame arrived: its received event's time
 		if err != nil {
@@ -91,6 +117,12 @@ func (rd *inReader) run() {
 				r.log.Debugw("inbound stream ended", "peer", rd.p, "err", err)
 				_ = rd.st.Reset()
 			}
+			rd.end()
+			return
+		}
+		rd.read = true
+		if len(body) > rd.body && !rd.reserve(len(body)) {
+			_ = rd.st.Reset()
 			rd.end()
 			return
 		}
@@ -119,8 +151,24 @@ func (rd *inReader) run() {
 	}
 }
 
+// reserve grows the stream's reservation to hold a frame body of n bytes,
+// rounded up to 4 KiB so that a stream of slowly growing frames does not
+// ask the resource manager at every frame. The reader keeps its body
+// buffer across frames, so the reservation is the largest frame's until
+// the stream ends. It reports false when the resource manager refuses.
+func (rd *inReader) reserve(n int) bool {
+	n = (n + 4<<10 - 1) &^ (4<<10 - 1)
+	if err := rd.mem.Grow(inStreamBuffers + n); err != nil {
+		rd.r.log.Debugw("cannot reserve memory for inbound frame", "peer", rd.p, "bytes", n, "err", err)
+		return false
+	}
+	rd.body = n
+	return true
+}
+
 // end releases the stream once its reading is over.
 func (rd *inReader) end() {
+	rd.mem.Release()
 	rd.out.close()
 	rd.r.mu.Lock()
 	delete(rd.r.inbound, rd.st)
