@@ -71,15 +71,17 @@ type pkg struct {
 // the rules it keeps. Paths in also and uses are ours when their first
 // element has no dot.
 var packages = map[string]pkg{
-	"internal/wirecodec": {layer: leaf, pure: true, uses: "github.com/fxamacker/cbor/v2"},
-	"internal/frame":     {layer: leaf, pure: true},
-	"internal/clock":     {layer: leaf},
-	"internal/cputime":   {layer: leaf},
-	"internal/leakcheck": {layer: leaf},
-	"internal/srccheck":  {layer: leaf},
-	"tiers":              {layer: leaf, pure: true},
-	"sandbox":            {layer: leaf, pure: true},
-	"protocol/channel":   {layer: leaf, pure: true},
+	"internal/wirecodec":             {layer: leaf, pure: true, uses: "github.com/fxamacker/cbor/v2"},
+	"internal/frame":                 {layer: leaf, pure: true},
+	"internal/clock":                 {layer: leaf},
+	"internal/cputime":               {layer: leaf},
+	"internal/leakcheck":             {layer: leaf},
+	"internal/srccheck":              {layer: leaf},
+	"internal/streamscope":           {layer: leaf},
+	"internal/streamscope/scopetest": {layer: leaf}, // test hosts with a resource manager
+	"tiers":                          {layer: leaf, pure: true},
+	"sandbox":                        {layer: leaf, pure: true},
+	"protocol/channel":               {layer: leaf, pure: true},
 
 	"envelope":         {layer: model, pure: true, uses: cbor, bad: noReflect},
 	"crdt/delta":       {layer: model, pure: true, uses: cbor, bad: join(deterministic, noReflect), documented: true},
@@ -112,16 +114,16 @@ var packages = map[string]pkg{
 // reserved are imports only some packages may use, path => who and why;
 // a path ending in "/..." covers the packages below it too.
 var reserved = map[string]struct{ by, why string }{
-	"testing":                     {"internal/srccheck testnet", "do not use testing in production code (test helpers excepted)"},
+	"testing":                     {"internal/srccheck internal/streamscope/scopetest testnet", "do not use testing in production code (test helpers excepted)"},
 	"unsafe":                      {"", "decoders see hostile input; no package needs it"},
 	"os/exec":                     {"mcpbridge", "only the stdio MCP backends start processes"},
 	"github.com/spf13/cobra/...":  {"cmd/nova-node", "the CLI is the only place that parses flags"},
-	"github.com/libp2p/go-libp2p": {"node", "only the composition root builds a host"},
+	"github.com/libp2p/go-libp2p": {"node internal/streamscope/scopetest", "only the composition root (and test helpers) build a host"},
 	"github.com/libp2p/go-libp2p-kad-dht/...": {"discovery", "the DHT is discovery's; the router reaches it through its Resolver"},
 	"github.com/libp2p/go-libp2p-pubsub/...":  {"node protocol crdt", "node owns the one GossipSub; protocol (broadcasts) and crdt (documents) use its topics"},
 	"github.com/a2aproject/a2a-go/...":        {"protocol/a2ahttp", "all A2A-version code lives in protocol/a2ahttp"},
 	"go.etcd.io/bbolt/...":                    {"node protocol/a2ahttp", "node owns nova.db (the gateway gets its *bbolt.DB); the others persist through small interfaces"},
-	module + "/node/localapi":                 {"node cmd/nova-node", "the local API: node serves it, the CLI calls it"},
+	module + "/node/localapi":                 {"node cmd/nova-node internal/demo", "the local API: node serves it, the CLI (and the demo it runs) call it"},
 }
 
 // networkCode is what a pure package must not depend on at any depth,

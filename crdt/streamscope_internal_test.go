@@ -29,7 +29,7 @@ func scopedManager(t *testing.T, rm network.ResourceManager) (host.Host, *Manage
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := New(h, ps, "test", nopStore{}, time.Hour)
+	m, err := New(h, ps, "test", nopStore{}, WithCatchupInterval(time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
