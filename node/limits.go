@@ -7,6 +7,7 @@ import (
 	"github.com/libp2p/go-libp2p"
 	"github.com/libp2p/go-libp2p/core/network"
 	rcmgr "github.com/libp2p/go-libp2p/p2p/host/resource-manager"
+	"github.com/libp2p/go-libp2p/p2p/protocol/ping"
 	"github.com/libp2p/go-libp2p/x/rate"
 
 	"github.com/nova-node/nova-node/crdt"
@@ -80,6 +81,14 @@ func newResourceManager() (network.ResourceManager, error) {
 		limits.AddServiceLimit(l.name, l.total, l.totalIncrease)
 		limits.AddServicePeerLimit(l.name, l.peer, rcmgr.BaseLimitIncrease{})
 	}
+	// libp2p's ping service allows a peer 2 inbound streams. `nova-node
+	// ping`, the router's liveness probes (QUIC) and the address-move probe
+	// all use it, and a ping stream closes on the peer a moment after the
+	// pinger is done: three pings in a row were refused now and then
+	// (a stream reset with StreamResourceLimitExceeded). 4 each way.
+	limits.AddServicePeerLimit(ping.ServiceName,
+		rcmgr.BaseLimit{StreamsInbound: 4, StreamsOutbound: 4, Streams: 8, Memory: 32 * (256<<20 + 16<<10)}, // libp2p's,
+		rcmgr.BaseLimitIncrease{})
 	var v4, v6 []rcmgr.NetworkPrefixLimit
 	var rateLimits []rate.PrefixLimit
 	for _, s := range lanPrefixes {
