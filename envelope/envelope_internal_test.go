@@ -10,6 +10,8 @@ import (
 	"unicode/utf8"
 
 	"pgregory.net/rapid"
+
+	"github.com/nova-node/nova-node/internal/wirecodec"
 )
 
 // The hand-written JSON encoder agrees with encoding/json and with jsonLen.
@@ -139,7 +141,7 @@ func TestInvalidErrorUnwrap(t *testing.T) {
 }
 
 func TestDecOptionsAreValid(t *testing.T) {
-	if _, err := decOptions().DecMode(); err != nil {
+	if _, err := wirecodec.DecOptions(decLimits).DecMode(); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -10,7 +10,8 @@ import (
 )
 
 // TestImports keeps the package pure (doc.go): the standard library and
-// fxamacker/cbor only, and no network or process access.
+// internal/wirecodec (the shared decoder configuration of peer input, a
+// leaf with no network code) only, and no network or process access.
 func TestImports(t *testing.T) {
 	forbidden := map[string]string{
 		"net": "no network", "net/http": "no network", "os/exec": "never", "os": "no I/O", "testing": "test code only",
@@ -30,8 +31,8 @@ func TestImports(t *testing.T) {
 		for _, imp := range f.Imports {
 			p, _ := strconv.Unquote(imp.Path.Value)
 			first, _, _ := strings.Cut(p, "/")
-			if strings.Contains(first, ".") && p != "github.com/fxamacker/cbor/v2" {
-				t.Errorf("%s imports %s: only the standard library and fxamacker/cbor are allowed", name, p)
+			if strings.Contains(first, ".") && p != "github.com/nova-node/nova-node/internal/wirecodec" {
+				t.Errorf("%s imports %s: only the standard library and internal/wirecodec are allowed", name, p)
 			}
 			if why, bad := forbidden[p]; bad {
 				t.Errorf("%s imports %s: %s", name, p, why)

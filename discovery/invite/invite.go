@@ -11,7 +11,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/fxamacker/cbor/v2"
+	"github.com/nova-node/nova-node/internal/wirecodec"
 )
 
 // Prefix starts every token of this format: "nova", then the format
@@ -66,29 +66,16 @@ type wire struct {
 }
 
 var (
-	enc = func() cbor.EncMode {
-		m, err := cbor.CoreDetEncOptions().EncMode()
-		if err != nil {
-			panic(err)
-		}
-		return m
-	}()
-	dec = func() cbor.DecMode {
-		m, err := cbor.DecOptions{
-			DupMapKey:         cbor.DupMapKeyEnforcedAPF,
-			IndefLength:       cbor.IndefLengthForbidden,
-			TagsMd:            cbor.TagsForbidden,
-			MaxNestedLevels:   4,
-			MaxArrayElements:  MaxAddrs,
-			MaxMapPairs:       16,
-			ExtraReturnErrors: cbor.ExtraDecErrorUnknownField,
-			UTF8:              cbor.UTF8RejectInvalid,
-		}.DecMode()
-		if err != nil {
-			panic(err)
-		}
-		return m
-	}()
+	enc = wirecodec.EncMode()
+	// dec is the hardened decoder with a token's limits: it nests two
+	// levels, its arrays are the address lists, and a token is a closed
+	// format (an unknown key is an error).
+	dec = wirecodec.NewDecMode(wirecodec.Limits{
+		MaxNestedLevels:     4,
+		MaxArrayElements:    MaxAddrs,
+		MaxMapPairs:         16,
+		RejectUnknownFields: true,
+	})
 	b32 = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
 )
 
