@@ -25,14 +25,15 @@ import (
 var writeCorpus = flag.Bool("write-corpus", false, "rewrite testdata/fuzz/{FuzzOpen,FuzzCardJSON} seed corpora")
 
 // TestImports keeps the package's dependency promise (doc.go): the standard
-// library minus network and process code, tiers, and libp2p's core/crypto,
-// core/peer and core/record.
+// library minus network and process code, tiers, internal/wirecodec, and
+// libp2p's core/crypto, core/peer and core/record.
 func TestImports(t *testing.T) {
 	allowed := map[string]bool{
-		"github.com/nova-node/nova-node/tiers":    true,
-		"github.com/libp2p/go-libp2p/core/crypto": true,
-		"github.com/libp2p/go-libp2p/core/peer":   true,
-		"github.com/libp2p/go-libp2p/core/record": true,
+		"github.com/nova-node/nova-node/tiers":              true,
+		"github.com/nova-node/nova-node/internal/wirecodec": true,
+		"github.com/libp2p/go-libp2p/core/crypto":           true,
+		"github.com/libp2p/go-libp2p/core/peer":             true,
+		"github.com/libp2p/go-libp2p/core/record":           true,
 	}
 	forbiddenStd := map[string]string{
 		"net":      "the registry does no I/O",
@@ -51,7 +52,7 @@ func TestImports(t *testing.T) {
 				t.Errorf("%s imports %s: %s", f.Name.Name, p, why)
 			}
 			if !std && !allowed[p] {
-				t.Errorf("imports %s: only tiers and libp2p core/{crypto,peer,record} are allowed", p)
+				t.Errorf("imports %s: only tiers, internal/wirecodec and libp2p core/{crypto,peer,record} are allowed", p)
 			}
 		}
 	}

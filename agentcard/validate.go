@@ -9,6 +9,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/nova-node/nova-node/internal/wirecodec"
 )
 
 // Limits enforced by [Card.Validate]. Lengths in characters count Unicode
@@ -210,39 +212,10 @@ func (v *checker) schema(field string, s json.RawMessage) bool {
 	case !json.Valid(s):
 		v.add(field, "must be valid JSON")
 		return false
-	case jsonDepth(s) > MaxSchemaDepth:
+	case wirecodec.JSONDepth(s) > MaxSchemaDepth:
 		v.add(field, "nested more than %d levels deep", MaxSchemaDepth)
 	}
 	return true
-}
-
-// jsonDepth returns the deepest nesting of objects and arrays in valid JSON.
-func jsonDepth(b []byte) int {
-	depth, deepest := 0, 0
-	inString, escaped := false, false
-	for _, c := range b {
-		if inString {
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-			continue
-		}
-		switch c {
-		case '"':
-			inString = true
-		case '{', '[':
-			depth++
-			deepest = max(deepest, depth)
-		case '}', ']':
-			depth--
-		}
-	}
-	return deepest
 }
 
 // encodedSize is the length of c's JSON as [Seal] signs it.

@@ -79,12 +79,12 @@ func TestScanJSON(t *testing.T) {
 		{`"a b"`, 0, true},
 	}
 	for _, tt := range tests {
-		d, c := scanJSON([]byte(tt.in), 100)
+		d, c := wirecodec.ScanJSON([]byte(tt.in), 100)
 		if d != tt.depth || c != tt.compact {
-			t.Errorf("scanJSON(%q) = %d, %v; want %d, %v", tt.in, d, c, tt.depth, tt.compact)
+			t.Errorf("wirecodec.ScanJSON(%q) = %d, %v; want %d, %v", tt.in, d, c, tt.depth, tt.compact)
 		}
 	}
-	if d, _ := scanJSON([]byte(strings.Repeat("[", 1000)), 10); d != 11 {
+	if d, _ := wirecodec.ScanJSON([]byte(strings.Repeat("[", 1000)), 10); d != 11 {
 		t.Errorf("early stop: depth %d", d)
 	}
 }
