@@ -213,7 +213,7 @@ func typeList() string {
 func broadcastTypeList() string {
 	var s []string
 	for _, t := range envelope.Types() {
-		if node.CheckBroadcastType(t) == nil {
+		if envelope.CheckBroadcastType(t) == nil {
 			s = append(s, string(t))
 		}
 	}
