@@ -10,6 +10,7 @@ import (
 // allowedImports are the non-standard imports this package may use: it
 // depends on small interfaces, never on the router (protocol) or on node.
 var allowedImports = []string{
+	"github.com/nova-node/nova-node/agentcard", // the capability-id rule
 	"github.com/nova-node/nova-node/envelope",
 }
 
