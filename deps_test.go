@@ -89,7 +89,7 @@ var packages = map[string]pkg{
 	"agentcard": {layer: model, pure: true, uses: "tiers " + libp2pValues,
 		bad: map[string]string{"log": "errors are returned, not logged"}},
 
-	"protocol/task/negotiation": {layer: service, pure: true, uses: "envelope", documented: true},
+	"protocol/task/negotiation": {layer: service, pure: true, uses: "envelope agentcard", documented: true},
 	"protocol/task/taskswarm": {layer: service, also: "protocol/task/negotiation", pure: true,
 		uses: "envelope agentcard protocol/task/negotiation", documented: true},
 	"internal/planets": {layer: service, also: "protocol/task/negotiation protocol/task/taskswarm", pure: true,

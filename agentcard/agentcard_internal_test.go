@@ -46,17 +46,17 @@ func TestIDPatterns(t *testing.T) {
 			c = string([]byte{byte(b)})
 		}
 		alnum := isAlnum(byte(b))
-		if got := validAgentID(c); got != alnum {
-			t.Errorf("validAgentID(%q) = %v", c, got)
+		if got := ValidID(c); got != alnum {
+			t.Errorf("ValidID(%q) = %v", c, got)
 		}
-		if got := validAgentID("a" + c); got != (alnum || strings.ContainsRune("_.-", rune(b))) {
-			t.Errorf("validAgentID(a%q) = %v", c, got)
+		if got := ValidID("a" + c); got != (alnum || strings.ContainsRune("_.-", rune(b))) {
+			t.Errorf("ValidID(a%q) = %v", c, got)
 		}
-		if got := validCapabilityID("a" + c); got != (alnum || strings.ContainsRune("_.:/-", rune(b))) {
-			t.Errorf("validCapabilityID(a%q) = %v", c, got)
+		if got := ValidCapabilityID("a" + c); got != (alnum || strings.ContainsRune("_.:/-", rune(b))) {
+			t.Errorf("ValidCapabilityID(a%q) = %v", c, got)
 		}
 	}
-	if validCapabilityID(strings.Repeat("a", 129)) || !validCapabilityID(strings.Repeat("a", 128)) {
+	if ValidCapabilityID(strings.Repeat("a", 129)) || !ValidCapabilityID(strings.Repeat("a", 128)) {
 		t.Error("capability id length limit is not 128")
 	}
 }

@@ -187,8 +187,8 @@ func SplitAddress(addr string) (id string, host peer.ID, err error) {
 	if id == "" {
 		return "", "", &AddressError{Address: addr, Reason: "empty agent id"}
 	}
-	if !validAgentID(id) {
-		return "", "", &AddressError{Address: addr, Reason: "agent id must match " + agentIDPattern}
+	if !ValidID(id) {
+		return "", "", &AddressError{Address: addr, Reason: "agent id must match " + IDPattern}
 	}
 	if !qualified {
 		return id, "", nil

@@ -5,8 +5,9 @@
 //
 // # What it may import
 //
-// The standard library, nova-node's tiers package, and go-libp2p's
-// core/crypto, core/peer and core/record. Never host, network or any p2p/
+// The standard library, nova-node's tiers and internal/wirecodec (the JSON
+// depth scan shared with envelope) packages, and go-libp2p's core/crypto,
+// core/peer and core/record. Never host, network or any p2p/
 // package: the package does no I/O and starts no goroutines. The registry
 // is a passive, mutex-guarded index whose remote entries expire against an
 // injected clock ([WithClock]), so it needs no timer. Discovery and the

@@ -181,7 +181,7 @@ func ParseKey(key string) (host peer.ID, id string, err error) {
 		return "", "", invalid("key", "%s does not start with %q", quote(key), KeyPrefix)
 	}
 	hostStr, id, ok := strings.Cut(rest, "/")
-	if !ok || !validAgentID(id) {
+	if !ok || !ValidID(id) {
 		return "", "", invalid("key", "%s does not end in /<peerID>/<agent id>", quote(key))
 	}
 	host, err = decodePeer(hostStr)

@@ -3,12 +3,15 @@ package agentcard
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/nova-node/nova-node/internal/wirecodec"
 )
 
 // Limits enforced by [Card.Validate]. Lengths in characters count Unicode
@@ -29,9 +32,21 @@ const (
 	MaxCardSize = MaxSignedCardSize - 4<<10
 )
 
+// The id rules of the mesh, whose one home is this package: every other
+// package that checks an agent or capability id calls [ValidID],
+// [ValidCapabilityID] or [CheckCapabilityID].
 const (
-	agentIDPattern      = `^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`
-	capabilityIDPattern = `^[A-Za-z0-9][A-Za-z0-9_.:/-]{0,127}$`
+	// IDPattern is the rule of an agent id (a card's id): letters, digits,
+	// '_', '.' and '-', starting with a letter or digit, at most
+	// [MaxIDLen] bytes. It has no '@', so "name@peerID" is unambiguous.
+	IDPattern = `^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`
+	// CapabilityIDPattern is the rule of a capability id: letters,
+	// digits, '_', '.', ':', '/' and '-', starting with a letter or
+	// digit, at most [MaxCapabilityIDLen] bytes.
+	CapabilityIDPattern = `^[A-Za-z0-9][A-Za-z0-9_.:/-]{0,127}$`
+
+	MaxIDLen           = 64  // bytes of an agent id (IDPattern)
+	MaxCapabilityIDLen = 128 // bytes of a capability id (CapabilityIDPattern)
 )
 
 // Validate checks c and returns nil or an [*InvalidCardError] listing every
@@ -74,8 +89,8 @@ func (c *Card) problems() []FieldProblem {
 	switch {
 	case c.ID == "":
 		v.add("id", "required")
-	case !validAgentID(c.ID):
-		v.add("id", "must match %s (got %s)", agentIDPattern, quote(c.ID))
+	case !ValidID(c.ID):
+		v.add("id", "must match %s (got %s)", IDPattern, quote(c.ID))
 	}
 	v.text("name", c.Name, true, MaxNameLen)
 	switch {
@@ -133,8 +148,8 @@ func (c *Card) problems() []FieldProblem {
 		switch {
 		case cp.ID == "":
 			v.add(f+".id", "required")
-		case !validCapabilityID(cp.ID):
-			v.add(f+".id", "must match %s (got %s)", capabilityIDPattern, quote(cp.ID))
+		case !ValidCapabilityID(cp.ID):
+			v.add(f+".id", "must match %s (got %s)", CapabilityIDPattern, quote(cp.ID))
 		default:
 			if j, dup := seen[cp.ID]; dup {
 				v.add(f+".id", "duplicates capabilities[%d].id (%s)", j, quote(cp.ID))
@@ -210,39 +225,10 @@ func (v *checker) schema(field string, s json.RawMessage) bool {
 	case !json.Valid(s):
 		v.add(field, "must be valid JSON")
 		return false
-	case jsonDepth(s) > MaxSchemaDepth:
+	case wirecodec.JSONDepth(s) > MaxSchemaDepth:
 		v.add(field, "nested more than %d levels deep", MaxSchemaDepth)
 	}
 	return true
-}
-
-// jsonDepth returns the deepest nesting of objects and arrays in valid JSON.
-func jsonDepth(b []byte) int {
-	depth, deepest := 0, 0
-	inString, escaped := false, false
-	for _, c := range b {
-		if inString {
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-			continue
-		}
-		switch c {
-		case '"':
-			inString = true
-		case '{', '[':
-			depth++
-			deepest = max(deepest, depth)
-		case '}', ']':
-			depth--
-		}
-	}
-	return deepest
 }
 
 // encodedSize is the length of c's JSON as [Seal] signs it.
@@ -281,9 +267,10 @@ func decodePeer(s string) (peer.ID, error) {
 	return peer.Decode(s)
 }
 
-// validAgentID matches ^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$.
-func validAgentID(s string) bool {
-	if len(s) == 0 || len(s) > 64 || !isAlnum(s[0]) {
+// ValidID reports whether s is a valid agent id: whether it matches
+// [IDPattern].
+func ValidID(s string) bool {
+	if len(s) == 0 || len(s) > MaxIDLen || !isAlnum(s[0]) {
 		return false
 	}
 	for i := 1; i < len(s); i++ {
@@ -294,9 +281,10 @@ func validAgentID(s string) bool {
 	return true
 }
 
-// validCapabilityID matches ^[A-Za-z0-9][A-Za-z0-9_.:/-]{0,127}$.
-func validCapabilityID(s string) bool {
-	if len(s) == 0 || len(s) > 128 || !isAlnum(s[0]) {
+// ValidCapabilityID reports whether s is a valid capability id: whether
+// it matches [CapabilityIDPattern].
+func ValidCapabilityID(s string) bool {
+	if len(s) == 0 || len(s) > MaxCapabilityIDLen || !isAlnum(s[0]) {
 		return false
 	}
 	for i := 1; i < len(s); i++ {
@@ -305,6 +293,22 @@ func validCapabilityID(s string) bool {
 		}
 	}
 	return true
+}
+
+// CheckCapabilityID is [ValidCapabilityID] with the reason: nil for a
+// valid capability id, else an error saying what is wrong (empty, too
+// long, or the pattern), for callers that report it in their own typed
+// error.
+func CheckCapabilityID(id string) error {
+	switch {
+	case id == "":
+		return errors.New("capability id must not be empty")
+	case len(id) > MaxCapabilityIDLen:
+		return fmt.Errorf("capability id is %d bytes, over the %d-byte limit", len(id), MaxCapabilityIDLen)
+	case !ValidCapabilityID(id):
+		return fmt.Errorf("capability id %s must match %s", quote(id), CapabilityIDPattern)
+	}
+	return nil
 }
 
 // validVersion accepts semantic versions: MAJOR.MINOR.PATCH, numbers

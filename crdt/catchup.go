@@ -8,13 +8,13 @@ import (
 	"io"
 	"time"
 
-	"github.com/fxamacker/cbor/v2"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/nova-node/nova-node/crdt/delta"
 	"github.com/nova-node/nova-node/internal/frame"
 	"github.com/nova-node/nova-node/internal/streamscope"
+	"github.com/nova-node/nova-node/internal/wirecodec"
 )
 
 // catch-up frames: one request, one answer, then the stream closes.
@@ -76,10 +76,11 @@ type undecodable struct{ err error }
 func (e undecodable) Error() string { return CodeDeserializationFailed + ": " + e.err.Error() }
 func (e undecodable) Unwrap() error { return e.err }
 
+// The catch-up frames' codec: a request nests two levels (the request, its
+// clock of at most delta.MaxClockEntries entries), an answer one.
 var (
-	encMode, _ = cbor.CoreDetEncOptions().EncMode()
-	decMode, _ = cbor.DecOptions{MaxNestedLevels: 8, MaxArrayElements: 1 << 16, MaxMapPairs: 1 << 16,
-		DupMapKey: cbor.DupMapKeyEnforcedAPF, IndefLength: cbor.IndefLengthForbidden, TagsMd: cbor.TagsForbidden}.DecMode()
+	encMode = wirecodec.EncMode()
+	decMode = wirecodec.NewDecMode(wirecodec.Limits{MaxNestedLevels: 8, MaxArrayElements: 1 << 16, MaxMapPairs: delta.MaxClockEntries})
 )
 
 // catchUp asks p for what this document lacks and joins it.

@@ -32,10 +32,18 @@ const CodeDeserializationFailed = "CRDT_DESERIALIZATION_FAILED"
 // Topic is the GossipSub topic of a document.
 func Topic(swarm, doc string) string { return "nova/" + swarm + "/crdt/" + doc }
 
-var nameRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+// DocNamePattern is the rule of a document name, this package's own: a
+// name is the last segment of the document's topic ([Topic]), and
+// "<sandbox>.<name>" gives a document to a sandbox. It reads
+// like the agent-id rule (agentcard.IDPattern) but is not that rule:
+// documents are not agents, and either may change without the other.
+const DocNamePattern = `^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`
 
-// ValidName reports whether name is a valid document name.
-func ValidName(name string) bool { return nameRe.MatchString(name) }
+var docNameRe = regexp.MustCompile(DocNamePattern)
+
+// ValidName reports whether name is a valid document name
+// ([DocNamePattern]).
+func ValidName(name string) bool { return docNameRe.MatchString(name) }
 
 // Store persists each document as a snapshot plus a log of the deltas
 // joined since (so a write costs its delta, not the document). Calls come

@@ -9,12 +9,12 @@
 //
 // # What it may import
 //
-// libp2p (core, kad-dht, go-libp2p-record, p2p/discovery/mdns) and
-// nova's agentcard. Never protocol, crdt, mcpbridge or node: the router
-// reaches discovery through a small interface of its own, and the registry
-// reaches nothing. Sandbox and tier filtering of query results is the
-// caller's job (the router and the registry's users); discovery only finds
-// and verifies.
+// libp2p (core, kad-dht, go-libp2p-record, p2p/discovery/mdns),
+// nova's agentcard, and discovery/invite (home of the swarm-name rule).
+// Never protocol, crdt, mcpbridge or node: the router reaches discovery
+// through a small interface of its own, and the registry reaches nothing.
+// Sandbox and tier filtering of query results is the caller's job (the
+// router and the registry's users); discovery only finds and verifies.
 //
 // # Records
 //

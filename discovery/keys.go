@@ -4,11 +4,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"regexp"
 
 	"github.com/ipfs/go-cid"
 	"github.com/libp2p/go-libp2p/core/protocol"
 	"github.com/multiformats/go-multihash"
+
+	"github.com/nova-node/nova-node/discovery/invite"
 )
 
 // ProtocolPrefix is the DHT protocol prefix: nova's DHT speaks
@@ -22,13 +23,11 @@ const dhtProtocol = ProtocolPrefix + "/kad/1.0.0"
 // every nova value record has a key "/nova/...".
 const Namespace = "nova"
 
-var swarmRe = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
-
 // ValidateSwarm checks a swarm name: lower-case letters, digits and '-',
-// starting with a letter or digit, at most 63 characters (the node
-// config's rule).
+// starting with a letter or digit, at most 63 characters
+// ([invite.SwarmPattern], the rule's home).
 func ValidateSwarm(swarm string) error {
-	if !swarmRe.MatchString(swarm) {
+	if !invite.ValidSwarm(swarm) {
 		return fmt.Errorf("discovery: swarm name %q must be lower-case letters, digits and '-', at most 63", swarm)
 	}
 	return nil

@@ -7,68 +7,34 @@ import (
 	"strings"
 
 	"github.com/fxamacker/cbor/v2"
+
+	"github.com/nova-node/nova-node/internal/wirecodec"
 )
 
-// Decoder limits. The envelope itself nests two levels (envelope, metadata);
-// the rest is room for unknown fields from later minor revisions.
-const (
-	cborMaxNestedLevels  = 16
-	cborMaxArrayElements = 4096
-	cborMaxMapPairs      = 4096
-)
-
-var encMode, decMode = mustModes()
-
-func mustModes() (cbor.EncMode, cbor.DecMode) {
-	em, err := cbor.CoreDetEncOptions().EncMode()
-	if err != nil {
-		panic("envelope: cbor encoding options: " + err.Error()) // a bug, caught by any test
-	}
-	dm, err := decOptions().DecMode()
-	if err != nil {
-		panic("envelope: cbor decoding options: " + err.Error()) // a bug, caught by any test
-	}
-	return em, dm
+// decLimits are the structure limits of the envelope decoder. The
+// envelope itself nests two levels (envelope, metadata); the rest is room
+// for unknown fields from later minor revisions, which are ignored.
+var decLimits = wirecodec.Limits{
+	MaxNestedLevels:  16,
+	MaxArrayElements: 4096,
+	MaxMapPairs:      4096,
 }
 
-// decOptions are the decoding options for untrusted input.
-func decOptions() cbor.DecOptions {
-	return cbor.DecOptions{
-		// Structure limits: the input size is already capped by the caller.
-		MaxNestedLevels:  cborMaxNestedLevels,
-		MaxArrayElements: cborMaxArrayElements,
-		MaxMapPairs:      cborMaxMapPairs,
-		// One meaning per input: no duplicate keys, no indefinite lengths,
-		// field names matched exactly ("ID" is an unknown field, not "id").
-		DupMapKey:         cbor.DupMapKeyEnforcedAPF,
-		IndefLength:       cbor.IndefLengthForbidden,
-		FieldNameMatching: cbor.FieldNameMatchingCaseSensitive,
-		// Nothing in an envelope is tagged; refusing tags keeps bignums,
-		// times and unknown tag numbers out of every decoding path.
-		TagsMd:    cbor.TagsForbidden,
-		BignumTag: cbor.BignumTagForbidden,
-		// Decoded text must be UTF-8; a byte string is never a Go string.
-		UTF8:               cbor.UTF8RejectInvalid,
-		ByteStringToString: cbor.ByteStringToStringForbidden,
-		// Map keys must be text strings to name a struct field.
-		FieldNameByteString: cbor.FieldNameByteStringForbidden,
-		// Unknown fields are ignored: forward compatibility within a
-		// schema version (ExtraReturnErrors stays ExtraDecErrorNone).
-		ExtraReturnErrors: cbor.ExtraDecErrorNone,
-	}
-}
+var encMode, decMode = wirecodec.EncMode(), wirecodec.NewDecMode(decLimits)
 
 // EncMode returns the CBOR encoding mode of envelopes: RFC 8949 core
 // deterministic encoding (cbor.CoreDetEncOptions), so equal envelopes encode
 // to equal bytes. Protocol framing shares it.
 func EncMode() cbor.EncMode { return encMode }
 
-// DecMode returns the CBOR decoding mode for untrusted input: at most 16
-// nested levels, 4096 array elements and 4096 map pairs; duplicate map keys,
-// indefinite lengths and tags (anywhere in the input) are errors, as is
-// invalid UTF-8 in a text string decoded into a Go string; struct field
-// names match exactly; unknown fields are ignored. It does not limit the
-// input size: callers must, before decoding ([DecodeCBOR] does).
+// DecMode returns the CBOR decoding mode for untrusted input: the hardened
+// decoder shared by every decoder of peer input (see internal/wirecodec),
+// with at most 16 nested levels, 4096 array elements and 4096 map pairs.
+// Duplicate map keys, indefinite lengths and tags (anywhere in the input)
+// are errors, as are invalid UTF-8 in a text string and a byte string
+// decoded into a Go string; struct field names match exactly; unknown
+// fields are ignored. It does not limit the input size: callers must,
+// before decoding ([DecodeCBOR] does).
 func DecMode() cbor.DecMode { return decMode }
 
 // wireEnvelope is what DecodeCBOR reads: pointers tell a missing

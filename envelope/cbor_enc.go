@@ -7,6 +7,8 @@ package envelope
 // buffer it grew as it went. TestCanonicalEncoderMatchesReflective checks
 // the two byte for byte on generated envelopes.
 
+import "github.com/nova-node/nova-node/internal/wirecodec"
+
 // Encoded keys, in core deterministic order (shorter first, then bytewise).
 var (
 	encKeyID            = cborText(keyID)
@@ -37,7 +39,7 @@ func appendCanonical(dst []byte, e *Envelope, payload []byte) []byte {
 	if e.CorrelationID != "" {
 		n++
 	}
-	dst = appendCBORHead(dst, 5, uint64(n))
+	dst = wirecodec.AppendHead(dst, 5, uint64(n))
 	dst = append(dst, encKeyID...)
 	dst = appendCBORText(dst, e.ID)
 	dst = append(dst, encKeyType...)
@@ -45,7 +47,7 @@ func appendCanonical(dst []byte, e *Envelope, payload []byte) []byte {
 	dst = append(dst, encKeySender...)
 	dst = appendCBORText(dst, e.Sender)
 	dst = append(dst, encKeyPayload...)
-	dst = appendCBORHead(dst, 2, uint64(len(payload)))
+	dst = wirecodec.AppendHead(dst, 2, uint64(len(payload)))
 	dst = append(dst, payload...)
 	if m := e.Metadata; m != nil {
 		dst = append(dst, encKeyMetadata...)
@@ -55,9 +57,9 @@ func appendCanonical(dst []byte, e *Envelope, payload []byte) []byte {
 				mn++
 			}
 		}
-		dst = appendCBORHead(dst, 5, uint64(mn))
+		dst = wirecodec.AppendHead(dst, 5, uint64(mn))
 		dst = append(dst, encKeyTier...)
-		dst = appendCBORHead(dst, 0, uint64(m.Tier))
+		dst = wirecodec.AppendHead(dst, 0, uint64(m.Tier))
 		if m.SandboxID != "" {
 			dst = append(dst, encKeySandboxID...)
 			dst = appendCBORText(dst, m.SandboxID)
@@ -86,11 +88,11 @@ func appendCanonical(dst []byte, e *Envelope, payload []byte) []byte {
 // canonicalLen is the length of appendCanonical's output.
 func canonicalLen(e *Envelope, payload []byte) int {
 	n := 1 + len(encKeyID) + textLen(e.ID) + len(encKeyType) + textLen(string(e.Type)) +
-		len(encKeySender) + textLen(e.Sender) + len(encKeyPayload) + cborHeadLen(uint64(len(payload))) + len(payload) +
+		len(encKeySender) + textLen(e.Sender) + len(encKeyPayload) + wirecodec.HeadLen(uint64(len(payload))) + len(payload) +
 		len(encKeyRecipient) + textLen(e.Recipient) + len(encKeyTimestamp) + cborIntLen(e.Timestamp) +
 		len(encKeySchemaVersion) + cborIntLen(int64(e.SchemaVersion))
 	if m := e.Metadata; m != nil {
-		n += len(encKeyMetadata) + 1 + len(encKeyTier) + cborHeadLen(uint64(m.Tier))
+		n += len(encKeyMetadata) + 1 + len(encKeyTier) + wirecodec.HeadLen(uint64(m.Tier))
 		if m.SandboxID != "" {
 			n += len(encKeySandboxID) + textLen(m.SandboxID)
 		}
@@ -108,54 +110,23 @@ func canonicalLen(e *Envelope, payload []byte) int {
 }
 
 func appendCBORText(dst []byte, s string) []byte {
-	return append(appendCBORHead(dst, 3, uint64(len(s))), s...)
+	return append(wirecodec.AppendHead(dst, 3, uint64(len(s))), s...)
 }
 
-func textLen(s string) int { return cborHeadLen(uint64(len(s))) + len(s) }
+func textLen(s string) int { return wirecodec.HeadLen(uint64(len(s))) + len(s) }
 
 // appendCBORInt appends v as an unsigned (major 0) or negative (major 1)
 // integer.
 func appendCBORInt(dst []byte, v int64) []byte {
 	if v < 0 {
-		return appendCBORHead(dst, 1, uint64(-(v + 1)))
+		return wirecodec.AppendHead(dst, 1, uint64(-(v + 1)))
 	}
-	return appendCBORHead(dst, 0, uint64(v))
+	return wirecodec.AppendHead(dst, 0, uint64(v))
 }
 
 func cborIntLen(v int64) int {
 	if v < 0 {
-		return cborHeadLen(uint64(-(v + 1)))
+		return wirecodec.HeadLen(uint64(-(v + 1)))
 	}
-	return cborHeadLen(uint64(v))
-}
-
-// appendCBORHead appends the shortest head of major type major with
-// argument v (RFC 8949 section 3, as core deterministic encoding requires).
-func appendCBORHead(dst []byte, major byte, v uint64) []byte {
-	m := major << 5
-	switch {
-	case v < 24:
-		return append(dst, m|byte(v))
-	case v <= 0xff:
-		return append(dst, m|24, byte(v))
-	case v <= 0xffff:
-		return append(dst, m|25, byte(v>>8), byte(v))
-	case v <= 0xffffffff:
-		return append(dst, m|26, byte(v>>24), byte(v>>16), byte(v>>8), byte(v))
-	}
-	return append(dst, m|27, byte(v>>56), byte(v>>48), byte(v>>40), byte(v>>32), byte(v>>24), byte(v>>16), byte(v>>8), byte(v))
-}
-
-func cborHeadLen(v uint64) int {
-	switch {
-	case v < 24:
-		return 1
-	case v <= 0xff:
-		return 2
-	case v <= 0xffff:
-		return 3
-	case v <= 0xffffffff:
-		return 5
-	}
-	return 9
+	return wirecodec.HeadLen(uint64(v))
 }

@@ -10,6 +10,8 @@ import (
 	"unicode/utf8"
 
 	"pgregory.net/rapid"
+
+	"github.com/nova-node/nova-node/internal/wirecodec"
 )
 
 // The hand-written JSON encoder agrees with encoding/json and with jsonLen.
@@ -77,12 +79,12 @@ func TestScanJSON(t *testing.T) {
 		{`"a b"`, 0, true},
 	}
 	for _, tt := range tests {
-		d, c := scanJSON([]byte(tt.in), 100)
+		d, c := wirecodec.ScanJSON([]byte(tt.in), 100)
 		if d != tt.depth || c != tt.compact {
-			t.Errorf("scanJSON(%q) = %d, %v; want %d, %v", tt.in, d, c, tt.depth, tt.compact)
+			t.Errorf("wirecodec.ScanJSON(%q) = %d, %v; want %d, %v", tt.in, d, c, tt.depth, tt.compact)
 		}
 	}
-	if d, _ := scanJSON([]byte(strings.Repeat("[", 1000)), 10); d != 11 {
+	if d, _ := wirecodec.ScanJSON([]byte(strings.Repeat("[", 1000)), 10); d != 11 {
 		t.Errorf("early stop: depth %d", d)
 	}
 }
@@ -139,7 +141,7 @@ func TestInvalidErrorUnwrap(t *testing.T) {
 }
 
 func TestDecOptionsAreValid(t *testing.T) {
-	if _, err := decOptions().DecMode(); err != nil {
+	if _, err := wirecodec.DecOptions(decLimits).DecMode(); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -69,6 +69,31 @@ func (e *InvalidError) Is(target error) bool { return target == ErrInvalid }
 // Unwrap returns the decoder error that caused e, if any.
 func (e *InvalidError) Unwrap() error { return e.cause }
 
+// PayloadSizeError measures a payload over [MaxPayloadSize]: it is the
+// cause of the *[InvalidError] that refuses it (errors.As finds it). Size
+// is the payload's length in bytes, compacted where compaction was needed
+// and possible.
+type PayloadSizeError struct {
+	Size int
+	Max  int
+}
+
+func (e *PayloadSizeError) Error() string {
+	return "envelope: payload of " + strconv.Itoa(e.Size) + " bytes, over the " + strconv.Itoa(e.Max) + "-byte limit"
+}
+
+// PayloadDepthError measures a payload nested deeper than
+// [MaxPayloadDepth]: it is the cause of the *[InvalidError] that refuses
+// it (errors.As finds it). Depth counts the nesting of arrays and objects.
+type PayloadDepthError struct {
+	Depth int
+	Max   int
+}
+
+func (e *PayloadDepthError) Error() string {
+	return "envelope: payload nested " + strconv.Itoa(e.Depth) + " levels deep, over the limit of " + strconv.Itoa(e.Max)
+}
+
 func invalid(field, format string, args ...any) *InvalidError {
 	return &InvalidError{Field: field, Reason: fmt.Sprintf(format, args...)}
 }

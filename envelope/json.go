@@ -6,6 +6,8 @@ import (
 	"errors"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/nova-node/nova-node/internal/wirecodec"
 )
 
 // The JSON encoding is written by hand, so that its exact length is known
@@ -62,7 +64,7 @@ func DecodeJSON(b []byte) (*Envelope, error) {
 	if len(b) > MaxEncodedSize {
 		return nil, tooLarge(len(b))
 	}
-	if d, _ := scanJSON(b, maxJSONDepth); d > maxJSONDepth {
+	if d, _ := wirecodec.ScanJSON(b, maxJSONDepth); d > maxJSONDepth {
 		return nil, invalid("", "json nested deeper than %d levels", maxJSONDepth)
 	}
 	if !utf8.Valid(b) {

@@ -4,47 +4,22 @@ import (
 	"bytes"
 	"encoding/json"
 	"unicode/utf8"
+
+	"github.com/nova-node/nova-node/internal/wirecodec"
 )
 
 var jsonNull = []byte("null")
 
-// scanJSON walks possibly invalid JSON text once and reports the deepest
-// nesting of arrays and objects and whether any whitespace lies outside
-// strings (that is, whether the text is not compact). It stops early, with
-// depth > limit, as soon as the nesting passes limit. It does not validate.
-func scanJSON(b []byte, limit int) (depth int, compact bool) {
-	compact = true
-	cur, inStr, esc := 0, false, false
-	for _, c := range b {
-		if inStr {
-			switch {
-			case esc:
-				esc = false
-			case c == '\\':
-				esc = true
-			case c == '"':
-				inStr = false
-			}
-			continue
-		}
-		switch c {
-		case '"':
-			inStr = true
-		case '[', '{':
-			cur++
-			if cur > depth {
-				depth = cur
-				if depth > limit {
-					return depth, false
-				}
-			}
-		case ']', '}':
-			cur--
-		case ' ', '\t', '\n', '\r':
-			compact = false
-		}
-	}
-	return depth, compact
+// CheckPayload reports whether raw can be an envelope's payload, by the
+// rules [Factory] and [Envelope.Normalize] apply: empty (null) or valid
+// JSON in UTF-8, nested at most [MaxPayloadDepth] levels, at most
+// [MaxPayloadSize] bytes once compacted (the form it travels in). The
+// error is the *[InvalidError] those return; a broken size or depth limit
+// also matches *[PayloadSizeError] or *[PayloadDepthError] (errors.As),
+// which give the measure.
+func CheckPayload(raw []byte) error {
+	_, err := normalizePayload(raw)
+	return err
 }
 
 // checkPayload applies the payload rules to p as it is: at most
@@ -58,7 +33,7 @@ func checkPayload(p []byte) (compact bool, err error) {
 		return true, nil
 	}
 	if len(p) > MaxPayloadSize {
-		return false, invalid("payload", "%d bytes, over the %d-byte limit", len(p), MaxPayloadSize)
+		return false, payloadTooLarge(len(p))
 	}
 	if ok, compact := scanPayload(p); ok {
 		return compact, nil
@@ -70,9 +45,9 @@ func checkPayload(p []byte) (compact bool, err error) {
 // syntax), for a p of at most MaxPayloadSize bytes. It reports the first
 // rule p breaks in that order.
 func checkPayloadSlow(p []byte) (compact bool, err error) {
-	depth, compact := scanJSON(p, MaxPayloadDepth)
+	depth, compact := wirecodec.ScanJSON(p, MaxPayloadDepth)
 	if depth > MaxPayloadDepth {
-		return false, invalid("payload", "nested deeper than %d levels", MaxPayloadDepth)
+		return false, payloadTooDeep(p)
 	}
 	if !utf8.Valid(p) {
 		return false, invalid("payload", "not valid utf-8")
@@ -118,13 +93,28 @@ func normalizeValidPayload(p []byte) (json.RawMessage, error) {
 	if len(p) == 0 {
 		return json.RawMessage(bytes.Clone(jsonNull)), nil
 	}
-	if _, compact := scanJSON(p, MaxPayloadDepth); !compact {
+	if _, compact := wirecodec.ScanJSON(p, MaxPayloadDepth); !compact {
 		p = compactJSON(p)
 	}
 	if len(p) > MaxPayloadSize {
-		return nil, invalid("payload", "%d bytes, over the %d-byte limit", len(p), MaxPayloadSize)
+		return nil, payloadTooLarge(len(p))
 	}
 	return p, nil
+}
+
+// payloadTooLarge is the error of a payload of n bytes, over MaxPayloadSize.
+func payloadTooLarge(n int) *InvalidError {
+	e := invalid("payload", "%d bytes, over the %d-byte limit", n, MaxPayloadSize)
+	e.cause = &PayloadSizeError{Size: n, Max: MaxPayloadSize}
+	return e
+}
+
+// payloadTooDeep is the error of a payload p nested deeper than
+// MaxPayloadDepth; its cause measures the whole depth.
+func payloadTooDeep(p []byte) *InvalidError {
+	e := invalid("payload", "nested deeper than %d levels", MaxPayloadDepth)
+	e.cause = &PayloadDepthError{Depth: wirecodec.JSONDepth(p), Max: MaxPayloadDepth}
+	return e
 }
 
 // compactJSON returns the compact form of valid JSON text.

@@ -7,7 +7,7 @@ import (
 
 // scanPayload is the fast path of checkPayload: one pass over p that
 // accepts exactly the texts that pass the three checks of the slow path
-// (scanJSON's depth rule, utf8.Valid and json.Valid), and reports whether
+// (wirecodec.ScanJSON's depth rule, utf8.Valid and json.Valid), and reports whether
 // the text is compact (no whitespace outside strings). It returns ok ==
 // false for every other text, without saying why: checkPayload then runs
 // the slow path, so errors keep their exact wording and order. The

@@ -8,12 +8,14 @@ import (
 	"unicode/utf8"
 
 	"pgregory.net/rapid"
+
+	"github.com/nova-node/nova-node/internal/wirecodec"
 )
 
 // refPayload is the reference for scanPayload: the three checks of
 // checkPayloadSlow, built on encoding/json and unicode/utf8.
 func refPayload(p []byte) (ok, compact bool) {
-	depth, compact := scanJSON(p, MaxPayloadDepth)
+	depth, compact := wirecodec.ScanJSON(p, MaxPayloadDepth)
 	if depth > MaxPayloadDepth || !utf8.Valid(p) || !json.Valid(p) {
 		return false, false
 	}
@@ -134,7 +136,7 @@ func TestScanPayloadRapid(t *testing.T) {
 
 // FuzzPayloadValidator holds the one-pass payload validator to the rules
 // it replaces: it must accept exactly what the depth rule, utf8.Valid and
-// json.Valid accept together, and agree with scanJSON on compactness.
+// json.Valid accept together, and agree with wirecodec.ScanJSON on compactness.
 func FuzzPayloadValidator(f *testing.F) {
 	for _, c := range scanCases {
 		f.Add([]byte(c))

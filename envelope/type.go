@@ -41,6 +41,24 @@ func Types() []Type {
 	}
 }
 
+// AsksForAnswer reports whether an envelope of type t asks its recipient
+// for an answer: a request (answered by a response or an error) or a task
+// proposal (answered by an accept or a reject).
+func (t Type) AsksForAnswer() bool {
+	return t == TypeRequest || t == TypeTaskProposal
+}
+
+// CheckBroadcastType refuses, as a broadcast (recipient [Broadcast]), a
+// type that asks for an answer ([Type.AsksForAnswer]): nobody can answer
+// "*", so its sender would wait for nothing. The error is an
+// *[InvalidError] for field "type" (INVALID_ENVELOPE).
+func CheckBroadcastType(t Type) error {
+	if t.AsksForAnswer() {
+		return invalid("type", "a %s asks for an answer, and a broadcast cannot be answered", t)
+	}
+	return nil
+}
+
 // ParseType returns s as a Type, or an *InvalidError for field "type" if s is
 // not one of the ten message types. Matching is exact (case-sensitive).
 func ParseType(s string) (Type, error) {

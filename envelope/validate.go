@@ -3,8 +3,6 @@ package envelope
 import (
 	"bytes"
 	"encoding/json"
-	"unicode"
-	"unicode/utf8"
 )
 
 // Validate reports whether e follows the envelope rules, returning nil or
@@ -165,16 +163,8 @@ const jsonFixedLen = 512
 
 // checkID checks an identifier: 1 to MaxIDLen bytes of 0x21..0x7E.
 func checkID(field, s string) error {
-	if s == "" {
-		return invalid(field, "must not be empty")
-	}
-	if len(s) > MaxIDLen {
-		return invalid(field, "%d bytes, over the %d-byte limit", len(s), MaxIDLen)
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x21 || c > 0x7e {
-			return invalid(field, "byte 0x%02x at offset %d is not printable ascii", c, i)
-		}
+	if err := CheckID(s, MaxIDLen); err != nil {
+		return &InvalidError{Field: field, Reason: err.Error()}
 	}
 	return nil
 }
@@ -182,41 +172,11 @@ func checkID(field, s string) error {
 // checkText checks a UTF-8 string of at most limit bytes without control
 // characters (newlines allows tab, newline and carriage return).
 func checkText(field, s string, limit int, allowEmpty, newlines bool) error {
-	if s == "" {
-		if allowEmpty {
-			return nil
-		}
+	if s == "" && !allowEmpty {
 		return invalid(field, "must not be empty")
 	}
-	if len(s) > limit {
-		return invalid(field, "%d bytes, over the %d-byte limit", len(s), limit)
-	}
-	if plainText(s, newlines) {
-		return nil
-	}
-	if !utf8.ValidString(s) {
-		return invalid(field, "not valid utf-8")
-	}
-	for i, r := range s {
-		if unicode.IsControl(r) && !(newlines && (r == '\t' || r == '\n' || r == '\r')) {
-			return invalid(field, "control character U+%04X at offset %d", r, i)
-		}
+	if err := CheckText(s, limit, newlines); err != nil {
+		return &InvalidError{Field: field, Reason: err.Error()}
 	}
 	return nil
-}
-
-// plainText reports whether s is printable ASCII (with tab, newline and
-// carriage return if newlines), the common case that passes checkText's
-// UTF-8 and control character rules without decoding runes.
-func plainText(s string, newlines bool) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < 0x20 || c >= 0x7f {
-			if newlines && (c == '\t' || c == '\n' || c == '\r') {
-				continue
-			}
-			return false
-		}
-	}
-	return true
 }

@@ -7,24 +7,25 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/nova-node/nova-node/agentcard"
 )
 
 // Naming rules.
 //
-//   - An agent name matches ^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$: the node's agent
-//     id rule without '.', since the first '.' of a canonical name separates
-//     the agent from the tool. An agent whose id contains '.' cannot publish
-//     tools or prompts through the bridge (registration fails with
-//     INVALID_NAME).
+//   - An agent name matches ^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$: the agent id
+//     rule (agentcard.IDPattern, checked by agentcard.ValidID) without '.',
+//     since the first '.' of a canonical name separates the agent from the
+//     tool. An agent whose id contains '.' cannot publish tools or prompts
+//     through the bridge (registration fails with INVALID_NAME).
 //   - A tool (or prompt) name matches ^[A-Za-z0-9_.-]{1,128}$: the tool-name
 //     rule of MCP spec 2025-11-25, so that any conforming backend's tools can
 //     be published unchanged. It may contain '.'.
 //   - A canonical name is agent + "." + tool and is split at its first '.'.
 //   - A wire name matches ^[A-Za-z0-9_-]{1,64}$ ([WireNamePattern]).
 var (
-	agentRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$`)
-	toolRe  = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
-	wireRe  = regexp.MustCompile(WireNamePattern)
+	toolRe = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
+	wireRe = regexp.MustCompile(WireNamePattern)
 )
 
 // WireNamePattern is the tool-name rule of strict MCP clients.
@@ -33,8 +34,11 @@ const WireNamePattern = `^[A-Za-z0-9_-]{1,64}$`
 // MaxWireNameLen is the longest wire name.
 const MaxWireNameLen = 64
 
-// ValidAgentName reports whether agent may publish tools and prompts.
-func ValidAgentName(agent string) bool { return agentRe.MatchString(agent) }
+// ValidAgentName reports whether agent may publish tools and prompts: a
+// valid agent id (agentcard.ValidID) without '.'.
+func ValidAgentName(agent string) bool {
+	return agentcard.ValidID(agent) && !strings.Contains(agent, ".")
+}
 
 // ValidToolName reports whether tool is an acceptable tool or prompt name.
 func ValidToolName(tool string) bool { return toolRe.MatchString(tool) }
@@ -43,7 +47,7 @@ func ValidToolName(tool string) bool { return toolRe.MatchString(tool) }
 func ValidWireName(name string) bool { return wireRe.MatchString(name) }
 
 func checkAgent(agent string) error {
-	if !agentRe.MatchString(agent) {
+	if !ValidAgentName(agent) {
 		return &NameError{Kind: "agent", Name: agent, Reason: "must match ^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$"}
 	}
 	return nil

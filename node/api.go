@@ -350,18 +350,12 @@ func (n *Node) Info() localapi.IDInfo {
 	return info
 }
 
-// CheckBroadcastType refuses, as a broadcast, a message type that asks for
-// an answer (request, task-proposal): an envelope to "*" cannot be
-// answered, so its sender would wait for nothing. The error is an
-// *envelope.InvalidError (INVALID_ENVELOPE).
-func CheckBroadcastType(t envelope.Type) error { return protocol.CheckBroadcastType(t) }
-
 // SendFromAPI carries out a SendRequest: requests wait for their answer
 // unless NoWait; other types report the routing result. A broadcast of a
-// type that asks for an answer is refused (CheckBroadcastType).
+// type that asks for an answer is refused (envelope.CheckBroadcastType).
 func (n *Node) SendFromAPI(ctx context.Context, req localapi.SendRequest) localapi.SendResult {
 	if req.To == envelope.Broadcast {
-		if err := CheckBroadcastType(req.Type); err != nil {
+		if err := envelope.CheckBroadcastType(req.Type); err != nil {
 			return localapi.SendResult{Error: apiErr(err)}
 		}
 	}

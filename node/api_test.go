@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/nova-node/nova-node/envelope"
-	"github.com/nova-node/nova-node/node"
 	"github.com/nova-node/nova-node/node/localapi"
 )
 
@@ -37,7 +36,7 @@ func TestBroadcastOfAQuestionRefused(t *testing.T) {
 		if res.Error == nil || res.Error.Code != envelope.CodeInvalidEnvelope || res.Sent != nil || !strings.Contains(res.Error.Message, "cannot be answered") {
 			t.Errorf("broadcast %s: %+v", typ, res)
 		}
-		if err := node.CheckBroadcastType(typ); !errors.Is(err, envelope.ErrInvalid) {
+		if err := envelope.CheckBroadcastType(typ); !errors.Is(err, envelope.ErrInvalid) {
 			t.Errorf("CheckBroadcastType(%s) = %v", typ, err)
 		}
 	}

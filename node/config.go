@@ -19,6 +19,8 @@ import (
 	"github.com/multiformats/go-multiaddr"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/nova-node/nova-node/agentcard"
+	"github.com/nova-node/nova-node/discovery/invite"
 	"github.com/nova-node/nova-node/mcpbridge"
 	"github.com/nova-node/nova-node/sandbox"
 	"github.com/nova-node/nova-node/tiers"
@@ -260,11 +262,6 @@ func DefaultAgent(name string) AgentConfig {
 // echoCap is the built-in capability (see Echo).
 var echoCap = CapabilityConfig{ID: "echo", Name: "Echo", Description: "replies with the request payload"}
 
-var (
-	swarmRe = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
-	agentRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
-)
-
 // Validate checks every field and names the first bad one.
 func (c *Config) Validate() error {
 	var errs []error
@@ -274,7 +271,7 @@ func (c *Config) Validate() error {
 	if c.DataDir == "" {
 		bad("dataDir", "required")
 	}
-	if !swarmRe.MatchString(c.Swarm) {
+	if !invite.ValidSwarm(c.Swarm) {
 		bad("swarm", "%q must be lower-case letters, digits and '-', at most 63", c.Swarm)
 	}
 	if len(c.Listen) == 0 {
@@ -308,7 +305,7 @@ func (c *Config) Validate() error {
 	seen := map[string]bool{}
 	for i, a := range c.Agents {
 		f := fmt.Sprintf("agents[%d]", i)
-		if !agentRe.MatchString(a.Name) {
+		if !agentcard.ValidID(a.Name) {
 			bad(f+".name", "%q must be letters, digits, '_', '.', '-' (at most 64), no '@'", a.Name)
 		}
 		if seen[a.Name] {
@@ -664,7 +661,7 @@ func ParseAgentSpec(s string) (AgentConfig, error) {
 		a.Capabilities = DefaultAgent(a.Name).Capabilities
 		a.Description = DefaultAgent(a.Name).Description
 	}
-	if !agentRe.MatchString(a.Name) {
+	if !agentcard.ValidID(a.Name) {
 		return a, fmt.Errorf("agent %q: name must be letters, digits, '_', '.', '-' (at most 64)", s)
 	}
 	return a, nil

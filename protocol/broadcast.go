@@ -233,18 +233,9 @@ func (r *Router) deliverBroadcast(env *envelope.Envelope, from agentcard.Card, v
 	return n
 }
 
-// CheckBroadcastType refuses (INVALID_ENVELOPE) a broadcast of a type that
-// asks for an answer (request, task proposal): no one could answer it.
-func CheckBroadcastType(t envelope.Type) error {
-	if asksForAnswer(t) {
-		return &envelope.InvalidError{Field: "type", Reason: fmt.Sprintf("a %s asks for an answer, and a broadcast cannot be answered", t)}
-	}
-	return nil
-}
-
 // publish sends a broadcast from a local agent.
 func (r *Router) publish(ctx context.Context, env *envelope.Envelope, from agentcard.Card) error {
-	if err := CheckBroadcastType(env.Type); err != nil {
+	if err := envelope.CheckBroadcastType(env.Type); err != nil {
 		return err
 	}
 	if r.bc == nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/fxamacker/cbor/v2"
 
 	"github.com/nova-node/nova-node/envelope"
+	"github.com/nova-node/nova-node/internal/wirecodec"
 )
 
 // Frame kinds on /nova/a2a/1.0.0. Each frame body is one CBOR-encoded
@@ -108,11 +109,11 @@ func appendEnvFrame(dst []byte, ch string, seq uint64, env []byte, ackNow bool) 
 	dst = append(dst, 0x61, 'e')
 	dst = append(dst, env...)
 	dst = append(dst, 0x61, 'h')
-	dst = appendCBORHead(dst, 3, uint64(len(ch))) // text string
+	dst = wirecodec.AppendHead(dst, 3, uint64(len(ch))) // text string
 	dst = append(dst, ch...)
 	dst = append(dst, 0x61, 'k', kindEnvelope) // kinds are < 24: one byte
 	dst = append(dst, 0x61, 's')
-	return appendCBORHead(dst, 0, seq) // unsigned integer
+	return wirecodec.AppendHead(dst, 0, seq) // unsigned integer
 }
 
 // appendFramedEnv appends one envelope frame with its length prefix.
@@ -123,42 +124,11 @@ func appendFramedEnv(dst []byte, ch string, seq uint64, env []byte, ackNow bool)
 
 // envFrameLen is the length of appendEnvFrame's output.
 func envFrameLen(ch string, seq uint64, env []byte, ackNow bool) int {
-	n := 1 + 2 + len(env) + 2 + cborHeadLen(uint64(len(ch))) + len(ch) + 3 + 2 + cborHeadLen(seq)
+	n := 1 + 2 + len(env) + 2 + wirecodec.HeadLen(uint64(len(ch))) + len(ch) + 3 + 2 + wirecodec.HeadLen(seq)
 	if ackNow {
 		n += 3
 	}
 	return n
-}
-
-// appendCBORHead appends the shortest head of major type major with
-// argument v (RFC 8949 section 3, as core deterministic encoding requires).
-func appendCBORHead(dst []byte, major byte, v uint64) []byte {
-	m := major << 5
-	switch {
-	case v < 24:
-		return append(dst, m|byte(v))
-	case v <= 0xff:
-		return append(dst, m|24, byte(v))
-	case v <= 0xffff:
-		return append(dst, m|25, byte(v>>8), byte(v))
-	case v <= 0xffffffff:
-		return append(dst, m|26, byte(v>>24), byte(v>>16), byte(v>>8), byte(v))
-	}
-	return append(dst, m|27, byte(v>>56), byte(v>>48), byte(v>>40), byte(v>>32), byte(v>>24), byte(v>>16), byte(v>>8), byte(v))
-}
-
-func cborHeadLen(v uint64) int {
-	switch {
-	case v < 24:
-		return 1
-	case v <= 0xff:
-		return 2
-	case v <= 0xffff:
-		return 3
-	case v <= 0xffffffff:
-		return 5
-	}
-	return 9
 }
 
 // frameItem is one CBOR item left undecoded in the frame it came in, not

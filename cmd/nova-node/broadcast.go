@@ -6,7 +6,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nova-node/nova-node/envelope"
-	"github.com/nova-node/nova-node/node"
 	"github.com/nova-node/nova-node/node/localapi"
 )
 
@@ -35,7 +34,7 @@ to one agent with ` + "`nova-node send`" + `.`,
 			if err != nil {
 				return &exitError{code: 2, err: err, hint: "--type is one of: " + broadcastTypeList()}
 			}
-			if err := node.CheckBroadcastType(t); err != nil {
+			if err := envelope.CheckBroadcastType(t); err != nil {
 				return &exitError{code: 2, err: err, hint: fmt.Sprintf("to ask for an answer, send to one agent: `nova-node send --to AGENT --type %s` (or --capability ID); broadcast only types nobody answers, like notification", t)}
 			}
 			req.Type, req.To = t, envelope.Broadcast

@@ -180,50 +180,26 @@ func readPayload(cmd *cobra.Command, arg string) (json.RawMessage, error) {
 }
 
 // checkPayloadLimits refuses b, valid JSON given by what, that no envelope
-// can carry: over envelope.MaxPayloadSize bytes once compacted (the form
-// it travels in), or nested deeper than envelope.MaxPayloadDepth. The node
-// would refuse it too, but as a failure with no hint; this is the command
-// line's problem (exit 2).
+// can carry (envelope.CheckPayload, the rules the node applies): over
+// envelope.MaxPayloadSize bytes once compacted (the form it travels in),
+// or nested deeper than envelope.MaxPayloadDepth. The node would refuse it
+// too, but as a failure with no hint; this is the command line's problem
+// (exit 2).
 func checkPayloadLimits(cmd *cobra.Command, what string, b []byte) error {
-	var c bytes.Buffer
-	if err := json.Compact(&c, b); err != nil {
-		return usage(cmd, fmt.Sprintf("%s: %v", what, err))
+	err := envelope.CheckPayload(b)
+	var se *envelope.PayloadSizeError
+	var de *envelope.PayloadDepthError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &se):
+		return usageHint(fmt.Sprintf("%s: the payload is %d bytes, over the %d-byte limit of one envelope", what, se.Size, se.Max),
+			fmt.Sprintf("a payload is at most %d bytes of compact JSON (envelope.MaxPayloadSize): send a reference (a path or URL) instead, or split it over several sends", se.Max))
+	case errors.As(err, &de):
+		return usageHint(fmt.Sprintf("%s: the payload is nested %d levels deep, over the limit of %d", what, de.Depth, de.Max),
+			fmt.Sprintf("arrays and objects nest at most %d levels deep in a payload (envelope.MaxPayloadDepth): flatten it", de.Max))
 	}
-	if n := c.Len(); n > envelope.MaxPayloadSize {
-		return usageHint(fmt.Sprintf("%s: the payload is %d bytes (compact JSON), over the %d-byte limit of one envelope", what, n, envelope.MaxPayloadSize),
-			fmt.Sprintf("a payload is at most %d bytes of compact JSON (envelope.MaxPayloadSize): send a reference (a path or URL) instead, or split it over several sends", envelope.MaxPayloadSize))
-	}
-	if d := jsonDepth(c.Bytes()); d > envelope.MaxPayloadDepth {
-		return usageHint(fmt.Sprintf("%s: the payload is nested %d levels deep, over the limit of %d", what, d, envelope.MaxPayloadDepth),
-			fmt.Sprintf("arrays and objects nest at most %d levels deep in a payload (envelope.MaxPayloadDepth): flatten it", envelope.MaxPayloadDepth))
-	}
-	return nil
-}
-
-// jsonDepth is the deepest nesting of arrays and objects in b, valid JSON.
-func jsonDepth(b []byte) int {
-	depth, deepest, inString, escaped := 0, 0, false, false
-	for _, ch := range b {
-		switch {
-		case inString:
-			switch {
-			case escaped:
-				escaped = false
-			case ch == '\\':
-				escaped = true
-			case ch == '"':
-				inString = false
-			}
-		case ch == '"':
-			inString = true
-		case ch == '[' || ch == '{':
-			depth++
-			deepest = max(deepest, depth)
-		case ch == ']' || ch == '}':
-			depth--
-		}
-	}
-	return deepest
+	return usage(cmd, fmt.Sprintf("%s: %v", what, err))
 }
 
 func typeList() string {
@@ -238,7 +214,7 @@ func typeList() string {
 func broadcastTypeList() string {
 	var s []string
 	for _, t := range envelope.Types() {
-		if node.CheckBroadcastType(t) == nil {
+		if envelope.CheckBroadcastType(t) == nil {
 			s = append(s, string(t))
 		}
 	}

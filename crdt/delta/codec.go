@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/fxamacker/cbor/v2"
+
+	"github.com/nova-node/nova-node/internal/wirecodec"
 )
 
 // MaxEncodedSize is the largest encoding, in bytes, that the encoders
@@ -17,13 +19,15 @@ const MaxEncodedSize = 8 << 20
 // ErrTooLarge reports a state whose encoding would exceed MaxEncodedSize.
 var ErrTooLarge = errors.New("delta: encoding larger than MaxEncodedSize")
 
-// Decoder limits. The formats nest at most five levels; arrays are long
-// only in big documents (one element per entry, three per context range).
-const (
-	cborMaxNestedLevels  = 8
-	cborMaxArrayElements = 1 << 19
-	cborMaxMapPairs      = MaxClockEntries
-)
+// decLimits are the structure limits of the decoders. The formats nest at
+// most five levels; arrays are long only in big documents (one element per
+// entry, three per context range). Unknown map fields (sync messages only)
+// are ignored, for forward compatibility.
+var decLimits = wirecodec.Limits{
+	MaxNestedLevels:  8,
+	MaxArrayElements: 1 << 19,
+	MaxMapPairs:      MaxClockEntries,
+}
 
 // The format: version, then what the bytes hold.
 const (
@@ -32,45 +36,18 @@ const (
 	formatDelta   = 2
 )
 
-var encMode, decMode = mustModes()
+var encMode, decMode = mustEncMode(), wirecodec.NewDecMode(decLimits)
 
-func mustModes() (cbor.EncMode, cbor.DecMode) {
+// mustEncMode is core deterministic encoding with nil slices and maps as
+// empty ones, so that a nil and an empty value encode alike.
+func mustEncMode() cbor.EncMode {
 	eo := cbor.CoreDetEncOptions()
 	eo.NilContainers = cbor.NilContainerAsEmpty
 	em, err := eo.EncMode()
 	if err != nil {
 		panic("delta: cbor encoding options: " + err.Error()) // a bug, caught by any test
 	}
-	dm, err := decOptions().DecMode()
-	if err != nil {
-		panic("delta: cbor decoding options: " + err.Error()) // a bug, caught by any test
-	}
-	return em, dm
-}
-
-// decOptions are the decoding options for untrusted input.
-func decOptions() cbor.DecOptions {
-	return cbor.DecOptions{
-		// Structure limits; the input size is checked before decoding.
-		MaxNestedLevels:  cborMaxNestedLevels,
-		MaxArrayElements: cborMaxArrayElements,
-		MaxMapPairs:      cborMaxMapPairs,
-		// One meaning per input: no duplicate keys, no indefinite
-		// lengths, field names matched exactly.
-		DupMapKey:         cbor.DupMapKeyEnforcedAPF,
-		IndefLength:       cbor.IndefLengthForbidden,
-		FieldNameMatching: cbor.FieldNameMatchingCaseSensitive,
-		// No tags anywhere: no bignums, times or unknown tag numbers.
-		TagsMd:    cbor.TagsForbidden,
-		BignumTag: cbor.BignumTagForbidden,
-		// Text must be UTF-8; a byte string is never a Go string.
-		UTF8:                cbor.UTF8RejectInvalid,
-		ByteStringToString:  cbor.ByteStringToStringForbidden,
-		FieldNameByteString: cbor.FieldNameByteStringForbidden,
-		// Unknown map fields (sync messages only) are ignored, for
-		// forward compatibility.
-		ExtraReturnErrors: cbor.ExtraDecErrorNone,
-	}
+	return em
 }
 
 // wireState is the encoding of a Doc (formatDoc) or a Delta (formatDelta).

@@ -8,10 +8,12 @@ import (
 
 	"github.com/fxamacker/cbor/v2"
 	"pgregory.net/rapid"
+
+	"github.com/nova-node/nova-node/internal/wirecodec"
 )
 
 func TestDecOptions(t *testing.T) {
-	o := decOptions()
+	o := wirecodec.DecOptions(decLimits)
 	if o.MaxNestedLevels != 8 || o.MaxArrayElements != 1<<19 || o.MaxMapPairs != MaxClockEntries ||
 		o.DupMapKey != cbor.DupMapKeyEnforcedAPF || o.IndefLength != cbor.IndefLengthForbidden ||
 		o.TagsMd != cbor.TagsForbidden || o.UTF8 != cbor.UTF8RejectInvalid {

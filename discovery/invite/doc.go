@@ -30,12 +30,14 @@
 //
 // At most [MaxTokenLen] characters (checked before anything else), 32
 // bootstrap and 32 relay addresses of at most 512 bytes each; the CBOR
-// decoder refuses tags, indefinite lengths, duplicate keys, unknown keys
-// and invalid UTF-8.
+// decoder (internal/wirecodec's, shared by every decoder of peer input)
+// refuses tags, indefinite lengths, duplicate keys, unknown keys, invalid
+// UTF-8 and byte strings where text belongs.
 //
 // # What it may import
 //
-// The standard library and fxamacker/cbor only: no libp2p, no network, no
-// goroutines. The caller (the node) turns the addresses into
+// The standard library and internal/wirecodec (the shared CBOR
+// configuration, a leaf over fxamacker/cbor) only: no libp2p, no network,
+// no goroutines. The caller (the node) turns the addresses into
 // peer.AddrInfo (discovery.ParseAddrs) and the secret into a PSK.
 package invite

@@ -11,7 +11,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/fxamacker/cbor/v2"
+	"github.com/nova-node/nova-node/internal/wirecodec"
 )
 
 // Prefix starts every token of this format: "nova", then the format
@@ -66,33 +66,30 @@ type wire struct {
 }
 
 var (
-	enc = func() cbor.EncMode {
-		m, err := cbor.CoreDetEncOptions().EncMode()
-		if err != nil {
-			panic(err)
-		}
-		return m
-	}()
-	dec = func() cbor.DecMode {
-		m, err := cbor.DecOptions{
-			DupMapKey:         cbor.DupMapKeyEnforcedAPF,
-			IndefLength:       cbor.IndefLengthForbidden,
-			TagsMd:            cbor.TagsForbidden,
-			MaxNestedLevels:   4,
-			MaxArrayElements:  MaxAddrs,
-			MaxMapPairs:       16,
-			ExtraReturnErrors: cbor.ExtraDecErrorUnknownField,
-			UTF8:              cbor.UTF8RejectInvalid,
-		}.DecMode()
-		if err != nil {
-			panic(err)
-		}
-		return m
-	}()
+	enc = wirecodec.EncMode()
+	// dec is the hardened decoder with a token's limits: it nests two
+	// levels, its arrays are the address lists, and a token is a closed
+	// format (an unknown key is an error).
+	dec = wirecodec.NewDecMode(wirecodec.Limits{
+		MaxNestedLevels:     4,
+		MaxArrayElements:    MaxAddrs,
+		MaxMapPairs:         16,
+		RejectUnknownFields: true,
+	})
 	b32 = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
 )
 
-var swarmRe = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
+// SwarmPattern is the rule of a swarm name, whose one home is here (the
+// lowest package that the node's config, discovery and invites all
+// import): lower-case letters, digits and '-', starting with a letter or
+// digit, at most 63 characters, so that it is a safe segment of topics,
+// DHT keys and the mDNS service name.
+const SwarmPattern = `^[a-z0-9][a-z0-9-]{0,62}$`
+
+var swarmRe = regexp.MustCompile(SwarmPattern)
+
+// ValidSwarm reports whether name is a valid swarm name ([SwarmPattern]).
+func ValidSwarm(name string) bool { return swarmRe.MatchString(name) }
 
 // GenerateSecret returns a new random 32-byte swarm secret.
 func GenerateSecret() ([]byte, error) {
@@ -109,7 +106,7 @@ func GenerateSecret() ([]byte, error) {
 // supported protocols (see the package doc) ending in /p2p/<peerID>.
 // Errors match [ErrInvalid] and name the field.
 func (t Token) Validate() error {
-	if !swarmRe.MatchString(t.Swarm) {
+	if !ValidSwarm(t.Swarm) {
 		return fmt.Errorf("%w: swarm %.80q must be lower-case letters, digits and '-', at most 63", ErrInvalid, t.Swarm)
 	}
 	if len(t.Secret) != 0 && len(t.Secret) != SecretLen {

@@ -278,3 +278,14 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+func TestValidSwarm(t *testing.T) {
+	for s, want := range map[string]bool{
+		"a": true, "home-lab": true, "0": true, strings.Repeat("a", 63): true,
+		"": false, "-a": false, "Home": false, "a_b": false, "a.b": false, strings.Repeat("a", 64): false, "a\n": false,
+	} {
+		if got := invite.ValidSwarm(s); got != want {
+			t.Errorf("ValidSwarm(%q) = %v", s, got)
+		}
+	}
+}

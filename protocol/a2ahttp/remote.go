@@ -71,7 +71,7 @@ func NewRemoteAgent(ctx context.Context, c *Client, id, url string, opts ...Remo
 	if r.id == "" {
 		r.id = sanitizeID(r.card.Name, `[^A-Za-z0-9_.-]+`, 64)
 	}
-	if !validMeshID(r.id) {
+	if !agentcard.ValidID(r.id) {
 		return nil, fmt.Errorf("a2ahttp: remote agent id %q is not a valid agent id", r.id)
 	}
 	if err := r.Card().Validate(); err != nil {
@@ -301,10 +301,6 @@ func sanitizeID(s, re string, max int) string {
 	}
 	return strings.TrimRight(s, "-")
 }
-
-var meshID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
-
-func validMeshID(s string) bool { return meshID.MatchString(s) }
 
 func truncateRunes(s string, max int) string {
 	if !utf8.ValidString(s) {

@@ -8,21 +8,20 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
+	"github.com/nova-node/nova-node/agentcard"
 	"github.com/nova-node/nova-node/envelope"
 )
 
 // Limits enforced by Validate and the decoders. Lengths are in bytes of UTF-8.
 const (
-	MaxPayloadSize     = 64 << 10             // an encoded proposal, accept or reject
-	MaxDescriptionLen  = 16 << 10             // taskDescription
-	MaxCapabilities    = 64                   // entries in requiredCapabilities
-	MaxCapabilityLen   = 128                  // one capability id
-	MaxAgentLen        = envelope.MaxAgentLen // agent addresses
-	MaxReasonLen       = 64                   // a reject reason code
-	MaxEstimateMs      = 1 << 53              // estimatedCompletionMs; deadlineMs too
+	MaxPayloadSize     = 64 << 10                     // an encoded proposal, accept or reject
+	MaxDescriptionLen  = 16 << 10                     // taskDescription
+	MaxCapabilities    = 64                           // entries in requiredCapabilities
+	MaxCapabilityLen   = agentcard.MaxCapabilityIDLen // one capability id
+	MaxAgentLen        = envelope.MaxAgentLen         // agent addresses
+	MaxReasonLen       = 64                           // a reject reason code
+	MaxEstimateMs      = 1 << 53                      // estimatedCompletionMs; deadlineMs too
 	maxJSONSafeInteger = 1 << 53
 )
 
@@ -275,18 +274,16 @@ func decodeInt(field string, raw json.RawMessage) (int64, error) {
 }
 
 // checkDescription: non-blank UTF-8 text without control characters other
-// than tab, newline and carriage return.
+// than tab, newline and carriage return (envelope.CheckText).
 func checkDescription(field, s string) error {
 	if strings.TrimSpace(s) == "" {
 		return invalid(field, "must not be empty: say what the task is")
 	}
-	if len(s) > MaxDescriptionLen {
-		return invalid(field, "%d bytes, over the %d-byte limit", len(s), MaxDescriptionLen)
-	}
-	return checkChars(field, s, true)
+	return checkText(field, s, MaxDescriptionLen, true)
 }
 
-// checkAgent: an agent address, 1..MaxAgentLen bytes, no control characters.
+// checkAgent: an agent address, 1..MaxAgentLen bytes without leading or
+// trailing white space, no control characters (envelope.CheckText).
 func checkAgent(field, s string, optional bool) error {
 	if s == "" {
 		if optional {
@@ -294,23 +291,16 @@ func checkAgent(field, s string, optional bool) error {
 		}
 		return invalid(field, "must not be empty: give an agent name or name@peerID")
 	}
-	if len(s) > MaxAgentLen {
-		return invalid(field, "%d bytes, over the %d-byte limit", len(s), MaxAgentLen)
-	}
 	if strings.TrimSpace(s) != s {
 		return invalid(field, "leading or trailing white space in %s", quote(s))
 	}
-	return checkChars(field, s, false)
+	return checkText(field, s, MaxAgentLen, false)
 }
 
-func checkChars(field, s string, newlines bool) error {
-	if !utf8.ValidString(s) {
-		return invalid(field, "not valid utf-8")
-	}
-	for i, r := range s {
-		if unicode.IsControl(r) && !(newlines && (r == '\t' || r == '\n' || r == '\r')) {
-			return invalid(field, "control character U+%04X at offset %d", r, i)
-		}
+// checkText reports envelope.CheckText's verdict on s as field's.
+func checkText(field, s string, limit int, newlines bool) error {
+	if err := envelope.CheckText(s, limit, newlines); err != nil {
+		return invalid(field, "%s", err.Error())
 	}
 	return nil
 }
@@ -334,25 +324,10 @@ func checkCapabilities(field string, caps []string) error {
 	return nil
 }
 
-// CheckCapabilityID reports whether id is a valid capability id, as on an
-// agent card: ^[A-Za-z0-9][A-Za-z0-9_.:/-]{0,127}$. The error says why not.
-func CheckCapabilityID(id string) error {
-	if id == "" {
-		return errorString("capability id must not be empty")
-	}
-	if len(id) > MaxCapabilityLen {
-		return errorString("capability id is " + strconv.Itoa(len(id)) + " bytes, over the " +
-			strconv.Itoa(MaxCapabilityLen) + "-byte limit")
-	}
-	for i := 0; i < len(id); i++ {
-		c := id[i]
-		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
-		if i == 0 && !alnum || !alnum && !strings.ContainsRune("_.:/-", rune(c)) {
-			return errorString("capability id " + quote(id) + " must match ^[A-Za-z0-9][A-Za-z0-9_.:/-]{0,127}$")
-		}
-	}
-	return nil
-}
+// CheckCapabilityID is [agentcard.CheckCapabilityID], the capability-id
+// rule of agent cards: ^[A-Za-z0-9][A-Za-z0-9_.:/-]{0,127}$. The error
+// says why not.
+func CheckCapabilityID(id string) error { return agentcard.CheckCapabilityID(id) }
 
 // checkReason: an upper-case reason code.
 func checkReason(field, s string) error {
@@ -372,7 +347,3 @@ func checkReason(field, s string) error {
 	}
 	return nil
 }
-
-type errorString string
-
-func (e errorString) Error() string { return string(e) }

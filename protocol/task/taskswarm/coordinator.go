@@ -1662,7 +1662,7 @@ func (c *Coordinator) resume(ctx context.Context, ids []string) {
 // published with the swarm). The key "progress" belongs to the
 // Coordinator.
 func (c *Coordinator) SetShared(ctx context.Context, swarmID, key string, value json.RawMessage) error {
-	if err := checkID("key", key); err != nil || len(key) > MaxSharedKeyLen {
+	if envelope.CheckID(key, MaxSharedKeyLen) != nil {
 		return invalid("key", "must be 1..%d bytes of printable ascii without spaces", MaxSharedKeyLen)
 	}
 	if key == "progress" {

@@ -6,9 +6,10 @@ import (
 	"errors"
 	"strconv"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
+	"github.com/nova-node/nova-node/agentcard"
+	"github.com/nova-node/nova-node/envelope"
 	"github.com/nova-node/nova-node/protocol/task/negotiation"
 )
 
@@ -18,7 +19,7 @@ const (
 	MaxSubTasks       = 256                           // sub-tasks per swarm
 	MaxDescriptionLen = negotiation.MaxDescriptionLen // task and sub-task descriptions
 	MaxCapabilities   = negotiation.MaxCapabilities   // required capabilities
-	MaxIDLen          = 128                           // swarm and sub-task ids
+	MaxIDLen          = envelope.MaxIDLen             // swarm and sub-task ids
 	MaxResultSize     = 64 << 10                      // one sub-task result (compact JSON)
 	MaxErrorLen       = 4096                          // a failure message
 	MaxPayloadSize    = 128 << 10                     // an encoded Task or Result
@@ -325,52 +326,38 @@ func decodeObject(b []byte, v any) error {
 	return nil
 }
 
-// checkID: 1..MaxIDLen bytes of printable ASCII without spaces, so that a
-// swarm id can serve as a correlation thread.
+// checkID: 1..MaxIDLen bytes of printable ASCII without spaces
+// (envelope.CheckID), so that a swarm id can serve as a correlation thread.
 func checkID(field, s string) error {
-	if s == "" {
-		return invalid(field, "must not be empty")
-	}
-	if len(s) > MaxIDLen {
-		return invalid(field, "%d bytes, over the %d-byte limit", len(s), MaxIDLen)
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x21 || c > 0x7e {
-			return invalid(field, "byte 0x%02x at offset %d is not printable ascii", c, i)
-		}
+	if err := envelope.CheckID(s, MaxIDLen); err != nil {
+		return invalid(field, "%s", err.Error())
 	}
 	return nil
 }
 
 // checkText: non-blank UTF-8 without control characters but tab, newline
-// and carriage return.
+// and carriage return (envelope.CheckText).
 func checkText(field, s string, limit int) error {
 	if strings.TrimSpace(s) == "" {
 		return invalid(field, "must not be empty")
 	}
-	if len(s) > limit {
-		return invalid(field, "%d bytes, over the %d-byte limit", len(s), limit)
-	}
-	if !utf8.ValidString(s) {
-		return invalid(field, "not valid utf-8")
-	}
-	for i, r := range s {
-		if unicode.IsControl(r) && r != '\t' && r != '\n' && r != '\r' {
-			return invalid(field, "control character U+%04X at offset %d", r, i)
-		}
+	if err := envelope.CheckText(s, limit, true); err != nil {
+		return invalid(field, "%s", err.Error())
 	}
 	return nil
 }
 
-// checkAgent: an agent address.
+// checkAgent: an agent address, as in an envelope's sender and recipient:
+// no control characters at all (envelope.CheckText), and no leading or
+// trailing white space.
 func checkAgent(field, s string) error {
 	if s == "" || strings.TrimSpace(s) != s {
 		return invalid(field, "must be an agent name or name@peerID, got %s", quote(s))
 	}
-	if len(s) > negotiation.MaxAgentLen {
-		return invalid(field, "%d bytes, over the %d-byte limit", len(s), negotiation.MaxAgentLen)
+	if err := envelope.CheckText(s, negotiation.MaxAgentLen, false); err != nil {
+		return invalid(field, "%s", err.Error())
 	}
-	return checkText(field, s, negotiation.MaxAgentLen)
+	return nil
 }
 
 func checkCaps(field string, caps []string) error {
@@ -378,7 +365,7 @@ func checkCaps(field string, caps []string) error {
 		return invalid(field, "%d entries, over the limit of %d", len(caps), MaxCapabilities)
 	}
 	for i, c := range caps {
-		if err := negotiation.CheckCapabilityID(c); err != nil {
+		if err := agentcard.CheckCapabilityID(c); err != nil {
 			return invalid(field+"["+strconv.Itoa(i)+"]", "%s", err.Error())
 		}
 		for j := range i {
