@@ -91,8 +91,10 @@
 // manager's under outChannel.mu, and at Start, under Router.mu, the
 // Store's and GossipSub's (joining the broadcast topic); none of them calls
 // back into the Router. No mutex is held across a handler call, a dial or
-// a wait for a peer, except outStream.wmu and inStream.mu, which are held
-// while their frames are written to the stream.
+// a wait for a peer, except while frames are written to a stream:
+// outChannel.sendMu and outStream.wmu on the sending side, inStream.mu on
+// the receiving one (see outChannel's fields for why a sender's wait there
+// never stops the stream's reader).
 //
 // Two ways of locking are outside the order, as neither can wait: TryLock
 // (the outbound stream's reader takes outChannel.mu only if it is free, see
