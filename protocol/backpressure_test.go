@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/nova-node/nova-node/envelope"
+	"github.com/nova-node/nova-node/protocol"
 )
 
 // TestSenderBlockedOnTheStreamStillTakesAcks: a sender that outpaces its
@@ -15,6 +16,7 @@ import (
 // once: if the reader of acks waited for the blocked sender's channel,
 // neither node would move again.
 func TestSenderBlockedOnTheStreamStillTakesAcks(t *testing.T) {
+	protocol.WithoutLockOrderChecks(t) // 60,000 envelopes
 	routers, f := mockPair(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()

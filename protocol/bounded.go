@@ -1,7 +1,5 @@
 package protocol
 
-import "sync"
-
 // bounded is a mutex-guarded map that remembers at least its max most
 // recent keys and at most 2*max, so nothing a peer sends can grow it without
 // limit. Keys are comparable values (struct keys avoid building a string per
@@ -16,7 +14,7 @@ import "sync"
 // a generation's storage is allocated once, at the size it will have, and
 // then reused.
 type bounded[K comparable, V any] struct {
-	mu  sync.Mutex
+	mu  orderedMutex[lockBounded]
 	max int
 	cur map[K]V
 	old map[K]V

@@ -2,7 +2,6 @@ package protocol
 
 import (
 	"bufio"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -32,11 +31,11 @@ const (
 // inStream is the writing half of an inbound stream: the stream loop and
 // the channel workers send opened/ack/nack frames through it, and its ack
 // timer sends the coalesced acknowledgements (on a Router goroutine).
-// Lock order: inStream.mu before inChannel.mu.
+// Lock order: see package doc.
 type inStream struct {
 	r   *Router
 	st  network.Stream
-	mu  sync.Mutex
+	mu  orderedMutex[lockInStream]
 	bw  *bufio.Writer
 	err error
 	dl  deadline
@@ -209,7 +208,7 @@ type inChannel struct {
 	id    string
 	cards atomic.Pointer[inCards] // replaced whole when a re-open refreshes them: read without mu by the stream loop
 
-	mu        sync.Mutex
+	mu        orderedMutex[lockInChannel]
 	watermark uint64
 	acked     uint64 // highest watermark sent in an ack
 	queued    uint64 // highest sequence accepted into the queue

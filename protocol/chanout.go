@@ -41,7 +41,7 @@ type outChannel struct {
 	from, to string // canonical agent addresses
 	p        peer.ID
 
-	mu        sync.Mutex // release with unlock, which hands over what the stream reported meanwhile
+	mu        orderedMutex[lockChannel] // release with unlock, which hands over what the stream reported meanwhile
 	m         *channel.Machine
 	st        *outStream // the transport while open
 	timer     *time.Timer
@@ -58,7 +58,7 @@ type outChannel struct {
 	// mu (flushSends), holding sendMu, which keeps this channel's frames in
 	// sequence order. A sender whose peer stops reading still blocks in
 	// Post (the backpressure), but only on sendMu and the stream.
-	sendMu     sync.Mutex
+	sendMu     orderedMutex[lockChannelSend]
 	sendSt     *outStream  // under mu
 	sendBuf    []byte      // under mu: length-prefixed envelope frames
 	spareBuf   []byte      // under sendMu: the buffer last written, for reuse
@@ -70,7 +70,7 @@ type outChannel struct {
 	// whoever holds mu (see fromStream): the reader never blocks on mu,
 	// which a sender may hold while its write waits for the peer to read,
 	// and the peer may be waiting for this reader to take its acks.
-	evMu  sync.Mutex
+	evMu  orderedMutex[lockChannelEvents]
 	evs   []streamEvent
 	evDue atomic.Bool
 }
@@ -147,12 +147,12 @@ func (r *Router) outChannelFor(from, to string, p peer.ID) *outChannel {
 		return c
 	}
 	// The new channel has its machine, and its mutex held, before anyone
-	// else can see it: taking c.mu under r.mu is safe only because nobody
-	// else can hold it yet (the lock order is c.mu, then r.mu).
+	// else can see it: c.mu ranks before r.mu (lock order: see package
+	// doc), and is taken under it only because nobody else can hold it yet.
 	c = r.newOutChannel(from, to, p)
 	m, acts := channel.New(r.o.channel)
 	c.m = m
-	c.mu.Lock()
+	c.mu.lockUnshared()
 	r.outByPair[key] = c
 	r.outByID[c.id] = c
 	r.mu.Unlock()

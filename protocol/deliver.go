@@ -249,7 +249,7 @@ func (r *Router) deliverSync(env *envelope.Envelope, from, to agentcard.Card, ou
 // busy, to the request waiting for it, recording it as seen. It reports
 // whether env needs nothing more (handed over, or a duplicate); otherwise
 // it is left unrecorded, for the worker to deliver in its turn. Called
-// under the channel's mutex, which comes before r.pmu.
+// under the channel's mutex (lock order: see package doc).
 func (r *Router) takeAnswer(env *envelope.Envelope, from, to agentcard.Card, at time.Time) bool {
 	key := seenKey{from: env.Sender, id: env.ID}
 	if !r.seen.addNew(key) {

@@ -2,7 +2,6 @@ package protocol
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"github.com/nova-node/nova-node/internal/clock"
@@ -17,7 +16,7 @@ type handlerCtx struct {
 	parent   context.Context
 	deadline time.Time
 
-	mu    sync.Mutex
+	mu    orderedMutex[lockHandlerCtx]
 	done  chan struct{}  // made by the first Done
 	err   error          // set once: the deadline, the parent's end or release
 	stops [2]func() bool // the deadline timer and the parent watch, once made

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -33,7 +32,7 @@ type outStream struct {
 	done   chan struct{}
 	opened time.Time
 
-	wmu  sync.Mutex
+	wmu  orderedMutex[lockStreamWrite]
 	bw   *bufio.Writer
 	werr error
 	dl   deadline // under wmu
@@ -43,7 +42,7 @@ type outStream struct {
 	writes, reads atomic.Uint64
 	probing       atomic.Bool
 
-	mu      sync.Mutex
+	mu      orderedMutex[lockOutStream]
 	err     error
 	opening map[string]chan openResult // channel id -> waiter for opened/refusal
 	bound   map[*outChannel]struct{}   // channels open on this stream
@@ -350,8 +349,8 @@ func (r *Router) stream(ctx context.Context, p peer.ID) (*outStream, error) {
 	}
 }
 
-// reached forgets that p could not be reached (see Router.reach). The
-// memory has its own lock, a leaf: callers may hold r.mu.
+// reached forgets that p could not be reached (see Router.reach). Callers
+// may hold r.mu (lock order: see package doc).
 func (r *Router) reached(p peer.ID) {
 	if _, ok := r.unreached.get(p); ok {
 		r.unreached.remove(p)

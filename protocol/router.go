@@ -50,9 +50,7 @@ type ErrorPayload struct {
 // otherwise. Every delivery, sent or received, passes the tier and sandbox
 // rules on this node.
 //
-// Lock order: Router.mu may be taken while holding nothing; Router.pmu is a
-// leaf (nothing is taken while holding it); outStream.mu is
-// never held while taking Router.mu.
+// Lock order: see the package doc.
 type Router struct {
 	h       host.Host
 	self    peer.ID
@@ -62,7 +60,7 @@ type Router struct {
 	o       options
 	log     *zap.SugaredLogger
 
-	mu            sync.Mutex
+	mu            orderedMutex[lockRouter]
 	started       bool
 	closed        bool
 	running       atomic.Bool                        // started and not closed: read on every message without mu
@@ -78,10 +76,10 @@ type Router struct {
 	regreetTimers map[peer.ID]*time.Timer          // pending re-greetings, at most one per peer
 	unreached     *bounded[peer.ID, time.Time]     // peers a stream could not be opened to, since last reached (see reach)
 	inbound       map[network.Stream]struct{}
-	watermarksAt  time.Time     // last write of watermarks alone (persist; its callers do not overlap)
-	persistIdle   atomic.Bool   // the persister sleeps until persistKick (see persistLoop)
-	persistKick   chan struct{} // wakes an idle persister; holds one
-	pmu           sync.Mutex    // guards pending and expiry: taken for every request and answer
+	watermarksAt  time.Time                 // last write of watermarks alone (persist; its callers do not overlap)
+	persistIdle   atomic.Bool               // the persister sleeps until persistKick (see persistLoop)
+	persistKick   chan struct{}             // wakes an idle persister; holds one
+	pmu           orderedMutex[lockPending] // guards pending and expiry: taken for every request and answer
 	pending       map[pendingKey]*pendingReq
 	pendingIDs    map[string]pendingKey // requests inside a thread, by their own ID
 	expiry        expiry
@@ -90,7 +88,7 @@ type Router struct {
 	seen          seenSet                   // envelopes delivered here
 	answered      seenSet                   // questions sent from here whose answer came (they arrived, acked or not)
 	sealed        map[string]sealedCard
-	rosterMu      sync.Mutex // orders roster snapshots: a higher rosterSeq is a later snapshot
+	rosterMu      orderedMutex[lockRoster] // orders roster snapshots: a higher rosterSeq is a later snapshot
 	rosterSeq     uint64
 	rosterBoot    uint64                        // random per Router: a restarted peer's sequence starts again
 	rosters       *bounded[peer.ID, rosterMark] // the newest roster applied per peer (see retainCards)

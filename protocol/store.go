@@ -1,7 +1,5 @@
 package protocol
 
-import "sync"
-
 // Store persists what must survive a restart: outbound envelopes not yet
 // acknowledged (the outbox) and the watermark of each inbound channel (so a
 // retransmission after a restart is recognised as a duplicate). node
@@ -43,7 +41,7 @@ type OutboxOp struct {
 // MemStore is an in-memory Store: what a router without persistence uses,
 // and a reference for tests.
 type MemStore struct {
-	mu    sync.Mutex
+	mu    orderedMutex[lockMemStore]
 	chans map[string]*OutboxChannel
 	marks map[string]uint64
 }
