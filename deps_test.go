@@ -77,7 +77,7 @@ var packages = map[string]pkg{
 	"internal/cputime":               {layer: leaf},
 	"internal/leakcheck":             {layer: leaf},
 	"internal/srccheck":              {layer: leaf},
-	"internal/streamscope":           {layer: leaf},
+	"internal/streamscope":           {layer: leaf, also: "internal/clock"},
 	"internal/streamscope/scopetest": {layer: leaf}, // test hosts with a resource manager
 	"tiers":                          {layer: leaf, pure: true},
 	"sandbox":                        {layer: leaf, pure: true},
@@ -86,7 +86,7 @@ var packages = map[string]pkg{
 	"envelope":         {layer: model, pure: true, uses: cbor, bad: noReflect},
 	"crdt/delta":       {layer: model, pure: true, uses: cbor, bad: join(deterministic, noReflect), documented: true},
 	"discovery/invite": {layer: model, pure: true, uses: cbor},
-	"agentcard": {layer: model, pure: true, uses: "tiers " + libp2pValues,
+	"agentcard": {layer: model, pure: true, uses: "tiers internal/wirecodec " + libp2pValues,
 		bad: map[string]string{"log": "errors are returned, not logged"}},
 
 	"protocol/task/negotiation": {layer: service, pure: true, uses: "envelope agentcard", documented: true},
