@@ -190,7 +190,7 @@ func (r *Router) emitFailure(env *envelope.Envelope, c *outChannel, err error) {
 	r.o.sink.Emit(Event{Type: EventError, Time: clock.Now(), EnvelopeID: env.ID, Sender: env.Sender, Recipient: env.Recipient,
 		MessageType: env.Type, Path: PathRemote, Code: CodeOf(err), Detail: err.Error(), Peer: c.p, SourceTier: -1, TargetTier: -1})
 	// A request waiting for its answer learns of the failure at once.
-	if env.Type == envelope.TypeRequest || env.Type == envelope.TypeTaskProposal {
+	if env.Type.AsksForAnswer() {
 		r.pmu.Lock()
 		key := pendingKey{thread: env.ThreadID(), agentPair: agentPair{from: env.Sender, to: env.Recipient}}
 		if pr := r.pending[key]; pr != nil && pr.id == env.ID {
@@ -291,7 +291,7 @@ func (r *Router) matchAnswer(env *envelope.Envelope) bool {
 // answer came: it arrived, though its channel may fail it before the
 // receiver's coalesced ack (the receiver stopping just after answering).
 func (r *Router) wasAnswered(env *envelope.Envelope) bool {
-	return asksForAnswer(env.Type) && r.answered.has(seenKey{from: env.Sender, id: env.ID})
+	return env.Type.AsksForAnswer() && r.answered.has(seenKey{from: env.Sender, id: env.ID})
 }
 
 // forgetChannel drops closed channel c from the Router's indexes.

@@ -248,7 +248,7 @@ func (rd *inReader) frame(body []byte, at time.Time) (ic *inChannel, ask bool, e
 			}
 		}
 		if r.accept(ic, out, it) {
-			return ic, it.env != nil && it.err == nil && asksForAnswer(it.env.Type), nil
+			return ic, it.env != nil && it.err == nil && it.env.Type.AsksForAnswer(), nil
 		}
 		return nil, false, nil
 	}

@@ -960,17 +960,12 @@ func isAnswerType(t envelope.Type) bool {
 	return false
 }
 
-// asksForAnswer reports whether envelopes of type t may be answered.
-func asksForAnswer(t envelope.Type) bool {
-	return t == envelope.TypeRequest || t == envelope.TypeTaskProposal
-}
-
 // noteAsked records that env's sender asked its recipient something in
 // env's thread, on the asking node (when it leaves) and on the answering
 // node (when it arrives), so that the answer passes both nodes' policy as a
 // reply. env's addresses are canonical (prepared or received).
 func (r *Router) noteAsked(env *envelope.Envelope) {
-	if asksForAnswer(env.Type) {
+	if env.Type.AsksForAnswer() {
 		r.answerable.add(askKey{env.ThreadID(), env.Sender, env.Recipient})
 	}
 }
@@ -1224,7 +1219,7 @@ func (r *Router) recordEncoded(env *envelope.Envelope, raw []byte) {
 // encoding: what the router and its agents do with env afterwards does not
 // change it).
 func recordable(env *envelope.Envelope) bool {
-	return env.CorrelationID != "" || env.Type == envelope.TypeRequest || env.Type == envelope.TypeTaskProposal
+	return env.CorrelationID != "" || env.Type.AsksForAnswer()
 }
 
 // sendBroadcast publishes env (recipient "*") on the swarm's topic. Every

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nova-node/nova-node/agentcard"
 	"github.com/nova-node/nova-node/envelope"
 	"github.com/nova-node/nova-node/internal/planets"
 	"github.com/nova-node/nova-node/protocol/task/negotiation"
@@ -24,7 +25,7 @@ func TestAgentsMatchTheSeed(t *testing.T) {
 	}
 	known := map[string]bool{}
 	for _, c := range planets.Capabilities() {
-		if err := negotiation.CheckCapabilityID(c.ID); err != nil || c.Description == "" || known[c.ID] {
+		if err := agentcard.CheckCapabilityID(c.ID); err != nil || c.Description == "" || known[c.ID] {
 			t.Errorf("capability %+v: %v", c, err)
 		}
 		known[c.ID] = true

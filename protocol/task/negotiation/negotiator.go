@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nova-node/nova-node/agentcard"
 	"github.com/nova-node/nova-node/envelope"
 )
 
@@ -358,7 +359,7 @@ func (n *Negotiator) Propose(ctx context.Context, from, to string, p Proposal, o
 		return Record{}, err
 	}
 	if opts.ByCapability {
-		if err := CheckCapabilityID(to); err != nil {
+		if err := agentcard.CheckCapabilityID(to); err != nil {
 			return Record{}, invalid("to", "%s", err.Error())
 		}
 	} else if err := checkAgent("to", to, false); err != nil {

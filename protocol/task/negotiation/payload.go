@@ -312,7 +312,7 @@ func checkCapabilities(field string, caps []string) error {
 	}
 	for i, c := range caps {
 		f := field + "[" + strconv.Itoa(i) + "]"
-		if err := CheckCapabilityID(c); err != nil {
+		if err := agentcard.CheckCapabilityID(c); err != nil {
 			return invalid(f, "%s", err.Error())
 		}
 		for j := range i {
@@ -323,11 +323,6 @@ func checkCapabilities(field string, caps []string) error {
 	}
 	return nil
 }
-
-// CheckCapabilityID is [agentcard.CheckCapabilityID], the capability-id
-// rule of agent cards: ^[A-Za-z0-9][A-Za-z0-9_.:/-]{0,127}$. The error
-// says why not.
-func CheckCapabilityID(id string) error { return agentcard.CheckCapabilityID(id) }
 
 // checkReason: an upper-case reason code.
 func checkReason(field, s string) error {
