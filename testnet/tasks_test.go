@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/nova-node/nova-node/envelope"
+	"github.com/nova-node/nova-node/internal/waitfor"
 	"github.com/nova-node/nova-node/node"
 	"github.com/nova-node/nova-node/protocol"
 	"github.com/nova-node/nova-node/protocol/task/negotiation"
@@ -62,7 +63,7 @@ func workCaps(int) []string { return []string{"work"} }
 func waitSwarm(t testing.TB, nd *node.Node, id string, timeout time.Duration) taskswarm.Swarm {
 	t.Helper()
 	var s taskswarm.Swarm
-	testnet.Eventually(t, timeout, func() error {
+	waitfor.Eventually(t, timeout, func() error {
 		var err error
 		s, err = nd.Swarm(context.Background(), id)
 		if err != nil {
@@ -161,7 +162,7 @@ func TestSwarmOverRemoteAgents(t *testing.T) {
 		}
 	}
 	// The shared document, read on a participant's node.
-	testnet.Eventually(t, 10*time.Second, func() error {
+	waitfor.Eventually(t, 10*time.Second, func() error {
 		view, err := net.Nodes[1].Swarm(t.Context(), s.ID)
 		if err != nil {
 			return err
@@ -258,7 +259,7 @@ func TestSwarmCoordinatorRestartResumes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	testnet.Eventually(t, 20*time.Second, func() error {
+	waitfor.Eventually(t, 20*time.Second, func() error {
 		mu.Lock()
 		defer mu.Unlock()
 		if len(runs) != 4 {
@@ -275,7 +276,7 @@ func TestSwarmCoordinatorRestartResumes(t *testing.T) {
 	close(release)
 	// Every participant answered, and its router gave up delivering the
 	// answer to the node that is down.
-	testnet.Eventually(t, 20*time.Second, func() error {
+	waitfor.Eventually(t, 20*time.Second, func() error {
 		for i := 1; i < len(net.Nodes); i++ {
 			lost := false
 			for _, e := range net.Nodes[i].Observer().Recent(0) {
@@ -325,7 +326,7 @@ func TestProposalsSurviveRestarts(t *testing.T) {
 	}
 	pendingOn := func(i int, id string) {
 		t.Helper()
-		testnet.Eventually(t, 10*time.Second, func() error {
+		waitfor.Eventually(t, 10*time.Second, func() error {
 			recs, err := net.Nodes[i].PendingTasks()
 			if err != nil {
 				return err
@@ -340,7 +341,7 @@ func TestProposalsSurviveRestarts(t *testing.T) {
 	}
 	acceptedOn0 := func(id string) {
 		t.Helper()
-		testnet.Eventually(t, 10*time.Second, func() error {
+		waitfor.Eventually(t, 10*time.Second, func() error {
 			r, err := net.Nodes[0].TaskProposal(id)
 			if err != nil {
 				return err

@@ -26,6 +26,7 @@ import (
 	"github.com/libp2p/go-libp2p/p2p/net/swarm"
 
 	"github.com/nova-node/nova-node/internal/leakcheck"
+	"github.com/nova-node/nova-node/internal/waitfor"
 	"github.com/nova-node/nova-node/node"
 )
 
@@ -272,7 +273,7 @@ func (n *Net) Ring() {
 // it is connected to, and sees it on the swarm's broadcast topic.
 func (n *Net) WaitForCards() {
 	n.t.Helper()
-	Eventually(n.t, 10*time.Second, func() error {
+	waitfor.Eventually(n.t, 10*time.Second, func() error {
 		for i, a := range n.Nodes {
 			for j, b := range n.Nodes {
 				if i == j || a.Host().Network().Connectedness(b.ID()) != network.Connected {
@@ -321,27 +322,6 @@ func (n *Net) Settle(timeout time.Duration) bool {
 		}
 	}
 	return false
-}
-
-// Eventually calls f until it returns nil, failing the test with f's last
-// error after timeout. It polls with a short, growing interval.
-func Eventually(t testing.TB, timeout time.Duration, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	wait := time.Millisecond
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("testnet: not true after %s: %v", timeout, err)
-		}
-		time.Sleep(wait)
-		if wait < 50*time.Millisecond {
-			wait *= 2
-		}
-	}
 }
 
 // CheckLeaks fails t if goroutines running code of this module remain
