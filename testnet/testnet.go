@@ -230,16 +230,21 @@ func (n *Net) Info(i int) peer.AddrInfo {
 // Connect dials node j from node i.
 func (n *Net) Connect(i, j int) {
 	n.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
 	// A dial made while j was down (a channel redialling, a greeting) puts
-	// j in libp2p's dial backoff for 5 s; the test asks to connect now.
-	if sw, ok := n.Nodes[i].Host().Network().(*swarm.Swarm); ok {
-		sw.Backoff().Clear(n.Nodes[j].Host().ID())
-	}
-	if err := n.Nodes[i].Host().Connect(ctx, n.Info(j)); err != nil {
-		n.t.Fatalf("testnet: connect %d -> %d: %v", i, j, err)
-	}
+	// j in libp2p's dial backoff for 5 s, and right after j restarted on
+	// the same address a dial can be refused: the test asks to connect,
+	// so Connect clears the backoff and dials again until j answers.
+	waitfor.Eventually(n.t, 10*time.Second, func() error {
+		if sw, ok := n.Nodes[i].Host().Network().(*swarm.Swarm); ok {
+			sw.Backoff().Clear(n.Nodes[j].Host().ID())
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := n.Nodes[i].Host().Connect(ctx, n.Info(j)); err != nil {
+			return fmt.Errorf("testnet: connect %d -> %d: %w", i, j, err)
+		}
+		return nil
+	})
 }
 
 // FullMesh connects every pair.
