@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/nova-node/nova-node/internal/leakcheck"
+	"github.com/nova-node/nova-node/internal/waitfor"
 	"sync"
 	"testing"
 	"time"
@@ -122,21 +123,6 @@ func connect(t *testing.T, a, b *replica) {
 	}
 }
 
-func eventually(t *testing.T, d time.Duration, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not true after %s: %v", d, err)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func open(t *testing.T, r *replica, name string) *crdt.Doc {
 	t.Helper()
 	d, err := r.m.Open(context.Background(), name)
@@ -167,7 +153,7 @@ func TestConcurrentWritersConverge(t *testing.T) {
 	for _, r := range rs {
 		docs = append(docs, open(t, r, "shared"))
 	}
-	eventually(t, 10*time.Second, func() error {
+	waitfor.Eventually(t, 10*time.Second, func() error {
 		for i, r := range rs {
 			if n := len(docs[i].Info().Clock); n < 0 || docs[i].Info().Peers < 2 {
 				return fmt.Errorf("replica %d sees %d topic peers", i, docs[i].Info().Peers)
@@ -198,7 +184,7 @@ func TestConcurrentWritersConverge(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	eventually(t, 15*time.Second, func() error { return converged(docs...) })
+	waitfor.Eventually(t, 15*time.Second, func() error { return converged(docs...) })
 	if v, _ := docs[0].Get("/count"); string(v) != "60" {
 		t.Fatalf("counter %s, want 60", v)
 	}
@@ -235,7 +221,7 @@ func TestLateJoinerIsCurrentAfterCatchUp(t *testing.T) {
 	connect(t, b, a)
 	start := time.Now()
 	db := open(t, b, "notes")
-	eventually(t, 5*time.Second, func() error { return converged(da, db) })
+	waitfor.Eventually(t, 5*time.Second, func() error { return converged(da, db) })
 	t.Logf("late joiner current after %s", time.Since(start))
 }
 
@@ -254,7 +240,7 @@ func TestGarbageIsSkippedAndCounted(t *testing.T) {
 	ps, _ := pubsub.NewGossipSub(ctx, h, pubsub.WithFloodPublish(true))
 	topic, _ := ps.Join(crdt.Topic("test", "g"))
 	h.Connect(ctx, peer.AddrInfo{ID: b.h.ID(), Addrs: b.h.Addrs()})
-	eventually(t, 5*time.Second, func() error {
+	waitfor.Eventually(t, 5*time.Second, func() error {
 		if len(topic.ListPeers()) == 0 || db.Info().Peers < 1 {
 			return fmt.Errorf("topic not ready")
 		}
@@ -266,7 +252,7 @@ func TestGarbageIsSkippedAndCounted(t *testing.T) {
 	for k := 0; k < 10; k++ {
 		da.Set(context.Background(), "w@"+a.h.ID().String(), fmt.Sprintf("/k%d", k), json.RawMessage(`1`))
 	}
-	eventually(t, 5*time.Second, func() error {
+	waitfor.Eventually(t, 5*time.Second, func() error {
 		if b.m.Rejected() < 5 {
 			return fmt.Errorf("%d rejected", b.m.Rejected())
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/nova-node/nova-node/agentcard"
 	"github.com/nova-node/nova-node/discovery"
+	"github.com/nova-node/nova-node/internal/waitfor"
 )
 
 func TestNewRefusesBadArguments(t *testing.T) {
@@ -194,37 +195,50 @@ func TestSmallSwarm(t *testing.T) {
 	}
 }
 
-// TestLiveness runs the loops on real timers (TTL 5 s, republish and
-// refresh every second): an update announced with Announce reaches every
-// registry through the refresh loop; a node that leaves stays listed until
-// about a TTL after its last heartbeat and is gone from every registry
-// soon after; the live nodes stay listed for longer than a TTL.
+// TestLiveness runs the loops on their real timers (republish and refresh
+// every second) and ages the cards with a shared clock (TTL 10 minutes)
+// that the test advances, so how fast a loaded machine runs the loops
+// cannot make a heartbeat look stale. An update announced with Announce
+// reaches every registry through the refresh loop; a node that leaves
+// stays listed until a TTL after its last heartbeat and is then gone from
+// every registry; the live nodes, whose heartbeats keep coming, stay
+// listed for longer than a TTL.
 func TestLiveness(t *testing.T) {
 	checkLeaks(t)
-	tm := timing{ttl: 5 * time.Second, republish: time.Second, refresh: time.Second, cache: 500 * time.Millisecond}
-	nodes := network(t, 8, tm)
+	clk := &clock{}
+	tm := timing{ttl: 10 * time.Minute, republish: time.Second, refresh: time.Second, cache: 500 * time.Millisecond, clock: clk}
+	// The DHT ages its stored records on real time (MaxRecordAge is the
+	// TTL by default): a reader whose store and first responder still hold
+	// a superseded record reads it until it ages out, so the test keeps
+	// that age short on real time.
+	nodes := network(t, 8, tm, discovery.WithDHTOptions(dht.MaxRecordAge(20*time.Second)))
 	waitRoutingTables(t, nodes, 3)
 	publishAll(t, nodes)
-	// Under the full -race suite on 2 cores a lookup right after the
-	// publishes found 2 of 7 once (the 5 s TTL is short next to a slow
-	// publish): what this test is about starts once every node finds all.
-	eventually(t, 15*time.Second, func() error {
+	// Every node reads every other node's card by its address (the
+	// capability and name lookups are TestSmallSwarm's): from then on the
+	// refresh loop re-reads those hosts.
+	waitfor.Eventually(t, time.Minute, func() error {
 		for i, n := range nodes {
-			cards, err := n.svc.FindByCapability(t.Context(), "echo")
-			if err != nil || len(cards) != len(nodes)-1 {
-				return fmt.Errorf("node %d: FindByCapability(echo) = %d cards, %v", i, len(cards), err)
+			for j, m := range nodes {
+				addr := agentName(j) + "@" + m.h.ID().String()
+				if i == j {
+					continue
+				}
+				if _, err := n.svc.Lookup(t.Context(), addr); err != nil {
+					return fmt.Errorf("node %d: Lookup(%s): %w", i, addr, err)
+				}
 			}
 		}
 		return nil
 	})
-	found := time.Now()
+	found := clk.now()
 
 	c, err := nodes[0].reg.Register(agentCard(agentName(0), "echo", "later"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	nodes[0].svc.Announce()
-	eventually(t, 10*time.Second, func() error {
+	waitfor.Eventually(t, time.Minute, func() error {
 		for i, n := range nodes[1:] {
 			if got, ok := n.reg.Get(c.Address()); !ok || got.Revision != c.Revision {
 				return fmt.Errorf("node %d has %s at revision %d, want %d", i+1, c.Address(), got.Revision, c.Revision)
@@ -235,60 +249,69 @@ func TestLiveness(t *testing.T) {
 
 	gone := nodes[len(nodes)-1]
 	goneAddr := agentName(len(nodes)-1) + "@" + gone.h.ID().String()
-	// The last heartbeat each registry saw before the node left: it keeps
-	// the node listed for at least a TTL after that.
-	// Awaited, not assumed: on a loaded machine (the -race suite with
-	// -cpu=1) a refresh can come later than the 5 s TTL, and a registry
-	// drop the card for a moment before the next one lists it again.
-	seen := make([]time.Time, len(nodes)-1)
-	eventually(t, 10*time.Second, func() error {
-		for i, n := range nodes[:len(nodes)-1] {
-			c, ok := n.reg.Get(goneAddr)
-			if !ok {
-				return fmt.Errorf("node %d does not list %s before it left", i, goneAddr)
-			}
-			seen[i] = time.UnixMilli(c.LastSeenAt)
+	for i, n := range nodes[:len(nodes)-1] {
+		if _, ok := n.reg.Get(goneAddr); !ok {
+			t.Fatalf("node %d does not list %s before it left", i, goneAddr)
 		}
-		return nil
-	})
+	}
 	gone.close()
-	left := time.Now()
+	left := clk.now()
 	nodes = nodes[:len(nodes)-1]
-	// That heartbeat is usually at most a republish plus a refresh interval
-	// older than the departure, so every registry should still list the
-	// node TTL - republish - refresh after it left. Check a second before
-	// that; a registry whose last heartbeat came later than usual (a loaded
-	// machine) may have dropped it by then, but not before its TTL ran out.
-	time.Sleep(tm.ttl - tm.republish - tm.refresh - time.Second)
+
+	// heartbeatsSince waits until every registry holds every live node's
+	// card with a heartbeat at or after since: the republish and refresh
+	// loops have run since the clock moved.
+	heartbeatsSince := func(since time.Time) {
+		t.Helper()
+		waitfor.Eventually(t, time.Minute, func() error {
+			for i, n := range nodes {
+				for j, m := range nodes {
+					addr := agentName(j) + "@" + m.h.ID().String()
+					if i == j {
+						continue
+					}
+					got, ok := n.reg.Get(addr)
+					if !ok {
+						return fmt.Errorf("node %d does not list %s", i, addr)
+					}
+					if seen := time.UnixMilli(got.LastSeenAt); seen.Before(since) {
+						return fmt.Errorf("node %d last heard of %s at %s, before %s", i, addr, seen.Format(time.StampMilli), since.Format(time.StampMilli))
+					}
+				}
+			}
+			return nil
+		})
+	}
+
+	// Nine tenths of a TTL after it left, every registry still lists the
+	// departed node: its last heartbeat is at most a few seconds older
+	// than its departure.
+	clk.advance(tm.ttl * 9 / 10)
 	for i, n := range nodes {
 		if _, ok := n.reg.Get(goneAddr); !ok {
-			if early := time.Until(seen[i].Add(tm.ttl)); early > 0 {
-				t.Fatalf("node %d dropped %s %s after it left, %s before the TTL of the heartbeat it had seen ran out", i, goneAddr, time.Since(left), early)
-			}
-			t.Logf("node %d dropped %s %s after it left: its last heartbeat was %s before", i, goneAddr, time.Since(left), left.Sub(seen[i]))
+			t.Fatalf("node %d dropped %s %s (clock) after it left, before its TTL", i, goneAddr, clk.now().Sub(left))
 		}
 	}
-	eventually(t, tm.ttl+5*time.Second, func() error {
-		for i, n := range nodes {
-			if _, ok := n.reg.Get(goneAddr); ok {
-				return fmt.Errorf("node %d still lists %s %s after it left", i, goneAddr, time.Since(left))
-			}
-		}
-		return nil
-	})
-	t.Logf("%s left every registry %s after it left (TTL %s)", goneAddr, time.Since(left).Round(10*time.Millisecond), tm.ttl)
-	if d := time.Since(found); d < tm.ttl {
-		time.Sleep(tm.ttl - d)
+	heartbeatsSince(clk.now())
+
+	// A fifth of a TTL later its last heartbeat is more than a TTL old:
+	// every registry drops it, while the live nodes' heartbeats, at most a
+	// fifth of a TTL old, keep them listed. The loops go on merging fresh
+	// heartbeats of the live nodes and refusing the departed node's
+	// lingering records.
+	clk.advance(tm.ttl / 5)
+	if d := clk.now().Sub(found); d <= tm.ttl {
+		t.Fatalf("the clock moved %s since every node found every card, want more than the TTL %s", d, tm.ttl)
 	}
-	// Under load a registry can drop the departed card early and list it
-	// again when a refresh reads its last heartbeat, until that heartbeat's
-	// TTL ends: so the final state is awaited, within one more TTL.
-	eventually(t, tm.ttl+5*time.Second, func() error {
-		for i, n := range nodes {
-			if got := len(n.reg.Remote()); got != len(nodes)-1 {
-				return fmt.Errorf("node %d holds %d remote cards more than a TTL after finding them, want %d", i, got, len(nodes)-1)
-			}
+	for i, n := range nodes {
+		if got := len(n.reg.Remote()); got != len(nodes)-1 {
+			t.Errorf("node %d holds %d remote cards more than a TTL after finding them, want %d", i, got, len(nodes)-1)
 		}
-		return nil
-	})
+	}
+	for i, n := range nodes {
+		if _, ok := n.reg.Get(goneAddr); ok {
+			t.Errorf("node %d still lists %s %s (clock) after it left", i, goneAddr, clk.now().Sub(left))
+		}
+	}
+	heartbeatsSince(clk.now())
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/nova-node/nova-node/agentcard"
 	"github.com/nova-node/nova-node/discovery"
 	"github.com/nova-node/nova-node/internal/leakcheck"
+	"github.com/nova-node/nova-node/internal/waitfor"
 	"github.com/nova-node/nova-node/tiers"
 )
 
@@ -169,7 +170,7 @@ func refreshAll(tb testing.TB, nodes []*testNode) {
 // least min peers.
 func waitRoutingTables(tb testing.TB, nodes []*testNode, least int) {
 	tb.Helper()
-	eventually(tb, 30*time.Second, func() error {
+	waitfor.Eventually(tb, 30*time.Second, func() error {
 		for i, n := range nodes {
 			if s := n.svc.DHT().RoutingTable().Size(); s < least {
 				return fmt.Errorf("node %d has %d peers in its routing table, want %d", i, s, least)
@@ -177,25 +178,6 @@ func waitRoutingTables(tb testing.TB, nodes []*testNode, least int) {
 		}
 		return nil
 	})
-}
-
-// eventually calls f until it returns nil, failing tb with f's last error
-// after timeout. It polls with a short, growing interval.
-func eventually(tb testing.TB, timeout time.Duration, f func() error) {
-	tb.Helper()
-	deadline := time.Now().Add(timeout)
-	wait := 5 * time.Millisecond
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("not true after %s: %v", timeout, err)
-		}
-		time.Sleep(wait)
-		wait = min(2*wait, 200*time.Millisecond)
-	}
 }
 
 // checkLeaks fails tb if a goroutine running discovery's code outlives

@@ -1,6 +1,7 @@
 package discovery
 
 import (
+	"fmt"
 	"io"
 	"net"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/nova-node/nova-node/agentcard"
+	"github.com/nova-node/nova-node/internal/waitfor"
 )
 
 type nopCloser struct{}
@@ -52,6 +54,7 @@ func TestFlappingAddressRestartsMDNSAtMostOncePerGap(t *testing.T) {
 	t.Cleanup(func() { svc.Close() })
 
 	var lastChange time.Time
+	flapStart := time.Now()
 	for i := range 30 { // a VPN address comes and goes every 30 ms for 0.9 s
 		ipMu.Lock()
 		if i%2 == 0 {
@@ -61,18 +64,26 @@ func TestFlappingAddressRestartsMDNSAtMostOncePerGap(t *testing.T) {
 		}
 		ipMu.Unlock()
 		lastChange = time.Now()
-		time.Sleep(30 * time.Millisecond)
+		time.Sleep(30 * time.Millisecond) // the flap's pace: part of the scenario
 	}
-	time.Sleep(2 * mdnsRestartGap)
+	// The last change is advertised: a restart follows it.
+	waitfor.Eventually(t, 10*time.Second, func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if last := starts[len(starts)-1]; last.Before(lastChange) {
+			return fmt.Errorf("the last restart came %s before the last change: it is not advertised", lastChange.Sub(last))
+		}
+		return nil
+	})
 	mu.Lock()
 	defer mu.Unlock()
 	restarts := len(starts) - 1 // the first is Start's
 	t.Logf("%d changes, %d mDNS restarts", svc.Stats().Moves, restarts)
-	if restarts < 1 || restarts > 5 {
-		t.Errorf("%d mDNS restarts for a 0.9 s flap, want 1 to 5 (one per %s at most)", restarts, mdnsRestartGap)
-	}
-	if last := starts[len(starts)-1]; last.Before(lastChange) {
-		t.Errorf("the last restart came %s before the last change: it is not advertised", lastChange.Sub(last))
+	// One restart per gap at most, and one after the last change: the
+	// bound follows the flap's real length (a loaded machine stretches it).
+	flap := lastChange.Sub(flapStart)
+	if most := int(flap/mdnsRestartGap) + 2; restarts < 1 || restarts > most {
+		t.Errorf("%d mDNS restarts for a %s flap, want 1 to %d (one per %s at most)", restarts, flap.Round(time.Millisecond), most, mdnsRestartGap)
 	}
 	for i := 2; i < len(starts); i++ {
 		if gap := starts[i].Sub(starts[i-1]); gap < mdnsRestartGap-50*time.Millisecond {

@@ -10,6 +10,7 @@ import (
 	lpnet "github.com/libp2p/go-libp2p/core/network"
 
 	"github.com/nova-node/nova-node/discovery"
+	"github.com/nova-node/nova-node/internal/waitfor"
 )
 
 // fakeIPs is a machine's address list that a test changes.
@@ -53,7 +54,7 @@ func TestMoveClosesConnectionsFromAGoneAddressAndRedials(t *testing.T) {
 	old := conns[0]
 
 	ips.set("127.0.0.1", "192.0.2.10", "192.0.2.11") // a second network joins
-	eventually(t, 10*time.Second, func() error {
+	waitfor.Eventually(t, 10*time.Second, func() error {
 		if a.svc.Stats().Moves != 1 {
 			return errors.New("the new address was not noticed")
 		}
@@ -64,7 +65,7 @@ func TestMoveClosesConnectionsFromAGoneAddressAndRedials(t *testing.T) {
 	}
 
 	ips.set("192.0.2.10", "192.0.2.11") // 127.0.0.1 "goes away"
-	eventually(t, 10*time.Second, func() error {
+	waitfor.Eventually(t, 10*time.Second, func() error {
 		if !old.IsClosed() {
 			return errors.New("the connection from the gone address is still open")
 		}

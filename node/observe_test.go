@@ -20,6 +20,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/nova-node/nova-node/envelope"
+	"github.com/nova-node/nova-node/internal/waitfor"
 	"github.com/nova-node/nova-node/node"
 	"github.com/nova-node/nova-node/node/localapi"
 	"github.com/nova-node/nova-node/protocol"
@@ -188,13 +189,13 @@ func TestProperty32_MessageMetricsAccuracy(t *testing.T) {
 		// Wait for the sum, not each count, so that a count on the wrong
 		// side fails the comparison at once.
 		var m [2]localapi.Metrics
-		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		_ = waitfor.Within(5*time.Second, func() error {
 			m[0], m[1] = net.Nodes[0].Observer().Metrics(), net.Nodes[1].Observer().Metrics()
-			if m[0].TotalMessagesSent+m[0].TotalMessagesReceived+m[1].TotalMessagesSent+m[1].TotalMessagesReceived >= total ||
-				time.Now().After(deadline) {
-				break
+			if sum := m[0].TotalMessagesSent + m[0].TotalMessagesReceived + m[1].TotalMessagesSent + m[1].TotalMessagesReceived; sum < total {
+				return fmt.Errorf("%d messages counted, want %d", sum, total)
 			}
-		}
+			return nil
+		})
 		for i := range m {
 			got, w := m[i], want[i]
 			if got.TotalMessagesSent != w.TotalMessagesSent || got.TotalMessagesReceived != w.TotalMessagesReceived ||

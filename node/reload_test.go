@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nova-node/nova-node/internal/waitfor"
 	"github.com/nova-node/nova-node/node"
 	"github.com/nova-node/nova-node/protocol"
 	"github.com/nova-node/nova-node/testnet"
@@ -77,7 +78,7 @@ func TestReloadWithdrawsRemovedAgentFromPeers(t *testing.T) {
 		t.Fatalf("reload: %+v, %v", res, err)
 	}
 	start := time.Now()
-	testnet.Eventually(t, 5*time.Second, func() error {
+	waitfor.Eventually(t, 5*time.Second, func() error {
 		if _, ok := net.Nodes[0].Registry().Get(carol); ok {
 			return errors.New("the peer still lists carol")
 		}

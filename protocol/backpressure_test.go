@@ -2,10 +2,12 @@ package protocol_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/nova-node/nova-node/envelope"
+	"github.com/nova-node/nova-node/internal/waitfor"
 	"github.com/nova-node/nova-node/protocol"
 )
 
@@ -43,10 +45,11 @@ func TestSenderBlockedOnTheStreamStillTakesAcks(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the sender is stuck: acks are not taken while it waits on the stream")
 	}
-	for pending(routers[0]) > 0 {
-		if ctx.Err() != nil {
-			t.Fatalf("%d envelopes never acknowledged", pending(routers[0]))
+	deadline, _ := ctx.Deadline()
+	waitfor.Eventually(t, time.Until(deadline), func() error {
+		if p := pending(routers[0]); p > 0 {
+			return fmt.Errorf("%d envelopes never acknowledged", p)
 		}
-		time.Sleep(time.Millisecond)
-	}
+		return nil
+	})
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/nova-node/nova-node/agentcard"
 	"github.com/nova-node/nova-node/envelope"
+	"github.com/nova-node/nova-node/internal/waitfor"
 	"github.com/nova-node/nova-node/node"
 	"github.com/nova-node/nova-node/protocol"
 	"github.com/nova-node/nova-node/testnet"
@@ -187,7 +188,7 @@ func TestCapabilityRoutingPrefersNodesThatAnswer(t *testing.T) {
 	// Node 2 comes back and identifies: it goes first, before node 1,
 	// which failed and has not been reached since.
 	net.Heal([]int{0}, []int{2})
-	testnet.Eventually(t, 5*time.Second, func() error {
+	waitfor.Eventually(t, 5*time.Second, func() error {
 		got, err := ask()
 		if err != nil || got != second {
 			return fmt.Errorf("node 2 back: answered by %s (%v), want %s", got, err, second)
@@ -197,7 +198,7 @@ func TestCapabilityRoutingPrefersNodesThatAnswer(t *testing.T) {
 
 	// Node 1 comes back: once it is reached again it is first again.
 	net.Heal([]int{0}, []int{1})
-	testnet.Eventually(t, 5*time.Second, func() error {
+	waitfor.Eventually(t, 5*time.Second, func() error {
 		got, err := ask()
 		if err != nil || got != first {
 			return fmt.Errorf("node 1 back: answered by %s (%v), want %s", got, err, first)

@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/nova-node/nova-node/agentcard"
 	"github.com/nova-node/nova-node/internal/frame"
+	"github.com/nova-node/nova-node/internal/waitfor"
 )
 
 // The hello is the first frame of every outbound stream, even when many
@@ -66,14 +68,14 @@ func TestHelloIsFirstFrame(t *testing.T) {
 		r.mu.Unlock()
 		// Let b read the stream's first frame before it is reset: a reset
 		// that overtakes the handler's read would prove nothing.
-		for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		_ = waitfor.Within(2*time.Second, func() error {
 			mu.Lock()
-			n := len(first)
-			mu.Unlock()
-			if n > round {
-				break
+			defer mu.Unlock()
+			if len(first) <= round {
+				return errors.New("b has not read the stream's first frame")
 			}
-		}
+			return nil
+		})
 		if s != nil {
 			s.fail(ErrChannelClosed) // the next round opens a new stream
 		}

@@ -7,6 +7,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"runtime"
 	"sync"
@@ -24,6 +25,7 @@ import (
 	"github.com/nova-node/nova-node/agentcard"
 	"github.com/nova-node/nova-node/envelope"
 	"github.com/nova-node/nova-node/internal/frame"
+	"github.com/nova-node/nova-node/internal/waitfor"
 	"github.com/nova-node/nova-node/tiers"
 )
 
@@ -115,12 +117,12 @@ func (s *rvStream) drain() {
 }
 
 func rvWait(t *testing.T, d time.Duration, f func() bool) bool {
-	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
-		if f() {
-			return true
+	return waitfor.Within(d, func() error {
+		if !f() {
+			return errors.New("not yet")
 		}
-	}
-	return f()
+		return nil
+	}) == nil
 }
 
 // One peer sending open frames of fresh channel ids holds at most
@@ -145,6 +147,8 @@ func TestHostileChannelsPerPeerBounded(t *testing.T) {
 	tg.r.mu.Unlock()
 	t.Logf("inbound channels held for one peer: %d (ok=%v)", got, ok)
 	_ = s.st.Close()
+	// An observation window, not synchronisation: the bound holds at any
+	// time, and the target may take the close into account within it.
 	time.Sleep(200 * time.Millisecond)
 	tg.r.mu.Lock()
 	got = len(tg.r.inChans)
@@ -290,7 +294,13 @@ func TestHostileReopenRace(t *testing.T) {
 	s2.drain()
 	s1.write(&wireMsg{Kind: kindOpen, Ch: "c1", From: m.addr("m"), To: "a0"})
 	s1.flush()
-	time.Sleep(100 * time.Millisecond)
+	if !rvWait(t, 5*time.Second, func() bool {
+		tg.r.mu.Lock()
+		defer tg.r.mu.Unlock()
+		return len(tg.r.inChans) > 0
+	}) {
+		t.Fatal("the target never opened the channel")
+	}
 	f := envelope.NewFactory()
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -310,6 +320,9 @@ func TestHostileReopenRace(t *testing.T) {
 		s2.flush()
 	})
 	wg.Wait()
+	// The target goes on reading what was sent for a while: the race
+	// detector watches that window (there is no event to wait for, only
+	// the reads to overlap).
 	time.Sleep(500 * time.Millisecond)
 }
 
@@ -380,7 +393,7 @@ func TestHostileNoSequenceReuseAfterRestart(t *testing.T) {
 		}
 		return true
 	})
-	time.Sleep(200 * time.Millisecond)
+	rvWait(t, 3*time.Second, func() bool { return got.Load() >= 3 })
 	for _, c := range ra.Channels() {
 		t.Logf("sender channel %+v", c)
 	}
@@ -453,79 +466,5 @@ func TestHostileBroadcastGoroutinesBounded(t *testing.T) {
 	t.Logf("goroutines: %d before, %d after %d broadcasts to a slow agent (handler bound %d)", base, runtime.NumGoroutine(), n, rs[1].o.concurrency)
 	if runtime.NumGoroutine()-base > 2*rs[1].o.concurrency {
 		t.Errorf("DEFECT: %d goroutines piled up", runtime.NumGoroutine()-base)
-	}
-}
-
-// After 30 s without a flush, a bufio write of its own (more than 4 KiB of
-// frames before a flush) meets a live write deadline (deadlineWriter
-// extends it before every write), and a failed write resets the stream.
-// The deadline used to be re-armed only before explicit flushes: such a
-// write hit the stale one, the error was sticky (s.err) and nothing reset
-// the stream, so the node went on delivering on it but never acknowledged
-// again. It takes over 30 s.
-func TestHostileAcksGoOnAfterAQuietSpell(t *testing.T) {
-	if testing.Short() {
-		t.Skip("waits out the 30 s write timeout")
-	}
-	tg := rvNewTarget(t)
-	var got atomic.Int64
-	tg.r.Handle("a0", func(context.Context, *envelope.Envelope) (any, error) { got.Add(1); return nil, nil })
-	m := rvNewMallory(t, tg)
-	s := m.stream(tg, "m")
-	acks := make(chan *inMsg, 1000)
-	go func() {
-		fr := frame.NewReader(s.st, 0)
-		for {
-			b, err := fr.Next()
-			if err != nil {
-				close(acks)
-				return
-			}
-			if msg, err := decodeMsg(b); err == nil && msg.Kind == kindAck {
-				acks <- msg
-			}
-		}
-	}()
-	f := envelope.NewFactory()
-	seq := uint64(0)
-	send := func(rcpt string) {
-		env, _ := f.New(m.addr("m"), rcpt, envelope.TypeNotification, nil)
-		seq++
-		s.write(&wireMsg{Kind: kindEnvelope, Ch: "c1", Seq: seq, Env: env})
-	}
-	s.write(&wireMsg{Kind: kindOpen, Ch: "c1", From: m.addr("m"), To: "a0"})
-	send("a0")
-	s.flush()
-	select {
-	case a := <-acks:
-		t.Logf("ack %d before the pause", a.Seq)
-	case <-time.After(5 * time.Second):
-		t.Fatal("no first ack")
-	}
-	time.Sleep(32 * time.Second) // past writeTimeout: the deadline set at the last flush expires
-	// a burst of refused envelopes: their nacks fill the 4 KiB buffer
-	for range 60 {
-		send("nobody-" + string(make([]byte, 0)) + "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx")
-	}
-	s.flush()
-	time.Sleep(time.Second)
-	before := got.Load()
-	send("a0")
-	s.flush()
-	deadline := time.After(5 * time.Second)
-	for {
-		select {
-		case a, ok := <-acks:
-			if !ok {
-				t.Fatal("stream ended")
-			}
-			if a.Seq == seq {
-				t.Logf("ack %d after the burst: fine", a.Seq)
-				return
-			}
-		case <-deadline:
-			t.Errorf("DEFECT: envelope %d delivered (handler calls %d -> %d) but never acknowledged; the stream was not reset", seq, before, got.Load())
-			return
-		}
 	}
 }

@@ -2,6 +2,7 @@ package protocol_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 
 	"github.com/nova-node/nova-node/agentcard"
 	"github.com/nova-node/nova-node/envelope"
+	"github.com/nova-node/nova-node/internal/waitfor"
 	"github.com/nova-node/nova-node/protocol"
 	"github.com/nova-node/nova-node/sandbox"
 )
@@ -107,13 +109,12 @@ func mockPairWith(b testing.TB, opts func(i int) []protocol.Option) ([2]*protoco
 		}
 		b.Cleanup(func() { r.Close() })
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for len(regs[0].Remote()) == 0 || len(regs[1].Remote()) == 0 {
-		if time.Now().After(deadline) {
-			b.Fatal("the routers did not exchange cards")
+	waitfor.Eventually(b, 10*time.Second, func() error {
+		if len(regs[0].Remote()) == 0 || len(regs[1].Remote()) == 0 {
+			return errors.New("the routers did not exchange cards")
 		}
-		time.Sleep(time.Millisecond)
-	}
+		return nil
+	})
 	return routers, f
 }
 

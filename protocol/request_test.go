@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/nova-node/nova-node/envelope"
+	"github.com/nova-node/nova-node/internal/waitfor"
 	"github.com/nova-node/nova-node/protocol"
-	"github.com/nova-node/nova-node/testnet"
 )
 
 // Requests share one expiry timer per router: each still fails with a
@@ -62,14 +62,22 @@ func TestRequestsExpireEachAtItsOwnDeadline(t *testing.T) {
 
 	block := make(chan struct{})
 	defer close(block)
-	routers[1].Handle("a1", func(context.Context, *envelope.Envelope) (any, error) { <-block; return nil, nil })
+	handling := make(chan struct{}, 1)
+	routers[1].Handle("a1", func(context.Context, *envelope.Envelope) (any, error) {
+		select {
+		case handling <- struct{}{}:
+		default:
+		}
+		<-block
+		return nil, nil
+	})
 	got := make(chan error, 1)
 	go func() {
 		env, _ := f.New("a0", "a1", envelope.TypeRequest, nil)
 		_, _, err := routers[0].RequestWithin(context.Background(), env, 0)
 		got <- err
 	}()
-	time.Sleep(100 * time.Millisecond) // the request is on its way or waiting
+	<-handling // the request waits for its answer
 	routers[0].Close()
 	select {
 	case err := <-got:
@@ -139,15 +147,18 @@ func TestWatermarksWrittenBehindTheTraffic(t *testing.T) {
 		if _, err := routers[0].Post(t.Context(), env); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(25 * time.Millisecond) // one persister pass or more apart
+		time.Sleep(25 * time.Millisecond) // the scenario's pace: one persister pass or more apart
 	}
-	for got.Load() < n {
-		time.Sleep(time.Millisecond)
-	}
+	waitfor.Eventually(t, 10*time.Second, func() error {
+		if g := got.Load(); g < n {
+			return fmt.Errorf("%d of %d delivered", g, n)
+		}
+		return nil
+	})
 	if writes, seconds := store.marks.Load(), time.Since(start).Seconds(); float64(writes) > seconds+1 {
 		t.Fatalf("%d watermark writes in %.2f s for %d messages", writes, seconds, n)
 	}
-	testnet.Eventually(t, 3*time.Second, func() error {
+	waitfor.Eventually(t, 3*time.Second, func() error {
 		marks, _ := store.LoadWatermarks()
 		best := uint64(0)
 		for _, w := range marks {
@@ -175,7 +186,7 @@ func TestPersisterWakesForEnvelopesToAPeerGone(t *testing.T) {
 	if _, _, err := routers[0].RequestWithin(t.Context(), env, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond) // every pass since found nothing to write
+	time.Sleep(300 * time.Millisecond) // the scenario: the persister goes idle, every pass since found nothing to write
 	routers[1].Close()
 	const n = 5
 	for range n {
@@ -184,7 +195,7 @@ func TestPersisterWakesForEnvelopesToAPeerGone(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	testnet.Eventually(t, 2*time.Second, func() error {
+	waitfor.Eventually(t, 2*time.Second, func() error {
 		if items := outboxItems(store); items != n {
 			return fmt.Errorf("%d of %d envelopes to the gone peer in the outbox", items, n)
 		}
@@ -227,9 +238,12 @@ func TestRequestInsideAThread(t *testing.T) {
 		}
 		first <- err
 	}()
-	for calls.Load() < 2 {
-		time.Sleep(time.Millisecond)
-	}
+	waitfor.Eventually(t, 5*time.Second, func() error {
+		if c := calls.Load(); c < 2 {
+			return fmt.Errorf("%d handler calls, want 2", c)
+		}
+		return nil
+	})
 	if _, _, err := routers[0].RequestWithin(t.Context(), inThread(`"two"`), 5*time.Second); !errors.Is(err, envelope.ErrInvalid) {
 		t.Fatalf("a second request between the same agents in the same thread: %v, want INVALID_MESSAGE", err)
 	}
@@ -326,7 +340,7 @@ func TestOutboxWriteFailureIsRetried(t *testing.T) {
 	})
 	const n = 5
 	postToGonePeer(t, routers, f, n)
-	testnet.Eventually(t, 5*time.Second, func() error {
+	waitfor.Eventually(t, 5*time.Second, func() error {
 		items := outboxItems(store)
 		pending, stored := 0, 0
 		for _, c := range routers[0].Channels() {
@@ -387,7 +401,7 @@ func TestPeerStoppingIsNoSecurityEvent(t *testing.T) {
 		t.Fatal(err)
 	}
 	routers[0].Close()                 // resets its streams to routers[1]
-	time.Sleep(300 * time.Millisecond) // routers[1]'s readers see the reset
+	time.Sleep(300 * time.Millisecond) // an observation window: routers[1]'s readers see the reset, and no event may follow
 	sink.mu.Lock()
 	defer sink.mu.Unlock()
 	if len(sink.evs) > 0 {
@@ -423,7 +437,7 @@ func TestOutboxDropFailureIsRetried(t *testing.T) {
 		return nil
 	})
 	postToGonePeer(t, routers, f, 3)
-	testnet.Eventually(t, 5*time.Second, func() error {
+	waitfor.Eventually(t, 5*time.Second, func() error {
 		if !store.failed.Load() {
 			return errors.New("no drop written yet")
 		}
@@ -485,10 +499,12 @@ func TestFailedRequestIsNotCountedSent(t *testing.T) {
 	if _, _, err := routers[0].RequestWithin(t.Context(), ok, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for sent.count(ok.ID) == 0 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	_ = waitfor.Within(5*time.Second, func() error {
+		if sent.count(ok.ID) == 0 {
+			return errors.New("not counted sent yet")
+		}
+		return nil
+	})
 	if n := sent.count(ok.ID); n != 1 {
 		t.Fatalf("an answered request counted sent %d times, want 1", n)
 	}
@@ -521,11 +537,10 @@ func TestClosedChannelLeavesTheList(t *testing.T) {
 	if _, err := routers[0].Send(t.Context(), env); !errors.Is(err, protocol.ErrDeliveryFailed) {
 		t.Fatalf("send to a gone peer: %v, want DELIVERY_FAILED", err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for len(routers[0].Channels()) > 0 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	if cs := routers[0].Channels(); len(cs) > 0 {
-		t.Fatalf("closed channels still listed: %+v", cs)
-	}
+	waitfor.Eventually(t, 5*time.Second, func() error {
+		if cs := routers[0].Channels(); len(cs) > 0 {
+			return fmt.Errorf("closed channels still listed: %+v", cs)
+		}
+		return nil
+	})
 }

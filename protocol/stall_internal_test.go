@@ -105,7 +105,8 @@ func TestStalledReceiverBlocksOnlyItsSender(t *testing.T) {
 			posted.Add(1)
 		}
 	}()
-	// Wait until Post blocks: no progress for 300 ms.
+	// Wait until Post blocks: no progress for 300 ms (a blocked call has
+	// no event of its own, only a quiet spell).
 	last := int64(-1)
 	for i := 0; ; i++ {
 		if i > 200 {
@@ -366,7 +367,7 @@ func TestPeerBackFromAnotherAddressIsFollowed(t *testing.T) {
 			if !rvWait(t, 5*time.Second, func() bool { return mp.checks.Load() > 0 }) {
 				t.Fatal("the old connection was not probed")
 			}
-			time.Sleep(100 * time.Millisecond)
+			time.Sleep(100 * time.Millisecond) // an observation window: the connection stays
 			if c := connFrom(mp.tg, mp.m, net.IPv4(127, 0, 0, 1)); c == nil {
 				t.Fatal("the connection was closed, want it kept")
 			}
@@ -434,7 +435,7 @@ func movedPeer(t *testing.T, st AckState, send bool) movedAway {
 			_, err := mp.tg.r.Send(t.Context(), env)
 			mp.sent <- err
 		}()
-		time.Sleep(200 * time.Millisecond) // the envelope waits on the old connection
+		time.Sleep(200 * time.Millisecond) // the scenario: the envelope waits on the old connection before the move
 	}
 	moved, err := libp2p.New(libp2p.Identity(mp.m.key), libp2p.ListenAddrStrings("/ip4/127.0.0.2/tcp/0"))
 	if err != nil {

@@ -95,14 +95,24 @@ func TestRequestWithAnIDAlreadyWaiting(t *testing.T) {
 	routers, f := mockPair(t)
 	block := make(chan struct{})
 	defer close(block)
-	routers[1].Handle("a1", func(context.Context, *envelope.Envelope) (any, error) { <-block; return nil, nil })
+	handling := make(chan struct{}, 1)
+	routers[1].Handle("a1", func(context.Context, *envelope.Envelope) (any, error) {
+		select {
+		case handling <- struct{}{}:
+		default:
+		}
+		<-block
+		return nil, nil
+	})
 	env, _ := f.New("a0", "a1", envelope.TypeRequest, nil)
 	first := make(chan error, 1)
 	go func() {
-		_, _, err := routers[0].RequestWithin(context.Background(), env, 300*time.Millisecond)
+		// Long enough to be waiting still when the second request comes,
+		// however slow the machine.
+		_, _, err := routers[0].RequestWithin(context.Background(), env, 2*time.Second)
 		first <- err
 	}()
-	time.Sleep(50 * time.Millisecond)
+	<-handling // the first request waits for its answer
 	if _, _, err := routers[0].RequestWithin(context.Background(), env, 300*time.Millisecond); !errors.Is(err, envelope.ErrInvalid) {
 		t.Fatalf("second request with the waiting one's id: %v, want INVALID_MESSAGE", err)
 	}
@@ -112,7 +122,7 @@ func TestRequestWithAnIDAlreadyWaiting(t *testing.T) {
 			t.Fatalf("first request: %v, want a deadline error", err)
 		}
 	case <-time.After(3 * time.Second):
-		t.Fatal("the first request still waits 3 s after its 300 ms timeout")
+		t.Fatal("the first request still waits 3 s after its 2 s timeout")
 	}
 }
 

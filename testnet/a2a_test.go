@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/nova-node/nova-node/envelope"
+	"github.com/nova-node/nova-node/internal/waitfor"
 	"github.com/nova-node/nova-node/node"
 	"github.com/nova-node/nova-node/protocol/a2ahttp"
 	"github.com/nova-node/nova-node/testnet"
@@ -54,7 +55,7 @@ func TestA2AGatewayReachesRemoteAgent(t *testing.T) {
 		cfg.Agents = append(cfg.Agents, node.AgentConfig{Name: "sage", A2AURL: url})
 	}))
 	cn := net2.Nodes[0]
-	testnet.Eventually(t, 15*time.Second, func() error {
+	waitfor.Eventually(t, 15*time.Second, func() error {
 		env, _ := cn.NewEnvelope("a0", "sage", envelope.TypeRequest, a2ahttp.Request{Text: "everything"})
 		resp, _, err := cn.Request(t.Context(), env)
 		if err != nil {

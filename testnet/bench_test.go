@@ -17,6 +17,7 @@ import (
 
 	"github.com/nova-node/nova-node/envelope"
 	"github.com/nova-node/nova-node/internal/cputime"
+	"github.com/nova-node/nova-node/internal/waitfor"
 	"github.com/nova-node/nova-node/node"
 	"github.com/nova-node/nova-node/protocol"
 	"github.com/nova-node/nova-node/testnet"
@@ -126,7 +127,7 @@ func rawSwarmOf(b *testing.B, full bool) ([]*pubsub.Topic, *deliveryLog) {
 			connect(i, j)
 		}
 	}
-	testnet.Eventually(b, 10*time.Second, func() error {
+	waitfor.Eventually(b, 10*time.Second, func() error {
 		if n := len(topics[0].ListPeers()); n < benchNodes-1 {
 			return fmt.Errorf("%d topic peers", n)
 		}
@@ -135,7 +136,7 @@ func rawSwarmOf(b *testing.B, full bool) ([]*pubsub.Topic, *deliveryLog) {
 	// Warm up until the mesh carries messages to every host (default
 	// GossipSub publishes to the mesh only, which forms on heartbeats).
 	probe := 0
-	testnet.Eventually(b, 20*time.Second, func() error {
+	waitfor.Eventually(b, 20*time.Second, func() error {
 		id := fmt.Sprintf("probe%027d", probe)
 		probe++
 		topics[0].Publish(ctx, []byte(id))

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/nova-node/nova-node/envelope"
+	"github.com/nova-node/nova-node/internal/waitfor"
 	"github.com/nova-node/nova-node/node"
 	"github.com/nova-node/nova-node/protocol"
 	"github.com/nova-node/nova-node/sandbox"
@@ -74,7 +75,7 @@ func TestBroadcastSandboxRules(t *testing.T) {
 	}
 	waitFor := func(id string, names ...string) {
 		t.Helper()
-		testnet.Eventually(t, 5*time.Second, func() error {
+		waitfor.Eventually(t, 5*time.Second, func() error {
 			for _, n := range names {
 				if box.count(addr[n], id) == 0 {
 					return fmt.Errorf("%s has not got broadcast %s", n, id)

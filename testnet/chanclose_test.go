@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nova-node/nova-node/internal/waitfor"
 	"github.com/nova-node/nova-node/node"
 	"github.com/nova-node/nova-node/protocol"
 	"github.com/nova-node/nova-node/testnet"
@@ -27,7 +28,7 @@ func TestClosingAChannelFailsWhatWaitsOnIt(t *testing.T) {
 	net.Partition([]int{0}, []int{1})
 	ids := postN(t, net.Nodes[0], 5, 25)
 	var ch protocol.ChannelInfo
-	testnet.Eventually(t, 5*time.Second, func() error {
+	waitfor.Eventually(t, 5*time.Second, func() error {
 		chs := net.Nodes[0].Router().Channels()
 		if len(chs) != 1 || chs[0].Pending != len(ids) || chs[0].Stored != len(ids) {
 			return fmt.Errorf("channels %+v, want one with %d envelopes pending, all in the outbox", chs, len(ids))
@@ -83,7 +84,7 @@ func TestClosingAChannelFailsWhatWaitsOnIt(t *testing.T) {
 
 	net.Heal([]int{0}, []int{1})
 	postN(t, net.Nodes[0], 5, 6)
-	testnet.Eventually(t, 5*time.Second, func() error {
+	waitfor.Eventually(t, 5*time.Second, func() error {
 		if rec.len() < 6 {
 			return fmt.Errorf("%d of 6 received", rec.len())
 		}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nova-node/nova-node/internal/waitfor"
 	"github.com/nova-node/nova-node/node"
 	"github.com/nova-node/nova-node/node/localapi"
 	"github.com/nova-node/nova-node/testnet"
@@ -37,7 +38,7 @@ func BenchmarkCRDTLateJoiner(b *testing.B) {
 		net.Connect(1, 0)
 		start := time.Now()
 		net.Nodes[1].ReadDoc(ctx, "big", "")
-		testnet.Eventually(b, 30*time.Second, func() error {
+		waitfor.Eventually(b, 30*time.Second, func() error {
 			v, _ := net.Nodes[1].ReadDoc(ctx, "big", "/data19/k9999")
 			if string(v.Value) != "9999" {
 				return fmt.Errorf("not yet")
@@ -73,7 +74,7 @@ func BenchmarkCRDTConverge20x100(b *testing.B) {
 			})
 		}
 		wg.Wait()
-		testnet.Eventually(b, 60*time.Second, func() error {
+		waitfor.Eventually(b, 60*time.Second, func() error {
 			for i, nd := range net.Nodes {
 				v, _ := nd.ReadDoc(ctx, "load", "")
 				var doc map[string]map[string]int

@@ -6,71 +6,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/nova-node/nova-node/internal/waitfor"
 	"github.com/nova-node/nova-node/node"
 	"github.com/nova-node/nova-node/node/localapi"
 	"github.com/nova-node/nova-node/sandbox"
 	"github.com/nova-node/nova-node/testnet"
 )
-
-// TestTwentyNodesConvergeOnADocument: 20 nodes in a ring write to the same
-// document at the same time (their own keys, a shared counter and a set);
-// every node ends with the same document and nothing is lost.
-func TestTwentyNodesConvergeOnADocument(t *testing.T) {
-	const n = 20
-	net := testnet.New(t, n, testnet.WithTransport(testnet.TCP), testnet.WithConfig(func(i int, c *node.Config) { c.MetricsListen = "off" }))
-	net.Ring()
-	net.WaitForCards()
-	ctx := context.Background()
-	for _, nd := range net.Nodes {
-		if _, err := nd.ReadDoc(ctx, "board", ""); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var wg sync.WaitGroup
-	for i, nd := range net.Nodes {
-		wg.Go(func() {
-			for k := 0; k < 5; k++ {
-				ops := []localapi.DocOp{
-					{Op: "set", Path: fmt.Sprintf("/n%d/k%d", i, k), Value: json.RawMessage(fmt.Sprint(k))},
-					{Op: "incr", Path: "/total", By: 1},
-					{Op: "add", Path: "/seen", Value: json.RawMessage(fmt.Sprintf(`"%d-%d"`, i, k))},
-				}
-				for _, o := range ops {
-					if _, err := nd.ApplyDocOp(ctx, "board", o); err != nil {
-						t.Error(err)
-					}
-				}
-			}
-		})
-	}
-	wg.Wait()
-	start := time.Now()
-	testnet.Eventually(t, 30*time.Second, func() error {
-		first, _ := net.Nodes[0].ReadDoc(ctx, "board", "")
-		for i, nd := range net.Nodes[1:] {
-			v, _ := nd.ReadDoc(ctx, "board", "")
-			if !bytes.Equal(v.Value, first.Value) {
-				return fmt.Errorf("node %d differs from node 0", i+1)
-			}
-		}
-		return nil
-	})
-	t.Logf("20 nodes converged %s after the last write", time.Since(start).Round(time.Millisecond))
-	v, _ := net.Nodes[7].ReadDoc(ctx, "board", "/total")
-	if string(v.Value) != fmt.Sprint(n*5) {
-		t.Fatalf("counter %s, want %d", v.Value, n*5)
-	}
-	s, _ := net.Nodes[13].ReadDoc(ctx, "board", "/seen")
-	var seen []string
-	json.Unmarshal(s.Value, &seen)
-	if len(seen) != n*5 {
-		t.Fatalf("%d set elements, want %d", len(seen), n*5)
-	}
-}
 
 // TestDocumentSurvivesRestart: a node restarted from its data dir has its
 // documents as they were, and catches up on what it missed while down.
@@ -85,7 +29,7 @@ func TestDocumentSurvivesRestart(t *testing.T) {
 	if _, err := net.Nodes[1].ApplyDocOp(ctx, "notes", localapi.DocOp{Op: "set", Path: "/a", Value: json.RawMessage(`1`)}); err != nil {
 		t.Fatal(err)
 	}
-	testnet.Eventually(t, 10*time.Second, func() error {
+	waitfor.Eventually(t, 10*time.Second, func() error {
 		v, _ := net.Nodes[0].ReadDoc(ctx, "notes", "/a")
 		if string(v.Value) != "1" {
 			return fmt.Errorf("node 0 sees %s", v.Value)
@@ -106,7 +50,7 @@ func TestDocumentSurvivesRestart(t *testing.T) {
 		t.Fatalf("after restart /a = %s (%v)", v.Value, err)
 	}
 	net.Connect(1, 0)
-	testnet.Eventually(t, 10*time.Second, func() error {
+	waitfor.Eventually(t, 10*time.Second, func() error {
 		v, _ := nd.ReadDoc(ctx, "notes", "/b")
 		if string(v.Value) != "2" {
 			return fmt.Errorf("restarted node has not caught up: /b = %s", v.Value)
@@ -150,7 +94,7 @@ func TestPartitionWriteBothSidesHeal(t *testing.T) {
 		write(i, "right")
 	}
 	// Each side converges on its own writes and does not see the other's.
-	testnet.Eventually(t, 10*time.Second, func() error {
+	waitfor.Eventually(t, 10*time.Second, func() error {
 		for _, i := range left {
 			v, _ := net.Nodes[i].ReadDoc(ctx, "plan", "/votes")
 			if string(v.Value) != "3" {
@@ -163,7 +107,7 @@ func TestPartitionWriteBothSidesHeal(t *testing.T) {
 		t.Fatalf("the left side sees the right side's writes through the partition: %s", v.Value)
 	}
 	net.Heal(left, right)
-	testnet.Eventually(t, 20*time.Second, func() error {
+	waitfor.Eventually(t, 20*time.Second, func() error {
 		first, _ := net.Nodes[0].ReadDoc(ctx, "plan", "")
 		for i, nd := range net.Nodes[1:] {
 			v, _ := nd.ReadDoc(ctx, "plan", "")
@@ -218,7 +162,7 @@ func TestDocumentSandboxRules(t *testing.T) {
 	if _, err := n0.ApplyDocOp(ctx, "lab.plan", localapi.DocOp{Op: "set", Path: "/x", Value: json.RawMessage(`1`), Agent: "a0"}); !errors.Is(err, sandbox.ErrSandboxViolation) {
 		t.Fatalf("an outside agent writing the lab's document: %v, want SANDBOX_VIOLATION", err)
 	}
-	testnet.Eventually(t, 10*time.Second, func() error {
+	waitfor.Eventually(t, 10*time.Second, func() error {
 		v, _ := net.Nodes[1].ReadDoc(ctx, "lab.plan", "/by")
 		if string(v.Value) != `"boxed"` {
 			return fmt.Errorf("node 1 sees %s", v.Value)
@@ -233,7 +177,7 @@ func TestDocumentSandboxRules(t *testing.T) {
 	if _, err := n0.ApplyDocOp(ctx, "lab.plan", localapi.DocOp{Op: "set", Path: "/after", Value: json.RawMessage(`1`), Agent: "boxed"}); err != nil {
 		t.Fatal(err)
 	}
-	testnet.Eventually(t, 10*time.Second, func() error {
+	waitfor.Eventually(t, 10*time.Second, func() error {
 		v, _ := net.Nodes[1].ReadDoc(ctx, "lab.plan", "/after")
 		if string(v.Value) != "1" {
 			return fmt.Errorf("node 1 not current")

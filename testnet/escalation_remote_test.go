@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nova-node/nova-node/envelope"
+	"github.com/nova-node/nova-node/internal/waitfor"
 	"github.com/nova-node/nova-node/node"
 	"github.com/nova-node/nova-node/protocol"
 	"github.com/nova-node/nova-node/testnet"
@@ -91,7 +92,7 @@ func TestEscalationToRemoteAgentRefusedBySender(t *testing.T) {
 	if err != nil || !res.Delivered || res.Path != protocol.PathRemote {
 		t.Fatalf("justified proposal: %+v %v", res, err)
 	}
-	testnet.Eventually(t, 5*time.Second, func() error {
+	waitfor.Eventually(t, 5*time.Second, func() error {
 		mu.Lock()
 		defer mu.Unlock()
 		if got[ok.ID] != 1 {

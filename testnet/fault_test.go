@@ -15,6 +15,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/nova-node/nova-node/envelope"
+	"github.com/nova-node/nova-node/internal/waitfor"
 	"github.com/nova-node/nova-node/node"
 	"github.com/nova-node/nova-node/protocol"
 	"github.com/nova-node/nova-node/testnet"
@@ -103,7 +104,7 @@ func postN(t *testing.T, n *node.Node, from int, to int) []string {
 // channels hold none unacknowledged: the channel is idle.
 func waitTakenAndAcked(t *testing.T, net *testnet.Net, rec *recorder, n int) {
 	t.Helper()
-	testnet.Eventually(t, 5*time.Second, func() error {
+	waitfor.Eventually(t, 5*time.Second, func() error {
 		if got := rec.len(); got < n {
 			return fmt.Errorf("%d of %d received", got, n)
 		}
@@ -124,7 +125,7 @@ func TestReceiverRestartMidStream(t *testing.T) {
 	rec := &recorder{work: 500 * time.Microsecond}
 	net := sinkPair(t, rec)
 	postN(t, net.Nodes[0], 0, 1000)
-	testnet.Eventually(t, 10*time.Second, func() error {
+	waitfor.Eventually(t, 10*time.Second, func() error {
 		if rec.len() < 300 {
 			return fmt.Errorf("%d received", rec.len())
 		}
@@ -137,7 +138,7 @@ func TestReceiverRestartMidStream(t *testing.T) {
 	if killedAt >= 900 {
 		t.Fatalf("the receiver had already taken %d envelopes: not a mid-stream restart", killedAt)
 	}
-	testnet.Eventually(t, 20*time.Second, func() error {
+	waitfor.Eventually(t, 20*time.Second, func() error {
 		if rec.len() < 1000 {
 			return fmt.Errorf("%d of 1000 received after the restart", rec.len())
 		}
@@ -145,7 +146,7 @@ func TestReceiverRestartMidStream(t *testing.T) {
 	})
 	rec.exactlyOnceInOrder(t, 1000)
 	var seen []string
-	testnet.Eventually(t, 5*time.Second, func() error {
+	waitfor.Eventually(t, 5*time.Second, func() error {
 		for {
 			select {
 			case e := <-sub.C:
@@ -180,7 +181,7 @@ func TestConnectionDroppedRepeatedly(t *testing.T) {
 		_ = net.Nodes[0].Host().Network().ClosePeer(net.Nodes[1].ID())
 		drops++
 	}
-	testnet.Eventually(t, 30*time.Second, func() error {
+	waitfor.Eventually(t, 30*time.Second, func() error {
 		if rec.len() < 1000 {
 			return fmt.Errorf("%d of 1000 received", rec.len())
 		}
@@ -213,7 +214,7 @@ func TestReceiverNeverReturns(t *testing.T) {
 		}
 		return m
 	}
-	testnet.Eventually(t, 10*time.Second, func() error {
+	waitfor.Eventually(t, 10*time.Second, func() error {
 		if f := failures(); len(f) < len(ids) {
 			return fmt.Errorf("%d of %d failures reported", len(f), len(ids))
 		}
@@ -331,7 +332,7 @@ func TestSenderRestartKeepsOutbox(t *testing.T) {
 	aCfg := net.Nodes[0].Config()
 	aCfg.Peers = []string{bAddr}
 	net.Start(0, aCfg, nil)
-	testnet.Eventually(t, 20*time.Second, func() error {
+	waitfor.Eventually(t, 20*time.Second, func() error {
 		if rec.len() < 20 {
 			return fmt.Errorf("%d of 20 received after the sender restarted", rec.len())
 		}
@@ -364,7 +365,7 @@ func TestPostedEnvelopesReportedSentOnAck(t *testing.T) {
 	}
 	for i, s := range subs {
 		got := map[string]int{}
-		testnet.Eventually(t, 5*time.Second, func() error {
+		waitfor.Eventually(t, 5*time.Second, func() error {
 			for {
 				select {
 				case e := <-s.C:
@@ -442,7 +443,7 @@ func TestBacklogAcknowledgedWhileWorkedOff(t *testing.T) {
 	rec := &recorder{work: 2 * time.Millisecond}
 	net := sinkPair(t, rec)
 	postN(t, net.Nodes[0], 0, 200)
-	testnet.Eventually(t, 10*time.Second, func() error {
+	waitfor.Eventually(t, 10*time.Second, func() error {
 		pending := 0
 		for _, c := range net.Nodes[0].Router().Channels() {
 			pending += c.Pending
@@ -454,7 +455,7 @@ func TestBacklogAcknowledgedWhileWorkedOff(t *testing.T) {
 		}
 		return nil
 	})
-	testnet.Eventually(t, 10*time.Second, func() error {
+	waitfor.Eventually(t, 10*time.Second, func() error {
 		if rec.len() < 200 {
 			return fmt.Errorf("%d of 200 received", rec.len())
 		}
@@ -502,7 +503,7 @@ func TestReceiverBackBetweenRedials(t *testing.T) {
 		c.RetryDelay = 500 * time.Millisecond // redials at 0.5, 1.5 and 3.5 s
 	}))
 	postN(t, net.Nodes[0], 0, 10)
-	testnet.Eventually(t, 5*time.Second, func() error {
+	waitfor.Eventually(t, 5*time.Second, func() error {
 		if rec.len() < 10 {
 			return fmt.Errorf("%d of 10 received", rec.len())
 		}
@@ -519,7 +520,7 @@ func TestReceiverBackBetweenRedials(t *testing.T) {
 	postN(t, net.Nodes[0], 10, 20)
 	waitChannelEvent(t, sub, "redial 2 in", 5*time.Second) // the first redial failed
 	net.Start(1, cfg, rec.register(t))
-	testnet.Eventually(t, 10*time.Second, func() error {
+	waitfor.Eventually(t, 10*time.Second, func() error {
 		if n := deliveryFailures(net.Nodes[0]); n > 0 {
 			return fmt.Errorf("%d DELIVERY_FAILED: the later redials never dialled", n)
 		}
@@ -608,7 +609,7 @@ func TestRedialWhenPeerSeenAgain(t *testing.T) {
 	net.Start(1, cfg, rec.register(t))
 	net.Connect(1, 0) // the receiver, back, reaches out
 	waitChannelEvent(t, sub, "redial now: peer seen again", 10*time.Second)
-	testnet.Eventually(t, 10*time.Second, func() error {
+	waitfor.Eventually(t, 10*time.Second, func() error {
 		if rec.len() < 10 {
 			return fmt.Errorf("%d of 10 received", rec.len())
 		}
@@ -643,7 +644,7 @@ func TestRestartedSenderFindsPeerItKnew(t *testing.T) {
 	net.Kill(0) // the outbox keeps the 10; the address book, node 1's address
 	net.Start(1, cfg1, rec.register(t))
 	sender := net.Start(0, cfg0, nil)
-	testnet.Eventually(t, 10*time.Second, func() error {
+	waitfor.Eventually(t, 10*time.Second, func() error {
 		if n := deliveryFailures(sender); n > 0 {
 			return fmt.Errorf("%d DELIVERY_FAILED: the restarted sender had no address", n)
 		}

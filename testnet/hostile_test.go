@@ -22,6 +22,7 @@ import (
 	"github.com/nova-node/nova-node/agentcard"
 	"github.com/nova-node/nova-node/envelope"
 	"github.com/nova-node/nova-node/internal/frame"
+	"github.com/nova-node/nova-node/internal/waitfor"
 	"github.com/nova-node/nova-node/node"
 	"github.com/nova-node/nova-node/protocol"
 	"github.com/nova-node/nova-node/sandbox"
@@ -174,7 +175,7 @@ func TestBadFramesResetOnlyThatStream(t *testing.T) {
 				t.Fatal(err)
 			}
 			expectReset(t, s)
-			testnet.Eventually(t, 5*time.Second, func() error {
+			waitfor.Eventually(t, 5*time.Second, func() error {
 				if securityEvents(target, protocol.CodeProtocolError) <= before {
 					return errors.New("no security event for the bad frame")
 				}
@@ -474,7 +475,7 @@ func TestJustifiedEscalationAuditedWithItsReason(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, n := range net.Nodes {
-		testnet.Eventually(t, 5*time.Second, func() error {
+		waitfor.Eventually(t, 5*time.Second, func() error {
 			audit, err := os.ReadFile(filepath.Join(n.Config().DataDir, node.AuditFile))
 			if err != nil || !strings.Contains(string(audit), "escalation justified: schema change needs L0 sign-off") {
 				return fmt.Errorf("node %d's audit log has no justification (%v):\n%s", i, err, audit)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/nova-node/nova-node/internal/waitfor"
 	"github.com/nova-node/nova-node/mcpbridge/mcptest"
 	"github.com/nova-node/nova-node/node"
 	"github.com/nova-node/nova-node/testnet"
@@ -46,7 +47,7 @@ func BenchmarkMCPCall(b *testing.B) {
 	net.Connect(0, 1)
 	net.WaitForCards()
 	face := net.Nodes[0].MCP()
-	testnet.Eventually(b, 15*time.Second, func() error {
+	waitfor.Eventually(b, 15*time.Second, func() error {
 		_, err := face.CallTool(b.Context(), "toolsmith.say", args)
 		return err
 	})

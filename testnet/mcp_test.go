@@ -3,6 +3,7 @@ package testnet_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/nova-node/nova-node/internal/waitfor"
 	"github.com/nova-node/nova-node/mcpbridge"
 	"github.com/nova-node/nova-node/mcpbridge/mcptest"
 	"github.com/nova-node/nova-node/node"
@@ -44,16 +46,15 @@ func mcpNet(t *testing.T, configure func(i int, c *node.Config)) *testnet.Net {
 
 func waitTool(t *testing.T, n *node.Node, wire string) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
-		for _, e := range n.MCP().Entries(t.Context()) {
+	waitfor.Eventually(t, 15*time.Second, func() error {
+		es := n.MCP().Entries(t.Context())
+		for _, e := range es {
 			if e.Kind == "tool" && e.Name == wire {
-				return
+				return nil
 			}
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("tool %s never appeared on the face: %+v", wire, n.MCP().Entries(t.Context()))
+		return fmt.Errorf("tool %s is not on the face: %+v", wire, es)
+	})
 }
 
 func text(r *mcp.CallToolResult) string {
@@ -193,11 +194,10 @@ func TestMCPFailuresAreStructured(t *testing.T) {
 
 	// Crash the backend; calls fail cleanly, then work again.
 	_, _ = a.MCP().CallTool(ctx, "toolsmith.crash", nil)
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	waitfor.Eventually(t, 20*time.Second, func() error {
 		res, err := a.MCP().CallTool(ctx, "toolsmith.say", json.RawMessage(`{"text":"back"}`))
 		if err == nil && !res.IsError && text(res) == "back" {
-			break
+			return nil
 		}
 		if err == nil && res.IsError {
 			sc, _ := json.Marshal(res.StructuredContent)
@@ -205,11 +205,8 @@ func TestMCPFailuresAreStructured(t *testing.T) {
 				t.Fatalf("call during restart: %s", sc)
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("backend did not recover: %v %+v", err, res)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return fmt.Errorf("backend did not recover: %v %+v", err, res)
+	})
 }
 
 // callAs calls tool from node 0 with the face's agent set to as.
@@ -233,7 +230,7 @@ func TestMCPReceivingNodeEnforces(t *testing.T) {
 	net.WaitForCards()
 	a, b := net.Nodes[0], net.Nodes[1]
 	ctx := t.Context()
-	testnet.Eventually(t, 15*time.Second, func() error {
+	waitfor.Eventually(t, 15*time.Second, func() error {
 		c, ok := a.Registry().Get("labtools@" + b.ID().String())
 		if !ok || !c.HasCapability("labtools.say") {
 			return errors.New("labtools card without its tools yet")

@@ -6,6 +6,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/network"
 
+	"github.com/nova-node/nova-node/internal/waitfor"
 	"github.com/nova-node/nova-node/protocol"
 	"github.com/nova-node/nova-node/testnet"
 )
@@ -37,7 +38,7 @@ func TestRegreetAfterStreamLoss(t *testing.T) {
 	if reset == 0 {
 		t.Fatal("no outbound a2a stream to reset")
 	}
-	testnet.Eventually(t, 5*time.Second, func() error {
+	waitfor.Eventually(t, 5*time.Second, func() error {
 		_, err := b.Registry().Resolve(addr)
 		return err
 	})

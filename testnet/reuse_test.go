@@ -14,6 +14,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/nova-node/nova-node/envelope"
+	"github.com/nova-node/nova-node/internal/waitfor"
 	"github.com/nova-node/nova-node/node"
 	"github.com/nova-node/nova-node/protocol"
 	"github.com/nova-node/nova-node/testnet"
@@ -133,7 +134,7 @@ func TestStreamsReusedAcrossMessages(t *testing.T) {
 				t.Fatalf("b0 -> b1 notification %d: %v", k, err)
 			}
 		}
-		testnet.Eventually(t, 10*time.Second, func() error {
+		waitfor.Eventually(t, 10*time.Second, func() error {
 			if rec.len() < h*100+100 {
 				return fmt.Errorf("%d of %d notifications received", rec.len(), h*100+100)
 			}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/nova-node/nova-node/agentcard"
 	"github.com/nova-node/nova-node/envelope"
+	"github.com/nova-node/nova-node/internal/waitfor"
 	"github.com/nova-node/nova-node/node"
 	"github.com/nova-node/nova-node/protocol"
 	"github.com/nova-node/nova-node/sandbox"
@@ -118,7 +119,7 @@ func TestFiveNodeRequestResponse(t *testing.T) {
 	// Each node sent 4 requests and 4 responses, and received as many. A
 	// responder counts its response once the requester acknowledged it,
 	// which can be just after the requester saw it: poll.
-	testnet.Eventually(t, 5*time.Second, func() error {
+	waitfor.Eventually(t, 5*time.Second, func() error {
 		for i, n := range net.Nodes {
 			m := n.Observer().Metrics()
 			if m.TotalMessagesSent != 8 || m.TotalMessagesReceived != 8 ||
@@ -140,7 +141,7 @@ func TestLeafFindsLeafThroughDiscovery(t *testing.T) {
 	if _, _, err := request(t, net.Nodes[1], "a1", "a0", "x"); err != nil {
 		t.Fatalf("leaf -> hub: %v", err)
 	}
-	testnet.Eventually(t, 20*time.Second, func() error {
+	waitfor.Eventually(t, 20*time.Second, func() error {
 		_, _, err := request(t, net.Nodes[1], "a1", "a2", "x")
 		return err
 	})
@@ -435,7 +436,7 @@ func TestRoutesFollowCardChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	at := "helper@" + n1.ID().String()
-	testnet.Eventually(t, 10*time.Second, func() error {
+	waitfor.Eventually(t, 10*time.Second, func() error {
 		_, _, err := n0.Registry().ResolveShared(at)
 		return err
 	})
@@ -452,7 +453,7 @@ func TestRoutesFollowCardChanges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	testnet.Eventually(t, 10*time.Second, func() error {
+	waitfor.Eventually(t, 10*time.Second, func() error {
 		if c, _, err := n0.Registry().ResolveShared(at); err != nil || c.Revision != moved.Revision {
 			return fmt.Errorf("n0 holds helper at revision %d (%v), want %d", c.Revision, err, moved.Revision)
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/nova-node/nova-node/envelope"
+	"github.com/nova-node/nova-node/internal/waitfor"
 	"github.com/nova-node/nova-node/node"
 	"github.com/nova-node/nova-node/node/localapi"
 	"github.com/nova-node/nova-node/protocol"
@@ -63,7 +64,7 @@ func workCaps(int) []string { return []string{"work"} }
 func waitSwarm(t testing.TB, nd *node.Node, id string, timeout time.Duration) taskswarm.Swarm {
 	t.Helper()
 	var s taskswarm.Swarm
-	testnet.Eventually(t, timeout, func() error {
+	waitfor.Eventually(t, timeout, func() error {
 		var err error
 		s, err = nd.Swarm(context.Background(), id)
 		if err != nil {
@@ -162,7 +163,7 @@ func TestSwarmOverRemoteAgents(t *testing.T) {
 		}
 	}
 	// The shared document, read on a participant's node.
-	testnet.Eventually(t, 10*time.Second, func() error {
+	waitfor.Eventually(t, 10*time.Second, func() error {
 		view, err := net.Nodes[1].Swarm(t.Context(), s.ID)
 		if err != nil {
 			return err
@@ -259,7 +260,7 @@ func TestSwarmCoordinatorRestartResumes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	testnet.Eventually(t, 20*time.Second, func() error {
+	waitfor.Eventually(t, 20*time.Second, func() error {
 		mu.Lock()
 		defer mu.Unlock()
 		if len(runs) != 4 {
@@ -276,7 +277,7 @@ func TestSwarmCoordinatorRestartResumes(t *testing.T) {
 	close(release)
 	// Every participant answered, and its router gave up delivering the
 	// answer to the node that is down.
-	testnet.Eventually(t, 20*time.Second, func() error {
+	waitfor.Eventually(t, 20*time.Second, func() error {
 		for i := 1; i < len(net.Nodes); i++ {
 			lost := false
 			for _, e := range net.Nodes[i].Observer().Recent(0) {
@@ -326,7 +327,7 @@ func TestProposalsSurviveRestarts(t *testing.T) {
 	}
 	pendingOn := func(i int, id string) {
 		t.Helper()
-		testnet.Eventually(t, 10*time.Second, func() error {
+		waitfor.Eventually(t, 10*time.Second, func() error {
 			recs, err := net.Nodes[i].PendingTasks()
 			if err != nil {
 				return err
@@ -341,7 +342,7 @@ func TestProposalsSurviveRestarts(t *testing.T) {
 	}
 	acceptedOn0 := func(id string) {
 		t.Helper()
-		testnet.Eventually(t, 10*time.Second, func() error {
+		waitfor.Eventually(t, 10*time.Second, func() error {
 			r, err := net.Nodes[0].TaskProposal(id)
 			if err != nil {
 				return err

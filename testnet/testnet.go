@@ -26,6 +26,7 @@ import (
 	"github.com/libp2p/go-libp2p/p2p/net/swarm"
 
 	"github.com/nova-node/nova-node/internal/leakcheck"
+	"github.com/nova-node/nova-node/internal/waitfor"
 	"github.com/nova-node/nova-node/node"
 )
 
@@ -229,16 +230,21 @@ func (n *Net) Info(i int) peer.AddrInfo {
 // Connect dials node j from node i.
 func (n *Net) Connect(i, j int) {
 	n.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
 	// A dial made while j was down (a channel redialling, a greeting) puts
-	// j in libp2p's dial backoff for 5 s; the test asks to connect now.
-	if sw, ok := n.Nodes[i].Host().Network().(*swarm.Swarm); ok {
-		sw.Backoff().Clear(n.Nodes[j].Host().ID())
-	}
-	if err := n.Nodes[i].Host().Connect(ctx, n.Info(j)); err != nil {
-		n.t.Fatalf("testnet: connect %d -> %d: %v", i, j, err)
-	}
+	// j in libp2p's dial backoff for 5 s, and right after j restarted on
+	// the same address a dial can be refused: the test asks to connect,
+	// so Connect clears the backoff and dials again until j answers.
+	waitfor.Eventually(n.t, 10*time.Second, func() error {
+		if sw, ok := n.Nodes[i].Host().Network().(*swarm.Swarm); ok {
+			sw.Backoff().Clear(n.Nodes[j].Host().ID())
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := n.Nodes[i].Host().Connect(ctx, n.Info(j)); err != nil {
+			return fmt.Errorf("testnet: connect %d -> %d: %w", i, j, err)
+		}
+		return nil
+	})
 }
 
 // FullMesh connects every pair.
@@ -272,7 +278,7 @@ func (n *Net) Ring() {
 // it is connected to, and sees it on the swarm's broadcast topic.
 func (n *Net) WaitForCards() {
 	n.t.Helper()
-	Eventually(n.t, 10*time.Second, func() error {
+	waitfor.Eventually(n.t, 10*time.Second, func() error {
 		for i, a := range n.Nodes {
 			for j, b := range n.Nodes {
 				if i == j || a.Host().Network().Connectedness(b.ID()) != network.Connected {
@@ -321,27 +327,6 @@ func (n *Net) Settle(timeout time.Duration) bool {
 		}
 	}
 	return false
-}
-
-// Eventually calls f until it returns nil, failing the test with f's last
-// error after timeout. It polls with a short, growing interval.
-func Eventually(t testing.TB, timeout time.Duration, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	wait := time.Millisecond
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("testnet: not true after %s: %v", timeout, err)
-		}
-		time.Sleep(wait)
-		if wait < 50*time.Millisecond {
-			wait *= 2
-		}
-	}
 }
 
 // CheckLeaks fails t if goroutines running code of this module remain

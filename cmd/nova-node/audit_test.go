@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nova-node/nova-node/testnet"
+	"github.com/nova-node/nova-node/internal/waitfor"
 )
 
 // TestInviteWarnsOfLoopbackOnly: a node listening on 127.0.0.1 only gives a
@@ -89,7 +89,7 @@ func TestCRDTKindsAndWatch(t *testing.T) {
 	go func() {
 		done <- run(t.Context(), []string{"crdt", "watch", "plan", "--data-dir", dir}, []string{"HOME=" + t.TempDir()}, strings.NewReader(""), &o, &e)
 	}()
-	testnet.Eventually(t, testnetWait, func() error {
+	waitfor.Eventually(t, testnetWait, func() error {
 		runCLI(t, "crdt", "set", "plan", "/goal", `"ship v2"`, "--data-dir", dir)
 		if !strings.Contains(o.String(), `/goal = "ship v2"`) {
 			return fmt.Errorf("watch printed %q", o.String())

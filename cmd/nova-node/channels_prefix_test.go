@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nova-node/nova-node/internal/waitfor"
 	"github.com/nova-node/nova-node/protocol"
-	"github.com/nova-node/nova-node/testnet"
 )
 
 // TestChannelsCloseTakesAPrefix: channels close takes a unique prefix of a
@@ -20,7 +20,7 @@ func TestChannelsCloseTakesAPrefix(t *testing.T) {
 		t.Fatalf("send: %s", errOut)
 	}
 	// The sent count follows the acknowledgement.
-	testnet.Eventually(t, testnetWait, func() error {
+	waitfor.Eventually(t, testnetWait, func() error {
 		if out, _, _ := runCLI(t, "status", "--data-dir", dirA); !strings.Contains(out, "sent by type: request=1") {
 			return fmt.Errorf("status does not say the counts by type are of sent messages:\n%s", out)
 		}

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/nova-node/nova-node/internal/waitfor"
 	"github.com/nova-node/nova-node/node"
 	"github.com/nova-node/nova-node/node/localapi"
 	"github.com/nova-node/nova-node/testnet"
@@ -60,7 +61,7 @@ func aliceAndBob(t *testing.T) (a, b *node.Node, dirA, dirB string) {
 	}
 	// Both ways: a receiver attributes what it gets (a broadcast from
 	// alice, say) from the sender's signed card, which it must hold first.
-	testnet.Eventually(t, testnetWait, func() error {
+	waitfor.Eventually(t, testnetWait, func() error {
 		if _, err := a.Registry().Resolve("bob"); err != nil {
 			return err
 		}
@@ -143,7 +144,7 @@ func TestSendAgentsIDAgainstRunningNodes(t *testing.T) {
 	if _, err := a.Connect(t.Context(), info.Addrs[0]); err != nil {
 		t.Fatal(err)
 	}
-	testnet.Eventually(t, testnetWait, func() error {
+	waitfor.Eventually(t, testnetWait, func() error {
 		_, err := a.Registry().Resolve("bob")
 		return err
 	})
@@ -228,7 +229,7 @@ func TestStatusAndEvents(t *testing.T) {
 	go func() {
 		done <- run(ctx, []string{"events", "--data-dir", dirA, "--follow", "--limit", "0", "--json"}, nil, nil, &o, &bytes.Buffer{})
 	}()
-	testnet.Eventually(t, testnetWait, func() error {
+	waitfor.Eventually(t, testnetWait, func() error {
 		runCLI(t, "send", "--data-dir", dirA, "--to", "bob", "--type", "notification", "--payload", `"live"`)
 		if !strings.Contains(o.String(), `"messageType":"notification"`) {
 			return fmt.Errorf("follow printed %q", o.String())
@@ -261,7 +262,7 @@ func (s *syncBuffer) String() string {
 
 func TestBroadcastCommand(t *testing.T) {
 	a, b, dirA, _ := aliceAndBob(t)
-	testnet.Eventually(t, testnetWait, func() error {
+	waitfor.Eventually(t, testnetWait, func() error {
 		if len(a.Router().TopicPeers()) == 0 {
 			return fmt.Errorf("no topic peers yet")
 		}
@@ -271,7 +272,7 @@ func TestBroadcastCommand(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "published") {
 		t.Fatalf("broadcast: %d %s %s", code, out, errOut)
 	}
-	testnet.Eventually(t, testnetWait, func() error {
+	waitfor.Eventually(t, testnetWait, func() error {
 		if m := b.Observer().Metrics(); m.TotalMessagesReceived == 0 {
 			return fmt.Errorf("bob's node received nothing")
 		}
@@ -386,7 +387,7 @@ func TestCRDTCommands(t *testing.T) {
 	runCLI(t, "crdt", "add", "--data-dir", dirA, "plan", "/owners", `"alice"`)
 	runCLI(t, "crdt", "incr", "--data-dir", dirA, "plan", "/done", "2")
 	runCLI(t, "crdt", "add", "--data-dir", dirB, "plan", "/owners", `"bob"`)
-	testnet.Eventually(t, testnetWait, func() error {
+	waitfor.Eventually(t, testnetWait, func() error {
 		out, _, _ := runCLI(t, "crdt", "get", "--data-dir", dirB, "plan", "--json")
 		var v localapi.DocView
 		if json.Unmarshal([]byte(out), &v) != nil {
@@ -403,7 +404,7 @@ func TestCRDTCommands(t *testing.T) {
 		}
 		return nil
 	})
-	testnet.Eventually(t, testnetWait, func() error {
+	waitfor.Eventually(t, testnetWait, func() error {
 		if !strings.Contains(w.String(), `"remote":true`) || !strings.Contains(w.String(), "/goal") {
 			return fmt.Errorf("watch printed %q", w.String())
 		}
@@ -411,7 +412,7 @@ func TestCRDTCommands(t *testing.T) {
 	})
 	cancel()
 	<-done
-	testnet.Eventually(t, testnetWait, func() error {
+	waitfor.Eventually(t, testnetWait, func() error {
 		out, _, code := runCLI(t, "crdt", "docs", "--data-dir", dirA)
 		if code != 0 || !strings.Contains(out, "plan") || !strings.Contains(out, "up to date with peers") {
 			return fmt.Errorf("docs: %s", out)

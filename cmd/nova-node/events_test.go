@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nova-node/nova-node/internal/waitfor"
 	"github.com/nova-node/nova-node/node/localapi"
-	"github.com/nova-node/nova-node/testnet"
 )
 
 // TestStopEndsFollowers: stopping `nova-node run` (what SIGINT or SIGTERM
@@ -28,7 +28,7 @@ func TestStopEndsFollowers(t *testing.T) {
 	go func() {
 		ran <- run(ctx, []string{"run", "--json", "--data-dir", dir, "--agent", "alice", "--listen", "/ip4/127.0.0.1/tcp/0"}, env, nil, &out, &errOut)
 	}()
-	testnet.Eventually(t, testnetWait, func() error {
+	waitfor.Eventually(t, testnetWait, func() error {
 		var info localapi.IDInfo
 		if err := json.Unmarshal([]byte(out.String()), &info); err != nil || info.PeerID == "" {
 			return fmt.Errorf("run printed %q, %q", out.String(), errOut.String())
@@ -47,7 +47,7 @@ func TestStopEndsFollowers(t *testing.T) {
 	textDone, jsDone := make(chan int, 1), make(chan int, 1)
 	go follow(&text, textDone, false)
 	go follow(&js, jsDone, true)
-	testnet.Eventually(t, testnetWait, func() error { // both attached
+	waitfor.Eventually(t, testnetWait, func() error { // both attached
 		runCLI(t, "send", "--data-dir", dir, "--to", "alice", "--type", "notification", "--payload", `"hi"`)
 		if !strings.Contains(text.String(), "message-received") || !strings.Contains(js.String(), `"type":"message-received"`) {
 			return fmt.Errorf("followers printed %q and %q", text.String(), js.String())

@@ -8,10 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nova-node/nova-node/internal/waitfor"
 	"github.com/nova-node/nova-node/mcpbridge"
 	"github.com/nova-node/nova-node/mcpbridge/mcptest"
 	"github.com/nova-node/nova-node/node"
-	"github.com/nova-node/nova-node/testnet"
 )
 
 // TestInteropMCPTypeScript drives the node's MCP faces with independent
@@ -30,10 +30,7 @@ func TestInteropMCPTypeScript(t *testing.T) {
 		}
 		t.Skip("npm packages not installed: npm ci --prefix mcpbridge/interop")
 	}
-	bin := filepath.Join(t.TempDir(), "nova-node")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := novaBinary(t)
 	dirA, dirB := t.TempDir(), t.TempDir()
 	a := startNode(t, 0, dirA, node.DefaultAgent("alice"))
 	smith := node.AgentConfig{Name: "toolsmith", Capabilities: []node.CapabilityConfig{{ID: "tools"}},
@@ -42,7 +39,7 @@ func TestInteropMCPTypeScript(t *testing.T) {
 	if _, err := a.Connect(t.Context(), b.Addrs()[0].String()); err != nil {
 		t.Fatal(err)
 	}
-	testnet.Eventually(t, testnetWait, func() error {
+	waitfor.Eventually(t, testnetWait, func() error {
 		_, err := a.MCP().CallTool(t.Context(), "toolsmith.say", json.RawMessage(`{"text":"x"}`))
 		return err
 	})

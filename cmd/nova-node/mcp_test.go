@@ -12,10 +12,10 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/nova-node/nova-node/internal/waitfor"
 	"github.com/nova-node/nova-node/mcpbridge"
 	"github.com/nova-node/nova-node/mcpbridge/mcptest"
 	"github.com/nova-node/nova-node/node"
-	"github.com/nova-node/nova-node/testnet"
 )
 
 // TestMCPCommands: a tool served by an MCP server on bob's node is listed
@@ -30,7 +30,7 @@ func TestMCPCommands(t *testing.T) {
 	if _, err := a.Connect(t.Context(), b.Addrs()[0].String()); err != nil {
 		t.Fatal(err)
 	}
-	testnet.Eventually(t, testnetWait, func() error {
+	waitfor.Eventually(t, testnetWait, func() error {
 		_, err := a.MCP().CallTool(t.Context(), "toolsmith.say", json.RawMessage(`{"text":"x"}`))
 		return err
 	})
@@ -118,7 +118,11 @@ func TestMCPCommands(t *testing.T) {
 
 func TestMain(m *testing.M) {
 	mcptest.MaybeServe()
-	os.Exit(m.Run())
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
 }
 
 // TestMCPListsEmpty: in a swarm with no MCP server, `tools list`,

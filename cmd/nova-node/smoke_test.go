@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nova-node/nova-node/internal/waitfor"
 	"github.com/nova-node/nova-node/node/localapi"
 )
 
@@ -24,10 +26,7 @@ func TestBinarySmoke(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("signals differ on windows")
 	}
-	bin := filepath.Join(t.TempDir(), "nova-node")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := novaBinary(t)
 	home := t.TempDir()
 	env := append(os.Environ(), "HOME="+home, "NOVA_MDNS=false", "NOVA_METRICS_LISTEN=127.0.0.1:0")
 	start := func(dir, agent string, extra ...string) (*exec.Cmd, localapi.IDInfo, *strings.Builder) {
@@ -60,20 +59,15 @@ func TestBinarySmoke(t *testing.T) {
 	b, _, errB := start(dirB, "bob", "--peer", infoA.Addrs[0])
 
 	var out []byte
-	deadline := time.Now().Add(testnetWait)
-	for {
+	waitfor.Eventually(t, testnetWait, func() error {
 		cmd := exec.Command(bin, "send", "--data-dir", dirB, "--to", "alice", "--payload", `{"text":"hi"}`)
 		cmd.Env = env
 		var err error
-		out, err = cmd.CombinedOutput()
-		if err == nil {
-			break
+		if out, err = cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("send: %v\n%s", err, out)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("send never succeeded: %v\n%s", err, out)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 	if !strings.Contains(string(out), "delivered to alice@"+infoA.PeerID) || !strings.Contains(string(out), `"text": "hi"`) {
 		t.Fatalf("send output:\n%s", out)
 	}

@@ -211,7 +211,7 @@ func TestSendReportsTheTimeToTheAnswer(t *testing.T) {
 	n := startNode(t, 0, dir, node.DefaultAgent("alice"))
 	card := node.AgentConfig{Name: "slow", Capabilities: []node.CapabilityConfig{{ID: "slow"}}}.Card()
 	if _, err := n.RegisterAgent(card, func(ctx context.Context, env *envelope.Envelope) (any, error) {
-		time.Sleep(150 * time.Millisecond)
+		time.Sleep(150 * time.Millisecond) // the agent's own work: part of the scenario
 		return "done", nil
 	}); err != nil {
 		t.Fatal(err)

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nova-node/nova-node/internal/waitfor"
 	"github.com/nova-node/nova-node/protocol/task/negotiation"
 	"github.com/nova-node/nova-node/protocol/task/taskswarm"
-	"github.com/nova-node/nova-node/testnet"
 )
 
 func decodeJSON[T any](t *testing.T, out string) T {
@@ -26,7 +26,7 @@ func decodeJSON[T any](t *testing.T, out string) T {
 func pendingOn(t *testing.T, dir string, f func(negotiation.Record) bool) negotiation.Record {
 	t.Helper()
 	var found negotiation.Record
-	testnet.Eventually(t, testnetWait, func() error {
+	waitfor.Eventually(t, testnetWait, func() error {
 		out, errOut, code := runCLI(t, "tasks", "pending", "--data-dir", dir, "--json")
 		if code != 0 {
 			return fmt.Errorf("tasks pending: %d %s", code, errOut)
@@ -83,7 +83,7 @@ func TestTasksCommands(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "accepted "+sent.ProposalID) {
 		t.Fatalf("accept by prefix: %d %s %s", code, out, errOut)
 	}
-	testnet.Eventually(t, testnetWait, func() error {
+	waitfor.Eventually(t, testnetWait, func() error {
 		out, _, _ := runCLI(t, "tasks", "show", sent.ProposalID, "--data-dir", dirA, "--json")
 		r := decodeJSON[negotiation.Record](t, out)
 		if r.Status != negotiation.StatusAccepted || r.EstimatedCompletionMs != 20*60*1000 {
@@ -122,7 +122,7 @@ func TestSwarmCommands(t *testing.T) {
 	if _, errOut, code := runCLI(t, "tasks", "accept", prop.ProposalID, "--data-dir", dirB); code != 0 {
 		t.Fatalf("accept the swarm's proposal: %s", errOut)
 	}
-	testnet.Eventually(t, testnetWait, func() error {
+	waitfor.Eventually(t, testnetWait, func() error {
 		out, errOut, code := runCLI(t, "swarm", "status", s.ID, "--data-dir", dirA, "--json")
 		if code != 0 {
 			return fmt.Errorf("status: %d %s", code, errOut)
@@ -146,7 +146,7 @@ func TestSwarmCommands(t *testing.T) {
 		t.Fatalf("swarm list:\n%s", out)
 	}
 	// Bob's node does not coordinate it: it reads the shared document.
-	testnet.Eventually(t, testnetWait, func() error {
+	waitfor.Eventually(t, testnetWait, func() error {
 		out, errOut, code := runCLI(t, "swarm", "status", s.ID, "--data-dir", dirB, "--json")
 		if code != 0 {
 			return fmt.Errorf("status on bob's node: %d %s", code, errOut)
@@ -211,7 +211,7 @@ func TestTaskErrorsSpeakCLI(t *testing.T) {
 		!strings.Contains(errOut, "SWARM_FAILED") || !strings.Contains(errOut, "--recruit-timeout") {
 		t.Fatalf("swarm create --recruit-timeout --wait: exit %d after %s\nstdout:\n%s\nstderr:\n%s", code, time.Since(start), out, errOut)
 	}
-	testnet.Eventually(t, testnetWait, func() error {
+	waitfor.Eventually(t, testnetWait, func() error {
 		out, _, _ := runCLI(t, "tasks", "list", "--data-dir", dirB, "--json")
 		for _, r := range decodeJSON[[]negotiation.Record](t, out) {
 			if r.Proposal.TaskDescription == "nobody answers" && r.Status == negotiation.StatusTimedOut {

@@ -1,6 +1,7 @@
 package connhealth
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -8,6 +9,8 @@ import (
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
+
+	"github.com/nova-node/nova-node/internal/waitfor"
 )
 
 // monitoredHost is a host on 127.0.0.1 over TCP alone, built and attached
@@ -62,22 +65,18 @@ func TestAckCheckReadsTheSocket(t *testing.T) {
 		if w == nil || w.swarm.Load() == nil || *w.swarm.Load() != conns[0] {
 			t.Fatalf("%s: the socket is not tied to the swarm's connection (Connected)", side.name)
 		}
-		deadline := time.Now().Add(5 * time.Second)
-		for {
+		// A frame may be in flight at any moment (identify, the DHT):
+		// look until the connection rests.
+		waitfor.Eventually(t, 5*time.Second, func() error {
 			st, ok := side.n.m.AckCheck(conns[0])
 			if !ok {
-				t.Fatalf("%s: the ack check does not find the connection's socket", side.name)
+				return fmt.Errorf("%s: the ack check does not find the connection's socket", side.name)
 			}
-			// A frame may be in flight at any moment (identify, the DHT):
-			// look until the connection rests.
-			if !st.InFlight && !st.Retransmitting && st.RTO > 0 && st.Silent < time.Minute {
-				t.Logf("%s: %+v", side.name, st)
-				break
+			if st.InFlight || st.Retransmitting || st.RTO <= 0 || st.Silent >= time.Minute {
+				return fmt.Errorf("%s: %+v on an idle loopback connection, want nothing in flight or retransmitted and an RTO", side.name, st)
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: %+v on an idle loopback connection, want nothing in flight or retransmitted and an RTO", side.name, st)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+			t.Logf("%s: %+v", side.name, st)
+			return nil
+		})
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"unicode"
 
 	"github.com/nova-node/nova-node/envelope"
+	"github.com/nova-node/nova-node/internal/waitfor"
 	"github.com/nova-node/nova-node/protocol/a2ahttp"
 )
 
@@ -83,7 +84,7 @@ func TestClientTimeoutCancelsRemoteTask(t *testing.T) {
 		if r.Code != a2ahttp.CodeTimeout || !strings.HasPrefix(r.Error, "Timed out after ") || r.TaskID == "" {
 			t.Fatalf("%s: %+v", v, r)
 		}
-		eventually(t, 5*time.Second, func() error {
+		waitfor.Eventually(t, 5*time.Second, func() error {
 			task, err := c.GetTask(t.Context(), url, r.TaskID)
 			if err != nil {
 				return err

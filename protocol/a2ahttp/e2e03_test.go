@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nova-node/nova-node/internal/waitfor"
 )
 
 // v0.3 wire shapes, decoded loosely.
@@ -145,7 +147,7 @@ func TestV03NonBlockingThenPoll(t *testing.T) {
 	if task.Status.State != "submitted" && task.Status.State != "working" {
 		t.Fatalf("non-blocking send returned state %q", task.Status.State)
 	}
-	eventually(t, 5*time.Second, func() error {
+	waitfor.Eventually(t, 5*time.Second, func() error {
 		var got task03
 		c.ok(t, "tasks/get", map[string]any{"id": task.ID}, &got)
 		if got.Status.State != "completed" {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nova-node/nova-node/internal/waitfor"
 )
 
 // v1.0 wire shapes, decoded loosely.
@@ -142,7 +144,7 @@ func TestV10ReturnImmediatelyThenPoll(t *testing.T) {
 	if res.Task == nil || (res.Task.Status.State != "TASK_STATE_SUBMITTED" && res.Task.Status.State != "TASK_STATE_WORKING") {
 		t.Fatalf("returnImmediately = %+v", res)
 	}
-	eventually(t, 5*time.Second, func() error {
+	waitfor.Eventually(t, 5*time.Second, func() error {
 		var got task10
 		c.ok(t, "GetTask", map[string]any{"id": res.Task.ID}, &got)
 		if got.Status.State != "TASK_STATE_COMPLETED" {

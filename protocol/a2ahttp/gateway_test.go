@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nova-node/nova-node/internal/waitfor"
 	"github.com/nova-node/nova-node/protocol/a2ahttp"
 	"github.com/nova-node/nova-node/protocol/a2ahttp/a2ahttptest"
 )
@@ -211,13 +212,13 @@ func TestLimits(t *testing.T) {
 	defer cancel()
 	// Probe only once the blocking send holds the slot: a probe racing it
 	// for the slot would make it the one refused.
-	eventually(t, 5*time.Second, func() error {
+	waitfor.Eventually(t, 5*time.Second, func() error {
 		if e.mesh.Calls() < 1 {
 			return errors.New("the blocking send has not reached the mesh")
 		}
 		return nil
 	})
-	eventually(t, 5*time.Second, func() error {
+	waitfor.Eventually(t, 5*time.Second, func() error {
 		resp, err := http.Post(e.srv.URL+"/a2a/echo/", "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"id":"x"}}`))
 		if err != nil {
 			return err

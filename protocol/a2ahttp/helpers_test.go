@@ -176,19 +176,3 @@ func (c call) stream(t *testing.T, method string, params any) ([]json.RawMessage
 	}
 	return events, nil
 }
-
-// eventually polls f until it returns nil or d passes.
-func eventually(t *testing.T, d time.Duration, f func() error) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not in %v: %v", d, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}

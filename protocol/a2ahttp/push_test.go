@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nova-node/nova-node/internal/waitfor"
 	"github.com/nova-node/nova-node/protocol/a2ahttp"
 )
 
@@ -95,7 +96,7 @@ func TestPushDelivery(t *testing.T) {
 	p["configuration"] = map[string]any{"pushNotificationConfig": map[string]any{"url": hs.URL + "/hook", "token": "tok"}}
 	var task task03
 	call{url: e.srv.URL + "/a2a/echo/"}.ok(t, "message/send", p, &task)
-	eventually(t, 5*time.Second, func() error {
+	waitfor.Eventually(t, 5*time.Second, func() error {
 		bodies, _, _ := h.received()
 		for _, b := range bodies {
 			var got task03
@@ -135,7 +136,7 @@ func TestPushDelivery(t *testing.T) {
 	p1["configuration"] = map[string]any{"taskPushNotificationConfig": map[string]any{"url": hs2.URL}}
 	var res stream10
 	v1(e, "echo").ok(t, "SendMessage", p1, &res)
-	eventually(t, 5*time.Second, func() error {
+	waitfor.Eventually(t, 5*time.Second, func() error {
 		bodies, _, _ := h2.received()
 		for _, b := range bodies {
 			var sr stream10

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -14,6 +15,7 @@ import (
 	"github.com/nova-node/nova-node/agentcard"
 	"github.com/nova-node/nova-node/envelope"
 	"github.com/nova-node/nova-node/internal/leakcheck"
+	"github.com/nova-node/nova-node/internal/waitfor"
 	"github.com/nova-node/nova-node/protocol/task/negotiation"
 	"github.com/nova-node/nova-node/protocol/task/taskswarm"
 	"github.com/nova-node/nova-node/tiers"
@@ -643,16 +645,12 @@ func TestNoGoroutineLeaks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if got := mustGet(t, c, s.ID); got.Status == taskswarm.StatusCompleted {
-			break
+	waitfor.Eventually(t, 5*time.Second, func() error {
+		if got := mustGet(t, c, s.ID); got.Status != taskswarm.StatusCompleted {
+			return fmt.Errorf("%s, not completed\n%s", got.Status, &rec)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not completed\n%s", &rec)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 	m.close()
 	if s := leakcheck.Wait("protocol/task/taskswarm.", 2*time.Second); s != "" {
 		t.Fatalf("leaked goroutines:\n%s", s)
