@@ -77,6 +77,7 @@ var packages = map[string]pkg{
 	"internal/cputime":               {layer: leaf},
 	"internal/leakcheck":             {layer: leaf},
 	"internal/srccheck":              {layer: leaf},
+	"internal/waitfor":               {layer: leaf}, // tests: Eventually
 	"internal/streamscope":           {layer: leaf, also: "internal/clock"},
 	"internal/streamscope/scopetest": {layer: leaf}, // test hosts with a resource manager
 	"tiers":                          {layer: leaf, pure: true},
@@ -114,7 +115,7 @@ var packages = map[string]pkg{
 // reserved are imports only some packages may use, path => who and why;
 // a path ending in "/..." covers the packages below it too.
 var reserved = map[string]struct{ by, why string }{
-	"testing":                     {"internal/srccheck internal/streamscope/scopetest testnet", "do not use testing in production code (test helpers excepted)"},
+	"testing":                     {"internal/srccheck internal/streamscope/scopetest internal/waitfor testnet", "do not use testing in production code (test helpers excepted)"},
 	"unsafe":                      {"", "decoders see hostile input; no package needs it"},
 	"os/exec":                     {"mcpbridge", "only the stdio MCP backends start processes"},
 	"github.com/spf13/cobra/...":  {"cmd/nova-node", "the CLI is the only place that parses flags"},
