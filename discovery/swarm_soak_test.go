@@ -6,7 +6,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
 	dht "github.com/libp2p/go-libp2p-kad-dht"
+
 	"github.com/nova-node/nova-node/discovery"
 
 	"sync"

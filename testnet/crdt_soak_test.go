@@ -13,6 +13,7 @@ import (
 
 	"github.com/nova-node/nova-node/internal/waitfor"
 	"github.com/nova-node/nova-node/node"
+	"github.com/nova-node/nova-node/node/localapi"
 	"github.com/nova-node/nova-node/testnet"
 )
 
@@ -34,7 +35,7 @@ func TestTwentyNodesConvergeOnADocument(t *testing.T) {
 	for i, nd := range net.Nodes {
 		wg.Go(func() {
 			for k := 0; k < 5; k++ {
-				ops := []node.DocOp{
+				ops := []localapi.DocOp{
 					{Op: "set", Path: fmt.Sprintf("/n%d/k%d", i, k), Value: json.RawMessage(fmt.Sprint(k))},
 					{Op: "incr", Path: "/total", By: 1},
 					{Op: "add", Path: "/seen", Value: json.RawMessage(fmt.Sprintf(`"%d-%d"`, i, k))},

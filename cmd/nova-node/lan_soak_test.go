@@ -10,7 +10,8 @@ import (
 	"time"
 
 	"github.com/nova-node/nova-node/internal/waitfor"
-	"github.com/nova-node/nova-node/node"
+	"github.com/nova-node/nova-node/node/connhealth"
+	"github.com/nova-node/nova-node/node/localapi"
 )
 
 // An idle TCP connection to a laptop cut off the network is dropped within
@@ -40,7 +41,7 @@ func TestIdlePeerCutOffIsDropped(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	limit := node.TCPKeepAliveIdle + node.TCPKeepAliveInterval + 5*time.Second
+	limit := connhealth.TCPKeepAliveIdle + connhealth.TCPKeepAliveInterval + 5*time.Second
 	waitfor.Eventually(t, limit, func() error {
 		out, err := l.cli(1, "peers", "--json")
 		if err != nil || strings.Contains(out, l.addr(0)) {
@@ -67,10 +68,10 @@ func TestCapabilitySendAvoidsALaptopThatLeft(t *testing.T) {
 		l.run(i, args...)
 	}
 	l.waitForAgents(1, 5, 45*time.Second)
-	send := func() (node.SendResult, time.Duration) {
+	send := func() (localapi.SendResult, time.Duration) {
 		start := time.Now()
 		out, _ := l.cli(1, "send", "--capability", "translate", "--type", "notification", "--payload", `"hola"`, "--json")
-		var res node.SendResult
+		var res localapi.SendResult
 		if err := json.Unmarshal([]byte(out), &res); err != nil || res.Sent == nil {
 			t.Fatalf("send --capability: %v\n%s", err, out)
 		}
