@@ -231,7 +231,7 @@ func (n *Node) Status() localapi.Status {
 	}
 	st.Channels = n.router.Channels()
 	for _, e := range n.obs.Recent(0) {
-		if e.Type == protocol.EventError || e.Type == protocol.EventSecurity {
+		if e.Type == protocol.EvtErrorRaised || e.Type == protocol.EvtSecurityRaised {
 			st.RecentErrors = append(st.RecentErrors, e)
 		}
 	}

@@ -144,7 +144,7 @@ func newPromMetrics() *promMetrics {
 // mutex.
 func (m *promMetrics) observe(ev *protocol.Event, ti int) {
 	switch ev.Type {
-	case protocol.EventMessageSent:
+	case protocol.EvtMessageSent:
 		if ti < 0 { // not a valid type: cannot happen (see promTypes), kept uncached
 			m.sent.WithLabelValues(string(ev.MessageType)).Inc()
 			return
@@ -155,7 +155,7 @@ func (m *promMetrics) observe(ev *protocol.Event, ti int) {
 			m.sentBy[ti] = c
 		}
 		c.Inc()
-	case protocol.EventMessageReceived:
+	case protocol.EvtMessageReceived:
 		pi := promPathIndex(ev.Path)
 		if ti < 0 || pi < 0 { // cannot happen (see promTypes), kept uncached
 			m.received.WithLabelValues(string(ev.MessageType), ev.Path).Inc()
@@ -167,13 +167,13 @@ func (m *promMetrics) observe(ev *protocol.Event, ti int) {
 			m.receivedBy[ti][pi] = c
 		}
 		c.Inc()
-	case protocol.EventRoutingDecision:
+	case protocol.EvtRouteDecided:
 		if ev.Success { // as AverageRoutingLatencyMs: failures are errors
 			m.latency.Observe(ev.Latency.Seconds())
 		}
-	case protocol.EventError:
+	case protocol.EvtErrorRaised:
 		m.errsBy.counter(ev.Code).Inc()
-	case protocol.EventSecurity:
+	case protocol.EvtSecurityRaised:
 		m.securityBy.counter(ev.Code).Inc()
 	}
 }

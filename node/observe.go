@@ -30,17 +30,17 @@ const AuditFile = "audit.jsonl"
 // (envelope.MaxAgentLen), envelope ids and this node's codes are never cut.
 const MaxEventFieldLen = 256
 
-// EventAuditSuppressed is the type of the audit line that says how many of a
+// EvtAuditSuppressed is the type of the audit line that says how many of a
 // peer's security events the audit log's rate limit left out. It appears
 // only in the audit log, never in the ring or to subscribers.
-const EventAuditSuppressed = "audit-suppressed"
+const EvtAuditSuppressed = "audit-suppressed"
 
 // The audit log's rate limit on security events, per peer (the event's Peer;
 // events without one share a bucket): a token bucket of auditRate events a
 // second with a burst of auditBurst. A suppressed event is still kept,
 // counted and sent to subscribers; only its audit line is left out, and
 // counted in [localapi.Metrics].AuditSuppressed. The first event the peer's bucket
-// admits again writes an [EventAuditSuppressed] line first, at most once per
+// admits again writes an [EvtAuditSuppressed] line first, at most once per
 // auditSummaryEvery per peer; a peer evicted from the table, or the
 // Observer's close, writes its pending count too. At most auditPeers peers
 // are tracked: a new one evicts the peer idle the longest.
@@ -168,7 +168,7 @@ func (s *Subscription) Close() {
 }
 
 // Subscribe returns a subscription with a buffer of n events (default 256)
-// that receives the events of the given types (protocol.EventCardsReceived,
+// that receives the events of the given types (protocol.EvtCardsReceived,
 // ...), or every event when no type is given. A subscriber that wants one
 // kind of event should name it: the router emits several events per
 // message, and each one sent to a subscriber that throws it away is a
@@ -212,7 +212,7 @@ func (o *Observer) Emit(ev protocol.Event) {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if ev.Type == protocol.EventError && ev.EnvelopeID != "" && o.errs.repeated(&ev) {
+	if ev.Type == protocol.EvtErrorRaised && ev.EnvelopeID != "" && o.errs.repeated(&ev) {
 		return // the same failure, reported again (see Observer)
 	}
 	o.ring[o.next] = ev
@@ -221,17 +221,17 @@ func (o *Observer) Emit(ev protocol.Event) {
 	}
 	ti := -1 // ev.MessageType's index in promTypes, for the events counted by type
 	switch ev.Type {
-	case protocol.EventMessageSent:
+	case protocol.EvtMessageSent:
 		o.m.TotalMessagesSent++
 		if ti = promTypeIndex(ev.MessageType); ti >= 0 {
 			o.sentBy[ti]++
 		} else {
 			o.m.MessagesByType[ev.MessageType]++
 		}
-	case protocol.EventMessageReceived:
+	case protocol.EvtMessageReceived:
 		o.m.TotalMessagesReceived++
 		ti = promTypeIndex(ev.MessageType)
-	case protocol.EventRoutingDecision:
+	case protocol.EvtRouteDecided:
 		// Of the messages routed: a failure (an agent looked up for 1.4 s
 		// and not found, a peer given up on after its redials) is an error,
 		// counted as one, and its wait would swamp the average.
@@ -240,9 +240,9 @@ func (o *Observer) Emit(ev protocol.Event) {
 			o.latencyNs += float64(ev.Latency)
 			o.m.AverageRoutingLatencyMs = o.latencyNs / float64(o.decisions) / 1e6
 		}
-	case protocol.EventError:
+	case protocol.EvtErrorRaised:
 		o.m.ErrorCount++
-	case protocol.EventSecurity:
+	case protocol.EvtSecurityRaised:
 		o.m.SecurityEvents++
 	}
 	o.prom.observe(&ev, ti)
@@ -256,14 +256,14 @@ func (o *Observer) Emit(ev protocol.Event) {
 			sub.dropped++
 		}
 	}
-	crossTier := (ev.Type == protocol.EventMessageSent || ev.Type == protocol.EventMessageReceived) &&
+	crossTier := (ev.Type == protocol.EvtMessageSent || ev.Type == protocol.EvtMessageReceived) &&
 		ev.SourceTier >= 0 && ev.TargetTier >= 0 && ev.SourceTier != ev.TargetTier
 	// An escalation refusal is not a security event (nothing was forged),
 	// but it is a tier decision an auditor asks about, as cross-tier
 	// messages are: audited, and like them not rate-limited.
-	escalation := ev.Type == protocol.EventError && ev.Code == tiers.CodeEscalationRequired
-	if o.audit != nil && (ev.Type == protocol.EventSecurity || crossTier || escalation) {
-		if ev.Type == protocol.EventSecurity && !o.admitAudit(ev.Peer, time.Now()) {
+	escalation := ev.Type == protocol.EvtErrorRaised && ev.Code == tiers.CodeEscalationRequired
+	if o.audit != nil && (ev.Type == protocol.EvtSecurityRaised || crossTier || escalation) {
+		if ev.Type == protocol.EvtSecurityRaised && !o.admitAudit(ev.Peer, time.Now()) {
 			o.m.AuditSuppressed++
 			return
 		}
@@ -347,7 +347,7 @@ func (o *Observer) writeSummary(p peer.ID, b *auditBucket, now time.Time) {
 	if p == "" {
 		who = "no peer (local)"
 	}
-	o.writeAudit(protocol.Event{Type: EventAuditSuppressed, Time: now, Peer: p, SourceTier: -1, TargetTier: -1,
+	o.writeAudit(protocol.Event{Type: EvtAuditSuppressed, Time: now, Peer: p, SourceTier: -1, TargetTier: -1,
 		Detail: fmt.Sprintf("%d security events from %s suppressed (audit limit %d/s, burst %d)", b.suppressed, who, auditRate, auditBurst)})
 	b.suppressed, b.summarized = 0, now
 }

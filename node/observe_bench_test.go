@@ -19,7 +19,7 @@ func BenchmarkObserverEmit(b *testing.B) {
 		b.Fatal(err)
 	}
 	all := o.Subscribe(1024)
-	cards := o.Subscribe(256, protocol.EventCardsReceived)
+	cards := o.Subscribe(256, protocol.EvtCardsReceived)
 	defer cards.Close()
 	done := make(chan struct{})
 	go func() {
@@ -27,7 +27,7 @@ func BenchmarkObserverEmit(b *testing.B) {
 		for range all.C {
 		}
 	}()
-	ev := protocol.Event{Type: protocol.EventMessageSent, Time: time.Now(), EnvelopeID: "0195f1a2-7c3e-7000-8000-000000000001",
+	ev := protocol.Event{Type: protocol.EvtMessageSent, Time: time.Now(), EnvelopeID: "0195f1a2-7c3e-7000-8000-000000000001",
 		Sender: "t0@12D3KooWAbc", Recipient: "t1@12D3KooWAbc", MessageType: envelope.TypeRequest, Path: protocol.PathLocal,
 		Latency: 40 * time.Microsecond, Success: true, SourceTier: 1, TargetTier: 1}
 	b.ReportAllocs()

@@ -126,10 +126,10 @@ func TestEmitCapsEveryStringField(t *testing.T) {
 	audited := 0
 	for round := range 40 {
 		f := typ.Field(fields[round%len(fields)])
-		ev := protocol.Event{Type: protocol.EventSecurity, Code: protocol.CodeProtocolError, Peer: p, SourceTier: -1, TargetTier: -1}
+		ev := protocol.Event{Type: protocol.EvtSecurityRaised, Code: protocol.CodeProtocolError, Peer: p, SourceTier: -1, TargetTier: -1}
 		reflect.ValueOf(&ev).Elem().FieldByIndex(f.Index).SetString(long)
 		o.Emit(ev)
-		if ev.Type == protocol.EventSecurity {
+		if ev.Type == protocol.EvtSecurityRaised {
 			audited++
 		}
 		got := []protocol.Event{o.Recent(1)[0], <-sub.C}
@@ -193,7 +193,7 @@ func TestAuditRateLimitPerPeer(t *testing.T) {
 		o, path := auditObserver(t)
 		flooder, quiet := testPeer(t), testPeer(t)
 		sec := func(p peer.ID, i int) {
-			o.Emit(protocol.Event{Type: protocol.EventSecurity, Code: protocol.CodeProtocolError, Peer: p,
+			o.Emit(protocol.Event{Type: protocol.EvtSecurityRaised, Code: protocol.CodeProtocolError, Peer: p,
 				Detail: fmt.Sprintf("frame %d", i), SourceTier: -1, TargetTier: -1})
 		}
 		count := func(lines []map[string]any, typ string, p peer.ID) int {
@@ -212,10 +212,10 @@ func TestAuditRateLimitPerPeer(t *testing.T) {
 			sec(quiet, i)
 		}
 		lines := readAudit(t, path)
-		if n := count(lines, protocol.EventSecurity, flooder); n != auditBurst {
+		if n := count(lines, protocol.EvtSecurityRaised, flooder); n != auditBurst {
 			t.Fatalf("%d of the flooder's 1000 events audited at once, want the burst %d", n, auditBurst)
 		}
-		if n := count(lines, protocol.EventSecurity, quiet); n != 10 {
+		if n := count(lines, protocol.EvtSecurityRaised, quiet); n != 10 {
 			t.Fatalf("%d of the quiet peer's 10 events audited, want 10", n)
 		}
 		m := o.Metrics()
@@ -231,13 +231,13 @@ func TestAuditRateLimitPerPeer(t *testing.T) {
 		lines = readAudit(t, path)
 		want := fmt.Sprintf("800 security events from peer %s suppressed", flooder)
 		last := lines[len(lines)-2:]
-		if last[0]["type"] != EventAuditSuppressed || !strings.HasPrefix(last[0]["detail"].(string), want) ||
+		if last[0]["type"] != EvtAuditSuppressed || !strings.HasPrefix(last[0]["detail"].(string), want) ||
 			last[1]["detail"] != "frame 1000" {
 			t.Fatalf("after a refill, the audit log ends with %v; want the summary %q, then the event", last, want)
 		}
 
 		// A sustained flood: per second, about auditRate lines and one summary.
-		before := count(readAudit(t, path), protocol.EventSecurity, flooder)
+		before := count(readAudit(t, path), protocol.EvtSecurityRaised, flooder)
 		for range 10 {
 			for i := range 1000 {
 				sec(flooder, i)
@@ -245,7 +245,7 @@ func TestAuditRateLimitPerPeer(t *testing.T) {
 			}
 		}
 		lines = readAudit(t, path)
-		got, sums := count(lines, protocol.EventSecurity, flooder), count(lines, EventAuditSuppressed, flooder)
+		got, sums := count(lines, protocol.EvtSecurityRaised, flooder), count(lines, EvtAuditSuppressed, flooder)
 		if flood := got - before; flood > auditBurst+10*auditRate || flood < 10*auditRate || sums < 9 || sums > 12 {
 			t.Fatalf("10 s of 1,000 events/s: %d lines and %d summaries audited in all, want at most %d lines and about 11 summaries",
 				flood, sums, auditBurst+10*auditRate)
@@ -265,7 +265,7 @@ func TestAuditRateLimitPerPeer(t *testing.T) {
 		}
 		lines = readAudit(t, path)
 		want = fmt.Sprintf("%d security events from peer %s suppressed", pending, flooder)
-		if l := lines[len(lines)-1]; l["type"] != EventAuditSuppressed || !strings.HasPrefix(l["detail"].(string), want) {
+		if l := lines[len(lines)-1]; l["type"] != EvtAuditSuppressed || !strings.HasPrefix(l["detail"].(string), want) {
 			t.Fatalf("after close the audit log ends with %v, want %q", l, want)
 		}
 	})
@@ -278,13 +278,13 @@ func TestAuditPeersBounded(t *testing.T) {
 		o, path := auditObserver(t)
 		first := testPeer(t)
 		for range auditBurst + 5 {
-			o.Emit(protocol.Event{Type: protocol.EventSecurity, Peer: first, SourceTier: -1, TargetTier: -1})
+			o.Emit(protocol.Event{Type: protocol.EvtSecurityRaised, Peer: first, SourceTier: -1, TargetTier: -1})
 		}
 		for i := range auditPeers {
 			time.Sleep(time.Millisecond)
 			// Cheap distinct peer IDs: identity multihashes of the index.
 			p := peer.ID(fmt.Sprintf("\x00\x08peer%04d", i))
-			o.Emit(protocol.Event{Type: protocol.EventSecurity, Peer: p, SourceTier: -1, TargetTier: -1})
+			o.Emit(protocol.Event{Type: protocol.EvtSecurityRaised, Peer: p, SourceTier: -1, TargetTier: -1})
 			if len(o.buckets) > auditPeers {
 				t.Fatalf("%d peers tracked, want at most %d", len(o.buckets), auditPeers)
 			}
@@ -295,7 +295,7 @@ func TestAuditPeersBounded(t *testing.T) {
 		want := fmt.Sprintf("5 security events from peer %s suppressed", first)
 		found := false
 		for _, l := range readAudit(t, path) {
-			found = found || (l["type"] == EventAuditSuppressed && strings.HasPrefix(l["detail"].(string), want))
+			found = found || (l["type"] == EvtAuditSuppressed && strings.HasPrefix(l["detail"].(string), want))
 		}
 		if !found {
 			t.Fatalf("no summary %q on eviction", want)
@@ -309,7 +309,7 @@ func TestCrossTierNotRateLimited(t *testing.T) {
 	o, path := auditObserver(t)
 	p := testPeer(t)
 	for range 3 * auditBurst {
-		o.Emit(protocol.Event{Type: protocol.EventMessageReceived, Peer: p, MessageType: envelope.TypeNotification,
+		o.Emit(protocol.Event{Type: protocol.EvtMessageReceived, Peer: p, MessageType: envelope.TypeNotification,
 			Path: protocol.PathRemote, SourceTier: 0, TargetTier: 2})
 	}
 	if n := len(readAudit(t, path)); n != 3*auditBurst {
@@ -324,7 +324,7 @@ func TestCrossTierNotRateLimited(t *testing.T) {
 func TestRepeatedErrorKeptOnce(t *testing.T) {
 	o, _ := auditObserver(t)
 	fail := func(id, sender, code string) {
-		o.Emit(protocol.Event{Type: protocol.EventError, EnvelopeID: id, Sender: sender, Code: code, SourceTier: -1, TargetTier: -1})
+		o.Emit(protocol.Event{Type: protocol.EvtErrorRaised, EnvelopeID: id, Sender: sender, Code: code, SourceTier: -1, TargetTier: -1})
 	}
 	fail("e1", "a@p", protocol.CodeDeliveryFailed)
 	fail("e1", "a@p", protocol.CodeDeliveryFailed) // the same failure, reported again
@@ -359,15 +359,15 @@ func TestEscalationRefusalFromPeerAudited(t *testing.T) {
 	o, path := auditObserver(t)
 	p := testPeer(t)
 	for i := range 3 * auditBurst {
-		o.Emit(protocol.Event{Type: protocol.EventError, EnvelopeID: strconv.Itoa(i), Sender: "callisto@x", Recipient: "sun@y",
+		o.Emit(protocol.Event{Type: protocol.EvtErrorRaised, EnvelopeID: strconv.Itoa(i), Sender: "callisto@x", Recipient: "sun@y",
 			MessageType: envelope.TypeTaskProposal, Code: "ESCALATION_REQUIRED", Peer: p, SourceTier: -1, TargetTier: -1})
 	}
-	o.Emit(protocol.Event{Type: protocol.EventError, EnvelopeID: "other", Code: protocol.CodeDeliveryFailed, SourceTier: -1, TargetTier: -1})
+	o.Emit(protocol.Event{Type: protocol.EvtErrorRaised, EnvelopeID: "other", Code: protocol.CodeDeliveryFailed, SourceTier: -1, TargetTier: -1})
 	lines := readAudit(t, path)
 	if len(lines) != 3*auditBurst {
 		t.Fatalf("%d audit lines, want %d (each escalation refusal, no other error)", len(lines), 3*auditBurst)
 	}
-	if l := lines[0]; l["type"] != protocol.EventError || l["code"] != "ESCALATION_REQUIRED" || l["peer"] != p.String() {
+	if l := lines[0]; l["type"] != protocol.EvtErrorRaised || l["code"] != "ESCALATION_REQUIRED" || l["peer"] != p.String() {
 		t.Fatalf("audit line %v", l)
 	}
 }
@@ -378,7 +378,7 @@ func TestEscalationRefusalFromPeerAudited(t *testing.T) {
 func TestAverageRoutingLatencyOfRoutedMessages(t *testing.T) {
 	o, _ := auditObserver(t)
 	decision := func(ok bool, d time.Duration) {
-		o.Emit(protocol.Event{Type: protocol.EventRoutingDecision, Time: time.Now(), EnvelopeID: "e", Sender: "a@p", Recipient: "b@p",
+		o.Emit(protocol.Event{Type: protocol.EvtRouteDecided, Time: time.Now(), EnvelopeID: "e", Sender: "a@p", Recipient: "b@p",
 			MessageType: envelope.TypeRequest, Success: ok, Latency: d, SourceTier: -1, TargetTier: -1})
 	}
 	decision(true, time.Millisecond)
@@ -429,7 +429,7 @@ func TestProperty34_InvocationEventsRoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	sub := n.obs.Subscribe(16, localapi.EventMCPInvocation)
+	sub := n.obs.Subscribe(16, localapi.EvtMCPInvoked)
 	defer sub.Close()
 	client := localapi.NewClient(cfg.APISocketPath())
 
@@ -449,7 +449,7 @@ func TestProperty34_InvocationEventsRoundTrip(t *testing.T) {
 		select {
 		case ev = <-sub.C:
 		default:
-			rt.Fatalf("call %s: no %s event", tool, localapi.EventMCPInvocation)
+			rt.Fatalf("call %s: no %s event", tool, localapi.EvtMCPInvoked)
 		}
 
 		// The event describes the call the test made.
@@ -460,7 +460,7 @@ func TestProperty34_InvocationEventsRoundTrip(t *testing.T) {
 		case "isError":
 			wantCode, wantDetail = mcpbridge.CodeToolFailed, tool+": "+mcpbridge.CodeToolFailed+": tool reported an error"
 		}
-		if ev.Type != localapi.EventMCPInvocation || ev.Sender != "tools" || ev.Success != (outcome == "ok") || ev.Code != wantCode || ev.Detail != wantDetail {
+		if ev.Type != localapi.EvtMCPInvoked || ev.Sender != "tools" || ev.Success != (outcome == "ok") || ev.Code != wantCode || ev.Detail != wantDetail {
 			rt.Fatalf("call %s (%s): event %+v, want sender tools, code %q, detail %q", tool, outcome, ev, wantCode, wantDetail)
 		}
 		if ev.Time.Before(before.Truncate(time.Millisecond)) || ev.Time.After(after) {
@@ -473,7 +473,7 @@ func TestProperty34_InvocationEventsRoundTrip(t *testing.T) {
 		// The same event, as the local API serves it.
 		var served []protocol.Event
 		if err := client.Events(rt.Context(), 4, false, func(e protocol.Event) error {
-			if e.Type == localapi.EventMCPInvocation {
+			if e.Type == localapi.EvtMCPInvoked {
 				served = append(served, e)
 			}
 			return nil
@@ -481,7 +481,7 @@ func TestProperty34_InvocationEventsRoundTrip(t *testing.T) {
 			rt.Fatal(err)
 		}
 		if len(served) == 0 {
-			rt.Fatalf("the API serves no %s event", localapi.EventMCPInvocation)
+			rt.Fatalf("the API serves no %s event", localapi.EvtMCPInvoked)
 		}
 		got := served[len(served)-1]
 		if !got.Time.Equal(ev.Time) {

@@ -65,8 +65,8 @@ func TestProperty17_RoutingEventEmission(t *testing.T) {
 	net := tierPair(t)
 	var subs [2]*node.Subscription
 	for i, n := range net.Nodes {
-		subs[i] = n.Observer().Subscribe(1<<16, protocol.EventRoutingDecision, protocol.EventMessageSent,
-			protocol.EventMessageReceived, protocol.EventError)
+		subs[i] = n.Observer().Subscribe(1<<16, protocol.EvtRouteDecided, protocol.EvtMessageSent,
+			protocol.EvtMessageReceived, protocol.EvtErrorRaised)
 		defer subs[i].Close()
 	}
 	rapid.Check(t, func(rt *rapid.T) {
@@ -87,15 +87,15 @@ func TestProperty17_RoutingEventEmission(t *testing.T) {
 				if op.kind == opDirect {
 					path = op.path()
 				}
-				want[evKey{op.node, protocol.EventRoutingDecision, env.ID, path}]++
-				want[evKey{op.node, protocol.EventError, env.ID, path}]++
+				want[evKey{op.node, protocol.EvtRouteDecided, env.ID, path}]++
+				want[evKey{op.node, protocol.EvtErrorRaised, env.ID, path}]++
 				continue
 			}
-			want[evKey{op.node, protocol.EventRoutingDecision, env.ID, op.path()}]++
-			want[evKey{op.node, protocol.EventMessageSent, env.ID, op.path()}]++
+			want[evKey{op.node, protocol.EvtRouteDecided, env.ID, op.path()}]++
+			want[evKey{op.node, protocol.EvtMessageSent, env.ID, op.path()}]++
 			for i, rs := range op.receivers(net) {
 				if len(rs) > 0 {
-					k := evKey{i, protocol.EventMessageReceived, env.ID, op.path()}
+					k := evKey{i, protocol.EvtMessageReceived, env.ID, op.path()}
 					want[k], reach[k] = len(rs), slices.Sorted(slices.Values(rs))
 				}
 			}
@@ -121,15 +121,15 @@ func TestProperty17_RoutingEventEmission(t *testing.T) {
 			for _, e := range evs {
 				bad := e.MessageType != op.typ || e.Sender != op.sender(net)
 				switch e.Type {
-				case protocol.EventRoutingDecision:
+				case protocol.EvtRouteDecided:
 					// The result's latency is the event's, cut to the microsecond.
 					bad = bad || e.Recipient != op.recipient(net) || e.Success != (code == "") || e.Code != code ||
 						e.Latency < 0 || e.Latency > took[k.id] || float64(e.Latency.Microseconds())/1000 != results[k.id].LatencyMs
-				case protocol.EventMessageSent:
+				case protocol.EvtMessageSent:
 					bad = bad || e.Recipient != op.recipient(net) || !e.Success
-				case protocol.EventError:
+				case protocol.EvtErrorRaised:
 					bad = bad || e.Recipient != op.recipient(net) || e.Success || e.Code != code
-				case protocol.EventMessageReceived:
+				case protocol.EvtMessageReceived:
 					reached = append(reached, e.Recipient)
 					bad = bad || !e.Success || e.Peer != net.Nodes[op.node].ID()
 				}
@@ -137,7 +137,7 @@ func TestProperty17_RoutingEventEmission(t *testing.T) {
 					rt.Fatalf("%v (sent in %v): node %d event %+v", op, took[k.id], k.node, e)
 				}
 			}
-			if k.typ == protocol.EventMessageReceived {
+			if k.typ == protocol.EvtMessageReceived {
 				if slices.Sort(reached); !slices.Equal(reached, reach[k]) {
 					rt.Fatalf("%v: node %d delivered to %v, want %v", op, k.node, reached, reach[k])
 				}
@@ -322,7 +322,7 @@ func TestSubscribeFiltersByType(t *testing.T) {
 	n := tierNode(t)
 	all := n.Observer().Subscribe(1000)
 	defer all.Close()
-	cards := n.Observer().Subscribe(1, protocol.EventCardsReceived)
+	cards := n.Observer().Subscribe(1, protocol.EvtCardsReceived)
 	defer cards.Close()
 	for i := 0; i < 5; i++ { // more events than cards' buffer holds
 		env, _ := n.NewEnvelope("t0", "t1", envelope.TypeNotification, i)
@@ -330,10 +330,10 @@ func TestSubscribeFiltersByType(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	n.Observer().Emit(protocol.Event{Type: protocol.EventCardsReceived, Peer: n.ID(), Detail: "marker", SourceTier: -1, TargetTier: -1})
+	n.Observer().Emit(protocol.Event{Type: protocol.EvtCardsReceived, Peer: n.ID(), Detail: "marker", SourceTier: -1, TargetTier: -1})
 
 	seen := map[string]int{}
-	for timeout := time.After(10 * time.Second); seen[protocol.EventCardsReceived] == 0; {
+	for timeout := time.After(10 * time.Second); seen[protocol.EvtCardsReceived] == 0; {
 		select {
 		case e := <-all.C:
 			seen[e.Type]++
@@ -341,14 +341,14 @@ func TestSubscribeFiltersByType(t *testing.T) {
 			t.Fatalf("unfiltered subscriber saw %v, no cards-received", seen)
 		}
 	}
-	for _, typ := range []string{protocol.EventRoutingDecision, protocol.EventMessageSent, protocol.EventMessageReceived} {
+	for _, typ := range []string{protocol.EvtRouteDecided, protocol.EvtMessageSent, protocol.EvtMessageReceived} {
 		if seen[typ] < 5 {
 			t.Errorf("unfiltered subscriber saw %d %s events, want at least 5 (%v)", seen[typ], typ, seen)
 		}
 	}
 	select {
 	case e := <-cards.C:
-		if e.Type != protocol.EventCardsReceived || e.Detail != "marker" {
+		if e.Type != protocol.EvtCardsReceived || e.Detail != "marker" {
 			t.Fatalf("filtered subscriber got %+v, want the cards-received marker", e)
 		}
 	case <-time.After(10 * time.Second):
@@ -373,15 +373,15 @@ func TestPrometheusCodeLabelsBounded(t *testing.T) {
 	emit := func(typ, code string) {
 		n.Observer().Emit(protocol.Event{Type: typ, Code: code, SourceTier: -1, TargetTier: -1})
 	}
-	emit(protocol.EventError, "APP_SPECIFIC")
+	emit(protocol.EvtErrorRaised, "APP_SPECIFIC")
 	for i := 0; i < 500; i++ {
-		emit(protocol.EventError, fmt.Sprintf("PEER_CODE_%d", i))
+		emit(protocol.EvtErrorRaised, fmt.Sprintf("PEER_CODE_%d", i))
 	}
-	emit(protocol.EventError, tiers.CodeTierViolation)
-	emit(protocol.EventError, tiers.CodeTierViolation)
-	emit(protocol.EventError, "APP_SPECIFIC")
-	emit(protocol.EventSecurity, "bad\xffutf8")
-	emit(protocol.EventSecurity, protocol.CodeUnauthorizedSender)
+	emit(protocol.EvtErrorRaised, tiers.CodeTierViolation)
+	emit(protocol.EvtErrorRaised, tiers.CodeTierViolation)
+	emit(protocol.EvtErrorRaised, "APP_SPECIFIC")
+	emit(protocol.EvtSecurityRaised, "bad\xffutf8")
+	emit(protocol.EvtSecurityRaised, protocol.CodeUnauthorizedSender)
 
 	resp, err := http.Get(n.MetricsURL())
 	if err != nil {
@@ -442,7 +442,7 @@ func TestFailedSendCountedOnce(t *testing.T) {
 	}
 	var errs []protocol.Event
 	err = cl.Events(t.Context(), 0, false, func(e protocol.Event) error {
-		if e.Type == protocol.EventError && e.EnvelopeID == res.Sent.ID {
+		if e.Type == protocol.EvtErrorRaised && e.EnvelopeID == res.Sent.ID {
 			errs = append(errs, e)
 		}
 		return nil
@@ -478,7 +478,7 @@ func TestEscalationRefusalAudited(t *testing.T) {
 	if len(lines) != 1 {
 		t.Fatalf("%d audit lines for the refused proposal, want 1: %+v", len(lines), lines)
 	}
-	if e := lines[0]; e.Type != protocol.EventError || e.Code != tiers.CodeEscalationRequired || e.MessageType != envelope.TypeTaskProposal || e.SourceTier != 3 || e.TargetTier != 0 {
+	if e := lines[0]; e.Type != protocol.EvtErrorRaised || e.Code != tiers.CodeEscalationRequired || e.MessageType != envelope.TypeTaskProposal || e.SourceTier != 3 || e.TargetTier != 0 {
 		t.Errorf("audit line %+v", e)
 	}
 	if m := n.Observer().Metrics(); m.SecurityEvents != 0 {

@@ -95,7 +95,7 @@ func TestReloadWithdrawsRemovedAgentFromPeers(t *testing.T) {
 	}
 	withdrawn := false
 	for _, e := range net.Nodes[0].Observer().Recent(0) {
-		withdrawn = withdrawn || e.Type == protocol.EventCardsReceived && strings.Contains(e.Detail, "withdrawn") && strings.Contains(e.Detail, carol)
+		withdrawn = withdrawn || e.Type == protocol.EvtCardsReceived && strings.Contains(e.Detail, "withdrawn") && strings.Contains(e.Detail, carol)
 	}
 	if !withdrawn {
 		t.Error("no event says carol was withdrawn")

@@ -79,7 +79,7 @@ func (ts *taskState) watchPeers(ctx context.Context) {
 	defer sub.Close()
 	// cards-received only: a peer's agents are known (again). Any other event
 	// would wake this goroutine for nothing, several times per message.
-	cards := n.obs.Subscribe(256, protocol.EventCardsReceived)
+	cards := n.obs.Subscribe(256, protocol.EvtCardsReceived)
 	defer cards.Close()
 	due := map[peer.ID]time.Time{} // disconnected peers, checked at this time
 	backed := map[peer.ID]bool{}   // peers told to the Coordinator as back since they connected

@@ -226,7 +226,7 @@ func (r *Router) deliverBroadcast(env *envelope.Envelope, from agentcard.Card, v
 			return n
 		}
 		n++
-		ev := Event{Type: EventMessageReceived, Time: clock.Now(), EnvelopeID: env.ID, Sender: from.Address(), Recipient: to.Address(),
+		ev := Event{Type: EvtMessageReceived, Time: clock.Now(), EnvelopeID: env.ID, Sender: from.Address(), Recipient: to.Address(),
 			MessageType: env.Type, Path: PathBroadcast, Success: true, Peer: via, SourceTier: int(from.Tier), TargetTier: int(to.Tier)}
 		r.o.sink.Emit(ev)
 	}

@@ -44,7 +44,7 @@ func (s *bvSink) security() []Event {
 	defer s.mu.Unlock()
 	var out []Event
 	for _, ev := range s.evs {
-		if ev.Type == EventSecurity {
+		if ev.Type == EvtSecurityRaised {
 			out = append(out, ev)
 		}
 	}
@@ -57,7 +57,7 @@ func (s *bvSink) received(id string) int {
 	defer s.mu.Unlock()
 	c := 0
 	for _, ev := range s.evs {
-		if ev.Type == EventMessageReceived && ev.EnvelopeID == id {
+		if ev.Type == EvtMessageReceived && ev.EnvelopeID == id {
 			c++
 		}
 	}
@@ -201,8 +201,8 @@ func (n *bvNet) wantSecurity(t *testing.T, evs []Event, code, detail string) {
 		t.Fatalf("%d security events, want 1: %+v", len(evs), evs)
 	}
 	ev := evs[0]
-	if ev.Type != EventSecurity || ev.Code != code || ev.Peer != n.hb.ID() || ev.Success || !strings.Contains(ev.Detail, detail) {
-		t.Fatalf("security event %+v, want type %s, code %s, peer %s, detail containing %q", ev, EventSecurity, code, n.hb.ID(), detail)
+	if ev.Type != EvtSecurityRaised || ev.Code != code || ev.Peer != n.hb.ID() || ev.Success || !strings.Contains(ev.Detail, detail) {
+		t.Fatalf("security event %+v, want type %s, code %s, peer %s, detail containing %q", ev, EvtSecurityRaised, code, n.hb.ID(), detail)
 	}
 }
 

@@ -128,7 +128,7 @@ func (r *Router) post(ctx context.Context, env *envelope.Envelope, from, to agen
 // emitRoute reports the routing decision on env, made between start and
 // now (one clock read serves the result's latency and the event).
 func (r *Router) emitRoute(env *envelope.Envelope, from, to agentcard.Card, path string, start, now time.Time, err error) {
-	ev := Event{Type: EventRoutingDecision, Time: now, EnvelopeID: env.ID, Sender: env.Sender, Recipient: env.Recipient,
+	ev := Event{Type: EvtRouteDecided, Time: now, EnvelopeID: env.ID, Sender: env.Sender, Recipient: env.Recipient,
 		MessageType: env.Type, Path: path, Latency: now.Sub(start), Success: err == nil, SourceTier: -1, TargetTier: -1}
 	if from.ID != "" {
 		ev.SourceTier = int(from.Tier)
@@ -141,7 +141,7 @@ func (r *Router) emitRoute(env *envelope.Envelope, from, to agentcard.Card, path
 	}
 	r.o.sink.Emit(ev)
 	if err != nil {
-		ev.Type = EventError
+		ev.Type = EvtErrorRaised
 		r.o.sink.Emit(ev)
 	}
 }
@@ -160,7 +160,7 @@ func (r *Router) emitSentTiers(env *envelope.Envelope, fromTier, toTier int, pat
 // emitSentTiersAt is emitSentTiers at now, which an acknowledgement of many
 // envelopes reads once for all.
 func (r *Router) emitSentTiersAt(env *envelope.Envelope, fromTier, toTier int, path string, start, now time.Time) {
-	r.o.sink.Emit(Event{Type: EventMessageSent, Time: now, EnvelopeID: env.ID, Sender: env.Sender, Recipient: env.Recipient,
+	r.o.sink.Emit(Event{Type: EvtMessageSent, Time: now, EnvelopeID: env.ID, Sender: env.Sender, Recipient: env.Recipient,
 		MessageType: env.Type, Path: path, Latency: now.Sub(start), Success: true, SourceTier: fromTier, TargetTier: toTier,
 		Detail: justification(env)})
 }
@@ -175,11 +175,11 @@ func justification(env *envelope.Envelope) string {
 	return "escalation justified: " + env.Metadata.EscalationJustification
 }
 
-// EventChannel reports a channel's state change or redial.
-const EventChannel = "channel"
+// EvtChannelChanged reports a channel's state change or redial.
+const EvtChannelChanged = "channel"
 
 func (r *Router) emitChannel(c *outChannel, detail string) {
-	r.o.sink.Emit(Event{Type: EventChannel, Time: clock.Now(), Sender: c.from, Recipient: c.to, Peer: c.p, Detail: detail, Success: true, SourceTier: -1, TargetTier: -1})
+	r.o.sink.Emit(Event{Type: EvtChannelChanged, Time: clock.Now(), Sender: c.from, Recipient: c.to, Peer: c.p, Detail: detail, Success: true, SourceTier: -1, TargetTier: -1})
 }
 
 // emitFailure reports an envelope that will never be delivered, once.
@@ -187,7 +187,7 @@ func (r *Router) emitFailure(env *envelope.Envelope, c *outChannel, err error) {
 	if env == nil {
 		return
 	}
-	r.o.sink.Emit(Event{Type: EventError, Time: clock.Now(), EnvelopeID: env.ID, Sender: env.Sender, Recipient: env.Recipient,
+	r.o.sink.Emit(Event{Type: EvtErrorRaised, Time: clock.Now(), EnvelopeID: env.ID, Sender: env.Sender, Recipient: env.Recipient,
 		MessageType: env.Type, Path: PathRemote, Code: CodeOf(err), Detail: err.Error(), Peer: c.p, SourceTier: -1, TargetTier: -1})
 	// A request waiting for its answer learns of the failure at once.
 	if env.Type.AsksForAnswer() {

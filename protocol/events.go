@@ -7,14 +7,16 @@ import (
 	"github.com/nova-node/nova-node/envelope"
 )
 
-// Event types, after the seed's A2ALogEvent, plus "security".
+// Event types, after the seed's A2ALogEvent, plus "security". The Go names
+// follow Evt<Entity><PastTense>, as the task layer's do; the strings are what
+// the events stream, the metrics and the audit log carry.
 const (
-	EventMessageSent     = "message-sent"
-	EventMessageReceived = "message-received"
-	EventRoutingDecision = "routing-decision"
-	EventError           = "error"
-	EventSecurity        = "security"
-	EventCardsReceived   = "cards-received"
+	EvtMessageSent     = "message-sent"
+	EvtMessageReceived = "message-received"
+	EvtRouteDecided    = "routing-decision"
+	EvtErrorRaised     = "error"
+	EvtSecurityRaised  = "security"
+	EvtCardsReceived   = "cards-received"
 )
 
 // Routing paths.

@@ -399,7 +399,7 @@ func (r *Router) acceptCards(p peer.ID, cards [][]byte) error {
 		r.security(Event{Code: agentcard.CodeTooManyCards, Detail: tooMany.Error(), Peer: p, SourceTier: -1, TargetTier: -1})
 	}
 	if merged > 0 {
-		r.o.sink.Emit(Event{Type: EventCardsReceived, Time: clock.Now(), Peer: p, Success: true, Detail: fmt.Sprintf("%d new or updated cards", merged), SourceTier: -1, TargetTier: -1})
+		r.o.sink.Emit(Event{Type: EvtCardsReceived, Time: clock.Now(), Peer: p, Success: true, Detail: fmt.Sprintf("%d new or updated cards", merged), SourceTier: -1, TargetTier: -1})
 	}
 	return nil
 }
@@ -535,7 +535,7 @@ func (r *Router) retainCards(p peer.ID, roster []string, mark rosterMark) {
 	if len(gone) == 0 {
 		return
 	}
-	r.o.sink.Emit(Event{Type: EventCardsReceived, Time: clock.Now(), Peer: p, Success: true,
+	r.o.sink.Emit(Event{Type: EvtCardsReceived, Time: clock.Now(), Peer: p, Success: true,
 		Detail: fmt.Sprintf("%d cards withdrawn by their host: %s", len(gone), strings.Join(gone, ", ")), SourceTier: -1, TargetTier: -1})
 }
 

@@ -139,7 +139,7 @@ func (r *Router) probe(s *outStream, timeout time.Duration) {
 		why = "nothing acknowledged for " + st.Silent.Round(time.Millisecond).String()
 	}
 	r.log.Infow("peer does not answer: closing its connection", "peer", s.p, "addr", conn.RemoteMultiaddr(), "why", why)
-	r.o.sink.Emit(Event{Type: EventChannel, Time: clock.Now(), Peer: s.p, Success: false, SourceTier: -1, TargetTier: -1,
+	r.o.sink.Emit(Event{Type: EvtChannelChanged, Time: clock.Now(), Peer: s.p, Success: false, SourceTier: -1, TargetTier: -1,
 		Detail: "peer silent: " + why + "; its connection is closed"})
 	_ = conn.Close()
 	if n := CloseSiblings(r.h.Network(), conn); n > 0 {

@@ -273,7 +273,7 @@ func TestHelloPastTheCardBoundRefreshesHeldCards(t *testing.T) {
 	var mu sync.Mutex
 	var refused int
 	tg := rvNewTarget(t, WithEventSink(sinkFunc(func(e Event) {
-		if e.Type == EventSecurity && e.Code == agentcard.CodeTooManyCards {
+		if e.Type == EvtSecurityRaised && e.Code == agentcard.CodeTooManyCards {
 			mu.Lock()
 			refused++
 			mu.Unlock()

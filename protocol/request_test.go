@@ -389,7 +389,7 @@ func (s *typeSink) count(id string) int {
 // A peer that stops (its streams reset) is not a security event: every
 // node stopping used to leave a PROTOCOL_ERROR in its peers' audit logs.
 func TestPeerStoppingIsNoSecurityEvent(t *testing.T) {
-	sink := &typeSink{typ: protocol.EventSecurity}
+	sink := &typeSink{typ: protocol.EvtSecurityRaised}
 	routers, f := mockPairWith(t, func(i int) []protocol.Option {
 		if i == 1 {
 			return []protocol.Option{protocol.WithEventSink(sink)}
@@ -455,7 +455,7 @@ func TestOutboxDropFailureIsRetried(t *testing.T) {
 // though the receiver's coalesced ack of it never came: the answer proved
 // it arrived.
 func TestFailedSendIsOneErrorEvent(t *testing.T) {
-	sink := &typeSink{typ: protocol.EventError}
+	sink := &typeSink{typ: protocol.EvtErrorRaised}
 	routers, f := mockPairWith(t, func(i int) []protocol.Option {
 		if i == 0 {
 			return []protocol.Option{protocol.WithEventSink(sink), protocol.WithRetry(1, 10*time.Millisecond)}
@@ -488,7 +488,7 @@ func TestFailedSendIsOneErrorEvent(t *testing.T) {
 // notification does: one that fails with DELIVERY_FAILED was not sent.
 // (It used to be counted as sent when it was queued.)
 func TestFailedRequestIsNotCountedSent(t *testing.T) {
-	sent := &typeSink{typ: protocol.EventMessageSent}
+	sent := &typeSink{typ: protocol.EvtMessageSent}
 	routers, f := mockPairWith(t, func(i int) []protocol.Option {
 		if i == 0 {
 			return []protocol.Option{protocol.WithEventSink(sent), protocol.WithRetry(1, 10*time.Millisecond)}

@@ -441,7 +441,7 @@ func (r *Router) dispatch(ctx context.Context, env *envelope.Envelope, from, to 
 	now := clock.Now()
 	res.LatencyMs = float64(now.Sub(start).Microseconds()) / 1000
 	ev := Event{
-		Type: EventRoutingDecision, Time: now, EnvelopeID: env.ID, Sender: env.Sender,
+		Type: EvtRouteDecided, Time: now, EnvelopeID: env.ID, Sender: env.Sender,
 		Recipient: env.Recipient, MessageType: env.Type, Path: res.Path, Latency: now.Sub(start),
 		Success: err == nil, SourceTier: -1, TargetTier: -1,
 	}
@@ -456,7 +456,7 @@ func (r *Router) dispatch(ctx context.Context, env *envelope.Envelope, from, to 
 		ev.Code, ev.Detail = CodeOf(err), err.Error()
 		r.o.sink.Emit(ev)
 		if !reported {
-			ev.Type = EventError
+			ev.Type = EvtErrorRaised
 			r.o.sink.Emit(ev)
 		}
 		return res, err
@@ -468,7 +468,7 @@ func (r *Router) dispatch(ctx context.Context, env *envelope.Envelope, from, to 
 		// or an error if it never arrives, as for Post.
 		return res, nil
 	}
-	ev.Type, ev.Detail = EventMessageSent, justification(env)
+	ev.Type, ev.Detail = EvtMessageSent, justification(env)
 	r.o.sink.Emit(ev)
 	return res, nil
 }
@@ -1025,7 +1025,7 @@ func (r *Router) checkPolicy(env *envelope.Envelope, from, to agentcard.Card, re
 }
 
 func (r *Router) security(ev Event) {
-	ev.Type, ev.Time, ev.Success = EventSecurity, clock.Now(), false
+	ev.Type, ev.Time, ev.Success = EvtSecurityRaised, clock.Now(), false
 	if ev.SourceTier == 0 && ev.TargetTier == 0 && ev.Sender == "" {
 		ev.SourceTier, ev.TargetTier = -1, -1
 	}
@@ -1084,7 +1084,7 @@ func (r *Router) emitReceivedAt(env *envelope.Envelope, from, to agentcard.Card,
 		path = PathRemote
 	}
 	r.o.sink.Emit(Event{
-		Type: EventMessageReceived, Time: at, EnvelopeID: env.ID, Sender: env.Sender,
+		Type: EvtMessageReceived, Time: at, EnvelopeID: env.ID, Sender: env.Sender,
 		Recipient: env.Recipient, MessageType: env.Type, Path: path, Success: true, Peer: via,
 		SourceTier: int(from.Tier), TargetTier: int(to.Tier), Detail: justification(env),
 	})

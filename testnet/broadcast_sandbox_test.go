@@ -20,7 +20,7 @@ import (
 func broadcastRecipients(nd *node.Node, id string) []string {
 	var out []string
 	for _, ev := range nd.Observer().Recent(0) {
-		if ev.Type == protocol.EventMessageReceived && ev.Path == protocol.PathBroadcast && ev.EnvelopeID == id {
+		if ev.Type == protocol.EvtMessageReceived && ev.Path == protocol.PathBroadcast && ev.EnvelopeID == id {
 			out = append(out, ev.Recipient)
 		}
 	}

@@ -44,7 +44,7 @@ func TestClosingAChannelFailsWhatWaitsOnIt(t *testing.T) {
 	failures := func(code string) map[string]int {
 		m := map[string]int{}
 		for _, e := range net.Nodes[0].Observer().Recent(0) {
-			if e.Type == protocol.EventError && e.Code == code && e.EnvelopeID != "" {
+			if e.Type == protocol.EvtErrorRaised && e.Code == code && e.EnvelopeID != "" {
 				m[e.EnvelopeID]++
 			}
 		}

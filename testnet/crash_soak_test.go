@@ -63,7 +63,7 @@ func TestKilledPeerNoticedInSeconds(t *testing.T) {
 	id := post(1)
 	waitfor.Eventually(t, 25*time.Second, func() error {
 		for _, e := range sender.Observer().Recent(0) {
-			if e.Type == protocol.EventError && e.EnvelopeID == id && e.Code == protocol.CodeDeliveryFailed {
+			if e.Type == protocol.EvtErrorRaised && e.EnvelopeID == id && e.Code == protocol.CodeDeliveryFailed {
 				return nil
 			}
 		}

@@ -413,9 +413,9 @@ func TestReceiverKilledMidStream(t *testing.T) {
 		select {
 		case e := <-sub.C:
 			switch {
-			case e.Type == protocol.EventChannel:
+			case e.Type == protocol.EvtChannelChanged:
 				transitions = append(transitions, e.Detail)
-			case e.Type == protocol.EventError && e.Code == protocol.CodeDeliveryFailed:
+			case e.Type == protocol.EvtErrorRaised && e.Code == protocol.CodeDeliveryFailed:
 				failed++
 			}
 			continue

@@ -114,7 +114,7 @@ func TestEscalationToRemoteAgentRefusedBySender(t *testing.T) {
 		}
 		reported := 0
 		for _, e := range a.Observer().Recent(0) {
-			if e.Type == protocol.EventError && e.EnvelopeID == r.id {
+			if e.Type == protocol.EvtErrorRaised && e.EnvelopeID == r.id {
 				reported++
 				if e.Code != tiers.CodeEscalationRequired || e.Path != protocol.PathRemote {
 					t.Errorf("node 0's error event for the proposal refused by %s: code %q path %q, want ESCALATION_REQUIRED on the remote path", r.how, e.Code, e.Path)

@@ -150,7 +150,7 @@ func TestReceiverRestartMidStream(t *testing.T) {
 		for {
 			select {
 			case e := <-sub.C:
-				if e.Type == protocol.EventChannel {
+				if e.Type == protocol.EvtChannelChanged {
 					seen = append(seen, e.Detail)
 				}
 				continue
@@ -208,7 +208,7 @@ func TestReceiverNeverReturns(t *testing.T) {
 	failures := func() map[string]int {
 		m := map[string]int{}
 		for _, e := range net.Nodes[0].Observer().Recent(0) {
-			if e.Type == protocol.EventError && e.Code == protocol.CodeDeliveryFailed && e.EnvelopeID != "" {
+			if e.Type == protocol.EvtErrorRaised && e.Code == protocol.CodeDeliveryFailed && e.EnvelopeID != "" {
 				m[e.EnvelopeID]++
 			}
 		}
@@ -250,12 +250,12 @@ func checkRedials(t *testing.T, sender *node.Node, p peer.ID) {
 		if e.Peer != p {
 			continue
 		}
-		if e.Type == protocol.EventError && e.Code == protocol.CodeDeliveryFailed {
+		if e.Type == protocol.EvtErrorRaised && e.Code == protocol.CodeDeliveryFailed {
 			failed = true
 			continue
 		}
 		detail := strings.TrimSpace(e.Detail)
-		if e.Type != protocol.EventChannel || !strings.HasPrefix(detail, "redial") {
+		if e.Type != protocol.EvtChannelChanged || !strings.HasPrefix(detail, "redial") {
 			continue
 		}
 		if detail == "redial now: an envelope to send" && !failed {
@@ -348,8 +348,8 @@ func TestPostedEnvelopesReportedSentOnAck(t *testing.T) {
 	rec := &recorder{}
 	net := sinkPair(t, rec)
 	subs := []*node.Subscription{
-		net.Nodes[0].Observer().Subscribe(1000, protocol.EventMessageSent),
-		net.Nodes[1].Observer().Subscribe(1000, protocol.EventMessageSent),
+		net.Nodes[0].Observer().Subscribe(1000, protocol.EvtMessageSent),
+		net.Nodes[1].Observer().Subscribe(1000, protocol.EvtMessageSent),
 	}
 	for _, s := range subs {
 		defer s.Close()
@@ -468,7 +468,7 @@ func TestBacklogAcknowledgedWhileWorkedOff(t *testing.T) {
 func deliveryFailures(n *node.Node) int {
 	c := 0
 	for _, e := range n.Observer().Recent(0) {
-		if e.Type == protocol.EventError && e.Code == protocol.CodeDeliveryFailed {
+		if e.Type == protocol.EvtErrorRaised && e.Code == protocol.CodeDeliveryFailed {
 			c++
 		}
 	}
@@ -483,7 +483,7 @@ func waitChannelEvent(t *testing.T, sub *node.Subscription, prefix string, timeo
 	for {
 		select {
 		case e := <-sub.C:
-			if e.Type == protocol.EventChannel && strings.HasPrefix(e.Detail, prefix) {
+			if e.Type == protocol.EvtChannelChanged && strings.HasPrefix(e.Detail, prefix) {
 				return
 			}
 		case <-deadline:
@@ -560,11 +560,11 @@ func TestEnvelopeToIdleRedialingChannelGetsItsRetries(t *testing.T) {
 		select {
 		case e := <-sub.C:
 			switch {
-			case e.Type == protocol.EventChannel && e.Detail == "redial now: an envelope to send":
+			case e.Type == protocol.EvtChannelChanged && e.Detail == "redial now: an envelope to send":
 				own = 0 // its own schedule starts: the redials before were for nothing
-			case e.Type == protocol.EventChannel && redialRe.MatchString(e.Detail):
+			case e.Type == protocol.EvtChannelChanged && redialRe.MatchString(e.Detail):
 				own++
-			case e.Type == protocol.EventError && e.Code == protocol.CodeDeliveryFailed:
+			case e.Type == protocol.EvtErrorRaised && e.Code == protocol.CodeDeliveryFailed:
 				if e.EnvelopeID != ids[0] {
 					t.Fatalf("DELIVERY_FAILED for %s, want the posted %s", e.EnvelopeID, ids[0])
 				}

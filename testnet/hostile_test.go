@@ -134,7 +134,7 @@ func expectReset(t *testing.T, s network.Stream) {
 func securityEvents(n *node.Node, code string) int {
 	c := 0
 	for _, e := range n.Observer().Recent(0) {
-		if e.Type == protocol.EventSecurity && e.Code == code {
+		if e.Type == protocol.EvtSecurityRaised && e.Code == code {
 			c++
 		}
 	}

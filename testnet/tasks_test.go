@@ -281,7 +281,7 @@ func TestSwarmCoordinatorRestartResumes(t *testing.T) {
 		for i := 1; i < len(net.Nodes); i++ {
 			lost := false
 			for _, e := range net.Nodes[i].Observer().Recent(0) {
-				lost = lost || e.Type == protocol.EventError && e.MessageType == envelope.TypeResponse
+				lost = lost || e.Type == protocol.EvtErrorRaised && e.MessageType == envelope.TypeResponse
 			}
 			if !lost {
 				return fmt.Errorf("node %d has not given up delivering its answer yet", i)

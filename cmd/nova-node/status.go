@@ -135,7 +135,7 @@ func formatEvent(e protocol.Event) string {
 	if task && e.EnvelopeID != "" {
 		fmt.Fprintf(&b, " %s", e.EnvelopeID) // the proposal or swarm id
 	}
-	task = task || e.Type == localapi.EventMCPInvocation
+	task = task || e.Type == localapi.EvtMCPInvoked
 	if e.MessageType != "" {
 		fmt.Fprintf(&b, " %s", e.MessageType)
 	}
@@ -149,7 +149,7 @@ func formatEvent(e protocol.Event) string {
 		}
 		b.WriteString(")")
 	}
-	if e.Peer != "" && e.Type != localapi.EvtPeerGone && (e.Type == protocol.EventSecurity || e.Sender == "" && e.Recipient == "") {
+	if e.Peer != "" && e.Type != localapi.EvtPeerGone && (e.Type == protocol.EvtSecurityRaised || e.Sender == "" && e.Recipient == "") {
 		fmt.Fprintf(&b, " peer %s", e.Peer)
 	}
 	if e.Code != "" {

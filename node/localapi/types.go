@@ -102,9 +102,9 @@ const (
 	// disconnected for the node's TaskOptions.PeerGoneAfter and could not
 	// be dialled. Its running sub-tasks are reassigned.
 	EvtPeerGone = "peer-gone"
-	// EventMCPInvocation is the event of one MCP tool call made or served
+	// EvtMCPInvoked is the event of one MCP tool call made or served
 	// through the node (property 33).
-	EventMCPInvocation = "mcp-invocation"
+	EvtMCPInvoked = "mcp-invocation"
 )
 
 // DocOp is one change to a replicated document (POST /v1/crdt/{doc}).
