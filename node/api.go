@@ -343,7 +343,7 @@ func (n *Node) Info() localapi.IDInfo {
 	}
 	info.Peers = len(n.host.Network().Peers())
 	info.MetricsURL = n.MetricsURL()
-	if info.MetricsURL != "" && n.MCP() != nil {
+	if info.MetricsURL != "" {
 		info.MCPURL = strings.TrimSuffix(info.MetricsURL, "/metrics") + "/mcp"
 	}
 	info.A2AURL = n.A2AURL()

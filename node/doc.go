@@ -46,12 +46,12 @@
 // [New] builds every part: it validates the configuration, creates the
 // data dir and the identity if needed, opens the store and the audit log,
 // builds the connection-health monitor (node/connhealth), the libp2p host
-// with no listener, GossipSub, discovery, the router and the documents, and
-// registers the configured agents. Each part pushes its closer on one stack
+// with no listener, GossipSub, discovery, the router, the documents and
+// the MCP bridge, and registers the configured agents. Each part pushes its closer on one stack
 // as it is built. go-libp2p and GossipSub run their own service goroutines
 // from the moment they exist; nova's parts start nothing, and nothing
-// listens or dials, until Start. [Node.Host], [Node.Router] and [Node.Docs]
-// are never nil.
+// listens or dials, until Start. [Node.Host], [Node.Router], [Node.Docs]
+// and [Node.MCP] are never nil.
 //
 // [Node.Start] starts: it listens on the configured addresses, then starts
 // discovery, the router, the documents, the task layer, the MCP bridge,

@@ -36,9 +36,9 @@ type mcpState struct {
 	duration *prometheus.HistogramVec
 }
 
-// startMCP starts the bridge and the configured backends. Called from Start
-// with n.mu held.
-func (n *Node) startMCP(ctx context.Context, h host.Host) error {
+// buildMCP builds the bridge, its registry and its metrics; it starts
+// nothing (startMCP does). Called from build.
+func (n *Node) buildMCP(h host.Host) error {
 	rules := n.cfg.TierRules
 	if rules == nil {
 		rules = tiers.DefaultRules()
@@ -86,7 +86,15 @@ func (n *Node) startMCP(ctx context.Context, h host.Host) error {
 		return err
 	}
 	st.bridge = b
-	b.Start()
+	n.mcp = st
+	return nil
+}
+
+// startMCP starts the bridge, the configured backends and the tool
+// publisher. Called from Start with n.mu held.
+func (n *Node) startMCP(ctx context.Context) error {
+	st := n.mcp
+	st.bridge.Start()
 	for _, a := range n.cfg.Agents {
 		names := make([]string, 0, len(a.MCPServers))
 		for name := range a.MCPServers {
@@ -96,11 +104,7 @@ func (n *Node) startMCP(ctx context.Context, h host.Host) error {
 		for _, name := range names {
 			be, err := mcpbridge.StartBackend(a.Name, name, a.MCPServers[name], st.reg, Version)
 			if err != nil {
-				for _, x := range st.backends {
-					x.Close()
-				}
-				b.Close()
-				return err
+				return err // closeMCP, on the node's stack, closes those started
 			}
 			st.backends = append(st.backends, be)
 		}
@@ -108,7 +112,6 @@ func (n *Node) startMCP(ctx context.Context, h host.Host) error {
 	cctx, cancel := context.WithCancel(ctx)
 	st.stop = cancel
 	st.wg.Go(func() { n.publishTools(cctx, st) })
-	n.mcp = st
 	return nil
 }
 
@@ -117,10 +120,9 @@ func (n *Node) closeMCP() {
 	// No n.mu here: Close calls this after its last use of the lock, and
 	// Start's failure paths with the lock held.
 	st := n.mcp
-	if st == nil {
-		return
+	if st.stop != nil {
+		st.stop()
 	}
-	st.stop()
 	st.wg.Wait()
 	for _, be := range st.backends {
 		be.Close()
@@ -231,33 +233,18 @@ func sameCardContent(a, b agentcard.Card) bool {
 
 // mcpHTTP is the streamable HTTP face, mounted at /mcp on the loopback
 // listener.
-func (n *Node) mcpHTTP() http.Handler {
-	if n.mcp == nil {
-		return nil
-	}
-	return n.mcp.bridge.HTTPHandler()
-}
+func (n *Node) mcpHTTP() http.Handler { return n.mcp.bridge.HTTPHandler() }
 
-// MCP returns the node's MCP bridge; nil before Start.
-func (n *Node) MCP() *mcpbridge.Bridge {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.mcp == nil {
-		return nil
-	}
-	return n.mcp.bridge
-}
+// MCP returns the node's MCP bridge; it serves peers from Start on.
+func (n *Node) MCP() *mcpbridge.Bridge { return n.mcp.bridge }
 
 // MCPBackends reports the state of the node's MCP servers.
 func (n *Node) MCPBackends() []mcpbridge.BackendStatus {
-	n.mu.Lock()
-	st := n.mcp
+	n.mu.Lock() // Start adds the backends, holding it
+	backends := n.mcp.backends
 	n.mu.Unlock()
-	if st == nil {
-		return nil
-	}
-	out := make([]mcpbridge.BackendStatus, 0, len(st.backends))
-	for _, be := range st.backends {
+	out := make([]mcpbridge.BackendStatus, 0, len(backends))
+	for _, be := range backends {
 		out = append(out, be.Status())
 	}
 	return out
@@ -272,10 +259,6 @@ func (n *Node) registerMCPRoutes(mux *http.ServeMux) {
 	})
 	mux.HandleFunc("POST /v1/mcp", func(w http.ResponseWriter, r *http.Request) {
 		b := n.MCP()
-		if b == nil {
-			writeJSON(w, http.StatusServiceUnavailable, &localapi.APIError{Code: "NOT_STARTED", Message: "the node is not running"})
-			return
-		}
 		if !strings.EqualFold(r.Header.Get("Upgrade"), localapi.MCPUpgrade) {
 			writeJSON(w, http.StatusBadRequest, &localapi.APIError{Code: "BAD_REQUEST", Message: "send Upgrade: " + localapi.MCPUpgrade})
 			return

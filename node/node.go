@@ -68,7 +68,7 @@ type Node struct {
 	mu       sync.Mutex
 	handlers map[string]protocol.Handler
 	tasks    *taskState // tasks.go: negotiation, swarms; made at the first RegisterAgent or ConfigureTasks, running between Start and Close
-	mcp      *mcpState  // mcp.go: the MCP bridge; nil before Start
+	mcp      *mcpState  // mcp.go: the MCP bridge, built by New, started by Start
 	a2a      *a2aState  // a2a.go: the A2A gateway; nil when off or before Start
 	api      *apiServer
 	metrics  *metricsServer
@@ -214,6 +214,9 @@ func (n *Node) build(stack *closers) error {
 	stack.push(docs.Close)
 	// Each safe when its part never started.
 	stack.push(func() error { n.closeTasks(); return nil })
+	if err := n.buildMCP(h); err != nil {
+		return err
+	}
 	stack.push(func() error { n.closeMCP(); return nil })
 	stack.push(func() error { n.closeA2A(); return nil })
 	n.host, n.disc, n.router, n.docs = h, disc, r, docs
@@ -350,7 +353,7 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	if err := n.startTasks(runCtx, n.router, n.docs); err != nil {
 		return err
 	}
-	if err := n.startMCP(runCtx, n.host); err != nil {
+	if err := n.startMCP(runCtx); err != nil {
 		return err
 	}
 	api, err := startAPI(n, n.cfg.apiSocket())
