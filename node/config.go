@@ -20,6 +20,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/nova-node/nova-node/agentcard"
+	"github.com/nova-node/nova-node/discovery"
 	"github.com/nova-node/nova-node/discovery/invite"
 	"github.com/nova-node/nova-node/mcpbridge"
 	"github.com/nova-node/nova-node/sandbox"
@@ -110,6 +111,12 @@ type Config struct {
 	// ConnectionGater, for Go programs embedding a node (and the testnet's
 	// partitions), decides which peers may connect. Not in the config file.
 	ConnectionGater connmgr.ConnectionGater `yaml:"-"`
+
+	// DiscoveryOptions, for Go programs embedding a node (and tests), are
+	// applied after the node's own discovery options (bootstrap peers,
+	// mDNS, TTL), e.g. discovery.WithRetry for lookups that retry less.
+	// Not in the config file.
+	DiscoveryOptions []discovery.Option `yaml:"-"`
 
 	// LogLevel is debug, info, warn or error. Default info. Env NOVA_LOG_LEVEL.
 	LogLevel string `yaml:"logLevel"`

@@ -182,7 +182,8 @@ func (n *Node) build(stack *closers) error {
 		return fmt.Errorf("node: gossipsub: %w", err)
 	}
 	disc, err := discovery.New(h, n.key, n.cfg.Swarm, n.reg, n.reg,
-		discovery.WithBootstrapPeers(boot), discovery.WithMDNS(n.cfg.MDNS), discovery.WithTTL(discoveryTTL))
+		append([]discovery.Option{discovery.WithBootstrapPeers(boot), discovery.WithMDNS(n.cfg.MDNS), discovery.WithTTL(discoveryTTL)},
+			n.cfg.DiscoveryOptions...)...)
 	if err != nil {
 		return fmt.Errorf("node: discovery: %w", err)
 	}
