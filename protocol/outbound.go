@@ -14,6 +14,7 @@ import (
 
 	"github.com/nova-node/nova-node/internal/clock"
 	"github.com/nova-node/nova-node/internal/frame"
+	"github.com/nova-node/nova-node/internal/streamscope"
 )
 
 // outStream is this node's one long-lived stream to a peer, shared by every
@@ -42,6 +43,9 @@ type outStream struct {
 	writes, reads atomic.Uint64
 	probing       atomic.Bool
 
+	mem  *streamscope.Memory // the buffers, reserved in the stream's scope; released by fail
+	body int                 // the largest frame read so far, reserved in mem (readLoop's)
+
 	mu      orderedMutex[lockOutStream]
 	err     error
 	opening map[string]chan openResult // channel id -> waiter for opened/refusal
@@ -53,15 +57,20 @@ type openResult struct {
 	err              error
 }
 
-func (r *Router) newOutStream(p peer.ID, st network.Stream) *outStream {
+// outStreamBuffers is what an outbound stream holds from its start: the
+// writer's buffer (newOutStream). Frames read back (opened, acks, nacks)
+// are reserved as they come (readLoop).
+const outStreamBuffers = 16 << 10
+
+func (r *Router) newOutStream(p peer.ID, st network.Stream, mem *streamscope.Memory) *outStream {
 	s := &outStream{
-		r: r, p: p, st: st, opened: clock.Now(),
+		r: r, p: p, st: st, mem: mem, opened: clock.Now(),
 		kick:    make(chan struct{}, 1),
 		done:    make(chan struct{}),
 		opening: map[string]chan openResult{},
 		bound:   map[*outChannel]struct{}{},
 	}
-	s.bw = bufio.NewWriterSize(deadlineWriter{st, &s.dl}, 16<<10)
+	s.bw = bufio.NewWriterSize(deadlineWriter{st, &s.dl}, outStreamBuffers)
 	return s
 }
 
@@ -93,6 +102,9 @@ func (s *outStream) fail(err error) {
 	s.bound = nil
 	s.mu.Unlock()
 	_ = s.st.Reset()
+	if s.mem != nil {
+		s.mem.Release()
+	}
 	for _, w := range opening {
 		w <- openResult{err: fmt.Errorf("stream to %s lost: %w", shortID(s.p), err)}
 	}
@@ -240,6 +252,15 @@ func (s *outStream) readLoop() {
 	for {
 		body, err := fr.Next()
 		s.reads.Add(1)
+		if err == nil && len(body) > s.body && s.mem != nil {
+			// The frame reader keeps its largest buffer: reserve it.
+			n := (len(body) + 4<<10 - 1) &^ (4<<10 - 1)
+			if err = s.mem.Grow(outStreamBuffers + n); err == nil {
+				s.body = n
+			} else {
+				s.r.log.Debugw("cannot reserve memory for a frame from the peer", "peer", s.p, "bytes", n, "err", err)
+			}
+		}
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				err = fmt.Errorf("%w: peer closed the stream", ErrChannelClosed)
@@ -368,7 +389,12 @@ func (r *Router) open(ctx context.Context, p peer.ID) (*outStream, error) {
 		_ = st.Reset()
 		return nil, fmt.Errorf("open stream to %s: %w", shortID(p), err)
 	}
-	return r.newOutStream(p, st), nil
+	mem, err := streamscope.Reserve(st.Scope(), outStreamBuffers)
+	if err != nil {
+		_ = st.Reset()
+		return nil, fmt.Errorf("open stream to %s: %w", shortID(p), err)
+	}
+	return r.newOutStream(p, st, mem), nil
 }
 
 // regreetLater opens a new stream to p, which starts with this node's

@@ -78,3 +78,22 @@ func TestInboundStreamWithoutFirstFrameIsReset(t *testing.T) {
 	scopetest.WaitReset(t, s)
 	scopetest.WaitStat(t, rm, ServiceName, func(st network.ScopeStat) bool { return st.NumStreamsInbound == 0 && st.Memory == 0 })
 }
+
+// The stream a router opens to a peer (its hello goes first) is attached to
+// ServiceName with its writer's buffer reserved, and gives it back when the
+// stream ends.
+func TestOutboundStreamsCountAgainstService(t *testing.T) {
+	rm := scopetest.ResourceManager(t, ServiceName, 8)
+	a := loopbackHost(t, libp2p.ResourceManager(rm))
+	ra, _ := startRouter(t, a, []string{"a0"})
+	b := loopbackHost(t)
+	startRouter(t, b, []string{"b0"})
+	connectHosts(t, a, b)
+	scopetest.WaitStat(t, rm, ServiceName, func(st network.ScopeStat) bool {
+		return st.NumStreamsOutbound == 1 && st.Memory >= int64(outStreamBuffers)
+	})
+	if err := ra.Close(); err != nil {
+		t.Fatal(err)
+	}
+	scopetest.WaitStat(t, rm, ServiceName, func(st network.ScopeStat) bool { return st.NumStreamsOutbound == 0 && st.Memory == 0 })
+}
