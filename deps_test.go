@@ -90,9 +90,9 @@ var packages = map[string]pkg{
 	"agentcard": {layer: model, pure: true, uses: "tiers internal/wirecodec " + libp2pValues,
 		bad: map[string]string{"log": "errors are returned, not logged"}},
 
-	"protocol/task/negotiation": {layer: service, pure: true, uses: "envelope agentcard", documented: true},
+	"protocol/task/negotiation": {layer: service, pure: true, uses: "envelope agentcard internal/wirecodec", documented: true},
 	"protocol/task/taskswarm": {layer: service, also: "protocol/task/negotiation", pure: true,
-		uses: "envelope agentcard protocol/task/negotiation", documented: true},
+		uses: "envelope agentcard protocol/task/negotiation internal/wirecodec", documented: true},
 	"internal/planets": {layer: service, also: "protocol/task/negotiation protocol/task/taskswarm", pure: true,
 		uses: "agentcard envelope tiers protocol/task/negotiation protocol/task/taskswarm", bad: deterministic, documented: true},
 	"protocol":                     {layer: service},

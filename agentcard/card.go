@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/libp2p/go-libp2p/core/peer"
+
 	"github.com/nova-node/nova-node/tiers"
 )
 

@@ -3,6 +3,8 @@ package agentcard
 import (
 	"fmt"
 	"strings"
+
+	"github.com/nova-node/nova-node/internal/wirecodec"
 )
 
 // Error codes, as in the seed's error table. They cross the wire; every error
@@ -58,7 +60,7 @@ type TooManyCardsError struct {
 }
 
 func (e *TooManyCardsError) Error() string {
-	return fmt.Sprintf("agentcard: too many cards from host %s: card %s refused (at most %d per host)", quote(e.Host), quote(e.ID), e.Limit)
+	return fmt.Sprintf("agentcard: too many cards from host %s: card %s refused (at most %d per host)", wirecodec.Quote(e.Host), wirecodec.Quote(e.ID), e.Limit)
 }
 
 // Code returns [CodeTooManyCards].
@@ -192,7 +194,7 @@ type AddressError struct {
 }
 
 func (e *AddressError) Error() string {
-	return fmt.Sprintf("agentcard: invalid agent address %s: %s", quote(e.Address), e.Reason)
+	return fmt.Sprintf("agentcard: invalid agent address %s: %s", wirecodec.Quote(e.Address), e.Reason)
 }
 
 // Code returns [CodeAgentNotFound].
@@ -200,19 +202,3 @@ func (e *AddressError) Code() string { return CodeAgentNotFound }
 
 // Is reports whether target is [ErrAgentNotFound].
 func (e *AddressError) Is(target error) bool { return target == ErrAgentNotFound }
-
-// quote quotes s for an error message, cut short so that hostile input
-// cannot blow up a log line.
-func quote(s string) string {
-	const limit = 64
-	if len(s) > limit {
-		cut := limit
-		for cut > 0 && !isRuneStart(s[cut]) {
-			cut--
-		}
-		return fmt.Sprintf("%q...", s[:cut])
-	}
-	return fmt.Sprintf("%q", s)
-}
-
-func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }

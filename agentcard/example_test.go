@@ -6,6 +6,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
+
 	"github.com/nova-node/nova-node/agentcard"
 	"github.com/nova-node/nova-node/tiers"
 )

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/libp2p/go-libp2p/core/record"
+
 	"github.com/nova-node/nova-node/agentcard"
 	"github.com/nova-node/nova-node/tiers"
 )

@@ -10,9 +10,10 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"pgregory.net/rapid"
+
 	"github.com/nova-node/nova-node/agentcard"
 	"github.com/nova-node/nova-node/tiers"
-	"pgregory.net/rapid"
 )
 
 // Test helpers shared by this package's tests: deterministic node keys, a

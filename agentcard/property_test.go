@@ -11,9 +11,10 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/record"
+	"pgregory.net/rapid"
+
 	"github.com/nova-node/nova-node/agentcard"
 	"github.com/nova-node/nova-node/tiers"
-	"pgregory.net/rapid"
 )
 
 // Property 1: for any valid card, registering it and querying by its

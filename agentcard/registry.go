@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/nova-node/nova-node/internal/wirecodec"
 	"github.com/nova-node/nova-node/tiers"
 )
 
@@ -174,7 +176,7 @@ func (r *Registry) Restore(c Card) error {
 func (r *Registry) checkLocal(s *Card) error {
 	ps := s.problems()
 	if s.Host != r.selfStr {
-		ps = append(ps, FieldProblem{Field: "host", Reason: fmt.Sprintf("names %s, not this node (%s)", quote(s.Host), quote(r.selfStr))})
+		ps = append(ps, FieldProblem{Field: "host", Reason: fmt.Sprintf("names %s, not this node (%s)", wirecodec.Quote(s.Host), wirecodec.Quote(r.selfStr))})
 	}
 	if len(ps) > 0 {
 		return &InvalidCardError{Problems: ps}
@@ -757,7 +759,7 @@ func Deserialize(data []byte, self peer.ID, opts ...Option) (*Registry, error) {
 			addr = c.ID + "@" + r.selfStr
 		}
 		if seen[addr] {
-			return nil, fmt.Errorf("agentcard: deserialize: cards[%d]: %w", i, invalid("id", "duplicate card %s", quote(addr)))
+			return nil, fmt.Errorf("agentcard: deserialize: cards[%d]: %w", i, invalid("id", "duplicate card %s", wirecodec.Quote(addr)))
 		}
 		seen[addr] = true
 		if c.Origin == OriginRemote {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
+
 	"github.com/nova-node/nova-node/agentcard"
 	"github.com/nova-node/nova-node/tiers"
 )

@@ -9,6 +9,8 @@ import (
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/record"
+
+	"github.com/nova-node/nova-node/internal/wirecodec"
 )
 
 // PayloadDomain is the libp2p signature domain of signed cards: the
@@ -98,7 +100,7 @@ func Seal(c Card, key crypto.PrivKey) ([]byte, error) {
 	}
 	ps := c.problems()
 	if c.Host != s {
-		ps = append(ps, FieldProblem{Field: "host", Reason: fmt.Sprintf("names %s but the signing key is %s", quote(c.Host), s)})
+		ps = append(ps, FieldProblem{Field: "host", Reason: fmt.Sprintf("names %s but the signing key is %s", wirecodec.Quote(c.Host), s)})
 	}
 	if len(ps) > 0 {
 		return nil, &InvalidCardError{Problems: ps}
@@ -137,7 +139,7 @@ func Open(data []byte) (Card, peer.ID, error) {
 		return Card{}, "", invalid("signature", "does not verify: %v", err)
 	}
 	if string(env.PayloadType) != payloadType {
-		return Card{}, "", invalid("payloadType", "is %s, want %q", quote(string(env.PayloadType)), payloadType)
+		return Card{}, "", invalid("payloadType", "is %s, want %q", wirecodec.Quote(string(env.PayloadType)), payloadType)
 	}
 	c, err := decodePayload(env.RawPayload)
 	if err != nil {
@@ -148,7 +150,7 @@ func Open(data []byte) (Card, peer.ID, error) {
 		return Card{}, "", invalid("signature", "unusable public key: %v", err)
 	}
 	if c.Host != signer.String() {
-		return Card{}, "", invalid("host", "names %s but the card is signed by %s", quote(c.Host), signer)
+		return Card{}, "", invalid("host", "names %s but the card is signed by %s", wirecodec.Quote(c.Host), signer)
 	}
 	return c, signer, nil
 }
@@ -178,15 +180,15 @@ func Key(host peer.ID, id string) string {
 func ParseKey(key string) (host peer.ID, id string, err error) {
 	rest, ok := strings.CutPrefix(key, KeyPrefix)
 	if !ok {
-		return "", "", invalid("key", "%s does not start with %q", quote(key), KeyPrefix)
+		return "", "", invalid("key", "%s does not start with %q", wirecodec.Quote(key), KeyPrefix)
 	}
 	hostStr, id, ok := strings.Cut(rest, "/")
 	if !ok || !ValidID(id) {
-		return "", "", invalid("key", "%s does not end in /<peerID>/<agent id>", quote(key))
+		return "", "", invalid("key", "%s does not end in /<peerID>/<agent id>", wirecodec.Quote(key))
 	}
 	host, err = decodePeer(hostStr)
 	if err != nil {
-		return "", "", invalid("key", "%s has a bad peer ID: %v", quote(key), err)
+		return "", "", invalid("key", "%s has a bad peer ID: %v", wirecodec.Quote(key), err)
 	}
 	return host, id, nil
 }
@@ -216,7 +218,7 @@ func validateKeyed(key string, value []byte) (Card, error) {
 		return Card{}, invalid("host", "card signed by %s is stored under %s", signer, host)
 	}
 	if c.ID != id {
-		return Card{}, invalid("id", "is %s but the key names %s", quote(c.ID), quote(id))
+		return Card{}, invalid("id", "is %s but the key names %s", wirecodec.Quote(c.ID), wirecodec.Quote(id))
 	}
 	return c, nil
 }
@@ -241,7 +243,7 @@ func (Validator) Select(key string, values [][]byte) (int, error) {
 		}
 	}
 	if best < 0 {
-		return 0, invalid("key", "no valid card among %d values for %s", len(values), quote(key))
+		return 0, invalid("key", "no valid card among %d values for %s", len(values), wirecodec.Quote(key))
 	}
 	return best, nil
 }

@@ -12,8 +12,9 @@ import (
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/record"
-	"github.com/nova-node/nova-node/agentcard"
 	"pgregory.net/rapid"
+
+	"github.com/nova-node/nova-node/agentcard"
 )
 
 func TestSealOpenRoundTrip(t *testing.T) {

@@ -90,7 +90,7 @@ func (c *Card) problems() []FieldProblem {
 	case c.ID == "":
 		v.add("id", "required")
 	case !ValidID(c.ID):
-		v.add("id", "must match %s (got %s)", IDPattern, quote(c.ID))
+		v.add("id", "must match %s (got %s)", IDPattern, wirecodec.Quote(c.ID))
 	}
 	v.text("name", c.Name, true, MaxNameLen)
 	switch {
@@ -98,7 +98,7 @@ func (c *Card) problems() []FieldProblem {
 		v.add("version", "required")
 	case !validVersion(c.Version):
 		v.add("version", "must be a semantic version MAJOR.MINOR.PATCH[-PRERELEASE][+BUILD] of at most %d bytes (got %s)",
-			MaxVersionLen, quote(c.Version))
+			MaxVersionLen, wirecodec.Quote(c.Version))
 	}
 	v.text("description", c.Description, false, MaxDescriptionLen)
 	if !c.Tier.Valid() {
@@ -127,7 +127,7 @@ func (c *Card) problems() []FieldProblem {
 		case "":
 			v.add(f+".transport", "required")
 		default:
-			v.add(f+".transport", "must be one of local, libp2p, websocket (got %s)", quote(e.Transport))
+			v.add(f+".transport", "must be one of local, libp2p, websocket (got %s)", wirecodec.Quote(e.Transport))
 		}
 		switch {
 		case len(e.Address) > MaxAddressLen:
@@ -149,10 +149,10 @@ func (c *Card) problems() []FieldProblem {
 		case cp.ID == "":
 			v.add(f+".id", "required")
 		case !ValidCapabilityID(cp.ID):
-			v.add(f+".id", "must match %s (got %s)", CapabilityIDPattern, quote(cp.ID))
+			v.add(f+".id", "must match %s (got %s)", CapabilityIDPattern, wirecodec.Quote(cp.ID))
 		default:
 			if j, dup := seen[cp.ID]; dup {
-				v.add(f+".id", "duplicates capabilities[%d].id (%s)", j, quote(cp.ID))
+				v.add(f+".id", "duplicates capabilities[%d].id (%s)", j, wirecodec.Quote(cp.ID))
 			} else {
 				seen[cp.ID] = i
 			}
@@ -172,13 +172,13 @@ func (c *Card) problems() []FieldProblem {
 	switch c.Origin {
 	case "", OriginLocal, OriginRemote:
 	default:
-		v.add("origin", "must be local or remote (got %s)", quote(string(c.Origin)))
+		v.add("origin", "must be local or remote (got %s)", wirecodec.Quote(string(c.Origin)))
 	}
 	if c.Host != "" {
 		if id, err := decodePeer(c.Host); err != nil {
-			v.add("host", "must be a peer ID (got %s): %v", quote(c.Host), err)
+			v.add("host", "must be a peer ID (got %s): %v", wirecodec.Quote(c.Host), err)
 		} else if s := id.String(); s != c.Host {
-			v.add("host", "must be the canonical peer ID string %s (got %s)", quote(s), quote(c.Host))
+			v.add("host", "must be the canonical peer ID string %s (got %s)", wirecodec.Quote(s), wirecodec.Quote(c.Host))
 		}
 	}
 
@@ -306,7 +306,7 @@ func CheckCapabilityID(id string) error {
 	case len(id) > MaxCapabilityIDLen:
 		return fmt.Errorf("capability id is %d bytes, over the %d-byte limit", len(id), MaxCapabilityIDLen)
 	case !ValidCapabilityID(id):
-		return fmt.Errorf("capability id %s must match %s", quote(id), CapabilityIDPattern)
+		return fmt.Errorf("capability id %s must match %s", wirecodec.Quote(id), CapabilityIDPattern)
 	}
 	return nil
 }

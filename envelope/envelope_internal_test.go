@@ -7,7 +7,6 @@ import (
 	"errors"
 	"strings"
 	"testing"
-	"unicode/utf8"
 
 	"pgregory.net/rapid"
 
@@ -115,17 +114,6 @@ func TestNormalizePayload(t *testing.T) {
 	n1[0] = 'X'
 	if n2, _ := normalizePayload(nil); string(n2) != "null" || string(jsonNull) != "null" {
 		t.Error("null shared")
-	}
-}
-
-func TestQuoteTruncates(t *testing.T) {
-	long := strings.Repeat("é", 100)
-	q := quote(long)
-	if len(q) > maxQuoteLen+8 || !strings.HasSuffix(q, "...") {
-		t.Errorf("quote = %s", q)
-	}
-	if s := truncate(long, 5); !utf8.ValidString(s) || len(s) != 4 {
-		t.Errorf("truncate split a rune: %q", s)
 	}
 }
 

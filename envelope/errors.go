@@ -4,7 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"unicode/utf8"
+
+	"github.com/nova-node/nova-node/internal/wirecodec"
 )
 
 // Error codes carried by the errors of this package. They are the seed's
@@ -101,30 +102,9 @@ func invalid(field, format string, args ...any) *InvalidError {
 // malformed wraps a decoder error. The reason is truncated: decoder messages
 // may quote attacker-controlled input.
 func malformed(field, what string, err error) *InvalidError {
-	return &InvalidError{Field: field, Reason: what + ": " + truncate(err.Error(), maxReasonLen), cause: err}
+	return &InvalidError{Field: field, Reason: what + ": " + wirecodec.Truncate(err.Error(), maxReasonLen), cause: err}
 }
 
 const (
 	maxReasonLen = 200 // bytes of a foreign error message kept in a Reason
-	maxQuoteLen  = 64  // bytes of an input value quoted in a Reason
 )
-
-// quote quotes at most maxQuoteLen bytes of s for an error message.
-func quote(s string) string {
-	if len(s) > maxQuoteLen {
-		return strconv.Quote(truncate(s, maxQuoteLen)) + "..."
-	}
-	return strconv.Quote(s)
-}
-
-// truncate cuts s to at most n bytes without splitting a UTF-8 sequence.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	i := n
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
-	}
-	return s[:i]
-}

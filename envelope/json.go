@@ -215,7 +215,7 @@ func jsonMembers(b []byte, field string, member func(key string, val []byte)) er
 			return err // not reached: a valid key unquotes
 		}
 		if _, dup := seen[key]; dup {
-			return invalid(field, "duplicate key %s", quote(key))
+			return invalid(field, "duplicate key %s", wirecodec.Quote(key))
 		}
 		if len(seen) >= maxJSONMembers {
 			return invalid(field, "more than %d members", maxJSONMembers)
@@ -331,9 +331,9 @@ func jsonInt(field string, val []byte, bits int) (n int64, ok bool, err error) {
 	n, err = strconv.ParseInt(string(val), 10, bits)
 	if err != nil {
 		if errors.Is(err, strconv.ErrRange) {
-			return 0, false, invalid(field, "%s overflows a %d-bit integer", quote(string(val)), bits)
+			return 0, false, invalid(field, "%s overflows a %d-bit integer", wirecodec.Quote(string(val)), bits)
 		}
-		return 0, false, invalid(field, "must be an integer, got %s", quote(string(val)))
+		return 0, false, invalid(field, "must be an integer, got %s", wirecodec.Quote(string(val)))
 	}
 	return n, true, nil
 }

@@ -1,5 +1,7 @@
 package envelope
 
+import "github.com/nova-node/nova-node/internal/wirecodec"
+
 // Type is an envelope's message type. The valid types are the ten constants
 // below; anything else fails validation.
 type Type string
@@ -64,7 +66,7 @@ func CheckBroadcastType(t Type) error {
 func ParseType(s string) (Type, error) {
 	t := Type(s)
 	if !t.Valid() {
-		return "", invalid("type", "unknown message type %s", quote(s))
+		return "", invalid("type", "unknown message type %s", wirecodec.Quote(s))
 	}
 	return t, nil
 }

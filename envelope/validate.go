@@ -3,6 +3,8 @@ package envelope
 import (
 	"bytes"
 	"encoding/json"
+
+	"github.com/nova-node/nova-node/internal/wirecodec"
 )
 
 // Validate reports whether e follows the envelope rules, returning nil or
@@ -101,7 +103,7 @@ func (e *Envelope) checkAll(payloadDone bool) (checked, error) {
 		}
 	}
 	if !e.Type.Valid() {
-		return checked{}, invalid("type", "unknown message type %s", quote(string(e.Type)))
+		return checked{}, invalid("type", "unknown message type %s", wirecodec.Quote(string(e.Type)))
 	}
 	if e.Timestamp <= 0 {
 		return checked{}, invalid("timestamp", "must be positive, got %d", e.Timestamp)
@@ -122,7 +124,7 @@ func (e *Envelope) checkAll(payloadDone bool) (checked, error) {
 		}
 		if m.RoutingHint != "" && m.RoutingHint != RoutingHintCapability {
 			return checked{}, invalid("metadata.routingHint", "must be empty or %q, got %s",
-				RoutingHintCapability, quote(m.RoutingHint))
+				RoutingHintCapability, wirecodec.Quote(m.RoutingHint))
 		}
 		if err := checkText("metadata.escalationJustification", m.EscalationJustification,
 			MaxJustificationLen, true, true); err != nil {

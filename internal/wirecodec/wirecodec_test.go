@@ -6,8 +6,10 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/fxamacker/cbor/v2"
+
 	"github.com/nova-node/nova-node/internal/srccheck"
 	"github.com/nova-node/nova-node/internal/wirecodec"
 )
@@ -151,5 +153,19 @@ func TestLeaf(t *testing.T) {
 	}
 	for _, pos := range srccheck.GoStatements(fset, files) {
 		t.Errorf("go statement at %v: the package starts no goroutines", pos)
+	}
+}
+
+func TestQuoteTruncates(t *testing.T) {
+	long := strings.Repeat("é", 100)
+	q := wirecodec.Quote(long)
+	if len(q) > wirecodec.QuoteLen+8 || !strings.HasSuffix(q, "...") {
+		t.Errorf("Quote = %s", q)
+	}
+	if s := wirecodec.Truncate(long, 5); !utf8.ValidString(s) || len(s) != 4 {
+		t.Errorf("Truncate split a rune: %q", s)
+	}
+	if q := wirecodec.Quote("a\nb\x1b[31m"); q != `"a\nb\x1b[31m"` {
+		t.Errorf("Quote left a control character: %s", q)
 	}
 }

@@ -3,9 +3,9 @@ package negotiation
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
-	"unicode/utf8"
+
+	"github.com/nova-node/nova-node/internal/wirecodec"
 )
 
 // Error codes of this package. PROPOSAL_TIMEOUT is the seed's; the others are
@@ -97,7 +97,7 @@ func (e *NotFoundError) Error() string {
 	if e.Direction != "" {
 		what = string(e.Direction) + " proposal"
 	}
-	return "negotiation: no " + what + " " + quote(e.ProposalID) + " on this node (ids are case-sensitive)"
+	return "negotiation: no " + what + " " + wirecodec.Quote(e.ProposalID) + " on this node (ids are case-sensitive)"
 }
 
 // Code returns [CodeProposalNotFound].
@@ -113,7 +113,7 @@ type TimeoutError struct {
 }
 
 func (e *TimeoutError) Error() string {
-	return "negotiation: proposal " + quote(e.ProposalID) + " timed out: its response deadline " +
+	return "negotiation: proposal " + wirecodec.Quote(e.ProposalID) + " timed out: its response deadline " +
 		time.UnixMilli(e.DeadlineMs).UTC().Format(time.RFC3339) +
 		" has passed; the proposer must send a new proposal"
 }
@@ -141,7 +141,7 @@ func (e *StateError) Error() string {
 	if want == StatusAccepted {
 		hint = "only an accepted proposal has a task thread"
 	}
-	return "negotiation: proposal " + quote(e.ProposalID) + " is " + string(e.Status) +
+	return "negotiation: proposal " + wirecodec.Quote(e.ProposalID) + " is " + string(e.Status) +
 		", not " + string(want) + ": " + hint
 }
 
@@ -160,8 +160,8 @@ type AttributionError struct {
 }
 
 func (e *AttributionError) Error() string {
-	return "negotiation: answer to proposal " + quote(e.ProposalID) + " from " + quote(e.From) +
-		" ignored: only its target " + quote(e.Target) + " may answer it"
+	return "negotiation: answer to proposal " + wirecodec.Quote(e.ProposalID) + " from " + wirecodec.Quote(e.From) +
+		" ignored: only its target " + wirecodec.Quote(e.Target) + " may answer it"
 }
 
 // Code returns [CodeAnswerNotAttributed].
@@ -178,26 +178,4 @@ func CodeOf(err error) string {
 		return c.Code()
 	}
 	return ""
-}
-
-const maxQuoteLen = 64 // bytes of an input value quoted in a message
-
-// quote quotes at most maxQuoteLen bytes of s for an error message.
-func quote(s string) string {
-	if len(s) > maxQuoteLen {
-		return strconv.Quote(truncate(s, maxQuoteLen)) + "..."
-	}
-	return strconv.Quote(s)
-}
-
-// truncate cuts s to at most n bytes without splitting a UTF-8 sequence.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	i := n
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
-	}
-	return s[:i]
 }

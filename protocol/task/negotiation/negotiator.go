@@ -12,6 +12,7 @@ import (
 
 	"github.com/nova-node/nova-node/agentcard"
 	"github.com/nova-node/nova-node/envelope"
+	"github.com/nova-node/nova-node/internal/wirecodec"
 )
 
 // DefaultRetention is how long finished (non-pending) records are kept when
@@ -369,7 +370,7 @@ func (n *Negotiator) Propose(ctx context.Context, from, to string, p Proposal, o
 		p.ProposerAgentID = from
 	} else if !SameAgent(p.ProposerAgentID, from) {
 		return Record{}, invalid("proposerAgentId", "names %s but the proposal is sent by %s: leave it empty",
-			quote(p.ProposerAgentID), quote(from))
+			wirecodec.Quote(p.ProposerAgentID), wirecodec.Quote(from))
 	}
 	p.RequiredCapabilities = slices.Clone(p.RequiredCapabilities)
 	if p.RequiredCapabilities == nil {
@@ -463,7 +464,7 @@ func (n *Negotiator) handleProposal(ctx context.Context, env *envelope.Envelope)
 	p, err := DecodeProposal(env.Payload)
 	if err == nil && !SameAgent(p.ProposerAgentID, env.Sender) {
 		err = invalid("proposerAgentId", "names %s but the envelope comes from %s",
-			quote(p.ProposerAgentID), quote(env.Sender))
+			wirecodec.Quote(p.ProposerAgentID), wirecodec.Quote(env.Sender))
 	}
 	now := n.cfg.Now()
 	if err != nil {
@@ -551,7 +552,7 @@ func (n *Negotiator) handleAnswer(env *envelope.Envelope) (bool, error) {
 	if accept {
 		acc, err = DecodeAccept(env.Payload)
 		if err == nil && !SameAgent(acc.AcceptedBy, env.Sender) {
-			err = invalid("acceptedBy", "names %s but the envelope comes from %s", quote(acc.AcceptedBy), quote(env.Sender))
+			err = invalid("acceptedBy", "names %s but the envelope comes from %s", wirecodec.Quote(acc.AcceptedBy), wirecodec.Quote(env.Sender))
 		}
 	} else {
 		rej, err = DecodeReject(env.Payload)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nova-node/nova-node/agentcard"
 	"github.com/nova-node/nova-node/envelope"
+	"github.com/nova-node/nova-node/internal/wirecodec"
 )
 
 // Limits enforced by Validate and the decoders. Lengths are in bytes of UTF-8.
@@ -92,7 +93,7 @@ func (p Proposal) Validate() error {
 	}
 	if !p.EstimatedComplexity.Valid() {
 		return invalid("estimatedComplexity", "must be \"simple\", \"medium\" or \"complex\", got %s",
-			quote(string(p.EstimatedComplexity)))
+			wirecodec.Quote(string(p.EstimatedComplexity)))
 	}
 	if p.DeadlineMs <= 0 || p.DeadlineMs > maxJSONSafeInteger {
 		return invalid("deadlineMs", "must be a positive unix time in milliseconds, got %d", p.DeadlineMs)
@@ -247,7 +248,7 @@ func decodeObject(b []byte, v any) error {
 		if errors.As(err, &te) {
 			field = te.Field
 		}
-		return &InvalidError{Field: field, Reason: "malformed: " + truncate(err.Error(), 200), cause: err}
+		return &InvalidError{Field: field, Reason: "malformed: " + wirecodec.Truncate(err.Error(), 200), cause: err}
 	}
 	return nil
 }
@@ -292,7 +293,7 @@ func checkAgent(field, s string, optional bool) error {
 		return invalid(field, "must not be empty: give an agent name or name@peerID")
 	}
 	if strings.TrimSpace(s) != s {
-		return invalid(field, "leading or trailing white space in %s", quote(s))
+		return invalid(field, "leading or trailing white space in %s", wirecodec.Quote(s))
 	}
 	return checkText(field, s, MaxAgentLen, false)
 }
@@ -317,7 +318,7 @@ func checkCapabilities(field string, caps []string) error {
 		}
 		for j := range i {
 			if caps[j] == c {
-				return invalid(f, "duplicates %s[%d] (%s)", field, j, quote(c))
+				return invalid(f, "duplicates %s[%d] (%s)", field, j, wirecodec.Quote(c))
 			}
 		}
 	}
@@ -337,7 +338,7 @@ func checkReason(field, s string) error {
 		ok := c >= 'A' && c <= 'Z' || i > 0 && (c >= '0' && c <= '9' || c == '_')
 		if !ok {
 			return invalid(field, "%s is not a reason code: use upper-case letters, digits and _ (such as %s)",
-				quote(s), ReasonBusy)
+				wirecodec.Quote(s), ReasonBusy)
 		}
 	}
 	return nil

@@ -9,10 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"pgregory.net/rapid"
+
 	"github.com/nova-node/nova-node/envelope"
 	"github.com/nova-node/nova-node/protocol/task/negotiation"
 	"github.com/nova-node/nova-node/tiers"
-	"pgregory.net/rapid"
 )
 
 var planetNames = []string{"sun", "mercury", "earth", "jupiter", "venus", "mars", "pluto", "io", "atlas"}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/nova-node/nova-node/agentcard"
 	"github.com/nova-node/nova-node/envelope"
+	"github.com/nova-node/nova-node/internal/wirecodec"
 	"github.com/nova-node/nova-node/protocol/task/negotiation"
 )
 
@@ -686,7 +687,7 @@ func (c *Coordinator) checkCreate(creator, task string, caps []string, opts *Cre
 		opts.Complexity = negotiation.ComplexityMedium
 	}
 	if !opts.Complexity.Valid() {
-		return nil, invalid("complexity", "must be simple, medium or complex, got %s", quote(string(opts.Complexity)))
+		return nil, invalid("complexity", "must be simple, medium or complex, got %s", wirecodec.Quote(string(opts.Complexity)))
 	}
 	if opts.RecruitTimeout < 0 {
 		return nil, invalid("recruitTimeout", "must not be negative, got %s", opts.RecruitTimeout)
@@ -713,7 +714,7 @@ func (c *Coordinator) checkCreate(creator, task string, caps []string, opts *Cre
 		}
 		for _, cp := range sp.RequiredCapabilities {
 			if !slices.Contains(caps, cp) {
-				return nil, invalid(field+".requiredCapabilities", "%s is not one of the swarm's required capabilities: add it to them", quote(cp))
+				return nil, invalid(field+".requiredCapabilities", "%s is not one of the swarm's required capabilities: add it to them", wirecodec.Quote(cp))
 			}
 		}
 	}
@@ -790,7 +791,7 @@ func (c *Coordinator) proposed(swarmID string, idx int, rec negotiation.Record, 
 	now := c.cfg.Now()
 	if err != nil {
 		if r.Status.open() {
-			r.Status, r.Reason = RecruitUnreachable, truncate(err.Error(), 512)
+			r.Status, r.Reason = RecruitUnreachable, wirecodec.Truncate(err.Error(), 512)
 			c.emitLocked(&f, EvtRecruitAnswered, s, func(e *Event) {
 				e.Agent, e.Code, e.Detail = r.Agent, codeOf(err), "unreachable: "+err.Error()
 			})
@@ -1068,7 +1069,7 @@ func (c *Coordinator) failLocked(s *Swarm, st *SubTask, agent, reason string, no
 	c.emitLocked(f, EvtSubTaskFailed, s, func(e *Event) {
 		e.SubTaskID, e.Agent, e.Attempt, e.Detail = st.ID, agent, st.Attempts, reason
 	})
-	st.Error = truncate(reason, MaxErrorLen)
+	st.Error = wirecodec.Truncate(reason, MaxErrorLen)
 	if agent != "" && !slices.Contains(st.Tried, agent) {
 		st.Tried = append(st.Tried, agent)
 	}
@@ -1213,7 +1214,7 @@ func (c *Coordinator) waitingLocked(s *Swarm, st *SubTask) bool {
 // escalateLocked gives up on st: the L0 agent and the escalation hook are
 // told, the sub-task and the swarm fail, and the creator is told.
 func (c *Coordinator) escalateLocked(s *Swarm, st *SubTask, reason string, now time.Time, f *effects) {
-	st.Status, st.Error, st.AssignedAgent, st.DeadlineMs = SubTaskFailed, truncate(reason, MaxErrorLen), "", 0
+	st.Status, st.Error, st.AssignedAgent, st.DeadlineMs = SubTaskFailed, wirecodec.Truncate(reason, MaxErrorLen), "", 0
 	c.emitLocked(f, EvtSubTaskEscalated, s, func(e *Event) { e.SubTaskID, e.Attempt, e.Detail = st.ID, st.Attempts, reason })
 	s.Error = "sub-task " + st.ID + " escalated: " + reason
 	if c.cfg.L0 != nil {
@@ -1357,7 +1358,7 @@ func (c *Coordinator) Handle(ctx context.Context, env *envelope.Envelope) (handl
 func ignoreReason(s *Swarm, st *SubTask, res Result, env *envelope.Envelope) string {
 	switch {
 	case st == nil:
-		return "no sub-task " + quote(res.SubTaskID)
+		return "no sub-task " + wirecodec.Quote(res.SubTaskID)
 	case s.Status.Terminal():
 		return "the swarm is " + string(s.Status)
 	case st.Status == SubTaskCompleted:
@@ -1419,7 +1420,7 @@ func errorText(p json.RawMessage) string {
 	if len(p) > MaxPayloadSize || json.Unmarshal(p, &e) != nil || e.Code == "" && e.Message == "" {
 		return "the agent's node answered the request with an error"
 	}
-	return truncate(strings.TrimPrefix(e.Code+": "+e.Message, ": "), MaxErrorLen)
+	return wirecodec.Truncate(strings.TrimPrefix(e.Code+": "+e.Message, ": "), MaxErrorLen)
 }
 
 // CompleteSubTask records the result of a sub-task that is pending or
@@ -1468,7 +1469,7 @@ func (c *Coordinator) FailSubTask(ctx context.Context, swarmID, subTaskID, reaso
 		c.mu.Unlock()
 		return err
 	}
-	c.failLocked(s, st, st.AssignedAgent, truncate(reason, MaxErrorLen), c.cfg.Now(), &f)
+	c.failLocked(s, st, st.AssignedAgent, wirecodec.Truncate(reason, MaxErrorLen), c.cfg.Now(), &f)
 	c.mu.Unlock()
 	c.run(ctx, f, false)
 	return nil

@@ -2,11 +2,10 @@ package taskswarm
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/nova-node/nova-node/agentcard"
+	"github.com/nova-node/nova-node/internal/wirecodec"
 	"github.com/nova-node/nova-node/protocol/task/negotiation"
 )
 
@@ -86,9 +85,9 @@ type NotFoundError struct {
 
 func (e *NotFoundError) Error() string {
 	if e.SubTaskID != "" {
-		return "swarm: swarm " + quote(e.SwarmID) + " has no sub-task " + quote(e.SubTaskID) + " (ids are case-sensitive)"
+		return "swarm: swarm " + wirecodec.Quote(e.SwarmID) + " has no sub-task " + wirecodec.Quote(e.SubTaskID) + " (ids are case-sensitive)"
 	}
-	return "swarm: no swarm " + quote(e.SwarmID) + " on this coordinator (ids are case-sensitive)"
+	return "swarm: no swarm " + wirecodec.Quote(e.SwarmID) + " on this coordinator (ids are case-sensitive)"
 }
 
 // Code returns [CodeSwarmNotFound].
@@ -106,9 +105,9 @@ type StateError struct {
 }
 
 func (e *StateError) Error() string {
-	what := "swarm " + quote(e.SwarmID)
+	what := "swarm " + wirecodec.Quote(e.SwarmID)
 	if e.SubTaskID != "" {
-		what = "sub-task " + quote(e.SubTaskID) + " of " + what
+		what = "sub-task " + wirecodec.Quote(e.SubTaskID) + " of " + what
 	}
 	msg := "swarm: " + what + " is " + e.State
 	if e.Hint != "" {
@@ -131,7 +130,7 @@ type NoCapableAgentError struct {
 }
 
 func (e *NoCapableAgentError) Error() string {
-	return "swarm: no agent visible to " + quote(e.Creator) + " has any of the capabilities [" +
+	return "swarm: no agent visible to " + wirecodec.Quote(e.Creator) + " has any of the capabilities [" +
 		strings.Join(e.Capabilities, ", ") + "]: register such an agent, or check the sandbox rules"
 }
 
@@ -143,23 +142,3 @@ func (e *NoCapableAgentError) Is(target error) bool { return target == agentcard
 
 // codeOf returns err's code or "".
 func codeOf(err error) string { return negotiation.CodeOf(err) }
-
-const maxQuoteLen = 64
-
-func quote(s string) string {
-	if len(s) > maxQuoteLen {
-		return strconv.Quote(truncate(s, maxQuoteLen)) + "..."
-	}
-	return strconv.Quote(s)
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	i := n
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
-	}
-	return s[:i]
-}

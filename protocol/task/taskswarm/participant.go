@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nova-node/nova-node/envelope"
+	"github.com/nova-node/nova-node/internal/wirecodec"
 )
 
 // Defaults of [ParticipantConfig].
@@ -246,7 +247,7 @@ func (p *Participant) do(ctx context.Context, j job) {
 		if code == "" {
 			code = CodeTaskFailed
 		}
-		msg := truncate(werr.Error(), MaxErrorLen)
+		msg := wirecodec.Truncate(werr.Error(), MaxErrorLen)
 		a = answer{typ: envelope.TypeError, res: Result{
 			SwarmID: res.SwarmID, SubTaskID: res.SubTaskID, Attempt: res.Attempt, Error: msg, Code: code, Message: msg,
 		}}

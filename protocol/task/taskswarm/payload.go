@@ -10,6 +10,7 @@ import (
 
 	"github.com/nova-node/nova-node/agentcard"
 	"github.com/nova-node/nova-node/envelope"
+	"github.com/nova-node/nova-node/internal/wirecodec"
 	"github.com/nova-node/nova-node/protocol/task/negotiation"
 )
 
@@ -223,7 +224,7 @@ func DecodeNotice(b []byte) (Notice, error) {
 		return Notice{}, err
 	}
 	if !strings.HasPrefix(n.Kind, "swarm-") {
-		return Notice{}, invalid("kind", "%s is not a swarm notice", quote(n.Kind))
+		return Notice{}, invalid("kind", "%s is not a swarm notice", wirecodec.Quote(n.Kind))
 	}
 	return n, checkID("swarmId", n.SwarmID)
 }
@@ -321,7 +322,7 @@ func decodeObject(b []byte, v any) error {
 		if errors.As(err, &te) {
 			field = te.Field
 		}
-		return &InvalidError{Field: field, Reason: "malformed: " + truncate(err.Error(), 200)}
+		return &InvalidError{Field: field, Reason: "malformed: " + wirecodec.Truncate(err.Error(), 200)}
 	}
 	return nil
 }
@@ -352,7 +353,7 @@ func checkText(field, s string, limit int) error {
 // trailing white space.
 func checkAgent(field, s string) error {
 	if s == "" || strings.TrimSpace(s) != s {
-		return invalid(field, "must be an agent name or name@peerID, got %s", quote(s))
+		return invalid(field, "must be an agent name or name@peerID, got %s", wirecodec.Quote(s))
 	}
 	if err := envelope.CheckText(s, negotiation.MaxAgentLen, false); err != nil {
 		return invalid(field, "%s", err.Error())

@@ -5,8 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nova-node/nova-node/protocol/task/taskswarm"
 	"pgregory.net/rapid"
+
+	"github.com/nova-node/nova-node/protocol/task/taskswarm"
 )
 
 // The probes may say yes to a payload that is not a sub-task or notice, but

@@ -11,12 +11,13 @@ import (
 	"testing/synctest"
 	"time"
 
+	"pgregory.net/rapid"
+
 	"github.com/nova-node/nova-node/agentcard"
 	"github.com/nova-node/nova-node/envelope"
 	"github.com/nova-node/nova-node/protocol/task/negotiation"
 	"github.com/nova-node/nova-node/protocol/task/taskswarm"
 	"github.com/nova-node/nova-node/tiers"
-	"pgregory.net/rapid"
 )
 
 var (
