@@ -41,7 +41,10 @@ const (
 	// discovery, crdt, mcpbridge, the A2A gateway) or on small interfaces
 	// (the task layer). They reach each other only through node.
 	service
-	// root is node, the composition root, which wires the services.
+	// root is node, the composition root, which wires the services, with
+	// the sub-packages it delegates to: its local API (node/localapi) and
+	// the glue of one service group (node/tasknode), which never import
+	// node.
 	root
 	// program packages build nodes: the CLI, the demo, the test harness.
 	program
@@ -104,8 +107,9 @@ var packages = map[string]pkg{
 	"mcpbridge/mcptest":            {layer: service},
 	"node/connhealth":              {layer: service, also: "protocol", documented: true}, // the router's AckState, CloseSiblings
 
-	"node":          {layer: root, also: "node/localapi"},
+	"node":          {layer: root, also: "node/localapi node/tasknode"},
 	"node/localapi": {layer: root},
+	"node/tasknode": {layer: root, also: "node/localapi", documented: true}, // the task layer's glue: wires services, never node
 
 	"cmd/nova-node": {layer: program, also: "internal/demo"},
 	"internal/demo": {layer: program},
@@ -124,7 +128,7 @@ var reserved = map[string]struct{ by, why string }{
 	"github.com/libp2p/go-libp2p-pubsub/...":  {"node protocol crdt", "node owns the one GossipSub; protocol (broadcasts) and crdt (documents) use its topics"},
 	"github.com/a2aproject/a2a-go/...":        {"protocol/a2ahttp", "all A2A-version code lives in protocol/a2ahttp"},
 	"go.etcd.io/bbolt/...":                    {"node protocol/a2ahttp", "node owns nova.db (the gateway gets its *bbolt.DB); the others persist through small interfaces"},
-	module + "/node/localapi":                 {"node cmd/nova-node internal/demo", "the local API: node serves it, the CLI (and the demo it runs) call it"},
+	module + "/node/localapi":                 {"node node/tasknode cmd/nova-node internal/demo", "the local API: node serves it (tasknode emits its event types), the CLI (and the demo it runs) call it"},
 }
 
 // networkCode is what a pure package must not depend on at any depth,

@@ -33,6 +33,7 @@ import (
 	"github.com/nova-node/nova-node/envelope"
 	"github.com/nova-node/nova-node/internal/clock"
 	"github.com/nova-node/nova-node/node/connhealth"
+	"github.com/nova-node/nova-node/node/tasknode"
 	"github.com/nova-node/nova-node/protocol"
 	"github.com/nova-node/nova-node/tiers"
 )
@@ -67,9 +68,9 @@ type Node struct {
 
 	mu       sync.Mutex
 	handlers map[string]protocol.Handler
-	tasks    *taskState // tasks.go: negotiation, swarms; made at the first RegisterAgent or ConfigureTasks, running between Start and Close
-	mcp      *mcpState  // mcp.go: the MCP bridge, built by New, started by Start
-	a2a      *a2aState  // a2a.go: the A2A gateway; nil when off or before Start
+	tasks    *tasknode.Service // negotiation, swarms (tasks.go, node/tasknode); running between Start and Close
+	mcp      *mcpState         // mcp.go: the MCP bridge, built by New, started by Start
+	a2a      *a2aState         // a2a.go: the A2A gateway; nil when off or before Start
 	api      *apiServer
 	metrics  *metricsServer
 	started  bool
@@ -213,8 +214,9 @@ func (n *Node) build(stack *closers) error {
 		return err
 	}
 	stack.push(docs.Close)
+	n.tasks = n.newTasks(h, disc, r, docs)
 	// Each safe when its part never started.
-	stack.push(func() error { n.closeTasks(); return nil })
+	stack.push(func() error { n.tasks.Close(); return nil })
 	if err := n.buildMCP(h); err != nil {
 		return err
 	}
@@ -305,7 +307,7 @@ func (n *Node) RegisterAgent(c agentcard.Card, h protocol.Handler) (agentcard.Ca
 	if err := n.db.putCard(reg); err != nil {
 		return agentcard.Card{}, fmt.Errorf("node: persist card %s: %w", c.ID, err)
 	}
-	h = n.wrapTaskHandler(c.ID, h)
+	h = n.tasks.Wrap(c.ID, h)
 	n.handlers[c.ID] = h
 	n.router.Handle(c.ID, h)
 	if n.started {
@@ -351,7 +353,7 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	}
 	// Tasks, swarms and the MCP bridge run on the router and documents;
 	// build's closers stop them before those.
-	if err := n.startTasks(runCtx, n.router, n.docs); err != nil {
+	if err := n.tasks.Start(runCtx); err != nil {
 		return err
 	}
 	if err := n.startMCP(runCtx); err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/nova-node/nova-node/agentcard"
 	"github.com/nova-node/nova-node/node/localapi"
+	"github.com/nova-node/nova-node/node/tasknode"
 	"github.com/nova-node/nova-node/protocol"
 	"github.com/nova-node/nova-node/protocol/task/negotiation"
 	"github.com/nova-node/nova-node/protocol/task/taskswarm"
@@ -42,26 +43,17 @@ func recruitTimeout(req localapi.CreateSwarmRequest) (time.Duration, error) {
 	return time.Duration(req.RecruitTimeoutMs) * time.Millisecond, nil
 }
 
-func (n *Node) tasksRunning() (*negotiation.Negotiator, *taskswarm.Coordinator, error) {
-	ts := n.taskState()
-	neg, coord, _, err := ts.now()
-	if err != nil {
-		return nil, nil, errNoTasks
-	}
-	return neg, coord, nil
-}
-
 // Negotiator is the node's task negotiator; nil before Start and after
 // Close.
 func (n *Node) Negotiator() *negotiation.Negotiator {
-	neg, _, _ := n.tasksRunning()
+	neg, _, _ := n.tasks.Running()
 	return neg
 }
 
 // Coordinator is the node's swarm coordinator; nil before Start and after
 // Close.
 func (n *Node) Coordinator() *taskswarm.Coordinator {
-	_, c, _ := n.tasksRunning()
+	_, c, _ := n.tasks.Running()
 	return c
 }
 
@@ -82,103 +74,40 @@ func (n *Node) localAgent(id, flag string) (string, error) {
 	return c.Address(), nil
 }
 
-// ProposeTask sends a task proposal from a local agent and returns its
-// record (ProposalID, the thread, status pending).
+// ProposeTask sends a task proposal from a local agent (req.From, or the
+// default agent) and returns its record (ProposalID, the thread, status
+// pending).
 func (n *Node) ProposeTask(ctx context.Context, req localapi.ProposeRequest) (negotiation.Record, error) {
-	neg, _, err := n.tasksRunning()
-	if err != nil {
+	if _, _, err := n.tasks.Running(); err != nil {
 		return negotiation.Record{}, err
 	}
 	from, err := n.localAgent(req.From, "from")
 	if err != nil {
 		return negotiation.Record{}, err
 	}
-	if req.Complexity == "" {
-		req.Complexity = negotiation.ComplexityMedium
-	}
-	deadline := req.DeadlineMs
-	if deadline == 0 {
-		d := time.Duration(req.TimeoutMs) * time.Millisecond
-		if d <= 0 {
-			d = DefaultProposalTimeout
-		}
-		deadline = time.Now().Add(d).UnixMilli()
-	}
-	caps := req.Capabilities
-	if caps == nil {
-		caps = []string{}
-	}
-	return neg.Propose(ctx, from, req.To, negotiation.Proposal{
-		TaskDescription: req.Task, RequiredCapabilities: caps, EstimatedComplexity: req.Complexity, DeadlineMs: deadline,
-	}, negotiation.ProposeOptions{Justification: req.Justification, ByCapability: req.ByCapability})
+	return n.tasks.Propose(ctx, from, req)
 }
 
 // PendingTasks lists the proposals awaiting a decision: received ones that
 // can still be accepted, and sent ones with no answer yet.
-func (n *Node) PendingTasks() ([]negotiation.Record, error) {
-	neg, _, err := n.tasksRunning()
-	if err != nil {
-		return nil, err
-	}
-	return neg.ListPending(), nil
-}
+func (n *Node) PendingTasks() ([]negotiation.Record, error) { return n.tasks.Pending() }
 
 // TaskProposals lists every proposal this node sent or received (finished
 // ones are kept for negotiation.DefaultRetention).
-func (n *Node) TaskProposals() ([]negotiation.Record, error) {
-	neg, _, err := n.tasksRunning()
-	if err != nil {
-		return nil, err
-	}
-	return neg.List(), nil
-}
+func (n *Node) TaskProposals() ([]negotiation.Record, error) { return n.tasks.Proposals() }
 
 // TaskProposal returns one proposal: the sent record if a local agent sent
 // it, else the received one.
-func (n *Node) TaskProposal(id string) (negotiation.Record, error) {
-	neg, _, err := n.tasksRunning()
-	if err != nil {
-		return negotiation.Record{}, err
-	}
-	r, ok := neg.Get(id)
-	if !ok {
-		return r, &negotiation.NotFoundError{ProposalID: id}
-	}
-	return r, nil
-}
+func (n *Node) TaskProposal(id string) (negotiation.Record, error) { return n.tasks.Proposal(id) }
 
 // AcceptTask accepts a proposal received by a local agent.
 func (n *Node) AcceptTask(ctx context.Context, id string, req localapi.AnswerRequest) (negotiation.Record, error) {
-	neg, _, err := n.tasksRunning()
-	if err != nil {
-		return negotiation.Record{}, err
-	}
-	eta := req.EstimatedCompletionMs
-	if eta <= 0 {
-		eta = DefaultEstimate.Milliseconds()
-	}
-	if err := neg.Accept(ctx, id, eta); err != nil {
-		return negotiation.Record{}, err
-	}
-	r, _ := neg.Lookup(id, negotiation.Received)
-	return r, nil
+	return n.tasks.Accept(ctx, id, req)
 }
 
 // RejectTask rejects a proposal received by a local agent.
 func (n *Node) RejectTask(ctx context.Context, id string, req localapi.AnswerRequest) (negotiation.Record, error) {
-	neg, _, err := n.tasksRunning()
-	if err != nil {
-		return negotiation.Record{}, err
-	}
-	reason := req.Reason
-	if reason == "" {
-		reason = negotiation.ReasonDeclined
-	}
-	if err := neg.Reject(ctx, id, reason, req.Alternative); err != nil {
-		return negotiation.Record{}, err
-	}
-	r, _ := neg.Lookup(id, negotiation.Received)
-	return r, nil
+	return n.tasks.Reject(ctx, id, req)
 }
 
 // CreateSwarm starts a swarm coordinated by this node. When not one
@@ -188,59 +117,30 @@ func (n *Node) CreateSwarm(ctx context.Context, req localapi.CreateSwarmRequest)
 	if err != nil {
 		return taskswarm.Swarm{}, err
 	}
-	_, coord, err := n.tasksRunning()
-	if err != nil {
+	if _, _, err := n.tasks.Running(); err != nil {
 		return taskswarm.Swarm{}, err
 	}
 	as, err := n.localAgent(req.As, "as")
 	if err != nil {
 		return taskswarm.Swarm{}, err
 	}
-	opts := taskswarm.CreateOptions{Justification: req.Justification, Complexity: req.Complexity,
-		RecruitTimeout: recruit}
-	for _, st := range req.SubTasks {
-		opts.SubTasks = append(opts.SubTasks, taskswarm.SubTaskSpec{Description: st.Description, RequiredCapabilities: st.Capabilities})
-	}
-	return coord.Create(ctx, as, req.Task, req.Capabilities, opts)
+	return n.tasks.CreateSwarm(ctx, as, req, recruit)
 }
 
 // Swarm returns a swarm: this node's own if it coordinates it, else as its
 // shared document shows it here.
 func (n *Node) Swarm(ctx context.Context, id string) (taskswarm.Swarm, error) {
-	_, coord, err := n.tasksRunning()
-	if err != nil {
-		return taskswarm.Swarm{}, err
-	}
-	if s, ok := coord.Get(id); ok {
-		return s, nil
-	}
-	if !strings.Contains(id, "swarm-") {
-		return taskswarm.Swarm{}, &taskswarm.NotFoundError{SwarmID: id}
-	}
-	s, ok, err := n.swarmFromDoc(ctx, id)
-	if err != nil {
-		return taskswarm.Swarm{}, err
-	}
-	if !ok {
-		return taskswarm.Swarm{}, &taskswarm.NotFoundError{SwarmID: id}
-	}
-	return s, nil
+	return n.tasks.Swarm(ctx, id)
 }
 
 // Swarms lists the swarms this node coordinates, oldest first.
-func (n *Node) Swarms() ([]taskswarm.Swarm, error) {
-	_, coord, err := n.tasksRunning()
-	if err != nil {
-		return nil, err
-	}
-	return coord.List(), nil
-}
+func (n *Node) Swarms() ([]taskswarm.Swarm, error) { return n.tasks.Swarms() }
 
 // taskHTTPStatus maps a task error to an HTTP status.
 func taskHTTPStatus(err error) int {
 	code := protocol.CodeOf(err)
 	switch {
-	case errors.Is(err, errNoTasks):
+	case errors.Is(err, tasknode.ErrNotRunning):
 		return http.StatusServiceUnavailable
 	case strings.HasPrefix(code, "INVALID"), code == "ESCALATION_REQUIRED", code == "TIER_VIOLATION", code == "SANDBOX_VIOLATION":
 		return http.StatusBadRequest

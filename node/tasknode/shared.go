@@ -1,4 +1,4 @@
-package node
+package tasknode
 
 import (
 	"context"
@@ -48,7 +48,7 @@ func SwarmDocName(sandboxID, id string) string {
 }
 
 // swarmDocs is the taskswarm.Shared of a node.
-type swarmDocs struct{ ts *taskState }
+type swarmDocs struct{ ts *Service }
 
 type docField struct {
 	path string
@@ -104,20 +104,15 @@ func swarmFields(s taskswarm.Swarm) ([]docField, error) {
 // Publish writes what changed in s into its document, as its creator.
 func (d swarmDocs) Publish(ctx context.Context, s taskswarm.Swarm) error {
 	ts := d.ts
-	ts.mu.Lock()
-	docs := ts.docs
-	ts.mu.Unlock()
-	if docs == nil {
-		return errTasksClosed
-	}
-	creator, ok := ts.n.reg.Get(s.Creator)
+	docs := ts.cfg.Docs
+	creator, ok := ts.cfg.Registry.Get(s.Creator)
 	if !ok {
 		return fmt.Errorf("node: swarm %s: creator %s is not an agent of this node", s.ID, s.Creator)
 	}
 	name := SwarmDocName(creator.SandboxID, s.ID)
 	if !crdt.ValidName(name) {
 		// A sandbox name too long to prefix a swarm id: nothing to retry.
-		ts.n.log.Warnw("swarm not shared: its document name is too long", "swarm", s.ID, "doc", name)
+		ts.log.Warnw("swarm not shared: its document name is too long", "swarm", s.ID, "doc", name)
 		return nil
 	}
 	doc, err := docs.Open(ctx, name)
@@ -168,14 +163,11 @@ type swarmDoc struct {
 // swarmFromDoc reads swarm id from its replicated document on this node
 // (the view of a node that does not coordinate it). ok is false when the
 // document holds nothing.
-func (n *Node) swarmFromDoc(ctx context.Context, id string) (taskswarm.Swarm, bool, error) {
-	docs := n.Docs()
-	if docs == nil {
-		return taskswarm.Swarm{}, false, errNoTasks
-	}
+func (ts *Service) swarmFromDoc(ctx context.Context, id string) (taskswarm.Swarm, bool, error) {
+	docs := ts.cfg.Docs
 	names := []string{id}
 	if !strings.Contains(id, ".") {
-		for _, c := range n.reg.Local() {
+		for _, c := range ts.cfg.Registry.Local() {
 			if c.SandboxID != "" && !slices.Contains(names, SwarmDocName(c.SandboxID, id)) {
 				names = append(names, SwarmDocName(c.SandboxID, id))
 			}

@@ -1,8 +1,7 @@
-package node
+package tasknode
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -29,20 +28,20 @@ const capabilityLookupTimeout = 5 * time.Second
 // (presented on connection) and of earlier lookups. The swarm's DHT is asked
 // only when the registry has none, so that creating a swarm does not wait
 // for a lookup when the agents are known.
-type taskDirectory struct{ ts *taskState }
+type taskDirectory struct{ ts *Service }
 
 func (d taskDirectory) Capable(ctx context.Context, as, capability string) ([]agentcard.Card, error) {
-	n := d.ts.n
-	viewer, ok := n.reg.Get(as)
+	reg := d.ts.cfg.Registry
+	viewer, ok := reg.Get(as)
 	if !ok || viewer.Origin != agentcard.OriginLocal {
 		return nil, &agentcard.NotFoundError{Query: as, Where: "agents hosted on this node (a swarm's creator must be local)"}
 	}
-	cards := d.visible(viewer, n.reg.FindByCapability(capability))
+	cards := d.visible(viewer, reg.FindByCapability(capability))
 	if len(cards) == 0 {
 		lctx, cancel := context.WithTimeout(ctx, capabilityLookupTimeout)
-		_, _ = n.disc.FindByCapability(lctx, capability) // found cards land in the registry
+		_, _ = d.ts.cfg.FindByCapability(lctx, capability) // found cards land in the registry
 		cancel()
-		cards = d.visible(viewer, n.reg.FindByCapability(capability))
+		cards = d.visible(viewer, reg.FindByCapability(capability))
 	}
 	if len(cards) == 0 {
 		return nil, &agentcard.CapabilityNotFoundError{Capability: capability, Where: "the registry and the swarm's DHT, as " + viewer.Address() + " may see them"}
@@ -51,7 +50,6 @@ func (d taskDirectory) Capable(ctx context.Context, as, capability string) ([]ag
 }
 
 func (d taskDirectory) visible(viewer agentcard.Card, cards []agentcard.Card) []agentcard.Card {
-	n := d.ts.n
 	out := cards[:0:0]
 	for _, c := range cards {
 		if c.Origin != agentcard.OriginLocal && d.ts.isGone(c.Host) {
@@ -59,7 +57,7 @@ func (d taskDirectory) visible(viewer agentcard.Card, cards []agentcard.Card) []
 		}
 		out = append(out, c)
 	}
-	return sandbox.Filter(n.cfg.Sandbox, sandbox.Agent{ID: viewer.Address(), Sandbox: viewer.SandboxID}, out,
+	return sandbox.Filter(d.ts.cfg.Sandbox, sandbox.Agent{ID: viewer.Address(), Sandbox: viewer.SandboxID}, out,
 		func(c agentcard.Card) sandbox.Agent { return sandbox.Agent{ID: c.Address(), Sandbox: c.SandboxID} })
 }
 
@@ -68,19 +66,18 @@ func (d taskDirectory) visible(viewer agentcard.Card, cards []agentcard.Card) []
 // PeerGoneAfter and that does not answer one dial, has left, and
 // Coordinator.PeerGone reassigns what its agents were doing. A peer that
 // connects again is no longer gone.
-func (ts *taskState) watchPeers(ctx context.Context) {
-	n := ts.n
-	h := n.host
+func (ts *Service) watchPeers(ctx context.Context) {
+	h := ts.cfg.Host
 	sub, err := h.EventBus().Subscribe(new(event.EvtPeerConnectednessChanged), eventbus.BufSize(256))
 	if err != nil {
-		n.log.Warnw("cannot follow peer departures: swarm sub-tasks of departed peers wait for their timeout", "err", err)
+		ts.log.Warnw("cannot follow peer departures: swarm sub-tasks of departed peers wait for their timeout", "err", err)
 		return
 	}
 	defer sub.Close()
 	// cards-received only: a peer's agents are known (again). Any other event
 	// would wake this goroutine for nothing, several times per message.
-	cards := n.obs.Subscribe(256, protocol.EvtCardsReceived)
-	defer cards.Close()
+	cards, stopCards := ts.cfg.Subscribe(256, protocol.EvtCardsReceived)
+	defer stopCards()
 	due := map[peer.ID]time.Time{} // disconnected peers, checked at this time
 	backed := map[peer.ID]bool{}   // peers told to the Coordinator as back since they connected
 	back := func(p peer.ID) {
@@ -132,7 +129,7 @@ func (ts *taskState) watchPeers(ctx context.Context) {
 				}
 				due[ev.Peer] = time.Now().Add(after)
 			}
-		case e, ok := <-cards.C:
+		case e, ok := <-cards:
 			if !ok {
 				return
 			}
@@ -168,9 +165,9 @@ func (ts *taskState) watchPeers(ctx context.Context) {
 }
 
 // knowsAgentsOf reports whether the registry holds cards hosted by p.
-func (ts *taskState) knowsAgentsOf(p peer.ID) bool {
+func (ts *Service) knowsAgentsOf(p peer.ID) bool {
 	ps := p.String()
-	for _, c := range ts.n.reg.Remote() {
+	for _, c := range ts.cfg.Registry.Remote() {
 		if c.Host == ps {
 			return true
 		}
@@ -180,7 +177,7 @@ func (ts *taskState) knowsAgentsOf(p peer.ID) bool {
 
 // peerBack tells the Coordinator that p is reachable: the running
 // sub-tasks of its agents are sent again (same attempt).
-func (ts *taskState) peerBack(p peer.ID) {
+func (ts *Service) peerBack(p peer.ID) {
 	ts.mu.Lock()
 	coord := ts.coord
 	ts.mu.Unlock()
@@ -190,18 +187,16 @@ func (ts *taskState) peerBack(p peer.ID) {
 }
 
 // peerGone marks p as gone and tells the Coordinator.
-func (ts *taskState) peerGone(p peer.ID) {
+func (ts *Service) peerGone(p peer.ID) {
 	ts.mu.Lock()
 	already := ts.gone[p]
 	ts.gone[p] = true
 	coord := ts.coord
 	ts.mu.Unlock()
-	if already || coord == nil || ts.n.host.Network().Connectedness(p) == network.Connected {
+	if already || coord == nil || ts.cfg.Host.Network().Connectedness(p) == network.Connected {
 		return
 	}
-	ts.n.obs.Emit(protocol.Event{Type: localapi.EvtPeerGone, Time: time.Now(), Peer: p, Success: true,
+	ts.cfg.Emit(protocol.Event{Type: localapi.EvtPeerGone, Time: time.Now(), Peer: p, Success: true,
 		Detail: fmt.Sprintf("%s left: its running sub-tasks are reassigned", p), SourceTier: -1, TargetTier: -1})
 	coord.PeerGone(p.String())
 }
-
-var errNoTasks = errors.New("node: not started: tasks and swarms run on a started node")
