@@ -17,12 +17,14 @@
 //     the replicated documents and the A2A gateway's tasks. The services
 //     reach it through small interfaces of their own (the router's Store,
 //     crdt's Store, the task layer's KV); the gateway gets the database.
-//   - The libp2p host's options: transports (TCP with a user timeout, QUIC,
+//   - The libp2p host's options: transports (TCP with a user timeout from
+//     node/connhealth, QUIC,
 //     WebSocket, WebTransport, WebRTC), security, the resource manager's
 //     limits, the connection manager, the private-network key of the swarm.
 //   - Wiring: the router (protocol), discovery, one GossipSub for
 //     broadcasts and CRDT documents (crdt), the task layer
-//     (protocol/task/negotiation, protocol/task/taskswarm), the MCP bridge
+//     (protocol/task/negotiation, protocol/task/taskswarm, run on the node
+//     by node/tasknode), connection health (node/connhealth), the MCP bridge
 //     (mcpbridge) and the A2A gateway (protocol/a2ahttp). The services do not
 //     import each other; node passes each the concrete types behind the
 //     interfaces it declares (the router's Resolver is discovery, for

@@ -298,8 +298,8 @@ func (n *node) startParticipant() {
 // install starts a component and makes it n's (set) in one step, with n.mu
 // held. deliver reads n's components under n.mu, so an envelope for n waits
 // until the component is both running and installed, as the node's router
-// waits for startTasks to have started and published all of them
-// (taskState.components). Setting the field only after Start returned let
+// waits for the task Service to have started and published all of them
+// (tasknode.Service.components). Setting the field only after Start returned let
 // an answer to something the component sent from its own goroutine right
 // after Start (a resumed Coordinator sends its running attempts again at
 // once) reach n while the field was still nil: deliver then left it in
