@@ -212,7 +212,7 @@ func (n *Node) CloseChannel(id string) (protocol.ChannelInfo, error) {
 
 // Status gathers peers, channels, counters and recent errors.
 func (n *Node) Status() localapi.Status {
-	st := localapi.Status{IDInfo: n.Info(), PeerList: []localapi.PeerStatus{}, Channels: []protocol.ChannelInfo{}, RecentErrors: []protocol.Event{}, Metrics: n.obs.Metrics()}
+	st := localapi.Status{IDInfo: n.Info(), PeerList: []localapi.PeerStatus{}, Channels: []protocol.ChannelInfo{}, RecentErrors: []localapi.Event{}, Metrics: n.obs.Metrics()}
 	h := n.host
 	for _, p := range h.Network().Peers() {
 		ps := localapi.PeerStatus{PeerID: p.String(), Agents: []string{}}
@@ -251,7 +251,7 @@ func (n *Node) serveEvents(w http.ResponseWriter, r *http.Request) {
 	if v := r.URL.Query().Get("limit"); v != "" {
 		fmt.Sscan(v, &limit)
 	}
-	var stream ndjsonStream[protocol.Event]
+	var stream ndjsonStream[localapi.Event]
 	if limit >= 0 {
 		stream.first = n.obs.Recent(limit)
 	}
@@ -259,18 +259,18 @@ func (n *Node) serveEvents(w http.ResponseWriter, r *http.Request) {
 		sub := n.obs.Subscribe(1024)
 		defer sub.Close()
 		stopped := false
-		stream.next = func() (protocol.Event, bool) {
+		stream.next = func() (localapi.Event, bool) {
 			if stopped { // the node-stopped line is the last
-				return protocol.Event{}, false
+				return localapi.Event{}, false
 			}
 			select {
 			case <-r.Context().Done():
 				if context.Cause(r.Context()) == errNodeStopping {
 					stopped = true
-					return protocol.Event{Type: localapi.EvtNodeStopped, Time: time.Now(), Success: true,
+					return localapi.Event{Type: localapi.EvtNodeStopped, Time: time.Now(), Success: true,
 						Detail: "the node is stopping", SourceTier: -1, TargetTier: -1}, true
 				}
-				return protocol.Event{}, false
+				return localapi.Event{}, false
 			case e, ok := <-sub.C:
 				return e, ok
 			}

@@ -63,17 +63,17 @@ func (n *Node) buildMCP(h host.Host) error {
 		}
 		st.calls.WithLabelValues(rec.Tool, ok).Inc()
 		st.duration.WithLabelValues(rec.Tool).Observe(rec.DurationMs / 1000)
-		ev := protocol.Event{Type: localapi.EvtMCPInvoked, Time: time.UnixMilli(rec.Time), Sender: rec.Agent, Detail: rec.Tool,
+		ev := localapi.Event{Type: localapi.EvtMCPInvoked, Time: time.UnixMilli(rec.Time), Sender: rec.Agent, Detail: rec.Tool,
 			Success: rec.Success, Latency: time.Duration(rec.DurationMs * float64(time.Millisecond)), SourceTier: -1, TargetTier: -1}
 		if !rec.Success {
 			ev.Code, _, _ = strings.Cut(rec.Error, ":")
 			ev.Detail = rec.Tool + ": " + rec.Error
 		}
-		n.obs.Emit(ev)
+		n.obs.Record(ev)
 	})
 	pol := &mcpbridge.Policy{Cards: n.reg, Tiers: rules, Sandbox: n.cfg.Sandbox,
 		Security: func(code, detail string, p peer.ID) {
-			n.obs.Emit(protocol.Event{Type: protocol.EvtSecurityRaised, Time: time.Now(), Code: code, Detail: detail, Peer: p, SourceTier: -1, TargetTier: -1})
+			n.obs.Record(localapi.Event{Type: protocol.EvtSecurityRaised, Time: time.Now(), Code: code, Detail: detail, Peer: p, SourceTier: -1, TargetTier: -1})
 		}}
 	b, err := mcpbridge.New(mcpbridge.Config{Host: h, Registry: st.reg, Policy: pol, As: n.mcpAs, Version: Version,
 		OnLocalChange: func() {

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/nova-node/nova-node/envelope"
+	"github.com/nova-node/nova-node/node/localapi"
 	"github.com/nova-node/nova-node/protocol"
 )
 
@@ -142,7 +143,7 @@ func newPromMetrics() *promMetrics {
 // there, or not looked up as ev is not a sent or received message). ev is a
 // pointer only to spare copying the event. The caller holds the Observer's
 // mutex.
-func (m *promMetrics) observe(ev *protocol.Event, ti int) {
+func (m *promMetrics) observe(ev *localapi.Event, ti int) {
 	switch ev.Type {
 	case protocol.EvtMessageSent:
 		if ti < 0 { // not a valid type: cannot happen (see promTypes), kept uncached

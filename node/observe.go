@@ -51,13 +51,17 @@ const (
 	auditPeers        = 1024
 )
 
-// Observer collects the router's events: recent events in a ring, the
+// Observer collects the node's events: recent events in a ring, the
 // seed's metrics, and an audit line for every security event, every
 // cross-tier message and every escalation refusal (an error event with code
-// ESCALATION_REQUIRED). Emit never blocks on anything but a short mutex and
-// an append to the audit file. Every string field of an event is first cut
-// to [MaxEventFieldLen] bytes, and security events are rate-limited per peer
-// in the audit log (see auditRate).
+// ESCALATION_REQUIRED). It stores, streams, audits and counts
+// [localapi.Event], the event as the node reports it: the router's events
+// arrive through [Observer.Emit] (its [protocol.EventSink]) and are copied
+// into one, the node's own events (peers gone, MCP invocations, the task
+// layer's) through [Observer.Record]. Emit and Record never block on
+// anything but a short mutex and an append to the audit file. Every string
+// field of an event is first cut to [MaxEventFieldLen] bytes, and security
+// events are rate-limited per peer in the audit log (see auditRate).
 //
 // One failure is one error event: an error event that repeats the envelope
 // id, sender and code of one among the last [errorsRemembered] error events
@@ -68,7 +72,7 @@ const (
 // same failure.
 type Observer struct {
 	mu        sync.Mutex
-	ring      []protocol.Event
+	ring      []localapi.Event
 	next      int
 	full      bool
 	m         localapi.Metrics // MessagesByType holds only types outside promTypes (none in practice)
@@ -77,7 +81,7 @@ type Observer struct {
 	decisions uint64
 	audit     *os.File
 	buckets   map[peer.ID]*auditBucket // the audit rate limit's, at most auditPeers
-	subs      []*Subscription          // a slice, not a map: Emit ranges over it on every event
+	subs      []*Subscription          // a slice, not a map: Record ranges over it on every event
 	prom      *promMetrics
 	errs      recentErrors
 }
@@ -102,7 +106,7 @@ type errorKey struct{ id, sender, code string }
 // repeated reports whether ev, an error event naming an envelope, repeats
 // one remembered, and remembers it if not. The caller holds the Observer's
 // mutex.
-func (r *recentErrors) repeated(ev *protocol.Event) bool {
+func (r *recentErrors) repeated(ev *localapi.Event) bool {
 	if r.set == nil {
 		r.seed, r.ring, r.set = maphash.MakeSeed(), make([]uint64, 0, errorsRemembered), make(map[uint64]struct{}, errorsRemembered)
 	}
@@ -126,8 +130,8 @@ func (r *recentErrors) repeated(ev *protocol.Event) bool {
 // router) and counted in Dropped. Events of a type it did not ask for are
 // neither sent nor counted as dropped.
 type Subscription struct {
-	C       <-chan protocol.Event
-	c       chan protocol.Event
+	C       <-chan localapi.Event
+	c       chan localapi.Event
 	o       *Observer
 	types   []string // nil: every type
 	dropped uint64
@@ -177,7 +181,7 @@ func (o *Observer) Subscribe(n int, types ...string) *Subscription {
 	if n <= 0 {
 		n = 256
 	}
-	c := make(chan protocol.Event, n)
+	c := make(chan localapi.Event, n)
 	s := &Subscription{C: c, c: c, o: o}
 	if len(types) > 0 {
 		s.types = slices.Clone(types) // the caller's slice may change after the call
@@ -189,7 +193,7 @@ func (o *Observer) Subscribe(n int, types ...string) *Subscription {
 }
 
 func newObserver(auditPath string, size int) (*Observer, error) {
-	o := &Observer{ring: make([]protocol.Event, size), prom: newPromMetrics(), sentBy: make([]uint64, len(promTypes)),
+	o := &Observer{ring: make([]localapi.Event, size), prom: newPromMetrics(), sentBy: make([]uint64, len(promTypes)),
 		buckets: map[peer.ID]*auditBucket{}}
 	o.m.MessagesByType = map[envelope.Type]uint64{}
 	if auditPath != "" {
@@ -202,8 +206,21 @@ func newObserver(auditPath string, size int) (*Observer, error) {
 	return o, nil
 }
 
-// Emit implements protocol.EventSink.
-func (o *Observer) Emit(ev protocol.Event) {
+// Emit implements [protocol.EventSink] for the router: it records the
+// router's event, copied into a [localapi.Event] (see fromRouter), as
+// [Observer.Record] does.
+func (o *Observer) Emit(ev protocol.Event) { o.Record(fromRouter(ev)) }
+
+// fromRouter copies a router's event into the event the node reports. The
+// two types have the same fields, so this is a conversion, a struct copy
+// that allocates nothing; a field added to one and not the other stops it
+// compiling. Their JSON is compared in TestEventJSONMatchesRouter.
+func fromRouter(ev protocol.Event) localapi.Event { return localapi.Event(ev) }
+
+// Record keeps, counts, sends to subscribers and audits ev, an event of
+// the node's own (a peer gone, an MCP invocation, a task-layer event) or
+// of the router's (through Emit).
+func (o *Observer) Record(ev localapi.Event) {
 	if ev.Time.IsZero() {
 		ev.Time = time.Now()
 	}
@@ -273,7 +290,7 @@ func (o *Observer) Emit(ev protocol.Event) {
 
 // writeAudit appends ev to the audit log. The caller holds o.mu and has
 // checked that o.audit is open.
-func (o *Observer) writeAudit(ev protocol.Event) { // by value: &ev would move Emit's ev to the heap
+func (o *Observer) writeAudit(ev localapi.Event) { // by value: &ev would move Record's ev to the heap
 	b, err := json.Marshal(ev)
 	if err == nil {
 		_, err = o.audit.Write(append(b, '\n'))
@@ -347,25 +364,25 @@ func (o *Observer) writeSummary(p peer.ID, b *auditBucket, now time.Time) {
 	if p == "" {
 		who = "no peer (local)"
 	}
-	o.writeAudit(protocol.Event{Type: EvtAuditSuppressed, Time: now, Peer: p, SourceTier: -1, TargetTier: -1,
+	o.writeAudit(localapi.Event{Type: EvtAuditSuppressed, Time: now, Peer: p, SourceTier: -1, TargetTier: -1,
 		Detail: fmt.Sprintf("%d security events from %s suppressed (audit limit %d/s, burst %d)", b.suppressed, who, auditRate, auditBurst)})
 	b.suppressed, b.summarized = 0, now
 }
 
 // fieldsShort reports whether every string field of ev is under
 // MaxEventFieldLen: one test of their lengths' bitwise or, which is at least
-// each length, and under the bound only if all are. It is inlined in Emit:
+// each length, and under the bound only if all are. It is inlined in Record:
 // an event whose fields are all short costs that test, and no store. A new
-// string field of protocol.Event must be added here and in cutEvent
+// string field of localapi.Event must be added here and in cutEvent
 // (TestEmitCapsEveryStringField checks both).
-func fieldsShort(ev *protocol.Event) bool {
+func fieldsShort(ev *localapi.Event) bool {
 	return len(ev.Type)|len(ev.EnvelopeID)|len(ev.Sender)|len(ev.Recipient)|len(ev.MessageType)|
 		len(ev.Path)|len(ev.Code)|len(ev.Detail)|len(ev.Peer) < MaxEventFieldLen
 }
 
 // cutEvent cuts every string field of ev to MaxEventFieldLen bytes (see
 // fieldsShort).
-func cutEvent(ev *protocol.Event) {
+func cutEvent(ev *localapi.Event) {
 	ev.Type = capField(ev.Type)
 	ev.EnvelopeID = capField(ev.EnvelopeID)
 	ev.Sender = capField(ev.Sender)
@@ -401,7 +418,7 @@ func cutField(s string) string {
 func cutMarker(n int) string { return "…(+" + strconv.Itoa(n) + " bytes)" }
 
 // Recent returns up to limit most recent events, oldest first.
-func (o *Observer) Recent(limit int) []protocol.Event {
+func (o *Observer) Recent(limit int) []localapi.Event {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	n := o.next
@@ -411,7 +428,7 @@ func (o *Observer) Recent(limit int) []protocol.Event {
 	if limit <= 0 || limit > n {
 		limit = n
 	}
-	out := make([]protocol.Event, 0, limit)
+	out := make([]localapi.Event, 0, limit)
 	for i := limit; i > 0; i-- {
 		out = append(out, o.ring[(o.next-i+len(o.ring))%len(o.ring)])
 	}

@@ -103,7 +103,7 @@ func checkCut(orig, got string) error {
 }
 
 // TestEmitCapsEveryStringField: every string field of an event (found by
-// reflection, so that a field added to protocol.Event is covered) is cut to
+// reflection, so that a field added to localapi.Event is covered) is cut to
 // MaxEventFieldLen bytes, with a marker, in the ring, for subscribers and in
 // the audit log; the reviewer's 40 events with 1 MiB fields make a small
 // audit log.
@@ -113,7 +113,7 @@ func TestEmitCapsEveryStringField(t *testing.T) {
 	defer sub.Close()
 	p := testPeer(t)
 	long := "x" + strings.Repeat("aé€", 1<<20/6) // 1 MiB of 1-, 2- and 3-byte runes, odd offsets
-	typ := reflect.TypeFor[protocol.Event]()
+	typ := reflect.TypeFor[localapi.Event]()
 	var fields []int
 	for i := range typ.NumField() {
 		if typ.Field(i).Type.Kind() == reflect.String {
@@ -121,18 +121,18 @@ func TestEmitCapsEveryStringField(t *testing.T) {
 		}
 	}
 	if len(fields) < 8 {
-		t.Fatalf("only %d string fields found in protocol.Event", len(fields))
+		t.Fatalf("only %d string fields found in localapi.Event", len(fields))
 	}
 	audited := 0
 	for round := range 40 {
 		f := typ.Field(fields[round%len(fields)])
-		ev := protocol.Event{Type: protocol.EvtSecurityRaised, Code: protocol.CodeProtocolError, Peer: p, SourceTier: -1, TargetTier: -1}
+		ev := localapi.Event{Type: protocol.EvtSecurityRaised, Code: protocol.CodeProtocolError, Peer: p, SourceTier: -1, TargetTier: -1}
 		reflect.ValueOf(&ev).Elem().FieldByIndex(f.Index).SetString(long)
-		o.Emit(ev)
+		o.Record(ev)
 		if ev.Type == protocol.EvtSecurityRaised {
 			audited++
 		}
-		got := []protocol.Event{o.Recent(1)[0], <-sub.C}
+		got := []localapi.Event{o.Recent(1)[0], <-sub.C}
 		for _, g := range got {
 			gv := reflect.ValueOf(g)
 			for _, i := range fields {
@@ -445,7 +445,7 @@ func TestProperty34_InvocationEventsRoundTrip(t *testing.T) {
 		if err != nil || res.IsError != (outcome != "ok") {
 			rt.Fatalf("call %s (%s): %+v, %v", tool, outcome, res, err)
 		}
-		var ev protocol.Event
+		var ev localapi.Event
 		select {
 		case ev = <-sub.C:
 		default:
@@ -471,8 +471,8 @@ func TestProperty34_InvocationEventsRoundTrip(t *testing.T) {
 		}
 
 		// The same event, as the local API serves it.
-		var served []protocol.Event
-		if err := client.Events(rt.Context(), 4, false, func(e protocol.Event) error {
+		var served []localapi.Event
+		if err := client.Events(rt.Context(), 4, false, func(e localapi.Event) error {
 			if e.Type == localapi.EvtMCPInvoked {
 				served = append(served, e)
 			}

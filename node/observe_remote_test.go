@@ -12,6 +12,7 @@ import (
 	"github.com/nova-node/nova-node/agentcard"
 	"github.com/nova-node/nova-node/envelope"
 	"github.com/nova-node/nova-node/node"
+	"github.com/nova-node/nova-node/node/localapi"
 	"github.com/nova-node/nova-node/protocol"
 	"github.com/nova-node/nova-node/testnet"
 	"github.com/nova-node/nova-node/tiers"
@@ -208,7 +209,7 @@ type evKey struct {
 // It waits for the counts by type and envelope alone, so that an event on
 // the wrong node or with the wrong path fails the caller's comparison at
 // once rather than after a timeout.
-func collectEvents(t *rapid.T, subs [2]*node.Subscription, want map[evKey]int, keyOf func(int, protocol.Event) evKey) map[evKey][]protocol.Event {
+func collectEvents(t *rapid.T, subs [2]*node.Subscription, want map[evKey]int, keyOf func(int, localapi.Event) evKey) map[evKey][]localapi.Event {
 	type typeID struct{ typ, id string }
 	missing := map[typeID]int{}
 	ids := map[string]bool{}
@@ -217,8 +218,8 @@ func collectEvents(t *rapid.T, subs [2]*node.Subscription, want map[evKey]int, k
 		ids[k.id] = true
 	}
 	left := len(missing)
-	got := map[evKey][]protocol.Event{}
-	take := func(i int, e protocol.Event) {
+	got := map[evKey][]localapi.Event{}
+	take := func(i int, e localapi.Event) {
 		if !ids[e.EnvelopeID] {
 			return
 		}

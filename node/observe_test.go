@@ -100,7 +100,7 @@ func TestProperty17_RoutingEventEmission(t *testing.T) {
 				}
 			}
 		}
-		got := collectEvents(rt, subs, want, func(i int, e protocol.Event) evKey {
+		got := collectEvents(rt, subs, want, func(i int, e localapi.Event) evKey {
 			if !e.Success && byID[e.EnvelopeID].kind != opDirect {
 				e.Path = ""
 			}
@@ -247,17 +247,17 @@ func TestProperty31_CrossTierAuditLog(t *testing.T) {
 	})
 }
 
-func auditLines(t *rapid.T, path, id string) []protocol.Event {
+func auditLines(t *rapid.T, path, id string) []localapi.Event {
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	var out []protocol.Event
+	var out []localapi.Event
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
-		var e protocol.Event
+		var e localapi.Event
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
 			t.Fatalf("audit log line is not JSON: %v", err)
 		}
@@ -440,8 +440,8 @@ func TestFailedSendCountedOnce(t *testing.T) {
 	if st, err := cl.Status(t.Context()); err != nil || st.Metrics.ErrorCount != 2 {
 		t.Errorf("errorCount %d after two failed sends, want 2 (%v)", st.Metrics.ErrorCount, err)
 	}
-	var errs []protocol.Event
-	err = cl.Events(t.Context(), 0, false, func(e protocol.Event) error {
+	var errs []localapi.Event
+	err = cl.Events(t.Context(), 0, false, func(e localapi.Event) error {
 		if e.Type == protocol.EvtErrorRaised && e.EnvelopeID == res.Sent.ID {
 			errs = append(errs, e)
 		}
@@ -487,18 +487,18 @@ func TestEscalationRefusalAudited(t *testing.T) {
 }
 
 // auditOf returns the audit log's lines about envelope id.
-func auditOf(t *testing.T, path, id string) []protocol.Event {
+func auditOf(t *testing.T, path, id string) []localapi.Event {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []protocol.Event
+	var out []localapi.Event
 	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
 		if l == "" {
 			continue
 		}
-		var e protocol.Event
+		var e localapi.Event
 		if err := json.Unmarshal([]byte(l), &e); err != nil {
 			t.Fatalf("audit line %q: %v", l, err)
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/nova-node/nova-node/discovery"
 	"github.com/nova-node/nova-node/envelope"
 
+	"github.com/nova-node/nova-node/node/localapi"
 	"github.com/nova-node/nova-node/node/tasknode"
 	"github.com/nova-node/nova-node/protocol"
 	"github.com/nova-node/nova-node/protocol/task/negotiation"
@@ -68,8 +69,8 @@ func (n *Node) newTasks(h host.Host, disc *discovery.Service, r *protocol.Router
 			return err
 		},
 		Registry: n.reg, Docs: docs, FindByCapability: disc.FindByCapability, Host: h,
-		Factory: n.factory, Sandbox: n.cfg.Sandbox, Emit: n.obs.Emit,
-		Subscribe: func(buf int, types ...string) (<-chan protocol.Event, func()) {
+		Factory: n.factory, Sandbox: n.cfg.Sandbox, Emit: n.obs.Record,
+		Subscribe: func(buf int, types ...string) (<-chan localapi.Event, func()) {
 			sub := n.obs.Subscribe(buf, types...)
 			return sub.C, sub.Close
 		},

@@ -127,7 +127,7 @@ func shortAddr(a string) string {
 // security event, whose sender is only what the peer claimed. The detail is
 // shown for errors, security events and every event that is not a message
 // (channel changes, cards received, task and swarm steps).
-func formatEvent(e protocol.Event) string {
+func formatEvent(e localapi.Event) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %-16s", e.Time.Local().Format("15:04:05.000"), e.Type)
 	head := b.Len()
@@ -197,7 +197,7 @@ stream breaks off and events exits 1.`,
 				recent = -1 // none: to the API, 0 is all it keeps
 			}
 			enc := json.NewEncoder(g.stdout)
-			return cl.Events(cmd.Context(), recent, follow, func(e protocol.Event) error {
+			return cl.Events(cmd.Context(), recent, follow, func(e localapi.Event) error {
 				if g.json {
 					return enc.Encode(e)
 				}

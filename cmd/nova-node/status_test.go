@@ -30,19 +30,19 @@ func TestFormatEventNamesThePeer(t *testing.T) {
 	}
 	now := time.Now()
 	cases := []struct {
-		e         protocol.Event
+		e         localapi.Event
 		want, not []string
 	}{
-		{e: protocol.Event{Type: protocol.EvtCardsReceived, Time: now, Peer: p, Success: true, Detail: "2 new or updated cards", SourceTier: -1, TargetTier: -1},
+		{e: localapi.Event{Type: protocol.EvtCardsReceived, Time: now, Peer: p, Success: true, Detail: "2 new or updated cards", SourceTier: -1, TargetTier: -1},
 			want: []string{"cards-received", "peer " + p.String(), ": 2 new or updated cards"}},
-		{e: protocol.Event{Type: protocol.EvtSecurityRaised, Time: now, Peer: p, Code: "PROTOCOL_ERROR", Detail: "bad frame", SourceTier: -1, TargetTier: -1},
+		{e: localapi.Event{Type: protocol.EvtSecurityRaised, Time: now, Peer: p, Code: "PROTOCOL_ERROR", Detail: "bad frame", SourceTier: -1, TargetTier: -1},
 			want: []string{"peer " + p.String(), "PROTOCOL_ERROR: bad frame"}},
-		{e: protocol.Event{Type: protocol.EvtSecurityRaised, Time: now, Peer: p, Sender: "mallory@12D3KooWGcMQNpQQ9hKadKDs328GGAdLbFSwA8xFgCsHH6AMBhc6", Recipient: "alice@12D3KooWLRripXav4U71ekvfGCdbHHQH3HCXr2gR23TzkzN2YrTt",
+		{e: localapi.Event{Type: protocol.EvtSecurityRaised, Time: now, Peer: p, Sender: "mallory@12D3KooWGcMQNpQQ9hKadKDs328GGAdLbFSwA8xFgCsHH6AMBhc6", Recipient: "alice@12D3KooWLRripXav4U71ekvfGCdbHHQH3HCXr2gR23TzkzN2YrTt",
 			MessageType: "request", Code: "UNAUTHORIZED_SENDER", Detail: "not hosted by the peer"},
 			want: []string{"mallory@", "-> alice@", "peer " + p.String(), "UNAUTHORIZED_SENDER: not hosted by the peer"}},
-		{e: protocol.Event{Type: localapi.EvtPeerGone, Time: now, Peer: p, Success: true, Detail: p.String() + " left: its running sub-tasks are reassigned"},
+		{e: localapi.Event{Type: localapi.EvtPeerGone, Time: now, Peer: p, Success: true, Detail: p.String() + " left: its running sub-tasks are reassigned"},
 			want: []string{"peer-gone        " + p.String() + " left"}, not: []string{" : ", "peer " + p.String()}},
-		{e: protocol.Event{Type: protocol.EvtMessageReceived, Time: now, Peer: p, Sender: "bob@12D3KooWQkwHhGMHT4cVonXFECkPmn23L6LmpQLJtEu3FjKxG2WX", Recipient: "alice@12D3KooWGcMQNpQQ9hKadKDs328GGAdLbFSwA8xFgCsHH6AMBhc6", MessageType: "response", Path: "remote", Success: true},
+		{e: localapi.Event{Type: protocol.EvtMessageReceived, Time: now, Peer: p, Sender: "bob@12D3KooWQkwHhGMHT4cVonXFECkPmn23L6LmpQLJtEu3FjKxG2WX", Recipient: "alice@12D3KooWGcMQNpQQ9hKadKDs328GGAdLbFSwA8xFgCsHH6AMBhc6", MessageType: "response", Path: "remote", Success: true},
 			not: []string{"peer "}},
 	}
 	for _, c := range cases {

@@ -157,7 +157,7 @@ func (c *Client) ResetMetrics(ctx context.Context) (Metrics, error) {
 // returns an error, or the node stops: fn then gets an [EvtNodeStopped]
 // event last and Events returns nil. A stream cut without it (the node was
 // killed) is an error.
-func (c *Client) Events(ctx context.Context, limit int, follow bool, fn func(protocol.Event) error) error {
+func (c *Client) Events(ctx context.Context, limit int, follow bool, fn func(Event) error) error {
 	u := fmt.Sprintf("/v1/events?limit=%d", limit)
 	if follow {
 		u += "&follow=1"
@@ -169,7 +169,7 @@ func (c *Client) Events(ctx context.Context, limit int, follow bool, fn func(pro
 	defer resp.Body.Close()
 	dec := json.NewDecoder(resp.Body)
 	for {
-		var e protocol.Event
+		var e Event
 		if err := dec.Decode(&e); err != nil {
 			if errors.Is(err, io.EOF) || ctx.Err() != nil {
 				return nil

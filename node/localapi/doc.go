@@ -5,11 +5,13 @@
 //
 // It owns the [Client], the errors the socket reports ([APIError],
 // [ErrNoNode]), every request and response body the socket carries
-// ([SendRequest], [Status], [DocOp], [CreateSwarmRequest], ...), the event
-// types a node emits that a client matches ([EvtNodeStopped], ...), and the
-// codes and bounds a client checks before it asks. The JSON of these types
-// is the wire format: a field renamed here breaks every CLI that talks to a
-// node of another build.
+// ([SendRequest], [Status], [DocOp], [CreateSwarmRequest], ...), the
+// [Event] a node reports (on the socket, in its audit log and to its
+// subscribers, the router's events copied into it beside the node's own),
+// the event types a node emits that a client matches ([EvtNodeStopped],
+// ...), and the codes and bounds a client checks before it asks. The JSON
+// of these types is the wire format: a field renamed here breaks every CLI
+// that talks to a node of another build.
 //
 // The server side, which answers these requests, is package node: node
 // imports localapi, never the reverse. localapi must not import node, nor

@@ -67,7 +67,7 @@ type Status struct {
 	PeerList     []PeerStatus           `json:"peers"`
 	Channels     []protocol.ChannelInfo `json:"channels"`
 	Metrics      Metrics                `json:"metrics"`
-	RecentErrors []protocol.Event       `json:"recentErrors"`
+	RecentErrors []Event                `json:"recentErrors"`
 }
 
 // Metrics are the seed's A2AMetrics for messaging (GET /v1/metrics).

@@ -196,7 +196,7 @@ func (ts *Service) peerGone(p peer.ID) {
 	if already || coord == nil || ts.cfg.Host.Network().Connectedness(p) == network.Connected {
 		return
 	}
-	ts.cfg.Emit(protocol.Event{Type: localapi.EvtPeerGone, Time: time.Now(), Peer: p, Success: true,
+	ts.cfg.Emit(localapi.Event{Type: localapi.EvtPeerGone, Time: time.Now(), Peer: p, Success: true,
 		Detail: fmt.Sprintf("%s left: its running sub-tasks are reassigned", p), SourceTier: -1, TargetTier: -1})
 	coord.PeerGone(p.String())
 }

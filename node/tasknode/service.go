@@ -17,6 +17,7 @@ import (
 	"github.com/nova-node/nova-node/agentcard"
 	"github.com/nova-node/nova-node/crdt"
 	"github.com/nova-node/nova-node/envelope"
+	"github.com/nova-node/nova-node/node/localapi"
 	"github.com/nova-node/nova-node/protocol"
 	"github.com/nova-node/nova-node/protocol/task/negotiation"
 	"github.com/nova-node/nova-node/protocol/task/taskswarm"
@@ -117,10 +118,10 @@ type Config struct {
 	// recruits).
 	Sandbox sandbox.Policy
 	// Emit records an event in the node's events.
-	Emit func(protocol.Event)
+	Emit func(localapi.Event)
 	// Subscribe follows the node's events of the given types, buffered
 	// buf deep, until cancel is called.
-	Subscribe func(buf int, types ...string) (events <-chan protocol.Event, cancel func())
+	Subscribe func(buf int, types ...string) (events <-chan localapi.Event, cancel func())
 	// Store keeps proposals and swarms (negotiation.Bucket and
 	// taskswarm.Bucket) across restarts.
 	Store negotiation.KV
@@ -474,7 +475,7 @@ func (ts *Service) emitProposalEvent(ev negotiation.Event) {
 	if detail == "" {
 		detail = string(ev.Direction) + ", " + string(ev.Status)
 	}
-	ts.cfg.Emit(protocol.Event{
+	ts.cfg.Emit(localapi.Event{
 		Type: t, Time: ev.Time, EnvelopeID: ev.ProposalID, Sender: ev.Proposer, Recipient: to,
 		MessageType: envelope.TypeTaskProposal, Success: ev.Code == "", Code: ev.Code, Detail: detail,
 		SourceTier: -1, TargetTier: -1,
@@ -499,7 +500,7 @@ func (ts *Service) emitSwarmEvent(ev taskswarm.Event) {
 			detail = fmt.Sprintf("%s %s", ev.To, detail)
 		}
 	}
-	ts.cfg.Emit(protocol.Event{
+	ts.cfg.Emit(localapi.Event{
 		Type: t, Time: ev.Time, EnvelopeID: ev.SwarmID, Recipient: ev.Agent,
 		Success: ev.Code == "" && ev.Type != taskswarm.EvtSubTaskFailed && ev.Type != taskswarm.EvtSubTaskEscalated,
 		Code:    ev.Code, Detail: detail, SourceTier: -1, TargetTier: -1,
@@ -518,7 +519,7 @@ func (ts *Service) emitNotice(env *envelope.Envelope, nt taskswarm.Notice) {
 	if nt.SubTaskID != "" {
 		detail += " (sub-task " + nt.SubTaskID + ")"
 	}
-	ts.cfg.Emit(protocol.Event{
+	ts.cfg.Emit(localapi.Event{
 		Type: EvtSwarmNotice, Time: time.Now(), EnvelopeID: nt.SwarmID, Sender: env.Sender, Recipient: env.Recipient,
 		MessageType: env.Type, Success: nt.Kind != taskswarm.NoticeFailed && nt.Kind != taskswarm.NoticeEscalation,
 		Detail: detail, SourceTier: -1, TargetTier: -1,
