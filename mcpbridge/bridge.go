@@ -439,12 +439,21 @@ func sameEntry(a, b Entry) bool {
 }
 
 // faceMiddleware lets calls and prompt gets name items by their canonical
-// "agent.tool" as well as by their wire name.
+// "agent.tool" as well as by their wire name, and keeps out of lists what
+// the face's agent may not call by [Policy.Visible] (a call still reaches
+// the item and is refused with its code).
 func (b *Bridge) faceMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		switch method {
-		case "tools/list", "resources/list", "prompts/list":
+		case "tools/list", "resources/list", "resources/templates/list", "prompts/list":
 			b.ensureFresh(ctx)
+			res, err := next(ctx, method, req)
+			if err != nil {
+				return res, err
+			}
+			caller, cerr := b.pol.resolveCaller(b.self, b.cfg.As())
+			b.filterList(res, caller, cerr == nil)
+			return res, nil
 		case "tools/call":
 			if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok {
 				name, err := b.faceName(ctx, p.Name)

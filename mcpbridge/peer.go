@@ -180,39 +180,54 @@ func (b *Bridge) authorize(p peer.ID, caller, agent string) (agentcard.Card, err
 	return c, b.pol.Check(p, c, target)
 }
 
-// peerMiddleware filters list results by the sandbox discovery rule for the
-// caller named in the request's _meta.
+// peerMiddleware filters list results by [Policy.Visible] for the caller
+// named in the request's _meta, whom peer p must host.
 func (b *Bridge) peerMiddleware(p peer.ID) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			res, err := next(ctx, method, req)
-			if err != nil {
+			if err != nil || !isList(method) {
 				return res, err
 			}
-			switch method {
-			case "tools/list", "resources/list", "prompts/list":
-			default:
-				return res, nil
-			}
 			caller, cerr := b.pol.Caller(p, metaCaller(req))
-			visible := func(m mcp.Meta) bool {
-				if cerr != nil {
-					return false
-				}
-				a, _ := m["nova/agent"].(string)
-				t, ok := b.pol.Cards.Get(a)
-				return ok && b.pol.Visible(caller, t)
-			}
-			switch r := res.(type) {
-			case *mcp.ListToolsResult:
-				r.Tools = filter(r.Tools, func(t *mcp.Tool) bool { return visible(t.Meta) })
-			case *mcp.ListResourcesResult:
-				r.Resources = filter(r.Resources, func(x *mcp.Resource) bool { return visible(x.Meta) })
-			case *mcp.ListPromptsResult:
-				r.Prompts = filter(r.Prompts, func(x *mcp.Prompt) bool { return visible(x.Meta) })
-			}
+			b.filterList(res, caller, cerr == nil)
 			return res, nil
 		}
+	}
+}
+
+// isList reports whether method lists tools, resources, resource templates
+// or prompts.
+func isList(method string) bool {
+	switch method {
+	case "tools/list", "resources/list", "resources/templates/list", "prompts/list":
+		return true
+	}
+	return false
+}
+
+// filterList removes from the list result res every item whose agent (in
+// its _meta "nova/agent") caller may not see by [Policy.Visible]: all of
+// them when the caller is unknown (ok false), and those of agents the
+// registry does not know.
+func (b *Bridge) filterList(res mcp.Result, caller agentcard.Card, ok bool) {
+	visible := func(m mcp.Meta) bool {
+		if !ok {
+			return false
+		}
+		a, _ := m["nova/agent"].(string)
+		t, found := b.pol.Cards.Get(a)
+		return found && b.pol.Visible(caller, t)
+	}
+	switch r := res.(type) {
+	case *mcp.ListToolsResult:
+		r.Tools = filter(r.Tools, func(t *mcp.Tool) bool { return visible(t.Meta) })
+	case *mcp.ListResourcesResult:
+		r.Resources = filter(r.Resources, func(x *mcp.Resource) bool { return visible(x.Meta) })
+	case *mcp.ListResourceTemplatesResult:
+		r.ResourceTemplates = filter(r.ResourceTemplates, func(x *mcp.ResourceTemplate) bool { return visible(x.Meta) })
+	case *mcp.ListPromptsResult:
+		r.Prompts = filter(r.Prompts, func(x *mcp.Prompt) bool { return visible(x.Meta) })
 	}
 }
 

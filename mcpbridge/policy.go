@@ -118,15 +118,25 @@ type Policy struct {
 // Caller returns the card of the agent claimed as caller, which peer p must
 // host.
 func (pol *Policy) Caller(p peer.ID, claimed string) (agentcard.Card, error) {
+	c, err := pol.resolveCaller(p, claimed)
+	if err != nil {
+		return c, pol.refuse(err, p)
+	}
+	return c, nil
+}
+
+// resolveCaller is [Policy.Caller] without telling Security of a refusal:
+// lists use it, as hiding items from an unknown caller is no violation.
+func (pol *Policy) resolveCaller(p peer.ID, claimed string) (agentcard.Card, error) {
 	if claimed == "" {
-		return agentcard.Card{}, pol.refuse(&callerError{Caller: claimed, Peer: p, Reason: "no calling agent in _meta." + MetaCaller}, p)
+		return agentcard.Card{}, &callerError{Caller: claimed, Peer: p, Reason: "no calling agent in _meta." + MetaCaller}
 	}
 	c, err := pol.Cards.Resolve(claimed)
 	if err != nil {
-		return agentcard.Card{}, pol.refuse(&callerError{Caller: claimed, Peer: p, Reason: err.Error()}, p)
+		return agentcard.Card{}, &callerError{Caller: claimed, Peer: p, Reason: err.Error()}
 	}
 	if c.Host != p.String() {
-		return agentcard.Card{}, pol.refuse(&callerError{Caller: claimed, Peer: p, Reason: "that agent is hosted by " + c.Host}, p)
+		return agentcard.Card{}, &callerError{Caller: claimed, Peer: p, Reason: "that agent is hosted by " + c.Host}
 	}
 	return c, nil
 }
@@ -144,10 +154,16 @@ func (pol *Policy) Check(p peer.ID, caller, target agentcard.Card) error {
 	return nil
 }
 
-// Visible applies the sandbox discovery rule: may viewer see target's items
-// in a list?
+// Visible decides whether viewer sees target's items in a list: the sandbox
+// discovery rule must let viewer see target, and the sandbox reach rule
+// [Policy.Check] applies must let viewer call it, so a list never shows an
+// item a call would refuse with SANDBOX_VIOLATION. Tiers do not hide items:
+// a tier denial is the caller's to see on the call. Nothing is reported to
+// Security: hiding an item is not a violation.
 func (pol *Policy) Visible(viewer, target agentcard.Card) bool {
-	return pol.Sandbox.CheckDiscover(sandbox.Agent{ID: viewer.Address(), Sandbox: viewer.SandboxID}, sandbox.Agent{ID: target.Address(), Sandbox: target.SandboxID}).Allowed
+	v := sandbox.Agent{ID: viewer.Address(), Sandbox: viewer.SandboxID}
+	t := sandbox.Agent{ID: target.Address(), Sandbox: target.SandboxID}
+	return pol.Sandbox.CheckDiscover(v, t).Allowed && pol.Sandbox.CheckReach(v, t).Allowed
 }
 
 func (pol *Policy) refuse(err error, p peer.ID) error {
