@@ -436,7 +436,7 @@ func (r *Registry) CallTool(ctx context.Context, name string, args json.RawMessa
 	}
 	start := r.now()
 	res, err := runHandler(ctx, e.handler, args)
-	dur := time.Since(start)
+	dur := r.now().Sub(start) // the same clock as the record's start
 	if err != nil || res.IsError {
 		code, msg := CodeToolFailed, "tool reported an error"
 		if err != nil {
