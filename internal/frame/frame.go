@@ -4,7 +4,9 @@
 //
 // The length is checked against the reader's maximum BEFORE any buffer is
 // allocated, so a peer that announces a 4 GiB frame costs us ten bytes of
-// reading, not four gigabytes of memory.
+// reading, not four gigabytes of memory. Within the limit, the body buffer
+// grows as bytes arrive: a peer that announces 1 MiB and sends one byte
+// costs 32 KiB, not 1 MiB.
 //
 // The package is pure: it works over io.Reader and io.Writer, imports only the
 // standard library, and starts no goroutines.
@@ -42,6 +44,11 @@ func (e *SizeError) Error() string {
 
 // Is makes errors.Is(err, ErrTooLarge) true.
 func (e *SizeError) Is(target error) bool { return target == ErrTooLarge }
+
+// growStep is the most memory a frame body costs before its bytes arrive: a
+// body up to this size is allocated whole, a larger one grows by doubling
+// from it as it is read.
+const growStep = 32 << 10
 
 // Reader reads frames from a buffered stream.
 type Reader struct {
@@ -91,15 +98,28 @@ func (fr *Reader) Next() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if uint64(cap(fr.buf)) < n {
-		fr.buf = make([]byte, n)
+	size := int(n) // n <= fr.max, which came from an int
+	if cap(fr.buf) < size && size <= growStep {
+		// Small frames, the common case, get their buffer in one piece.
+		fr.buf = make([]byte, size)
 	}
-	body := fr.buf[:n]
-	if _, err := io.ReadFull(fr.r, body); err != nil {
-		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("%w: body cut short after %d-byte length prefix", ErrMalformed, n)
+	// A larger body is read into a buffer that at most doubles what has
+	// arrived so far, so an announced length alone never sizes memory.
+	body := fr.buf[:0]
+	for len(body) < size {
+		if len(body) == cap(body) {
+			grown := make([]byte, len(body), min(max(2*cap(body), growStep), size))
+			copy(grown, body)
+			body, fr.buf = grown, grown
 		}
-		return nil, err
+		m, err := io.ReadFull(fr.r, body[len(body):min(cap(body), size)])
+		body = body[:len(body)+m]
+		if err != nil {
+			if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+				return nil, fmt.Errorf("%w: body cut short after %d-byte length prefix", ErrMalformed, n)
+			}
+			return nil, err
+		}
 	}
 	// Do not keep a huge buffer around for the life of the stream.
 	if cap(fr.buf) > 64<<10 && n < 4<<10 {

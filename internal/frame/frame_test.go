@@ -6,7 +6,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"runtime"
 	"testing"
+	"testing/iotest"
 
 	"github.com/nova-node/nova-node/internal/frame"
 	"pgregory.net/rapid"
@@ -101,6 +103,99 @@ func TestMalformed(t *testing.T) {
 	}
 }
 
+// A peer that announces a full-size frame and sends one byte must not make
+// the reader allocate the announced size: the buffer grows as bytes arrive.
+func TestAnnouncedLengthDoesNotSizeMemory(t *testing.T) {
+	in := append(binary.AppendUvarint(nil, frame.DefaultMaxSize), 'x')
+	const runs = 20
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	var err error
+	for range runs {
+		_, err = frame.NewReader(bytes.NewReader(in), frame.DefaultMaxSize).Next()
+	}
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, frame.ErrMalformed) {
+		t.Fatalf("got %v, want ErrMalformed for a body cut short", err)
+	}
+	if per := (after.TotalAlloc - before.TotalAlloc) / runs; per >= 64<<10 {
+		t.Fatalf("%d bytes allocated per reader for a 1-byte body announced as 1 MiB; want < 64 KiB", per)
+	}
+}
+
+// A body cut short fails the same way whether the stream ends inside the
+// first buffer or after it has grown.
+func TestTruncatedBodyError(t *testing.T) {
+	for _, size := range []int{5, 40 << 10, 300 << 10, frame.DefaultMaxSize} {
+		for _, have := range []int{0, 1, size / 2, size - 1} {
+			in := append(binary.AppendUvarint(nil, uint64(size)), make([]byte, have)...)
+			_, err := frame.NewReader(bytes.NewReader(in), 0).Next()
+			if !errors.Is(err, frame.ErrMalformed) {
+				t.Fatalf("%d of %d bytes: got %v, want ErrMalformed", have, size, err)
+			}
+		}
+	}
+}
+
+// A transport error in the middle of a growing body is returned as is.
+func TestTransportErrorMidBody(t *testing.T) {
+	boom := errors.New("boom")
+	in := append(binary.AppendUvarint(nil, 200<<10), make([]byte, 100<<10)...)
+	r := frame.NewReader(io.MultiReader(bytes.NewReader(in), iotest.ErrReader(boom)), 0)
+	if _, err := r.Next(); err != boom {
+		t.Fatalf("got %v, want the transport's error", err)
+	}
+}
+
+// A full-size frame trickling in one byte per read is read whole.
+func TestLargeFrameOneByteReads(t *testing.T) {
+	body := make([]byte, frame.DefaultMaxSize)
+	for i := range body {
+		body[i] = byte(i * 7)
+	}
+	in := frame.Append(frame.Append(nil, body), []byte("next"))
+	r := frame.NewReader(iotest.OneByteReader(bytes.NewReader(in)), 0)
+	got, err := r.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, body) {
+		t.Fatalf("1 MiB frame read one byte at a time came back different")
+	}
+	if got, err := r.Next(); err != nil || string(got) != "next" {
+		t.Fatalf("frame after the large one: %q, %v", got, err)
+	}
+}
+
+// repeating replays one byte slice forever.
+type repeating struct {
+	b   []byte
+	off int
+}
+
+func (r *repeating) Read(p []byte) (int, error) {
+	n := copy(p, r.b[r.off:])
+	r.off = (r.off + n) % len(r.b)
+	return n, nil
+}
+
+// Once grown, the body buffer serves later frames of the same size without
+// allocating.
+func TestLargeBufferReused(t *testing.T) {
+	r := frame.NewReader(&repeating{b: frame.Append(nil, make([]byte, 300<<10))}, 0)
+	if _, err := r.Next(); err != nil {
+		t.Fatal(err)
+	}
+	allocs := testing.AllocsPerRun(10, func() {
+		if _, err := r.Next(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations per reused large frame", allocs)
+	}
+}
+
 func TestAppendMatchesWrite(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		body := rapid.SliceOfN(rapid.Byte(), 0, 5000).Draw(t, "body")
@@ -134,6 +229,50 @@ func FuzzReader(f *testing.F) {
 				t.Fatalf("accepted %d > %d", len(body), max)
 			}
 			consumed = frame.Append(consumed, body)
+		}
+		if !bytes.HasPrefix(in, consumed) {
+			t.Fatalf("accepted frames do not re-encode to their input")
+		}
+	})
+}
+
+// readAll reads frames until the first error and reports the bodies and
+// that error's text.
+func readAll(r io.Reader, max int) ([][]byte, string) {
+	fr := frame.NewReader(r, max)
+	var bodies [][]byte
+	for {
+		body, err := fr.Next()
+		if err != nil {
+			return bodies, err.Error()
+		}
+		bodies = append(bodies, bytes.Clone(body))
+	}
+}
+
+// FuzzReaderShortReads: with a limit above the size a body is allocated
+// whole, reading the input in one-byte pieces gives exactly the frames and
+// the error that reading it at once does.
+func FuzzReaderShortReads(f *testing.F) {
+	f.Add(frame.Append(nil, []byte("hello")))
+	f.Add(frame.Append(frame.Append(nil, []byte{}), []byte{1, 2, 3}))
+	f.Add(append(binary.AppendUvarint(nil, 40<<10), 'x'))
+	f.Add(binary.AppendUvarint(nil, frame.DefaultMaxSize+1))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		whole, wholeErr := readAll(bytes.NewReader(in), frame.DefaultMaxSize)
+		short, shortErr := readAll(iotest.OneByteReader(bytes.NewReader(in)), frame.DefaultMaxSize)
+		if wholeErr != shortErr {
+			t.Fatalf("errors differ: %q at once, %q in one-byte reads", wholeErr, shortErr)
+		}
+		if len(whole) != len(short) {
+			t.Fatalf("%d frames at once, %d in one-byte reads", len(whole), len(short))
+		}
+		var consumed []byte
+		for i := range whole {
+			if !bytes.Equal(whole[i], short[i]) {
+				t.Fatalf("frame %d differs", i)
+			}
+			consumed = frame.Append(consumed, whole[i])
 		}
 		if !bytes.HasPrefix(in, consumed) {
 			t.Fatalf("accepted frames do not re-encode to their input")
