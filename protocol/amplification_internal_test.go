@@ -1,16 +1,26 @@
 package protocol
 
 // Hostile peers that would make honest nodes do more than they were asked:
-// a broadcast that every agent of the swarm would answer. Real hosts on
-// loopback.
+// a broadcast that every agent of the swarm would answer, and a hello whose
+// valid cards ride in with a forged one. Real hosts on loopback.
 
 import (
+	"bufio"
+	"crypto/rand"
+	"errors"
+	"io"
+	"net"
+	"slices"
 	"testing"
 	"time"
 
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/nova-node/nova-node/agentcard"
 	"github.com/nova-node/nova-node/envelope"
+	"github.com/nova-node/nova-node/internal/frame"
 	"github.com/nova-node/nova-node/tiers"
 )
 
@@ -84,5 +94,98 @@ func TestBroadcastAskingForAnswerRefusedOnReceipt(t *testing.T) {
 		if got, rcv := n.handled(env.ID), n.sink.received(env.ID); got != 0 || rcv != 0 {
 			t.Fatalf("the %s broadcast reached a0's handler %d times (%d received events), want never", env.Type, got, rcv)
 		}
+	}
+}
+
+// A hello is kept whole or not at all: two valid cards followed by a forged
+// one (signed by another peer, or with a broken signature) leave none of
+// them in the receiver's registry, the stream reset and a security event
+// raised; the same valid cards alone are all merged.
+func TestHostileHelloAllOrNothing(t *testing.T) {
+	other, _, err := crypto.GenerateEd25519Key(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherID, err := peer.IDFromPrivateKey(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seal := func(t *testing.T, id string, host peer.ID, key crypto.PrivKey) []byte {
+		t.Helper()
+		b, err := agentcard.Seal(agentcard.Card{ID: id, Name: id, Version: "1.0.0", Tier: tiers.L3,
+			Capabilities: []agentcard.Capability{}, Host: host.String()}, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	for _, tc := range []struct {
+		name   string
+		forged func(m *rvMallory) []byte
+	}{
+		{"signed by another peer", func(*rvMallory) []byte { return seal(t, "v3", otherID, other) }},
+		{"broken signature", func(m *rvMallory) []byte {
+			b := seal(t, "v3", m.h.ID(), m.key)
+			b[len(b)-1] ^= 0xff // the signature ends the envelope
+			return b
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sink := &bvSink{}
+			tg := rvNewTarget(t, WithEventSink(sink))
+			m := rvNewMallory(t, tg)
+			valid := [][]byte{seal(t, "v1", m.h.ID(), m.key), seal(t, "v2", m.h.ID(), m.key)}
+			hello := func(cards [][]byte) *rvStream {
+				t.Helper()
+				st, err := m.h.NewStream(t.Context(), tg.h.ID(), IDA2A)
+				if err != nil {
+					t.Fatal(err)
+				}
+				s := &rvStream{st: st, bw: bufio.NewWriterSize(st, 64<<10)}
+				s.write(&wireMsg{Kind: kindHello, Cards: cards})
+				s.flush()
+				return s
+			}
+			held := func(ids ...string) []string {
+				var out []string
+				for _, id := range ids {
+					if _, ok := tg.reg.GetShared(m.addr(id)); ok {
+						out = append(out, id)
+					}
+				}
+				return out
+			}
+
+			s := hello(slices.Concat(valid, [][]byte{tc.forged(m)}))
+			_ = s.st.SetReadDeadline(time.Now().Add(5 * time.Second))
+			fr := frame.NewReader(s.st, 0)
+			for {
+				if _, err := fr.Next(); err != nil {
+					var ne net.Error
+					if errors.Is(err, io.EOF) || errors.As(err, &ne) && ne.Timeout() {
+						t.Fatalf("the stream of a forged hello ended with %v, want a reset", err)
+					}
+					break
+				}
+			}
+			if !rvWait(t, 5*time.Second, func() bool {
+				for _, ev := range sink.security() {
+					if ev.Peer == m.h.ID() {
+						return true
+					}
+				}
+				return false
+			}) {
+				t.Fatal("a forged hello raised no security event")
+			}
+			if got := held("v1", "v2", "v3"); len(got) != 0 {
+				t.Fatalf("cards %v of a hello with a forged card entered the registry, want none", got)
+			}
+
+			hello(valid)
+			if !rvWait(t, 5*time.Second, func() bool { return len(held("v1", "v2")) == 2 }) {
+				t.Fatalf("a hello of valid cards merged %v, want v1 and v2", held("v1", "v2"))
+			}
+		})
 	}
 }
