@@ -120,7 +120,8 @@ func (r *Router) stopBroadcast() {
 }
 
 // validateBroadcast runs for every message on the topic, ours included.
-// Reject: undecodable, not a broadcast, or forged (the sender is not an agent
+// Reject: undecodable, not a broadcast, of a type that asks for an answer
+// (request, task-proposal), or forged (the sender is not an agent
 // of the peer that signed the message, or its metadata contradicts its
 // card); each is a security event, and GossipSub penalises the forwarder.
 // Ignore: duplicates. An envelope whose sender's card this node does not know
@@ -134,6 +135,13 @@ func (r *Router) validateBroadcast(_ context.Context, from peer.ID, msg *pubsub.
 	}
 	if err != nil {
 		r.security(Event{Code: CodeOf(err), Detail: "malformed broadcast: " + err.Error(), Peer: publisher, SourceTier: -1, TargetTier: -1})
+		return pubsub.ValidationReject
+	}
+	if err := envelope.CheckBroadcastType(env.Type); err != nil {
+		// Every agent on every node would answer it, to the publisher:
+		// one message would draw an answer per agent of the swarm.
+		r.security(Event{EnvelopeID: env.ID, Sender: env.Sender, Recipient: envelope.Broadcast, MessageType: env.Type, Code: CodeOf(err),
+			Detail: "broadcast refused: " + err.Error(), Peer: publisher, SourceTier: -1, TargetTier: -1})
 		return pubsub.ValidationReject
 	}
 	if r.seen.has(seenKey{env.Sender, env.ID, true}) {

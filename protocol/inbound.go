@@ -369,18 +369,24 @@ func (r *Router) refuseStream(st network.Stream, p peer.ID, err error) {
 }
 
 // acceptCards verifies the signed cards a peer presents for itself and
-// merges them as remote cards. One forged card taints the whole hello.
+// merges them as remote cards. One forged card taints the whole hello:
+// every card is checked (signature, validity, signed by p) before any is
+// merged, so a hello with a bad card leaves the registry as it was.
 func (r *Router) acceptCards(p peer.ID, cards [][]byte) error {
-	var merged int
-	var tooMany error
+	opened := make([]agentcard.Card, 0, len(cards))
 	for _, b := range cards {
-		c, signer, err := agentcard.Open(b)
+		c, signer, err := agentcard.Open(b) // also validates the card
 		if err != nil {
 			return fmt.Errorf("card presented by %s refused: %w", shortID(p), err)
 		}
 		if signer != p {
 			return &senderError{Sender: c.Address(), Peer: p, Reason: fmt.Sprintf("card signed by %s, presented by another peer", shortID(signer))}
 		}
+		opened = append(opened, c)
+	}
+	var merged int
+	var tooMany error
+	for _, c := range opened {
 		changed, err := r.reg.MergeRemote(c)
 		if errors.Is(err, agentcard.ErrTooManyCards) {
 			// The cards already held stay usable, and the rest of the hello
