@@ -2,12 +2,16 @@ package a2ahttp
 
 import (
 	"context"
+	"fmt"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/a2aproject/a2a-go/a2a"
+
+	"github.com/nova-node/nova-node/internal/waitfor"
 )
 
 // A streamed task is abandoned only after a full grace period with no
@@ -68,4 +72,43 @@ func TestStreamGraceAfterTheEnd(t *testing.T) {
 			t.Fatalf("followers left: %v", g.follow)
 		}
 	})
+}
+
+// A streamed task with a push config is not abandoned: its outcome reaches
+// the webhook.
+func TestStreamGraceKeepsTasksWithPushConfigs(t *testing.T) {
+	s := openTestStore(t, filepath.Join(t.TempDir(), "a2a.db"), 10, time.Now)
+	cfg := Config{StreamGrace: time.Hour}
+	g := &Gateway{cfg: cfg, store: s, pusher: newPusher(s, nil, &cfg), follow: map[a2a.TaskID]*followers{}}
+	var abandoned atomic.Int32
+	for _, id := range []a2a.TaskID{"pushed", "plain"} {
+		client, leave := context.WithCancel(t.Context())
+		stop := g.followStream(id, client, func() { abandoned.Add(1) })
+		defer stop()
+		leave()
+	}
+	if err := s.pushSave("pushed", pushRecord{Version: Version03, Config: a2a.PushConfig{ID: "p", URL: "https://h"}}); err != nil {
+		t.Fatal(err)
+	}
+	waitUnfollowed := func(id a2a.TaskID) {
+		t.Helper()
+		waitfor.Eventually(t, 5*time.Second, func() error {
+			g.mu.Lock()
+			defer g.mu.Unlock()
+			if f := g.follow[id]; f.n != 0 {
+				return fmt.Errorf("task %s: %d followers", id, f.n)
+			}
+			return nil
+		})
+	}
+	waitUnfollowed("pushed")
+	g.abandonIfUnfollowed("pushed", g.follow["pushed"])
+	if n := abandoned.Load(); n != 0 {
+		t.Fatalf("a task with a push config was abandoned")
+	}
+	waitUnfollowed("plain")
+	g.abandonIfUnfollowed("plain", g.follow["plain"])
+	if n := abandoned.Load(); n != 1 {
+		t.Fatalf("a task without followers or push configs: abandoned %d times, want 1", n)
+	}
 }
