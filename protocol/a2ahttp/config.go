@@ -57,6 +57,11 @@ type Config struct {
 	// KeepAliveInterval is the idle time after which a stream gets an SSE
 	// comment, so that proxies keep it open (default 15 s).
 	KeepAliveInterval time.Duration
+	// StreamGrace is how long a task started by a stream keeps running
+	// once no stream follows it (default 5 s): a client may resubscribe
+	// within it; then, unless a push config is set for the task, the task
+	// is canceled.
+	StreamGrace time.Duration
 
 	// PushEnabled turns push notifications on (DefaultConfig: true).
 	PushEnabled bool
@@ -101,6 +106,7 @@ func DefaultConfig() Config {
 		MaxConcurrentCalls:    16,
 		StreamWriteTimeout:    30 * time.Second,
 		KeepAliveInterval:     15 * time.Second,
+		StreamGrace:           5 * time.Second,
 		PushEnabled:           true,
 		PushMaxAttempts:       5,
 		PushBackoff:           time.Second,
@@ -135,6 +141,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.KeepAliveInterval == 0 {
 		c.KeepAliveInterval = d.KeepAliveInterval
+	}
+	if c.StreamGrace == 0 {
+		c.StreamGrace = d.StreamGrace
 	}
 	if c.PushMaxAttempts == 0 {
 		c.PushMaxAttempts = d.PushMaxAttempts
@@ -189,6 +198,7 @@ func (c Config) Validate() error {
 		{"MaxConcurrentCalls", int64(c.MaxConcurrentCalls)}, {"StreamWriteTimeout", int64(c.StreamWriteTimeout)},
 		{"KeepAliveInterval", int64(c.KeepAliveInterval)}, {"PushMaxAttempts", int64(c.PushMaxAttempts)},
 		{"PushBackoff", int64(c.PushBackoff)}, {"PushTimeout", int64(c.PushTimeout)},
+		{"StreamGrace", int64(c.StreamGrace)},
 	}
 	for _, p := range pos {
 		if p.v < 0 {

@@ -17,6 +17,7 @@ const (
 	textTimedOut    = "Task timed out"
 	textClosed      = "Task interrupted: the gateway closed"
 	textCanceled    = "Task canceled"
+	textAbandoned   = "Task canceled: no client follows it"
 	metaErrorCode   = "nova.errorCode"
 	artifactDefault = "response"
 )
@@ -63,12 +64,16 @@ func (e *executor) Execute(ctx context.Context, rc *a2asrv.RequestContext, q eve
 func (e *executor) execute(ctx context.Context, rt *route, rc *a2asrv.RequestContext, q eventqueue.Queue) error {
 	g := e.g
 
-	// callCtx ends with the execution (cancel, client gone for good) or
-	// when the gateway closes.
-	callCtx, stop := context.WithCancel(ctx)
-	defer stop()
-	unhook := context.AfterFunc(g.ctx, stop)
+	// callCtx ends with the execution (cancel), when the gateway closes,
+	// or, for a task started by a stream, when no stream has followed it
+	// for the grace period (follow.go).
+	callCtx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	unhook := context.AfterFunc(g.ctx, func() { stop(nil) })
 	defer unhook()
+	if rt.streaming && rt.client != nil {
+		defer g.followStream(rc.TaskID, rt.client, func() { stop(errAbandoned) })()
+	}
 
 	callFirst := rc.StoredTask == nil && rt.blocking && !rt.streaming
 	if !callFirst {
@@ -95,6 +100,8 @@ func (e *executor) execute(ctx context.Context, rt *route, rc *a2asrv.RequestCon
 		return nil // a2a-go ended the execution (canceled, or already finished)
 	case g.ctx.Err() != nil:
 		return e.finishAfter(ctx, q, rc, callFirst, a2a.TaskStateFailed, textClosed, nil)
+	case errors.Is(context.Cause(callCtx), errAbandoned):
+		return e.finishAfter(ctx, q, rc, callFirst, a2a.TaskStateCanceled, textAbandoned, nil)
 	case errors.Is(tctx.Err(), context.DeadlineExceeded):
 		return e.finishAfter(ctx, q, rc, callFirst, a2a.TaskStateFailed, textTimedOut, nil)
 	default:

@@ -51,9 +51,10 @@ type Gateway struct {
 	mu      sync.Mutex
 	started bool
 	closed  bool
-	live    map[a2a.TaskID]int // tasks with an execution in progress
-	running int                // executions in progress
-	idle    *sync.Cond         // signalled when running drops to 0
+	live    map[a2a.TaskID]int        // tasks with an execution in progress
+	follow  map[a2a.TaskID]*followers // streamed tasks' executions (follow.go)
+	running int                       // executions in progress
+	idle    *sync.Cond                // signalled when running drops to 0
 }
 
 var log = golog.Logger("nova/a2ahttp")
@@ -89,13 +90,14 @@ func New(mesh Mesh, cfg Config) (*Gateway, error) {
 		return nil, err
 	}
 	g := &Gateway{
-		cfg:   cfg,
-		mesh:  mesh,
-		store: store,
-		guard: guard,
-		reqs:  make(chan struct{}, cfg.MaxConcurrentRequests),
-		calls: make(chan struct{}, cfg.MaxConcurrentCalls),
-		live:  map[a2a.TaskID]int{},
+		cfg:    cfg,
+		mesh:   mesh,
+		store:  store,
+		guard:  guard,
+		reqs:   make(chan struct{}, cfg.MaxConcurrentRequests),
+		calls:  make(chan struct{}, cfg.MaxConcurrentCalls),
+		live:   map[a2a.TaskID]int{},
+		follow: map[a2a.TaskID]*followers{},
 	}
 	g.idle = sync.NewCond(&g.mu)
 	for _, h := range cfg.TokenHashes {

@@ -22,6 +22,9 @@ type route struct {
 	node      bool   // request to the node endpoint /a2a/
 	blocking  bool   // message/send waiting for the result
 	streaming bool   // message/stream
+	// client is the request context of a streaming send: done when its
+	// stream has ended (follow.go).
+	client context.Context
 }
 
 type routeKey struct{}
@@ -62,6 +65,9 @@ func (h *routed) prepare(ctx context.Context, params *a2a.MessageSendParams, str
 	}
 	r := *rt
 	r.streaming = streaming
+	if streaming {
+		r.client = ctx
+	}
 	r.blocking = !streaming && (params.Config == nil || params.Config.Blocking == nil || *params.Config.Blocking)
 	if r.node && r.agent == "" {
 		switch {
@@ -211,6 +217,7 @@ func (h *routed) OnResubscribeToTask(ctx context.Context, params *a2a.TaskIDPara
 		if !h.g.isLive(params.ID) {
 			return
 		}
+		defer h.g.followTask(params.ID)()
 		for ev, err := range h.inner.OnResubscribeToTask(ctx, params) {
 			if errors.Is(err, a2a.ErrTaskNotFound) {
 				// The execution ended between our check and a2a-go's:
