@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/nova-node/nova-node/envelope"
+	"github.com/nova-node/nova-node/internal/localhttp"
 	"github.com/nova-node/nova-node/node/localapi"
 	"github.com/nova-node/nova-node/protocol"
 )
@@ -213,7 +214,8 @@ func startMetrics(addr string, reg *prometheus.Registry, channels func() []proto
 	if mcp != nil {
 		mux.Handle("/mcp", mcp)
 	}
-	s := &metricsServer{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}, ln: ln, done: make(chan struct{})}
+	// Web pages must not read metrics or drive /mcp: see localhttp.
+	s := &metricsServer{srv: &http.Server{Handler: localhttp.Guard{}.Wrap(mux), ReadHeaderTimeout: 5 * time.Second}, ln: ln, done: make(chan struct{})}
 	go func() { // owned by metricsServer: close() waits on done
 		defer close(s.done)
 		_ = s.srv.Serve(ln)

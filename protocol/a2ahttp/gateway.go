@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -19,6 +20,8 @@ import (
 	"github.com/a2aproject/a2a-go/a2asrv"
 	golog "github.com/ipfs/go-log/v2"
 	"go.etcd.io/bbolt"
+
+	"github.com/nova-node/nova-node/internal/localhttp"
 )
 
 // Gateway is the standard A2A HTTP front of the mesh: an http.Handler that
@@ -38,6 +41,7 @@ type Gateway struct {
 
 	handler a2asrv.RequestHandler // routed, around a2a-go's handler
 	v03     http.Handler          // a2a-go's JSON-RPC handler
+	guarded http.Handler          // route behind localhttp's guard
 
 	reqs  chan struct{} // JSON-RPC requests in progress
 	calls chan struct{} // mesh calls in progress
@@ -117,6 +121,13 @@ func New(mesh Mesh, cfg Config) (*Gateway, error) {
 	}
 	g.handler = &routed{inner: a2asrv.NewHandler(&executor{g: g}, opts...), g: g}
 	g.v03 = a2asrv.NewJSONRPCHandler(g.handler)
+	// Web pages must not drive the gateway (see localhttp): the cards stay
+	// readable from any origin, as their CORS "*" says.
+	web := localhttp.Guard{Public: func(r *http.Request) bool { return isCardPath(r.URL.Path) }}
+	if u, err := url.Parse(cfg.BaseURL); err == nil && u.Host != "" {
+		web.Hosts = []string{u.Host}
+	}
+	g.guarded = web.Wrap(http.HandlerFunc(g.route))
 	return g, nil
 }
 
@@ -261,8 +272,27 @@ func (g *Gateway) sweepOnce() {
 	}
 }
 
-// ServeHTTP routes a request.
+// ServeHTTP routes a request that passes localhttp's guard: on loopback,
+// its Host must name the listener; an Origin header must be the gateway's
+// own (cards excepted); a POST's Content-Type, if given, application/json.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	g.guarded.ServeHTTP(w, r)
+}
+
+// isCardPath reports whether p is an agent card's.
+func isCardPath(p string) bool {
+	if p == "/.well-known/agent-card.json" || p == "/.well-known/agent.json" {
+		return true
+	}
+	rest, ok := strings.CutPrefix(p, "/a2a/")
+	if !ok {
+		return false
+	}
+	_, rest, _ = strings.Cut(rest, "/")
+	return rest == ".well-known/agent-card.json" || rest == ".well-known/agent.json"
+}
+
+func (g *Gateway) route(w http.ResponseWriter, r *http.Request) {
 	p := r.URL.Path
 	switch {
 	case p == "/healthz":
