@@ -112,6 +112,10 @@ type Config struct {
 	// partitions), decides which peers may connect. Not in the config file.
 	ConnectionGater connmgr.ConnectionGater `yaml:"-"`
 
+	// Admission, for tests, overrides the connection limits and the
+	// connection manager's timing (see Admission). Not in the config file.
+	Admission Admission `yaml:"-"`
+
 	// DiscoveryOptions, for Go programs embedding a node (and tests), are
 	// applied after the node's own discovery options (bootstrap peers,
 	// mDNS, TTL), e.g. discovery.WithRetry for lookups that retry less.

@@ -75,6 +75,15 @@ var serviceLimits = []struct {
 // ranges get 1,024 connections and no rate limit; public addresses keep
 // libp2p's defaults.
 func newResourceManager() (network.ResourceManager, error) {
+	return newResourceManagerFrom(limitConfig(0))
+}
+
+// limitConfig is the concrete limit set newResourceManager enforces:
+// libp2p's defaults scaled to the machine, with nova's service limits. A
+// positive inboundConns replaces the system inbound-connection limit (a
+// Go-only knob, Config.Admission, that lets a test fill a node's inbound
+// limit with a few hosts).
+func limitConfig(inboundConns int) rcmgr.ConcreteLimitConfig {
 	limits := rcmgr.DefaultLimits
 	libp2p.SetDefaultServiceLimits(&limits)
 	for _, l := range serviceLimits {
@@ -89,6 +98,18 @@ func newResourceManager() (network.ResourceManager, error) {
 	limits.AddServicePeerLimit(ping.ServiceName,
 		rcmgr.BaseLimit{StreamsInbound: 4, StreamsOutbound: 4, Streams: 8, Memory: 32 * (256<<20 + 16<<10)}, // libp2p's,
 		rcmgr.BaseLimitIncrease{})
+	cl := limits.AutoScale()
+	if inboundConns > 0 {
+		p := cl.ToPartialLimitConfig()
+		p.System.ConnsInbound = rcmgr.LimitVal(inboundConns)
+		cl = p.Build(cl)
+	}
+	return cl
+}
+
+// newResourceManagerFrom is the resource manager enforcing limits, with
+// the LAN-friendly connection limits of newResourceManager.
+func newResourceManagerFrom(limits rcmgr.ConcreteLimitConfig) (network.ResourceManager, error) {
 	var v4, v6 []rcmgr.NetworkPrefixLimit
 	var rateLimits []rate.PrefixLimit
 	for _, s := range lanPrefixes {
@@ -109,7 +130,44 @@ func newResourceManager() (network.ResourceManager, error) {
 			GracePeriod:      time.Minute,
 		},
 	}
-	return rcmgr.NewResourceManager(rcmgr.NewFixedLimiter(limits.AutoScale()),
+	return rcmgr.NewResourceManager(rcmgr.NewFixedLimiter(limits),
 		rcmgr.WithNetworkPrefixLimit(v4, v6),
 		rcmgr.WithConnRateLimiters(limiter))
+}
+
+// Admission: a peer that connects counts against the resource manager's
+// system inbound-connection limit (libp2p's scaled default: 64 plus 64 per
+// GiB it may use), and the connection manager trims connections once the
+// node holds more than its high watermark. The watermarks sit below that
+// limit (watermarks), so a node full of connections from keys that never
+// become members is trimmed before newcomers are refused; the grace period
+// (admissionGrace) is what a new connection gets to present its cards
+// before it may be trimmed. Members are kept: the router protects a peer
+// it has an open channel to, and the node tags every peer that presented
+// valid cards (memberTag), so trimming closes unknown peers first.
+const (
+	admissionGrace = 10 * time.Second
+	memberTag      = "nova/member"
+	memberValue    = 100
+)
+
+// Admission overrides the connection limits, for tests that fill a node's
+// inbound limit with a few hosts. Zero fields keep the defaults.
+type Admission struct {
+	InboundConns int           // system inbound-connection limit
+	GracePeriod  time.Duration // a new connection's time before it may be trimmed (admissionGrace)
+	TrimInterval time.Duration // how often the connection manager checks its high watermark (libp2p's 10 s)
+}
+
+// watermarks are the connection manager's low and high watermarks for the
+// limits in force: half and three quarters of the system inbound-connection
+// limit (or of the total connection limit, when smaller). The connection
+// manager counts every connection, inbound or outbound, so a full inbound
+// limit is always above the high watermark.
+func watermarks(limits rcmgr.ConcreteLimitConfig) (low, high int) {
+	sys := rcmgr.NewFixedLimiter(limits).GetSystemLimits()
+	in := min(sys.GetConnLimit(network.DirInbound), sys.GetConnTotalLimit())
+	high = max(in*3/4, 1)
+	low = max(in/2, 1)
+	return low, high
 }

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -226,6 +227,30 @@ func (n *Node) build(stack *closers) error {
 	return nil
 }
 
+// tagMembers tags every peer that presents valid cards with memberTag, so
+// the connection manager trims peers that never became members first (see
+// Admission), until ctx ends.
+func (n *Node) tagMembers(ctx context.Context) {
+	cards := n.obs.Subscribe(64, protocol.EvtCardsReceived)
+	cm := n.host.ConnManager()
+	n.wg.Go(func() {
+		defer cards.Close()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case e, ok := <-cards.C:
+				if !ok {
+					return
+				}
+				if e.Success && e.Peer != "" && e.Peer != n.id {
+					cm.TagPeer(e.Peer, memberTag, memberValue)
+				}
+			}
+		}
+	})
+}
+
 func hasCap(a AgentConfig, id string) bool {
 	for _, c := range a.Capabilities {
 		if c.ID == id {
@@ -342,6 +367,7 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	// Unwound first: the node's own goroutines end before the parts they use.
 	n.stack.push(func() error { cancel(); n.wg.Wait(); return nil })
+	n.tagMembers(runCtx) // before the router hears a peer's cards
 	if err := n.disc.Start(ctx); err != nil {
 		return fmt.Errorf("node: discovery: %w", err)
 	}
@@ -497,12 +523,20 @@ func parsePeerAddr(a string) (*peer.AddrInfo, error) {
 // bootstrap peers. It listens nowhere yet: it sets n.listen, the addresses
 // Start listens on.
 func (n *Node) newHost() (host.Host, error) {
-	rm, err := newResourceManager()
+	adm := n.cfg.Admission
+	limits := limitConfig(adm.InboundConns)
+	rm, err := newResourceManagerFrom(limits)
 	if err != nil {
 		return nil, err
 	}
-	cm, err := connmgr.NewConnManager(100, 400, connmgr.WithGracePeriod(time.Minute))
+	low, high := watermarks(limits) // below the inbound limit: see Admission
+	cmOpts := []connmgr.Option{connmgr.WithGracePeriod(cmp.Or(adm.GracePeriod, admissionGrace))}
+	if adm.TrimInterval > 0 {
+		cmOpts = append(cmOpts, connmgr.WithSilencePeriod(adm.TrimInterval))
+	}
+	cm, err := connmgr.NewConnManager(low, high, cmOpts...)
 	if err != nil {
+		rm.Close()
 		return nil, err
 	}
 	listen, dropped := n.cfg.listenAddrs()
