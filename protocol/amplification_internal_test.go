@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	pubsub "github.com/libp2p/go-libp2p-pubsub"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 
@@ -31,24 +30,7 @@ import (
 // broadcast right after still arrives.
 func TestBroadcastAskingForAnswerRefusedOnReceipt(t *testing.T) {
 	n := bvStart(t)
-	tg := &rvTarget{h: n.ha, r: n.ra}
-	m := rvNewMallory(t, tg)
-	_ = m.stream(tg, "m") // presents m's signed card (L3, no sandbox)
-	ps, err := pubsub.NewGossipSub(t.Context(), m.h, PubSubOptions(bvSwarm, 1<<20)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	topic, err := ps.Join(BroadcastTopic(bvSwarm))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { topic.Close() })
-	if !rvWait(t, 5*time.Second, func() bool {
-		_, ok := n.ra.reg.GetShared(m.addr("m"))
-		return ok && len(topic.ListPeers()) > 0
-	}) {
-		t.Fatal("a never learned m's card, or m never saw a on the topic")
-	}
+	m, topic := bvMalloryOnTopic(t, n)
 
 	var refused []*envelope.Envelope
 	for _, typ := range []envelope.Type{envelope.TypeRequest, envelope.TypeTaskProposal} {

@@ -334,26 +334,7 @@ func TestBroadcastValidateRejectsForgedSender(t *testing.T) {
 // event is raised and the agent does not get it twice.
 func TestBroadcastValidateIgnoresDuplicate(t *testing.T) {
 	n := bvStart(t)
-	// m publishes with a plain GossipSub (no nova validator of its own, so
-	// nothing stops it publishing the same envelope again), and has shown
-	// a its signed card for agent "m" (L3, no sandbox).
-	m := rvNewMallory(t, &rvTarget{h: n.ha, r: n.ra})
-	_ = m.stream(&rvTarget{h: n.ha, r: n.ra}, "m")
-	ps, err := pubsub.NewGossipSub(t.Context(), m.h, PubSubOptions(bvSwarm, 1<<20)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	topic, err := ps.Join(BroadcastTopic(bvSwarm))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { topic.Close() })
-	if !rvWait(t, 5*time.Second, func() bool {
-		_, ok := n.ra.reg.GetShared(m.addr("m"))
-		return ok && len(topic.ListPeers()) > 0
-	}) {
-		t.Fatal("a never learned m's card, or m never saw a on the topic")
-	}
+	m, topic := bvMalloryOnTopic(t, n)
 	env := bvEnvelope(t, m.addr("m"), envelope.Broadcast, &envelope.Metadata{Tier: uint8(tiers.L3)})
 	data := bvEncode(t, env)
 	if err := topic.Publish(t.Context(), data); err != nil {
@@ -439,4 +420,31 @@ func TestBroadcastValidateIgnoresDuplicate(t *testing.T) {
 			t.Fatalf("a duplicate raised a security event: %+v", ev)
 		}
 	}
+}
+
+// bvMalloryOnTopic is an attacker host m that has shown a its signed card
+// for agent "m" (L3, no sandbox) and joined the broadcast topic with a
+// plain GossipSub (no nova validator of its own, so nothing stops what it
+// publishes), once a knows the card and m sees a on the topic.
+func bvMalloryOnTopic(t *testing.T, n *bvNet) (*rvMallory, *pubsub.Topic) {
+	t.Helper()
+	tg := &rvTarget{h: n.ha, r: n.ra}
+	m := rvNewMallory(t, tg)
+	_ = m.stream(tg, "m")
+	ps, err := pubsub.NewGossipSub(t.Context(), m.h, PubSubOptions(bvSwarm, 1<<20)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	topic, err := ps.Join(BroadcastTopic(bvSwarm))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { topic.Close() })
+	if !rvWait(t, 5*time.Second, func() bool {
+		_, ok := n.ra.reg.GetShared(m.addr("m"))
+		return ok && len(topic.ListPeers()) > 0
+	}) {
+		t.Fatal("a never learned m's card, or m never saw a on the topic")
+	}
+	return m, topic
 }
