@@ -500,7 +500,10 @@ func waitChannelEvent(t *testing.T, sub *node.Subscription, prefix string, timeo
 func TestReceiverBackBetweenRedials(t *testing.T) {
 	rec := &recorder{}
 	net := sinkPair(t, rec, testnet.WithTransport(testnet.TCP), testnet.WithConfig(func(i int, c *node.Config) {
-		c.RetryDelay = 500 * time.Millisecond // redials at 0.5, 1.5 and 3.5 s
+		// Redials at 1, 3 and 7 s: the receiver, restarted after the first
+		// failed, has 6 s to listen again even on a loaded machine (at
+		// 0.5, 1.5 and 3.5 s it missed them once in a CI run).
+		c.RetryDelay = time.Second
 	}))
 	postN(t, net.Nodes[0], 0, 10)
 	waitfor.Eventually(t, 5*time.Second, func() error {
@@ -518,9 +521,9 @@ func TestReceiverBackBetweenRedials(t *testing.T) {
 	}
 	net.Kill(1)
 	postN(t, net.Nodes[0], 10, 20)
-	waitChannelEvent(t, sub, "redial 2 in", 5*time.Second) // the first redial failed
+	waitChannelEvent(t, sub, "redial 2 in", 10*time.Second) // the first redial failed
 	net.Start(1, cfg, rec.register(t))
-	waitfor.Eventually(t, 10*time.Second, func() error {
+	waitfor.Eventually(t, 20*time.Second, func() error {
 		if n := deliveryFailures(net.Nodes[0]); n > 0 {
 			return fmt.Errorf("%d DELIVERY_FAILED: the later redials never dialled", n)
 		}
