@@ -65,14 +65,7 @@ func TestCatchupStreamsCountAgainstService(t *testing.T) {
 		}
 		return s
 	}
-	for i := 1; i <= 2; i++ {
-		open()
-		st := scopetest.WaitStat(t, rm, ServiceName, func(st network.ScopeStat) bool { return st.NumStreamsInbound == i })
-		if st.Memory < int64(i*catchupBuffer) {
-			t.Fatalf("%d streams open, %d bytes reserved; want at least %d", i, st.Memory, i*catchupBuffer)
-		}
-	}
-	scopetest.WaitReset(t, open())
+	scopetest.FillPeerLimit(t, rm, ServiceName, 2, catchupBuffer, open)
 }
 
 // The catch-up stream a document opens is attached to ServiceName while

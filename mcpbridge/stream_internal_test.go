@@ -63,14 +63,7 @@ func TestPeerStreamsCountAgainstService(t *testing.T) {
 		}
 		return s
 	}
-	for i := 1; i <= 2; i++ {
-		open()
-		st := scopetest.WaitStat(t, rm, ServiceName, func(st network.ScopeStat) bool { return st.NumStreamsInbound == i })
-		if st.Memory < int64(i*lineBuffer) {
-			t.Fatalf("%d streams open, %d bytes reserved; want at least %d", i, st.Memory, i*lineBuffer)
-		}
-	}
-	scopetest.WaitReset(t, open())
+	scopetest.FillPeerLimit(t, rm, ServiceName, 2, lineBuffer, open)
 }
 
 // A session stream that goes quiet is reset once its idle deadline

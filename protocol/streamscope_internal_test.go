@@ -34,15 +34,7 @@ func TestInboundStreamsCountAgainstService(t *testing.T) {
 		}
 		return s
 	}
-	var held []network.Stream
-	for i := 1; i <= 2; i++ {
-		held = append(held, open())
-		st := scopetest.WaitStat(t, rm, ServiceName, func(st network.ScopeStat) bool { return st.NumStreamsInbound == i })
-		if st.Memory < int64(i*inStreamBuffers) {
-			t.Fatalf("%d streams open, %d bytes reserved; want at least %d", i, st.Memory, i*inStreamBuffers)
-		}
-	}
-	scopetest.WaitReset(t, open()) // the third, past the per-peer limit
+	held := scopetest.FillPeerLimit(t, rm, ServiceName, 2, inStreamBuffers, open) // a third is reset
 	if st := scopetest.Stat(t, rm, ServiceName); st.NumStreamsInbound != 2 {
 		t.Fatalf("%d inbound streams counted after the refusal, want 2", st.NumStreamsInbound)
 	}

@@ -79,3 +79,21 @@ func WaitReset(t testing.TB, s network.Stream) {
 		return
 	}
 }
+
+// FillPeerLimit opens limit streams with open, checking after each that
+// service counts it with at least perStream bytes reserved for each, then
+// one more, which must be reset (past the per-peer limit). It returns the
+// streams held.
+func FillPeerLimit(t testing.TB, rm network.ResourceManager, service string, limit, perStream int, open func() network.Stream) []network.Stream {
+	t.Helper()
+	var held []network.Stream
+	for i := 1; i <= limit; i++ {
+		held = append(held, open())
+		st := WaitStat(t, rm, service, func(st network.ScopeStat) bool { return st.NumStreamsInbound == i })
+		if st.Memory < int64(i*perStream) {
+			t.Fatalf("%d streams open, %d bytes reserved; want at least %d", i, st.Memory, i*perStream)
+		}
+	}
+	WaitReset(t, open())
+	return held
+}
