@@ -91,8 +91,9 @@ var packages = map[string]pkg{
 	"envelope":         {layer: model, pure: true, uses: cbor, bad: noReflect},
 	"crdt/delta":       {layer: model, pure: true, uses: cbor, bad: join(deterministic, noReflect), documented: true},
 	"discovery/invite": {layer: model, pure: true, uses: cbor},
-	"agentcard": {layer: model, pure: true, uses: "tiers internal/wirecodec " + libp2pValues,
+	"agentcard": {layer: model, pure: true, uses: "tiers sandbox internal/wirecodec " + libp2pValues,
 		bad: map[string]string{"log": "errors are returned, not logged"}},
+	"authority": {layer: model, also: "agentcard", pure: true, uses: "tiers agentcard internal/wirecodec " + libp2pValues, documented: true},
 
 	"protocol/task/negotiation": {layer: service, pure: true, uses: "envelope agentcard internal/wirecodec", documented: true},
 	"protocol/task/taskswarm": {layer: service, also: "protocol/task/negotiation", pure: true,

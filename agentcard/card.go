@@ -63,6 +63,10 @@ type Card struct {
 	Origin       Origin       `json:"origin"`
 	LastSeenAt   int64        `json:"lastSeenAt"`     // unix ms
 	Host         string       `json:"host,omitempty"` // peer ID of the hosting node
+
+	// standing is set by an assessor (see Standing); nil means the card
+	// stands on its claims. It never goes on the wire.
+	standing *Standing
 }
 
 // Address returns the card's canonical address, "id@host", or "id" when

@@ -64,6 +64,9 @@ type Registry struct {
 	withdrawn map[peer.ID]map[string]time.Time
 	nLocal    int
 	gen       atomic.Uint64 // bumped by every put and remove (see Lease)
+	// assess maps a remote card, as signed, to the card lookups return
+	// (SetAssessor); nil returns it as signed.
+	assess func(Card) Card
 }
 
 // key identifies a card: local cards are keyed by this node's peer ID, so
@@ -74,7 +77,12 @@ type key struct {
 }
 
 type entry struct {
-	card  Card      // never modified in place but for LastSeenAt; see Registry
+	// card is what lookups return: for a remote card, what the assessor
+	// made of claim (see SetAssessor); otherwise claim itself. Neither is
+	// modified in place but for LastSeenAt; see Registry.
+	card  Card
+	claim Card // as stored: a remote card as its host signed it
+
 	addr  string    // card.Address(), computed once for GetSharedAddr and sorting
 	seen  time.Time // last Register/MergeRemote, for the TTL of remote cards
 	local bool
@@ -108,6 +116,63 @@ func NewRegistry(self peer.ID, opts ...Option) *Registry {
 		r.byTier[i] = make(map[key]*entry)
 	}
 	return r
+}
+
+// SetAssessor makes f the judge of remote cards: every lookup returns
+// f(card as signed) for a remote card, so that whoever reads the registry
+// sees the tier and sandbox this node grants it (see [WithStanding]), while
+// the card as signed is kept for merging and [Registry.Serialize]. f is
+// called with the registry's lock held and must not call back into it. It
+// applies f to the cards already held, as [Registry.Reassess] does.
+func (r *Registry) SetAssessor(f func(Card) Card) {
+	r.mu.Lock()
+	r.assess = f
+	r.mu.Unlock()
+	r.Reassess()
+}
+
+// Reassess applies the assessor again to every remote card, after what it
+// rests on changed (a grant arrived, expired or was revoked). It returns
+// the cards whose tier, sandbox or standing changed, as lookups now return
+// them, and renews the registry's lease (see [Registry.Lease]) when any did.
+func (r *Registry) Reassess() []Card {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var changed []Card
+	for k, e := range r.cards {
+		if e.local {
+			continue
+		}
+		v := e.claim
+		if r.assess != nil {
+			v = r.assess(e.claim)
+		}
+		if sameView(v, e.card) {
+			continue
+		}
+		delete(r.byTier[e.card.Tier], k)
+		e.card = v
+		r.byTier[e.card.Tier][k] = e
+		changed = append(changed, v)
+	}
+	if len(changed) > 0 {
+		r.gen.Add(1)
+	}
+	return changed
+}
+
+// sameView reports whether a and b, two assessments of one card, hold it
+// the same way.
+func sameView(a, b Card) bool {
+	if a.Tier != b.Tier || a.SandboxID != b.SandboxID || (a.standing == nil) != (b.standing == nil) {
+		return false
+	}
+	if a.standing == nil {
+		return true
+	}
+	x, y := a.standing, b.standing
+	return x.Basis == y.Basis && x.Grant == y.Grant && x.Expires.Equal(y.Expires) && x.Note == y.Note &&
+		slices.Equal(x.Capabilities, y.Capabilities) && (x.Capabilities == nil) == (y.Capabilities == nil)
 }
 
 // Self returns the peer ID of the node whose registry this is.
@@ -291,6 +356,7 @@ func (r *Registry) merge(c Card, seen, now time.Time, direct bool) (changed bool
 				// with the copies GetShared handed out, only slices are.
 				old.seen = seen
 				old.card.LastSeenAt = s.LastSeenAt
+				old.claim.LastSeenAt = s.LastSeenAt
 			}
 			return false, nil
 		}
@@ -716,10 +782,25 @@ type serialized struct {
 }
 
 // Serialize returns the visible cards as JSON, {"cards": [...]}, in the
-// order of [Registry.List]. Each card keeps its origin, revision and
+// order of [Registry.List], remote cards as their hosts signed them (not
+// as an assessor holds them). Each card keeps its origin, revision and
 // LastSeenAt, so [Deserialize] restores the same registry.
 func (r *Registry) Serialize() ([]byte, error) {
-	b, err := json.Marshal(serialized{Cards: r.List()})
+	now := r.now()
+	r.mu.RLock()
+	es := make([]*entry, 0, len(r.cards))
+	for _, e := range r.cards {
+		if r.visible(e, now) {
+			es = append(es, e)
+		}
+	}
+	sortEntries(es)
+	cs := make([]Card, len(es))
+	for i, e := range es {
+		cs[i] = e.claim
+	}
+	r.mu.RUnlock()
+	b, err := json.Marshal(serialized{Cards: cs})
 	if err != nil {
 		return nil, fmt.Errorf("agentcard: serialize: %w", err)
 	}
@@ -826,6 +907,10 @@ func (r *Registry) live(e *entry) bool {
 // r.mu must be held for writing.
 func (r *Registry) put(k key, e *entry) {
 	clip(&e.card)
+	e.claim = e.card
+	if !e.local && r.assess != nil {
+		e.card = r.assess(e.claim)
+	}
 	r.remove(k)
 	r.gen.Add(1)
 	r.cards[k] = e

@@ -33,6 +33,11 @@ type Agent struct {
 	// Sandbox is the sandbox the agent runs in; "" means not sandboxed
 	// (the host's default space, which is itself a sandbox for the rules).
 	Sandbox string
+	// Unvouched marks an agent whose name nobody entitled vouches for (a
+	// remote agent no grant or trust covers): its host chose the name, so
+	// a bare-name entry on the allow list does not match it; an address
+	// entry still does.
+	Unvouched bool
 }
 
 // Decision is the outcome of a check. Allowed is true and the other fields are
@@ -56,14 +61,14 @@ type SecurityEvent struct {
 
 // Allowlisted reports whether a is on the cross-sandbox allow list: an entry
 // equals a.ID, or equals the bare name of a.ID (the part before its last
-// '@'). Empty entries match nothing.
+// '@') and a is not [Agent.Unvouched]. Empty entries match nothing.
 func (p Policy) Allowlisted(a Agent) bool {
 	name := a.ID
 	if i := strings.LastIndexByte(name, '@'); i >= 0 {
 		name = name[:i]
 	}
 	for _, e := range p.CrossSandboxAllowList {
-		if e != "" && (e == a.ID || e == name) {
+		if e != "" && (e == a.ID || e == name && !a.Unvouched) {
 			return true
 		}
 	}
