@@ -107,3 +107,9 @@ func WithStanding(c Card, t tiers.Tier, sb string, s Standing) Card {
 	c.standing = &s
 	return c
 }
+
+// SandboxAgentAt is [Card.SandboxAgent] with the card's address given (the
+// router keeps it and need not build it again per message).
+func (c Card) SandboxAgentAt(addr string) sandbox.Agent {
+	return sandbox.Agent{ID: addr, Sandbox: c.SandboxID, Unvouched: !c.Vouched()}
+}

@@ -76,6 +76,7 @@ type Book struct {
 	nGrants int
 	revoked map[uint64]revocation
 	trusts  map[peer.ID][]Trust
+	known   map[[32]byte]string // hashes of records Add accepted, by kind
 }
 
 type held struct {
@@ -96,7 +97,7 @@ func NewBook(self, auth peer.ID, now func() time.Time) *Book {
 		now = time.Now
 	}
 	b := &Book{self: self, auth: auth, now: now, admins: map[peer.ID]bool{},
-		grants: map[peer.ID]map[uint64]*held{}, revoked: map[uint64]revocation{}, trusts: map[peer.ID][]Trust{}}
+		grants: map[peer.ID]map[uint64]*held{}, revoked: map[uint64]revocation{}, trusts: map[peer.ID][]Trust{}, known: map[[32]byte]string{}}
 	if auth != "" {
 		b.admins[auth] = true
 	}
@@ -506,7 +507,7 @@ func (b *Book) Effective(c agentcard.Card) agentcard.Card {
 		st.Capabilities = slices.Compact(caps)
 	}
 	t, sb := max(claimTier, floor), claimSandbox
-	if sb != "" && !slices.Contains(sandboxes, sb) {
+	if sb != "" && !slices.Contains(sandboxes, sb) && !slices.Contains(sandboxes, AnySandbox) {
 		sb = ""
 	}
 	if t != claimTier || sb != claimSandbox {

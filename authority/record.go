@@ -37,6 +37,10 @@ const (
 	maxReasonLen    = 256
 )
 
+// AnySandbox in a grant's or trust's sandboxes covers every sandbox (an
+// admin's own nodes, a test swarm).
+const AnySandbox = "*"
+
 // CodeInvalidGrant is the error code of a grant, revocation or authority
 // update that is refused: malformed, badly signed, from another swarm, or
 // signed by a key that is not an admin.
@@ -252,7 +256,7 @@ func (g *Grant) check() error {
 		return invalid("grant", "expires (%s) before it is valid (%s)", g.Expires.Format(time.RFC3339), g.NotBefore.Format(time.RFC3339))
 	}
 	for _, s := range g.Sandboxes {
-		if !agentcard.ValidID(s) {
+		if s != AnySandbox && !agentcard.ValidID(s) {
 			return invalid("grant", "sandbox %s is not a valid name", wirecodec.Quote(s))
 		}
 	}

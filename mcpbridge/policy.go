@@ -147,7 +147,7 @@ func (pol *Policy) Check(p peer.ID, caller, target agentcard.Card) error {
 	if err := pol.Tiers.Check(tiers.Message{Source: caller.Tier, Target: target.Tier, Type: "request"}); err != nil {
 		return pol.refuse(err, p)
 	}
-	d := pol.Sandbox.CheckReach(sandbox.Agent{ID: caller.Address(), Sandbox: caller.SandboxID}, sandbox.Agent{ID: target.Address(), Sandbox: target.SandboxID})
+	d := pol.Sandbox.CheckReach(caller.SandboxAgent(), target.SandboxAgent())
 	if !d.Allowed {
 		return pol.refuse(d.Err, p)
 	}
@@ -161,8 +161,8 @@ func (pol *Policy) Check(p peer.ID, caller, target agentcard.Card) error {
 // a tier denial is the caller's to see on the call. Nothing is reported to
 // Security: hiding an item is not a violation.
 func (pol *Policy) Visible(viewer, target agentcard.Card) bool {
-	v := sandbox.Agent{ID: viewer.Address(), Sandbox: viewer.SandboxID}
-	t := sandbox.Agent{ID: target.Address(), Sandbox: target.SandboxID}
+	v := viewer.SandboxAgent()
+	t := target.SandboxAgent()
 	return pol.Sandbox.CheckDiscover(v, t).Allowed && pol.Sandbox.CheckReach(v, t).Allowed
 }
 

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/connmgr"
+	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/multiformats/go-multiaddr"
 	"go.yaml.in/yaml/v3"
 
@@ -39,6 +40,18 @@ type Config struct {
 	// Swarm is the name of the swarm this node belongs to. Default "default".
 	// Env NOVA_SWARM.
 	Swarm string `yaml:"swarm"`
+
+	// Authority is the peer ID of the swarm's authority: the node that
+	// founded it (invite --new-secret). Tier and sandbox claims of remote
+	// agents count only where a grant signed by one of its admins covers
+	// them, or where this node trusts their host (nova-node trust);
+	// otherwise they are held at L3 with no sandbox. Empty: the swarm has
+	// no authority, and only trusts vouch for peers. Set by invite and join.
+	Authority string `yaml:"authority,omitempty"`
+
+	// Grants are signed grants (base64url) for this node, which it
+	// presents with its cards: join stores the one an invite carries.
+	Grants []string `yaml:"grants,omitempty"`
 
 	// Listen are the multiaddrs to listen on: TCP, QUIC and WebSocket by
 	// default, on all interfaces, ports 4710 (TCP and UDP) and 4711 (WS).
@@ -281,6 +294,11 @@ func (c *Config) Validate() error {
 	}
 	if c.DataDir == "" {
 		bad("dataDir", "required")
+	}
+	if c.Authority != "" {
+		if _, err := peer.Decode(c.Authority); err != nil {
+			bad("authority", "%q is not a peer ID", c.Authority)
+		}
 	}
 	if !invite.ValidSwarm(c.Swarm) {
 		bad("swarm", "%q must be lower-case letters, digits and '-', at most 63", c.Swarm)

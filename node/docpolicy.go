@@ -37,7 +37,7 @@ func (n *Node) docSourceCheck(doc, source string, publisher peer.ID) error {
 		}
 		return nil
 	}
-	if d := n.cfg.Sandbox.CheckWrite(sandbox.Agent{ID: card.Address(), Sandbox: card.SandboxID}, doc); !d.Allowed {
+	if d := n.cfg.Sandbox.CheckWrite(card.SandboxAgent(), doc); !d.Allowed {
 		return d.Err
 	}
 	return nil
@@ -53,7 +53,7 @@ func (n *Node) docReplicaCheck(doc, replica string) error {
 		return nil
 	}
 	for _, c := range n.reg.List() {
-		if c.Host == replica && n.cfg.Sandbox.CheckWrite(sandbox.Agent{ID: c.Address(), Sandbox: c.SandboxID}, doc).Allowed {
+		if c.Host == replica && n.cfg.Sandbox.CheckWrite(c.SandboxAgent(), doc).Allowed {
 			return nil
 		}
 	}

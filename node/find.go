@@ -70,8 +70,8 @@ func (n *Node) FindAgents(ctx context.Context, name, capability, tier, as string
 		if !ok || viewer.Origin != agentcard.OriginLocal {
 			return nil, &agentcard.NotFoundError{Query: as, Where: "agents hosted on this node (--as names the local agent whose view to apply)"}
 		}
-		cards = sandbox.Filter(n.cfg.Sandbox, sandbox.Agent{ID: viewer.Address(), Sandbox: viewer.SandboxID}, cards,
-			func(c agentcard.Card) sandbox.Agent { return sandbox.Agent{ID: c.Address(), Sandbox: c.SandboxID} })
+		cards = sandbox.Filter(n.cfg.Sandbox, viewer.SandboxAgent(), cards,
+			func(c agentcard.Card) sandbox.Agent { return c.SandboxAgent() })
 	}
 	if cards == nil {
 		cards = []agentcard.Card{}

@@ -65,6 +65,7 @@ type Node struct {
 	health *connhealth.Monitor // TCP timeouts, ack checks, address book, configured peers; started by Start
 	disc   *discovery.Service  // started by Start
 	router *protocol.Router    // started by Start
+	auth   *authz              // the swarm authority's book; judges remote cards
 	docs   *crdt.Manager       // started by Start
 
 	mu       sync.Mutex
@@ -141,6 +142,10 @@ func New(cfg Config) (_ *Node, err error) {
 		log:      log.With("self", id.String()[len(id.String())-6:]),
 		handlers: map[string]protocol.Handler{},
 	}
+	if n.auth, err = n.newAuthz(); err != nil {
+		return nil, err
+	}
+	stack.push(n.auth.close)
 	if err := n.build(&stack); err != nil {
 		return nil, err
 	}
@@ -194,6 +199,7 @@ func (n *Node) build(stack *closers) error {
 		protocol.WithPubSub(ps, n.cfg.Swarm),
 		protocol.WithResolver(disc, 0),
 		protocol.WithSandboxPolicy(n.cfg.Sandbox),
+		protocol.WithAuthority(n.auth),
 		protocol.WithMaxFrameSize(n.cfg.MaxFrameSize),
 		protocol.WithEventSink(n.obs),
 		protocol.WithFactory(n.factory),

@@ -14,7 +14,6 @@ import (
 	"github.com/nova-node/nova-node/agentcard"
 	"github.com/nova-node/nova-node/envelope"
 	"github.com/nova-node/nova-node/internal/clock"
-	"github.com/nova-node/nova-node/sandbox"
 	"github.com/nova-node/nova-node/tiers"
 )
 
@@ -158,7 +157,7 @@ func (r *Router) validateBroadcast(_ context.Context, from peer.ID, msg *pubsub.
 			Detail: "forged broadcast: " + err.Error(), Peer: publisher, SourceTier: -1, TargetTier: -1})
 		return pubsub.ValidationReject
 	}
-	if md := env.Metadata; md != nil && (md.Tier != uint8(card.Tier) || md.SandboxID != card.SandboxID) {
+	if md := env.Metadata; md != nil && !metadataAgrees(md, card) {
 		err := &senderError{Sender: env.Sender, Peer: publisher, Reason: "broadcast metadata contradicts the signed card"}
 		r.security(Event{EnvelopeID: env.ID, Sender: env.Sender, Recipient: envelope.Broadcast, MessageType: env.Type, Code: CodeOf(err),
 			Detail: err.Error(), Peer: publisher, SourceTier: -1, TargetTier: -1})
@@ -211,7 +210,7 @@ func (r *Router) deliverBroadcast(env *envelope.Envelope, from agentcard.Card, v
 		if r.o.rules.Check(tiers.Message{Source: from.Tier, Target: to.Tier, Type: string(env.Type), Justification: just, Broadcast: true}) != nil {
 			continue
 		}
-		if d := r.o.policy.CheckReach(sandbox.Agent{ID: from.Address(), Sandbox: from.SandboxID}, sandbox.Agent{ID: to.Address(), Sandbox: to.SandboxID}); !d.Allowed {
+		if d := r.o.policy.CheckReach(from.SandboxAgent(), to.SandboxAgent()); !d.Allowed {
 			continue
 		}
 		h := r.handler(to.ID)

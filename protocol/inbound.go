@@ -190,6 +190,9 @@ func (rd *inReader) frame(body []byte, at time.Time) (ic *inChannel, ask bool, e
 	}
 	switch m.Kind {
 	case kindHello:
+		if len(m.Auth) > 0 && r.o.auth != nil {
+			r.acceptAuthority(p, m.Auth)
+		}
 		if err := r.acceptCards(p, m.Cards); err != nil {
 			return nil, false, err
 		}
@@ -426,7 +429,7 @@ func (r *Router) receive(p peer.ID, pStr string, ic *inChannel, raw []byte, deco
 	if k := ic.known.Load(); k != nil && env.Sender == k.fromAddr && env.Recipient == k.toAddr && r.reg.Holds(k.lease) {
 		// The channel's own pair, attributed before, and no card changed
 		// since: the checks below would find the same cards.
-		if md := env.Metadata; md != nil && (md.Tier != uint8(k.from.Tier) || md.SandboxID != k.from.SandboxID) {
+		if md := env.Metadata; md != nil && !metadataAgrees(md, k.from) {
 			return env, r.senderRefused(p, env, metadataLie(p, env, k.from))
 		}
 		return env, r.checkReceived(env, k.from, k.to, p)
@@ -487,17 +490,27 @@ func (r *Router) attribute(p peer.ID, pStr string, env *envelope.Envelope) (agen
 	if err != nil {
 		return c, err
 	}
-	if md := env.Metadata; md != nil && (md.Tier != uint8(c.Tier) || md.SandboxID != c.SandboxID) {
+	if md := env.Metadata; md != nil && !metadataAgrees(md, c) {
 		return agentcard.Card{}, metadataLie(p, env, c)
 	}
 	return c, nil
+}
+
+// metadataAgrees reports whether an envelope's metadata repeats what its
+// sender's card claims (as signed: the sender cannot know what this node
+// makes of its claims). Decisions never rest on the metadata: they use the
+// card as this node holds it.
+func metadataAgrees(md *envelope.Metadata, c agentcard.Card) bool {
+	t, sb := c.Claimed()
+	return md.Tier == uint8(t) && md.SandboxID == sb
 }
 
 // metadataLie is the refusal of an envelope whose metadata disagrees with
 // its sender's signed card c.
 func metadataLie(p peer.ID, env *envelope.Envelope, c agentcard.Card) error {
 	md := env.Metadata
-	return &senderError{Sender: env.Sender, Peer: p, Reason: fmt.Sprintf("metadata claims tier L%d sandbox %q, the signed card says %s sandbox %q", md.Tier, md.SandboxID, c.Tier, c.SandboxID)}
+	t, sb := c.Claimed()
+	return &senderError{Sender: env.Sender, Peer: p, Reason: fmt.Sprintf("metadata claims tier L%d sandbox %q, the signed card says %s sandbox %q", md.Tier, md.SandboxID, t, sb)}
 }
 
 // attributeAddr returns the signed card of agent addr, which peer p must host.
@@ -580,7 +593,25 @@ func (r *Router) helloFrames() ([][]byte, error) {
 	}
 	r.mu.Unlock()
 	var frames [][]byte
-	for len(blobs) > 0 || frames == nil {
+	if r.o.auth != nil {
+		// Before the cards, so that a receiver holds a card at what its
+		// grants allow from the first message on.
+		recs := r.o.auth.Records()
+		for len(recs) > 0 {
+			var batch [][]byte
+			size := 0
+			for len(recs) > 0 && len(batch) < maxHelloRecords && (len(batch) == 0 || size+len(recs[0]) < r.o.maxFrame/2) {
+				size += len(recs[0])
+				batch, recs = append(batch, recs[0]), recs[1:]
+			}
+			b, err := encodeMsg(&wireMsg{Kind: kindHello, Auth: batch})
+			if err != nil {
+				return nil, err
+			}
+			frames = append(frames, b)
+		}
+	}
+	for len(blobs) > 0 || len(frames) == 0 {
 		var batch [][]byte
 		size := 0
 		for len(blobs) > 0 && len(batch) < maxHelloCards && (len(batch) == 0 || size+len(blobs[0]) < r.o.maxFrame/2) {

@@ -23,6 +23,7 @@ type options struct {
 	policy         sandbox.Policy
 	maxFrame       int
 	sink           EventSink
+	auth           Authority
 	factory        *envelope.Factory
 	requestTimeout time.Duration
 	concurrency    int
@@ -75,6 +76,12 @@ func WithTierRules(r tiers.Rules) Option {
 		o.rules = r
 		return nil
 	}
+}
+
+// WithAuthority makes hellos carry the swarm authority's records and hands
+// those peers present to a (default: none; hellos carry cards only).
+func WithAuthority(a Authority) Option {
+	return func(o *options) error { o.auth = a; return nil }
 }
 
 // WithSandboxPolicy sets the sandbox policy (default: not enforced).

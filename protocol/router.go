@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"maps"
 	"math/rand/v2"
 	"sort"
@@ -66,6 +67,7 @@ type Router struct {
 	running       atomic.Bool                        // started and not closed: read on every message without mu
 	handlers      atomic.Pointer[map[string]Handler] // copied on write (Handle), read on every delivery
 	outByPair     map[agentPair]*outChannel          // current channel of each pair
+	capSeed       maphash.Seed                       // salts the tie-break of capability sends (byCapability)
 	outByID       map[string]*outChannel
 	inChans       map[string]*inChannel  // "<peerID>/<channel id>"
 	inByPeer      map[peer.ID]*peerChans // inChans by peer (see maxInChannelsPerPeer)
@@ -201,6 +203,7 @@ func New(h host.Host, reg *agentcard.Registry, opts ...Option) (*Router, error) 
 		o:             o,
 		log:           log.With("self", shortID(h.ID())),
 		outByPair:     make(map[agentPair]*outChannel),
+		capSeed:       maphash.MakeSeed(),
 		outByID:       make(map[string]*outChannel),
 		inChans:       make(map[string]*inChannel),
 		inByPeer:      make(map[peer.ID]*peerChans),
@@ -721,10 +724,10 @@ func (r *Router) resolveFor(from agentcard.Card, addr string) (c agentcard.Card,
 	if strings.Contains(addr, "@") || !r.o.policy.Enforced {
 		return r.reg.ResolveShared(addr) // read-only: the router never modifies cards
 	}
-	viewer := sandbox.Agent{ID: from.Address(), Sandbox: from.SandboxID}
+	viewer := from.SandboxAgent()
 	// The usual case: the name is unique in the swarm and visible to from.
 	if c, cAddr, err := r.reg.ResolveShared(addr); err == nil {
-		if r.o.policy.CheckDiscover(viewer, sandbox.Agent{ID: cAddr, Sandbox: c.SandboxID}).Allowed {
+		if r.o.policy.CheckDiscover(viewer, c.SandboxAgentAt(cAddr)).Allowed {
 			return c, cAddr, nil
 		}
 	}
@@ -742,7 +745,7 @@ func (r *Router) resolveVisible(from agentcard.Card, viewer sandbox.Agent, addr 
 	total := 0
 	for _, c := range r.reg.ByID(addr) {
 		total++
-		if r.o.policy.CheckDiscover(viewer, sandbox.Agent{ID: c.Address(), Sandbox: c.SandboxID}).Allowed {
+		if r.o.policy.CheckDiscover(viewer, c.SandboxAgent()).Allowed {
 			visible = append(visible, c)
 		}
 	}
@@ -794,36 +797,39 @@ func (r *Router) localSender(addr string) (agentcard.Card, string, error) {
 	return agentcard.Card{}, "", &agentcard.NotFoundError{Query: addr, Where: fmt.Sprintf("agents hosted on this node (%d); a sender must be a local agent", len(r.reg.Local()))}
 }
 
-// byCapability picks the first agent with the capability that the sender may
-// reach, in the registry's order (local first, then remote by address),
-// taking a remote agent whose node this node has reached before one it has
-// not: see reach. A card outlives its host by up to its TTL (10 minutes): a
-// laptop whose lid closed keeps its cards in every registry that long, and
-// the first of them by address would otherwise take, and fail, every
-// capability send meanwhile while another agent with the capability was
-// there to answer.
+// byCapability picks an agent with the capability that the sender may
+// reach. Agents of this node come first, then agents whose grant (or
+// trust) covers the capability, then the rest, whose claims nobody vouches
+// for; within each, one whose node this node has reached before comes
+// before one it has not (see reach), and ties go by a hash of the address
+// salted per node, so no peer wins by choosing its agent's name. A card
+// outlives its host by up to its TTL (10 minutes): a laptop whose lid
+// closed keeps its cards in every registry that long, and would otherwise
+// take, and fail, capability sends meanwhile while another agent with the
+// capability was there to answer.
 func (r *Router) byCapability(env *envelope.Envelope, from agentcard.Card) (agentcard.Card, error) {
 	cards := r.reg.FindByCapability(env.Recipient)
 	fromAddr := from.Address()
-	viewer := sandbox.Agent{ID: fromAddr, Sandbox: from.SandboxID}
-	best, bestRank, bestFailed := -1, reachUnknown, time.Time{}
+	viewer := from.SandboxAgentAt(fromAddr)
+	best, bestKey := -1, capRank{}
 	for i, c := range cards {
 		if c.HasAddress(fromAddr) {
 			continue
 		}
 		cAddr := c.Address()
-		if !r.o.policy.CheckDiscover(viewer, sandbox.Agent{ID: cAddr, Sandbox: c.SandboxID}).Allowed {
+		if !r.o.policy.CheckDiscover(viewer, c.SandboxAgentAt(cAddr)).Allowed {
 			continue // what from may not discover, capability routing does not offer
 		}
 		if r.policyErr(env, from, c, fromAddr, cAddr, false) != nil {
 			continue
 		}
-		rank, failed := r.reach(c)
-		if rank == reachConnected {
-			return c, nil // the first of the best: nothing later beats it
+		k := capRank{vouch: vouchRank(c, env.Recipient)}
+		if k.vouch > 0 {
+			k.reach, k.failed = r.reach(c)
+			k.salt = maphash.String(r.capSeed, cAddr)
 		}
-		if best < 0 || rank < bestRank || (rank == bestRank && failed.Before(bestFailed)) {
-			best, bestRank, bestFailed = i, rank, failed
+		if best < 0 || k.less(bestKey) {
+			best, bestKey = i, k
 		}
 	}
 	if best >= 0 {
@@ -834,6 +840,38 @@ func (r *Router) byCapability(env *envelope.Envelope, from agentcard.Card) (agen
 		where += fmt.Sprintf("; %d agents have it but tier or sandbox rules forbid reaching them", len(cards))
 	}
 	return agentcard.Card{}, &agentcard.CapabilityNotFoundError{Capability: env.Recipient, Where: where}
+}
+
+// capRank orders the candidates of a capability send: lower is better.
+type capRank struct {
+	vouch  int // 0 local, 1 covered by a grant or trust, 2 unvouched
+	reach  int
+	failed time.Time
+	salt   uint64
+}
+
+func (a capRank) less(b capRank) bool {
+	switch {
+	case a.vouch != b.vouch:
+		return a.vouch < b.vouch
+	case a.reach != b.reach:
+		return a.reach < b.reach
+	case !a.failed.Equal(b.failed):
+		return a.failed.Before(b.failed)
+	}
+	return a.salt < b.salt
+}
+
+// vouchRank says how much this node can rely on c offering capability id:
+// 0 for its own agents, 1 where a grant or trust covers it, 2 otherwise.
+func vouchRank(c agentcard.Card, id string) int {
+	switch {
+	case c.Origin == agentcard.OriginLocal:
+		return 0
+	case c.Covers(id):
+		return 1
+	}
+	return 2
 }
 
 // pathTo is the path of an envelope to agent to, refused or not: remote
@@ -995,7 +1033,7 @@ func (r *Router) policyErr(env *envelope.Envelope, from, to agentcard.Card, from
 	if !r.o.policy.Enforced {
 		return nil
 	}
-	d := r.o.policy.CheckReach(sandbox.Agent{ID: fromAddr, Sandbox: from.SandboxID}, sandbox.Agent{ID: toAddr, Sandbox: to.SandboxID})
+	d := r.o.policy.CheckReach(from.SandboxAgentAt(fromAddr), to.SandboxAgentAt(toAddr))
 	if !d.Allowed {
 		return d.Err
 	}

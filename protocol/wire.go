@@ -29,6 +29,9 @@ const (
 // hello's roster.
 const maxHelloCards = 1024
 
+// maxHelloRecords caps the authority records in one hello frame.
+const maxHelloRecords = 1024
+
 // maxChannelID caps channel ids (random 128-bit hex: 32 bytes).
 const maxChannelID = 64
 
@@ -52,6 +55,11 @@ type wireMsg struct {
 	// older than one it applied from the same Boot, so a snapshot written
 	// late (two announcements racing) never withdraws a newer agent.
 	Boot uint64 `cbor:"b,omitempty"`
+	// Auth carries the swarm authority's signed records a hello presents
+	// (Authority.Records): its log of admin updates, revocations and
+	// grants, in that order. Nodes before it ignore the field, and a node
+	// without an authority treats a hello without it as ungranted.
+	Auth [][]byte `cbor:"g,omitempty"`
 }
 
 // envMsg is an envelope frame as sent: the envelope is already encoded
@@ -86,6 +94,7 @@ type inMsg struct {
 	Full   bool      `cbor:"l,omitempty"`
 	Roster []string  `cbor:"r,omitempty"`
 	Boot   uint64    `cbor:"b,omitempty"`
+	Auth   [][]byte  `cbor:"g,omitempty"`
 
 	// env is Env already decoded and checked (by decodeEnvFrame), or nil.
 	env *envelope.Envelope
@@ -273,6 +282,9 @@ func decodeMsgStrict(b []byte) (*inMsg, error) {
 	case kindHello:
 		if len(m.Cards) > maxHelloCards {
 			return nil, fmt.Errorf("%w: hello with %d cards (max %d)", ErrProtocol, len(m.Cards), maxHelloCards)
+		}
+		if len(m.Auth) > maxHelloRecords {
+			return nil, fmt.Errorf("%w: hello with %d authority records (max %d)", ErrProtocol, len(m.Auth), maxHelloRecords)
 		}
 		if len(m.Roster) > maxHelloCards {
 			return nil, fmt.Errorf("%w: hello roster of %d agents (max %d)", ErrProtocol, len(m.Roster), maxHelloCards)

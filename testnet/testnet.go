@@ -13,6 +13,8 @@ package testnet
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -20,14 +22,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/p2p/net/conngater"
 	"github.com/libp2p/go-libp2p/p2p/net/swarm"
 
+	"github.com/nova-node/nova-node/authority"
 	"github.com/nova-node/nova-node/internal/leakcheck"
 	"github.com/nova-node/nova-node/internal/waitfor"
 	"github.com/nova-node/nova-node/node"
+	"github.com/nova-node/nova-node/tiers"
 )
 
 // Transport selects what the nodes listen on.
@@ -45,12 +50,19 @@ type Net struct {
 	t      testing.TB
 	Nodes  []*node.Node
 	gaters []*conngater.BasicConnectionGater
+	// Admin is the key of the swarm's authority: every node's config names
+	// it, and by default grants it signed let each node's agents keep
+	// their claims (L0 and any sandbox), as in a swarm whose admin granted
+	// every member. Sign more grants and revocations with it.
+	Admin  crypto.PrivKey
+	serial uint64
 }
 
 type options struct {
 	transport Transport
 	configure func(i int, c *node.Config)
 	noLeak    bool
+	noGrants  bool
 }
 
 // Option configures New.
@@ -64,6 +76,11 @@ func WithTransport(tr Transport) Option { return func(o *options) { o.transport 
 func WithConfig(f func(i int, c *node.Config)) Option {
 	return func(o *options) { o.configure = f }
 }
+
+// WithoutGrants leaves the nodes ungranted: they share the authority but
+// hold no grant, so each holds the others' agents at least privilege (L3,
+// no sandbox) whatever their cards claim.
+func WithoutGrants() Option { return func(o *options) { o.noGrants = true } }
 
 // WithoutLeakCheck skips the goroutine leak check at cleanup (for tests that
 // keep their own goroutines past the net's life).
@@ -116,7 +133,11 @@ func New(t testing.TB, n int, opts ...Option) *Net {
 	if !o.noLeak {
 		t.Cleanup(func() { CheckLeaks(t) }) // registered first, so it runs after the nodes close
 	}
-	net := &Net{t: t}
+	admin, _, err := crypto.GenerateEd25519Key(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	net := &Net{t: t, Admin: admin}
 	for i := 0; i < n; i++ {
 		cfg := Config(t, i, o.transport)
 		g, err := conngater.NewBasicConnectionGater(nil)
@@ -125,6 +146,15 @@ func New(t testing.TB, n int, opts ...Option) *Net {
 		}
 		cfg.ConnectionGater = g
 		net.gaters = append(net.gaters, g)
+		cfg.Authority = net.AdminID().String()
+		if !o.noGrants {
+			key, _, err := node.EnsureIdentity(cfg.DataDir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			id, _ := peer.IDFromPrivateKey(key)
+			cfg.Grants = []string{base64.RawURLEncoding.EncodeToString(net.Grant(authority.Grant{Peer: id, MaxTier: tiers.L0, Sandboxes: []string{authority.AnySandbox}}))}
+		}
 		if o.configure != nil {
 			o.configure(i, &cfg)
 		}
@@ -336,4 +366,39 @@ func CheckLeaks(t testing.TB) {
 	if last := leakcheck.Wait("github.com/nova-node/nova-node/", 5*time.Second); last != "" {
 		t.Errorf("testnet: goroutines outlived their owners:\n%s", last)
 	}
+}
+
+// AdminID is the peer ID of the swarm's authority (its founding key).
+func (n *Net) AdminID() peer.ID {
+	id, err := peer.IDFromPrivateKey(n.Admin)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	return id
+}
+
+// Grant signs g with the admin key (its Authority and, when zero, its
+// Serial are filled in) and returns it as signed.
+func (n *Net) Grant(g authority.Grant) []byte {
+	n.t.Helper()
+	g.Authority = n.AdminID()
+	if g.Serial == 0 {
+		n.serial++
+		g.Serial = n.serial
+	}
+	b, err := authority.SealGrant(g, n.Admin)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	return b
+}
+
+// Revoke signs a revocation of grant serial with the admin key.
+func (n *Net) Revoke(serial uint64, p peer.ID, reason string) []byte {
+	n.t.Helper()
+	b, err := authority.SealRevocation(authority.Revocation{Authority: n.AdminID(), Serial: serial, Peer: p, Reason: reason, At: time.Now()}, n.Admin)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	return b
 }

@@ -57,8 +57,8 @@ func (d taskDirectory) visible(viewer agentcard.Card, cards []agentcard.Card) []
 		}
 		out = append(out, c)
 	}
-	return sandbox.Filter(d.ts.cfg.Sandbox, sandbox.Agent{ID: viewer.Address(), Sandbox: viewer.SandboxID}, out,
-		func(c agentcard.Card) sandbox.Agent { return sandbox.Agent{ID: c.Address(), Sandbox: c.SandboxID} })
+	return sandbox.Filter(d.ts.cfg.Sandbox, viewer.SandboxAgent(), out,
+		func(c agentcard.Card) sandbox.Agent { return c.SandboxAgent() })
 }
 
 // watchPeers follows the host's connections for the Coordinator: a peer

@@ -1,0 +1,232 @@
+package node
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/nova-node/nova-node/agentcard"
+	"github.com/nova-node/nova-node/authority"
+	"github.com/nova-node/nova-node/internal/clock"
+	"github.com/nova-node/nova-node/protocol"
+)
+
+// AuthorityFile is the file in the data dir that keeps what the node knows
+// of its swarm's authority (admin log, grants, revocations) and its
+// operator's trusts, so that a restart forgets none of them.
+const AuthorityFile = "authority.json"
+
+// authz is the node's side of the swarm authority: the book, its file, the
+// registry's assessor, and the timer that reassesses cards when a grant or
+// trust starts or stops counting.
+type authz struct {
+	n    *Node
+	book *authority.Book
+	path string
+
+	mu    sync.Mutex // the file, the timer and the downgrades reported
+	timer *time.Timer
+	// told: the note last reported per agent address whose claims this node
+	// holds lower than claimed, so a downgrade is one security event, not
+	// one per reassessment. Bounded: cleared when full.
+	told   map[string]string
+	closed bool
+}
+
+const maxTold = 4096
+
+// newAuthz builds the book of the swarm's authority (cfg.Authority) from
+// the data dir's file and the grants config.yaml holds, and makes it the
+// judge of every remote card in the registry.
+func (n *Node) newAuthz() (*authz, error) {
+	var auth peer.ID
+	if n.cfg.Authority != "" {
+		p, err := peer.Decode(n.cfg.Authority)
+		if err != nil {
+			return nil, &ConfigError{Source: "authority", Err: fmt.Errorf("%q is not a peer ID: %v", n.cfg.Authority, err)}
+		}
+		auth = p
+	}
+	a := &authz{n: n, book: authority.NewBook(n.id, auth, clock.Now), path: filepath.Join(n.cfg.DataDir, AuthorityFile), told: map[string]string{}}
+	if b, err := os.ReadFile(a.path); err == nil {
+		var st authority.State
+		if err := json.Unmarshal(b, &st); err != nil {
+			return nil, fmt.Errorf("node: %s: %w (move it aside to start without the grants and trusts it holds)", a.path, err)
+		}
+		if skipped := a.book.Restore(st); skipped > 0 {
+			n.log.Infow("authority records no longer valid were dropped", "count", skipped, "file", a.path)
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("node: read %s: %w", a.path, err)
+	}
+	for i, g := range n.cfg.Grants {
+		b, err := base64.RawURLEncoding.DecodeString(g)
+		if err != nil {
+			return nil, &ConfigError{Source: fmt.Sprintf("grants[%d]", i), Err: fmt.Errorf("not base64url: %v", err)}
+		}
+		if _, err := a.book.Add(b); err != nil {
+			n.log.Warnw("a grant in config.yaml is refused", "index", i, "err", err)
+		}
+	}
+	n.reg.SetAssessor(a.assess)
+	a.schedule()
+	return a, nil
+}
+
+// assess is the registry's assessor: the book's effective identity, with
+// a security event the first time a card's claims are held lower than
+// claimed. It runs under the registry's lock: it emits, never calls back.
+func (a *authz) assess(c agentcard.Card) agentcard.Card {
+	v := a.book.Effective(c)
+	st := v.Standing()
+	if st.Note == "" {
+		return v
+	}
+	addr := v.Address()
+	a.mu.Lock()
+	fresh := a.told[addr] != st.Note
+	if fresh {
+		if len(a.told) >= maxTold {
+			clear(a.told)
+		}
+		a.told[addr] = st.Note
+	}
+	a.mu.Unlock()
+	if fresh {
+		p, _ := peer.Decode(v.Host)
+		a.n.obs.Emit(protocol.Event{Type: protocol.EvtSecurityRaised, Time: clock.Now(), Code: CodeClaimNotGranted, Sender: addr, Peer: p,
+			Detail: fmt.Sprintf("%s %s", addr, st.Note), SourceTier: -1, TargetTier: -1})
+	}
+	return v
+}
+
+// CodeClaimNotGranted is the code of the security event that says a remote
+// agent's tier or sandbox claim is held lower than claimed, for lack of a
+// grant or trust that covers it.
+const CodeClaimNotGranted = "CLAIM_NOT_GRANTED"
+
+// Records implements protocol.Authority.
+func (a *authz) Records() [][]byte { return a.book.Records() }
+
+// Accept implements protocol.Authority: each record is checked by the book;
+// what is new is saved, cards are reassessed, and the node announces again
+// so its peers learn it too (a flood that ends where nothing is new).
+func (a *authz) Accept(p peer.ID, recs [][]byte) (refused []error) {
+	changed := false
+	for _, b := range recs {
+		ch, err := a.book.Add(b)
+		if err != nil {
+			refused = append(refused, err)
+			continue
+		}
+		if !ch.Changed {
+			continue
+		}
+		changed = true
+		a.report(p, ch)
+	}
+	if changed {
+		a.changed(true)
+	}
+	return refused
+}
+
+// report puts a new record in the audit trail.
+func (a *authz) report(from peer.ID, ch authority.Change) {
+	if ch.Kind != authority.KindRevocation {
+		a.n.log.Infow("authority record received", "kind", ch.Kind, "from", from, "grantPeer", ch.Grant.Peer, "serial", ch.Grant.Serial)
+		return
+	}
+	r := ch.Revocation
+	detail := fmt.Sprintf("grant serial %d revoked by %s", r.Serial, r.Issuer)
+	if r.Reason != "" {
+		detail += ": " + r.Reason
+	}
+	a.n.obs.Emit(protocol.Event{Type: protocol.EvtSecurityRaised, Time: clock.Now(), Code: CodeGrantRevoked, Peer: r.Peer,
+		Detail: detail, SourceTier: -1, TargetTier: -1})
+}
+
+// CodeGrantRevoked is the code of the security event that records a
+// revocation this node applied.
+const CodeGrantRevoked = "GRANT_REVOKED"
+
+// changed saves the book, reassesses every remote card and, if announce,
+// presents the new records to the peers.
+func (a *authz) changed(announce bool) {
+	if err := a.save(); err != nil {
+		a.n.log.Warnw("cannot save the authority records", "file", a.path, "err", err)
+	}
+	a.n.reg.Reassess()
+	a.schedule()
+	if announce && a.n.router != nil {
+		a.n.router.Announce()
+	}
+}
+
+// save writes the book to the data dir (temp file, rename).
+func (a *authz) save() error {
+	b, err := json.MarshalIndent(a.book.Snapshot(), "", "  ")
+	if err != nil {
+		return err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	tmp := a.path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, a.path)
+}
+
+// schedule arms the timer for the next instant a grant or trust starts or
+// stops counting.
+func (a *authz) schedule() {
+	next := a.book.NextChange()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.timer != nil {
+		a.timer.Stop()
+		a.timer = nil
+	}
+	if next.IsZero() || a.closed {
+		return
+	}
+	a.timer = time.AfterFunc(time.Until(next)+time.Millisecond, func() {
+		a.n.reg.Reassess()
+		a.schedule()
+	})
+}
+
+func (a *authz) close() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.closed = true
+	if a.timer != nil {
+		a.timer.Stop()
+	}
+	return nil
+}
+
+// AddAuthorityRecord adds a signed authority record (grant, revocation or
+// admin update) as if a peer had presented it: checked, saved, cards
+// reassessed, and announced to the peers.
+func (n *Node) AddAuthorityRecord(signed []byte) (authority.Change, error) {
+	ch, err := n.auth.book.Add(signed)
+	if err != nil || !ch.Changed {
+		return ch, err
+	}
+	n.auth.report(n.id, ch)
+	n.auth.changed(true)
+	return ch, nil
+}
+
+// Authority returns the book of the swarm's authority: what this node knows
+// of admins, grants, revocations and its operator's trusts.
+func (n *Node) Authority() *authority.Book { return n.auth.book }

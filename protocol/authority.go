@@ -1,0 +1,36 @@
+package protocol
+
+import (
+	"fmt"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/nova-node/nova-node/internal/clock"
+)
+
+// Authority is the swarm's authority as the router carries it: records
+// signed by its admins (the log of admin keys, revocations and grants),
+// which every hello presents and every receiver checks for itself. The
+// router never interprets them; the node's authority book does (see
+// package authority), and the registry's assessor turns them into what a
+// remote card is held at.
+type Authority interface {
+	// Records returns the signed records this node presents in its
+	// hellos: the admin log in order, then revocations, then grants.
+	Records() [][]byte
+	// Accept takes the records peer p presented. It returns the records
+	// refused (each error says why, with its code), which the router
+	// reports as security events naming p; the rest are kept. New
+	// records make the node announce again, so they spread to its peers.
+	Accept(p peer.ID, records [][]byte) (refused []error)
+}
+
+// acceptAuthority hands the authority records peer p presented to the
+// authority, and reports each refusal as a security event naming p. A
+// refused record does not end the hello: a peer may relay a grant whose
+// admin this node does not know yet.
+func (r *Router) acceptAuthority(p peer.ID, recs [][]byte) {
+	for _, err := range r.o.auth.Accept(p, recs) {
+		r.security(Event{Time: clock.Now(), Code: CodeOf(err), Detail: fmt.Sprintf("authority record from %s refused: %v", shortID(p), err), Peer: p, SourceTier: -1, TargetTier: -1})
+	}
+}
