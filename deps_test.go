@@ -81,7 +81,7 @@ var packages = map[string]pkg{
 	"internal/leakcheck":             {layer: leaf},
 	"internal/srccheck":              {layer: leaf},
 	"internal/waitfor":               {layer: leaf}, // tests: Eventually
-	"internal/localhttp":             {layer: leaf}, // the loopback HTTP listeners' Host, Origin and Content-Type guard
+	"internal/localhttp":             {layer: leaf}, // the loopback HTTP listeners' Host, Origin and Content-Type guard, and their local token
 	"internal/streamscope":           {layer: leaf, also: "internal/clock"},
 	"internal/streamscope/scopetest": {layer: leaf}, // test hosts with a resource manager
 	"tiers":                          {layer: leaf, pure: true},

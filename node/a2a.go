@@ -90,6 +90,12 @@ func (n *Node) startA2A(ctx context.Context) error {
 	if cfg.RequireAuth && len(cfg.TokenHashes) == 0 {
 		return fmt.Errorf("node: a2a.listen %s is not loopback: set a2a.tokenHashes (nova-node a2a token) or listen on 127.0.0.1", addr)
 	}
+	// Every request needs a token: the data dir's local token, or one of
+	// a2a.tokenHashes. On loopback the cards and /healthz too, as the
+	// gateway is then a local face, for the data dir's owner alone.
+	cfg.LocalToken = n.mcp.token
+	cfg.AuthAll = !cfg.RequireAuth
+	cfg.AuthHint = n.localTokenHint()
 	gw, err := a2ahttp.New(a2aMesh{n}, cfg)
 	if err != nil {
 		return fmt.Errorf("node: A2A gateway: %w", err)

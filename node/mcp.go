@@ -34,6 +34,9 @@ type mcpState struct {
 	wg       sync.WaitGroup
 	calls    *prometheus.CounterVec
 	duration *prometheus.HistogramVec
+	// token is the data dir's local token (localtoken.go): startMCP reads
+	// it, as it runs before any local HTTP face opens.
+	token string
 }
 
 // buildMCP builds the bridge, its registry and its metrics; it starts
@@ -94,6 +97,11 @@ func (n *Node) buildMCP(h host.Host) error {
 // publisher. Called from Start with n.mu held.
 func (n *Node) startMCP(ctx context.Context) error {
 	st := n.mcp
+	tok, err := n.loadLocalToken()
+	if err != nil {
+		return err
+	}
+	st.token = tok
 	st.bridge.Start()
 	for _, a := range n.cfg.Agents {
 		names := make([]string, 0, len(a.MCPServers))
@@ -232,8 +240,10 @@ func sameCardContent(a, b agentcard.Card) bool {
 }
 
 // mcpHTTP is the streamable HTTP face, mounted at /mcp on the loopback
-// listener.
-func (n *Node) mcpHTTP() http.Handler { return n.mcp.bridge.HTTPHandler() }
+// listener, with the local token that listener asks every request for.
+func (n *Node) mcpHTTP() localFaces {
+	return localFaces{mcp: n.mcp.bridge.HTTPHandler(), token: n.mcp.token, hint: n.localTokenHint()}
+}
 
 // MCP returns the node's MCP bridge; it serves peers from Start on.
 func (n *Node) MCP() *mcpbridge.Bridge { return n.mcp.bridge }

@@ -187,9 +187,18 @@ type metricsServer struct {
 	done chan struct{}
 }
 
-// startMetrics serves /metrics, /healthz and, when mcp is not nil, the MCP
-// streamable HTTP face at /mcp on addr (loopback by default).
-func startMetrics(addr string, reg *prometheus.Registry, channels func() []protocol.ChannelInfo, mcp http.Handler) (*metricsServer, error) {
+// startMetrics serves /metrics, /healthz and, when faces.mcp is not nil,
+// the MCP streamable HTTP face at /mcp on addr (loopback by default). Every
+// request must carry faces.token as a bearer token: the listener is for
+// the data dir's owner only.
+func startMetrics(addr string, reg *prometheus.Registry, channels func() []protocol.ChannelInfo, faces localFaces) (*metricsServer, error) {
+	tokens, err := localhttp.NewTokens([]string{faces.token}, nil)
+	if err != nil {
+		return nil, err
+	}
+	if tokens.Len() == 0 { // cannot happen: startMCP read the token
+		return nil, errors.New("node: metrics listener: no local token")
+	}
 	pending := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "nova", Name: "channel_pending_envelopes",
 		Help: "Envelopes waiting for acknowledgement on all outbound channels."}, func() float64 {
 		n := 0
@@ -211,11 +220,13 @@ func startMetrics(addr string, reg *prometheus.Registry, channels func() []proto
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("ok\n")) })
-	if mcp != nil {
-		mux.Handle("/mcp", mcp)
+	if faces.mcp != nil {
+		mux.Handle("/mcp", faces.mcp)
 	}
-	// Web pages must not read metrics or drive /mcp: see localhttp.
-	s := &metricsServer{srv: &http.Server{Handler: localhttp.Guard{}.Wrap(mux), ReadHeaderTimeout: 5 * time.Second}, ln: ln, done: make(chan struct{})}
+	// Web pages must not read metrics or drive /mcp (see localhttp), nor
+	// may other users of the machine: the local token.
+	h := localhttp.Guard{}.Wrap(tokens.Require(mux, faces.hint, nil))
+	s := &metricsServer{srv: &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}, ln: ln, done: make(chan struct{})}
 	go func() { // owned by metricsServer: close() waits on done
 		defer close(s.done)
 		_ = s.srv.Serve(ln)

@@ -9,7 +9,6 @@ import (
 	"io"
 	"maps"
 	"math"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -278,10 +277,7 @@ func TestPrometheusMetrics(t *testing.T) {
 	if !strings.HasPrefix(url, "http://127.0.0.1:") {
 		t.Fatalf("metrics URL %q is not loopback", url)
 	}
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := getLocal(t, n, url)
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	body := string(b)
@@ -383,10 +379,7 @@ func TestPrometheusCodeLabelsBounded(t *testing.T) {
 	emit(protocol.EvtSecurityRaised, "bad\xffutf8")
 	emit(protocol.EvtSecurityRaised, protocol.CodeUnauthorizedSender)
 
-	resp, err := http.Get(n.MetricsURL())
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := getLocal(t, n, n.MetricsURL())
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	body := string(b)
@@ -453,10 +446,7 @@ func TestFailedSendCountedOnce(t *testing.T) {
 	if len(errs) != 1 {
 		t.Errorf("%d error events for the failed envelope, want 1: %+v", len(errs), errs)
 	}
-	resp, err := http.Get(a.MetricsURL())
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := getLocal(t, a, a.MetricsURL())
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	if want := `nova_errors_total{code="DELIVERY_FAILED"} 2` + "\n"; !strings.Contains(string(b), want) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/http"
 	"strings"
 	"testing"
 
@@ -41,7 +40,7 @@ func BenchmarkA2ASend(b *testing.B) {
 	url := a.A2AURL() + "/a2a/oracle/"
 	// message/send as any client sends it: one blocking JSON-RPC POST (v0.3).
 	b.Run("gateway-message-send", func(b *testing.B) {
-		hc := &http.Client{}
+		hc := localClient(b, a)
 		for i := 0; b.Loop(); i++ {
 			body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"message/send","params":{"message":{"kind":"message","messageId":"m%d","role":"user","parts":[{"kind":"text","text":"q"}]}}}`, i, i)
 			resp, err := hc.Post(url, "application/json", strings.NewReader(body))
@@ -57,7 +56,7 @@ func BenchmarkA2ASend(b *testing.B) {
 	})
 	// The outbound client with streaming (message/stream, SSE).
 	b.Run("gateway-message-stream", func(b *testing.B) {
-		c := a2ahttp.NewClient(a2ahttp.WithStreaming(true))
+		c := a2ahttp.NewClient(a2ahttp.WithStreaming(true), a2ahttp.WithBearerToken(localToken(b, a)))
 		if _, err := c.Card(b.Context(), url); err != nil {
 			b.Fatal(err)
 		}

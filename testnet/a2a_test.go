@@ -3,6 +3,8 @@ package testnet_test
 import (
 	"context"
 	"encoding/json"
+	"net/http/httptest"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -10,13 +12,16 @@ import (
 	"github.com/nova-node/nova-node/internal/waitfor"
 	"github.com/nova-node/nova-node/node"
 	"github.com/nova-node/nova-node/protocol/a2ahttp"
+	"github.com/nova-node/nova-node/protocol/a2ahttp/a2ahttptest"
 	"github.com/nova-node/nova-node/testnet"
 )
 
 // TestA2AGatewayReachesRemoteAgent: an A2A client pointed at node A's
-// gateway fetches the card of an agent hosted by node B and gets its answer
-// as a completed task; node C hosts B's agent again as an external A2A
-// agent declared by URL, and a mesh message to it goes out over A2A.
+// gateway (with A's local token) fetches the card of an agent hosted by
+// node B and gets its answer as a completed task; node C hosts an external
+// A2A agent declared by URL (a gateway of its own, open as third-party
+// agents are: A's loopback gateway is its owner's only), and a mesh
+// message to it goes out over A2A.
 func TestA2AGatewayReachesRemoteAgent(t *testing.T) {
 	net := testnet.New(t, 2, testnet.WithConfig(func(i int, c *node.Config) {
 		c.A2A.Listen = "127.0.0.1:0"
@@ -38,7 +43,7 @@ func TestA2AGatewayReachesRemoteAgent(t *testing.T) {
 	if base == "" {
 		t.Fatal("no A2A gateway on node A")
 	}
-	c := a2ahttp.NewClient()
+	c := a2ahttp.NewClient(a2ahttp.WithBearerToken(localToken(t, a)))
 	url := base + "/a2a/oracle/"
 	_, err := c.Card(t.Context(), url)
 	if err != nil {
@@ -49,7 +54,24 @@ func TestA2AGatewayReachesRemoteAgent(t *testing.T) {
 		t.Fatalf("send through the gateway: %+v", res)
 	}
 
-	// Node C hosts oracle (through A's gateway) as an external A2A agent.
+	// Node C hosts oracle, served by an A2A server of its own, as an
+	// external A2A agent.
+	mesh := a2ahttptest.NewMesh()
+	mesh.Add(card, func(ctx context.Context, req *a2ahttp.Request) (any, error) {
+		return a2ahttp.Answer{Text: "the answer to " + req.Text + " is 42"}, nil
+	})
+	gcfg := a2ahttp.DefaultConfig()
+	gcfg.DBPath = filepath.Join(t.TempDir(), "a2a.db")
+	gw, err := a2ahttp.New(mesh, gcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := gw.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(gw)
+	t.Cleanup(func() { srv.Close(); gw.Close() })
+	url = srv.URL + "/a2a/oracle/"
 	net2 := testnet.New(t, 1, testnet.WithoutLeakCheck(t), testnet.WithConfig(func(i int, cfg *node.Config) { // net checks leaks for both, last
 		cfg.A2A.Listen = "off"
 		cfg.Agents = append(cfg.Agents, node.AgentConfig{Name: "sage", A2AURL: url})

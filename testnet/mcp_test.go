@@ -147,7 +147,7 @@ func TestMCPRemoteToolEveryFace(t *testing.T) {
 	// The HTTP face, both eras.
 	url := strings.TrimSuffix(a.MetricsURL(), "/metrics") + "/mcp"
 	for _, v := range []string{"2025-11-25", "2026-07-28"} {
-		cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, &mcp.ClientSessionOptions{ProtocolVersion: v})
+		cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: localClient(t, a)}, &mcp.ClientSessionOptions{ProtocolVersion: v})
 		if err != nil {
 			t.Fatalf("http %s: %v", v, err)
 		}

@@ -26,6 +26,7 @@ type webRequest struct {
 	origin       string
 	contentType  string
 	body         string
+	token        string // sent as a bearer token; "" sends none
 	want         int
 }
 
@@ -49,6 +50,9 @@ func (wr webRequest) do(t *testing.T, base string) (int, string) {
 		req.Header.Set("Content-Type", wr.contentType)
 	}
 	req.Header.Set("Accept", "application/json, text/event-stream")
+	if wr.token != "" {
+		req.Header.Set("Authorization", "Bearer "+wr.token)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatalf("%s: %v", wr.name, err)
@@ -95,6 +99,7 @@ func TestWebPagesCannotDriveTheNode(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	tok := localToken(t, n)
 	a2aBase := n.A2AURL()
 	u, err := url.Parse(a2aBase)
 	if err != nil || a2aBase == "" {
@@ -112,6 +117,7 @@ func TestWebPagesCannotDriveTheNode(t *testing.T) {
 		{name: "form body", method: "POST", path: "/a2a/", contentType: "application/x-www-form-urlencoded", body: send, want: 415},
 		{name: "rebound card", method: "GET", path: "/a2a/oracle/.well-known/agent-card.json", host: "evil.example:" + port, want: 421},
 	} {
+		wr.token = tok // the owner's token does not lift the guard
 		checkRefusal(t, a2aBase, wr)
 	}
 	if d := delivered.Load(); d != 0 {
@@ -122,12 +128,13 @@ func TestWebPagesCannotDriveTheNode(t *testing.T) {
 		{name: "localhost Host, own Origin", method: "POST", path: "/a2a/oracle/", host: "localhost:" + port, origin: "http://localhost:" + port, contentType: "application/json; charset=utf-8", body: send, want: 200},
 		{name: "card from any origin", method: "GET", path: "/.well-known/agent-card.json", origin: "http://evil.example", want: 200},
 	} {
+		wr.token = tok
 		checkRefusal(t, a2aBase, wr)
 	}
 	if d := delivered.Load(); d != 2 {
 		t.Fatalf("%d sends delivered, want 2", d)
 	}
-	res := a2ahttp.NewClient().Send(t.Context(), a2aBase+"/a2a/oracle/", a2ahttp.Message{Text: "life"})
+	res := a2ahttp.NewClient(a2ahttp.WithBearerToken(tok)).Send(t.Context(), a2aBase+"/a2a/oracle/", a2ahttp.Message{Text: "life"})
 	if !res.Success || res.ResponseText != "42" {
 		t.Fatalf("A2A client through the guard: %+v", res)
 	}
@@ -147,10 +154,11 @@ func TestWebPagesCannotDriveTheNode(t *testing.T) {
 		{name: "metrics, own Origin", method: "GET", path: "/metrics", origin: "http://127.0.0.1:" + mport, want: 200},
 		{name: "healthz, [::1] Host", method: "GET", path: "/healthz", host: "[::1]:" + mport, want: 200},
 	} {
+		wr.token = tok
 		checkRefusal(t, mBase, wr)
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
-	cs, err := client.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: mBase + "/mcp"}, nil)
+	cs, err := client.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: mBase + "/mcp", HTTPClient: localClient(t, n)}, nil)
 	if err != nil {
 		t.Fatalf("MCP client through the guard: %v", err)
 	}

@@ -42,24 +42,24 @@ func TestInviteWarnsOfLoopbackOnly(t *testing.T) {
 // agent's URL (not the fallback agent.json); a URL that is no URL is a
 // usage error.
 func TestA2ACallReportsOnce(t *testing.T) {
-	a, _, _, _ := aliceAndBob(t)
+	a, _, dirA, _ := aliceAndBob(t)
 	gw := a.A2AURL()
 	if gw == "" {
 		t.Fatal("the test node has no A2A gateway")
 	}
-	out, errOut, code := runCLI(t, "a2a", "call", gw+"/a2a/bob/", "--message", "hi", "--json")
+	out, errOut, code := runCLI(t, "--data-dir", dirA, "a2a", "call", gw+"/a2a/bob/", "--message", "hi", "--json")
 	var res struct {
 		Parts []struct{ Kind, Text string }
 	}
 	if code != 0 || json.Unmarshal([]byte(out), &res) != nil || len(res.Parts) != 1 || res.Parts[0].Text != "hi" {
 		t.Fatalf("a2a call bob: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
-	_, errOut, code = runCLI(t, "a2a", "call", gw+"/a2a/nobody/", "--message", "hi")
+	_, errOut, code = runCLI(t, "--data-dir", dirA, "a2a", "call", gw+"/a2a/nobody/", "--message", "hi")
 	if code != 1 || !strings.Contains(errOut, "AGENT_NOT_FOUND") || !strings.Contains(errOut, "\nhint: ") ||
 		strings.Contains(errOut, "agent.json failed") || !strings.Contains(errOut, "/a2a/nobody") {
 		t.Fatalf("a2a call nobody: exit %d\nstderr:\n%s", code, errOut)
 	}
-	out, _, code = runCLI(t, "a2a", "call", gw+"/a2a/nobody/", "--message", "hi", "--json")
+	out, _, code = runCLI(t, "--data-dir", dirA, "a2a", "call", gw+"/a2a/nobody/", "--message", "hi", "--json")
 	if code != 1 || !strings.Contains(out, `"code": "AGENT_NOT_FOUND"`) {
 		t.Fatalf("a2a call nobody --json: exit %d\n%s", code, out)
 	}

@@ -50,7 +50,10 @@ runs out, the command says on stderr which ids went unanswered (stdout
 carries JSON-RPC only) and exits 1; it exits 0 when every answer came.
 
 The same face is on streamable HTTP at http://127.0.0.1:<port>/mcp (the
-port "nova-node status" shows for metrics).`,
+port "nova-node status" shows for metrics); every request there carries
+"Authorization: Bearer <token>", the token being in local.token in the data
+dir (readable only by the node's owner). This command needs no token: it
+uses the data dir's socket.`,
 		Example: `  nova-node mcp
   nova-node mcp --data-dir ~/.nova-work`,
 		Args: noArgs,

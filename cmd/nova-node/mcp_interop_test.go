@@ -44,6 +44,10 @@ func TestInteropMCPTypeScript(t *testing.T) {
 		return err
 	})
 	url := strings.TrimSuffix(a.MetricsURL(), "/metrics") + "/mcp"
+	tok, err := node.ReadLocalToken(dirA) // /mcp is for the data dir's owner
+	if err != nil {
+		t.Fatal(err)
+	}
 	runNode := func(script string, env ...string) (string, error) {
 		cmd := exec.Command(nodeBin, filepath.Join(dir, script))
 		cmd.Dir = dir
@@ -61,7 +65,7 @@ func TestInteropMCPTypeScript(t *testing.T) {
 	stdioCmd, _ := json.Marshal([]string{bin, "mcp", "--data-dir", dirA})
 	for name, env := range map[string][]string{
 		"stdio": append([]string{"MCP_STDIO_CMD=" + string(stdioCmd)}, common...),
-		"http":  append([]string{"MCP_URL=" + url}, common...),
+		"http":  append([]string{"MCP_URL=" + url, "MCP_TOKEN=" + tok}, common...),
 	} {
 		out, err := runNode("client.mjs", env...)
 		if err != nil {
@@ -81,10 +85,10 @@ func TestInteropMCPTypeScript(t *testing.T) {
 			t.Errorf("%s: title of toolsmith_say = %q", name, res.ToolTitles["toolsmith_say"])
 		}
 	}
-	if out, err := runNode("stateless-probe.mjs", append([]string{"MCP_URL=" + url}, common...)...); err != nil {
+	if out, err := runNode("stateless-probe.mjs", append([]string{"MCP_URL=" + url, "MCP_TOKEN=" + tok}, common...)...); err != nil {
 		t.Fatalf("2026-07-28 stateless probe: %v\n%s", err, out)
 	}
-	out, err := runNode("conformance.mjs", "MCP_URL="+url, "CONFORMANCE_RESULTS_DIR="+t.TempDir())
+	out, err := runNode("conformance.mjs", "MCP_URL="+url, "MCP_TOKEN="+tok, "CONFORMANCE_RESULTS_DIR="+t.TempDir())
 	if err != nil {
 		t.Fatalf("conformance suite: %v\n%s", err, out)
 	}

@@ -11,6 +11,8 @@
 //                   ["/path/nova-node","mcp","--data-dir","/tmp/x"]
 //   MCP_URL         streamable-HTTP endpoint, e.g. http://127.0.0.1:8080/mcp
 //                   (exactly one of MCP_STDIO_CMD / MCP_URL must be set)
+//   MCP_TOKEN       bearer token sent with every HTTP request (a nova-node
+//                   face asks for its data dir's local.token)
 //   MCP_TOOL        wire name of a tool to call (optional)
 //   MCP_ARGS        JSON object of tool arguments (default {})
 //   MCP_RESOURCE    URI of a resource to read (optional)
@@ -154,7 +156,8 @@ async function main() {
     } catch {
       throw new Error(`MCP_URL is not a URL: ${url}`);
     }
-    transport = new StreamableHTTPClientTransport(u);
+    const token = process.env.MCP_TOKEN || '';
+    transport = new StreamableHTTPClientTransport(u, token ? { requestInit: { headers: { Authorization: `Bearer ${token}` } } } : undefined);
   }
 
   // Observe incoming messages to record the protocol version the server

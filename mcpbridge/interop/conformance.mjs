@@ -7,6 +7,12 @@
 //
 // Environment:
 //   MCP_URL                   endpoint under test (required; loopback only)
+//   MCP_TOKEN                 bearer token the endpoint asks for (a nova-node
+//                             face: its data dir's local.token). The suite
+//                             has no option for headers, so the harness runs
+//                             it against a loopback proxy of its own that
+//                             adds "Authorization: Bearer MCP_TOKEN" to each
+//                             request and passes everything else through.
 //   CONFORMANCE_BASELINE      baseline file (default ./conformance-baseline.json)
 //   CONFORMANCE_RESULTS_DIR   where results go (default ./results/conformance;
 //                             emptied first). Holds the suite's per-scenario
@@ -33,6 +39,7 @@
 // this script itself may be started with any node >= 18.
 
 import { spawn, spawnSync } from 'node:child_process';
+import http from 'node:http';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -133,6 +140,41 @@ async function preflight(url) {
   }
 }
 
+// authProxy listens on 127.0.0.1 and forwards every request to target with
+// "Authorization: Bearer token", streaming both bodies (SSE included) as
+// they come. Host and Origin headers naming the proxy's port name target's
+// instead, and are passed on otherwise as sent, so that the suite's DNS
+// rebinding checks still reach the endpoint's own. It resolves to the
+// proxy's URL for target's path, and a close function.
+function authProxy(target, token) {
+  const t = new URL(target);
+  const tport = t.port || '80';
+  const server = http.createServer((req, res) => {
+    const ours = `:${req.socket.localPort}`;
+    const retarget = (v) => (typeof v === 'string' && v.endsWith(ours) ? v.slice(0, -ours.length) + `:${tport}` : v);
+    const headers = { ...req.headers, authorization: `Bearer ${token}` };
+    headers.host = retarget(headers.host);
+    if (headers.origin) headers.origin = retarget(headers.origin);
+    const up = http.request({ host: t.hostname.replace(/^\[|\]$/g, ''), port: t.port || 80, method: req.method, path: req.url, headers }, (ur) => {
+      res.writeHead(ur.statusCode, ur.headers);
+      ur.pipe(res);
+    });
+    up.on('error', (e) => {
+      if (!res.headersSent) res.writeHead(502, { 'content-type': 'text/plain' });
+      res.end(`proxy: ${e.message}`);
+    });
+    req.pipe(up);
+    res.on('close', () => up.destroy());
+  });
+  return new Promise((resolve, reject) => {
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      resolve({ url: `http://127.0.0.1:${port}${t.pathname}${t.search}`, close: () => { server.closeAllConnections?.(); server.close(); } });
+    });
+  });
+}
+
 // Result dirs are named server-<scenario>-<ISO timestamp with : and . as ->.
 const RESULT_DIR = /^server-(.+)-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z$/;
 
@@ -180,7 +222,17 @@ async function main() {
   const timeoutMs = Number(process.env.CONFORMANCE_TIMEOUT_MS || 600000);
 
   const baseline = loadBaseline(baselineFile);
-  await preflight(url);
+  const proxy = process.env.MCP_TOKEN ? await authProxy(url, process.env.MCP_TOKEN) : null;
+  const suiteURL = proxy ? proxy.url : url;
+  try {
+    return await runAgainst(suiteURL, { url, baseline, baselineFile, resultsDir, suite, scenario, specVersion, timeoutMs });
+  } finally {
+    proxy?.close();
+  }
+}
+
+async function runAgainst(suiteURL, { url, baseline, baselineFile, resultsDir, suite, scenario, specVersion, timeoutMs }) {
+  await preflight(suiteURL);
   const { bin: node, version: nodeVersion } = nodeBinary();
   const known = knownScenarios(node);
   const unknown = [...baseline.keys()].filter((s) => !known.has(s));
@@ -190,7 +242,7 @@ async function main() {
   fs.rmSync(resultsDir, { recursive: true, force: true });
   fs.mkdirSync(resultsDir, { recursive: true });
   const logFile = path.join(resultsDir, 'conformance.log');
-  const args = ['server', '--url', url, '-o', resultsDir];
+  const args = ['server', '--url', suiteURL, '-o', resultsDir];
   if (scenario) args.push('--scenario', scenario);
   else args.push('--suite', suite);
   if (specVersion) args.push('--spec-version', specVersion);

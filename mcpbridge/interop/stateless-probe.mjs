@@ -13,12 +13,16 @@
 //
 //   MCP_URL=http://127.0.0.1:PORT/mcp MCP_TOOL=echo_say MCP_ARGS='{"text":"hi"}' node stateless-probe.mjs
 //
+// MCP_TOKEN, if set, is sent as "Authorization: Bearer" with every request
+// (a nova-node face asks for its data dir's local.token).
+//
 // Prints one JSON object {ok, steps:[...]} on stdout; exit 0 if all steps pass, else 1.
 
 const VERSION = '2026-07-28';
 const url = process.env.MCP_URL;
 const tool = process.env.MCP_TOOL || '';
 const timeout = Number(process.env.MCP_TIMEOUT_MS || 30000);
+const auth = process.env.MCP_TOKEN ? { authorization: `Bearer ${process.env.MCP_TOKEN}` } : {};
 
 function meta() {
   return {
@@ -48,6 +52,7 @@ function parseBody(contentType, text) {
 
 async function post(id, method, params, name) {
   const headers = {
+    ...auth,
     'content-type': 'application/json',
     accept: 'application/json, text/event-stream',
     'mcp-protocol-version': VERSION,
@@ -98,7 +103,7 @@ async function main() {
 
   const get = await fetch(url, {
     method: 'GET',
-    headers: { accept: 'text/event-stream', 'mcp-protocol-version': VERSION },
+    headers: { ...auth, accept: 'text/event-stream', 'mcp-protocol-version': VERSION },
     signal: AbortSignal.timeout(timeout),
   });
   await get.body?.cancel().catch(() => {});

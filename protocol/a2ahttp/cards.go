@@ -164,7 +164,7 @@ func (g *Gateway) agentInfo(base, name string, c agentcard.Card) cardInfo {
 		name: n, description: describe(c), version: v,
 		endpoint: agentEndpoint(base, name),
 		skills:   skillsOf(c),
-		push:     g.cfg.PushEnabled, auth: len(g.tokens) > 0,
+		push:     g.cfg.PushEnabled, auth: g.tokens.Len() > 0,
 		providerOrg: g.cfg.ProviderOrganization, providerURL: g.cfg.ProviderURL,
 	}
 }
@@ -176,7 +176,7 @@ func (g *Gateway) nodeInfo(base string, agents []agentcard.Card) cardInfo {
 	info := cardInfo{
 		name: g.cfg.NodeName, description: g.cfg.NodeDescription, version: g.cfg.NodeVersion,
 		endpoint: strings.TrimSuffix(base, "/") + "/a2a/",
-		push:     g.cfg.PushEnabled, auth: len(g.tokens) > 0,
+		push:     g.cfg.PushEnabled, auth: g.tokens.Len() > 0,
 		providerOrg: g.cfg.ProviderOrganization, providerURL: g.cfg.ProviderURL,
 	}
 	for _, c := range agents {

@@ -28,6 +28,21 @@ type Config struct {
 	// TokenHashes are the accepted bearer tokens, each as the hex SHA-256
 	// of the token ([HashToken]); the tokens themselves are never stored.
 	TokenHashes []string
+	// LocalToken is one more accepted bearer token, held in memory only:
+	// the node passes its local token (<datadir>/local.token), which its
+	// owner's clients read. It does not satisfy RequireAuth.
+	LocalToken string
+	// AuthAll makes every request need a token, the cards and /healthz
+	// included, not only JSON-RPC (CORS preflights of the cards excepted:
+	// browsers send them without credentials, and they carry no data).
+	// The node sets it when the gateway listens on loopback only: there
+	// it is a local face, for the data dir's owner alone. Off loopback
+	// the cards stay public, so that A2A clients can discover the agents
+	// and the auth scheme they ask for.
+	AuthAll bool
+	// AuthHint is told to a client refused for want of a valid token
+	// (where the token is), in the "hint" of the 401's JSON body.
+	AuthHint string
 
 	// DB is the node's bbolt database; the gateway uses its own buckets
 	// (a2ahttp.*) and does not close it. If nil, DBPath is opened (and

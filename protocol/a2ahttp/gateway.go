@@ -2,9 +2,6 @@ package a2ahttp
 
 import (
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -37,7 +34,7 @@ type Gateway struct {
 	store  *taskStore
 	guard  *urlGuard
 	pusher *pusher
-	tokens [][sha256.Size]byte
+	tokens localhttp.Tokens
 
 	handler a2asrv.RequestHandler // routed, around a2a-go's handler
 	v03     http.Handler          // a2a-go's JSON-RPC handler
@@ -104,11 +101,8 @@ func New(mesh Mesh, cfg Config) (*Gateway, error) {
 		follow: map[a2a.TaskID]*followers{},
 	}
 	g.idle = sync.NewCond(&g.mu)
-	for _, h := range cfg.TokenHashes {
-		var sum [sha256.Size]byte
-		b, _ := hex.DecodeString(h)
-		copy(sum[:], b)
-		g.tokens = append(g.tokens, sum)
+	if g.tokens, err = localhttp.NewTokens([]string{cfg.LocalToken}, cfg.TokenHashes); err != nil {
+		return nil, err // Validate checked the hashes
 	}
 	g.ctx, g.cancel = context.WithCancel(context.Background())
 	opts := []a2asrv.RequestHandlerOption{
@@ -127,7 +121,13 @@ func New(mesh Mesh, cfg Config) (*Gateway, error) {
 	if u, err := url.Parse(cfg.BaseURL); err == nil && u.Host != "" {
 		web.Hosts = []string{u.Host}
 	}
-	g.guarded = web.Wrap(http.HandlerFunc(g.route))
+	var routed http.Handler = http.HandlerFunc(g.route)
+	if cfg.AuthAll {
+		routed = g.tokens.Require(routed, cfg.AuthHint, func(r *http.Request) bool {
+			return r.Method == http.MethodOptions && isCardPath(r.URL.Path)
+		})
+	}
+	g.guarded = web.Wrap(routed)
 	return g, nil
 }
 
@@ -147,7 +147,7 @@ func (g *Gateway) Start(ctx context.Context) error {
 		g.pusher.start()
 	}
 	g.wg.Go(g.sweep)
-	log.Infow("A2A gateway started", "maxTasks", g.cfg.MaxTasks, "taskTimeout", g.cfg.TaskTimeout, "auth", len(g.tokens) > 0)
+	log.Infow("A2A gateway started", "maxTasks", g.cfg.MaxTasks, "taskTimeout", g.cfg.TaskTimeout, "auth", g.tokens.Len() > 0, "authAll", g.cfg.AuthAll)
 	return nil
 }
 
@@ -275,6 +275,8 @@ func (g *Gateway) sweepOnce() {
 // ServeHTTP routes a request that passes localhttp's guard: on loopback,
 // its Host must name the listener; an Origin header must be the gateway's
 // own (cards excepted); a POST's Content-Type, if given, application/json.
+// With AuthAll, every request then needs a token (401 otherwise); without,
+// JSON-RPC requests do whenever a token is configured.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	g.guarded.ServeHTTP(w, r)
 }
@@ -366,7 +368,7 @@ func cardRequest(w http.ResponseWriter, r *http.Request) bool {
 		return true
 	case http.MethodOptions:
 		w.Header().Set("Access-Control-Allow-Methods", "GET, OPTIONS")
-		w.Header().Set("Access-Control-Allow-Headers", "Content-Type, A2A-Version")
+		w.Header().Set("Access-Control-Allow-Headers", "Authorization, Content-Type, A2A-Version")
 		w.Header().Set("Access-Control-Max-Age", "86400")
 		w.WriteHeader(http.StatusNoContent)
 	default:
@@ -421,34 +423,19 @@ func (g *Gateway) serveAgentCard(w http.ResponseWriter, r *http.Request, name st
 }
 
 // authorized checks the bearer token: it reports ok, and whether a token
-// was presented at all.
+// was presented at all. With no token configured, every request is.
 func (g *Gateway) authorized(r *http.Request) (ok, presented bool) {
-	if len(g.tokens) == 0 {
+	if g.tokens.Len() == 0 {
 		return true, false
 	}
-	h := r.Header.Get("Authorization")
-	scheme, tok, found := strings.Cut(h, " ")
-	if !found || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(tok) == "" {
-		return false, h != ""
-	}
-	sum := sha256.Sum256([]byte(strings.TrimSpace(tok)))
-	match := 0
-	for i := range g.tokens {
-		match |= subtle.ConstantTimeCompare(sum[:], g.tokens[i][:])
-	}
-	return match == 1, true
+	return g.tokens.Check(r)
 }
 
 // serveRPC is the JSON-RPC endpoint of agent name ("" for the node): auth
 // before anything is read, then limits, then dispatch by A2A-Version.
 func (g *Gateway) serveRPC(w http.ResponseWriter, r *http.Request, name string) {
 	if ok, presented := g.authorized(r); !ok {
-		v := `Bearer realm="nova-node"`
-		if presented {
-			v += `, error="invalid_token"`
-		}
-		w.Header().Set("WWW-Authenticate", v)
-		httpError(w, http.StatusUnauthorized, "a bearer token is required")
+		localhttp.Unauthorized(w, presented, g.cfg.AuthHint)
 		return
 	}
 	if !g.serving() {

@@ -70,6 +70,55 @@ func TestAuth(t *testing.T) {
 	}
 }
 
+// TestAuthAll: a local gateway (AuthAll) asks every request for a token,
+// the cards and /healthz too, and takes the local token besides the
+// configured ones; a card's CORS preflight needs none. The 401 names the
+// UNAUTHORIZED code and the hint.
+func TestAuthAll(t *testing.T) {
+	const local = "local-token-0123456789abcdefghijklmnop"
+	e := newEnv(t, func(c *a2ahttp.Config) {
+		c.LocalToken = local
+		c.TokenHashes = []string{a2ahttp.HashToken("s3cret")}
+		c.AuthAll = true
+		c.AuthHint = "the token is in /d/local.token"
+	})
+	do := func(method, path, token string) (*http.Response, string) {
+		t.Helper()
+		req, _ := http.NewRequest(method, e.srv.URL+path, nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp, string(b)
+	}
+	for _, p := range []string{"/.well-known/agent-card.json", "/a2a/echo/.well-known/agent-card.json", "/a2a/echo/.well-known/agent.json", "/healthz"} {
+		if resp, body := do(http.MethodGet, p, ""); resp.StatusCode != http.StatusUnauthorized ||
+			!strings.Contains(body, `"code":"UNAUTHORIZED"`) || !strings.Contains(body, "/d/local.token") {
+			t.Errorf("GET %s without a token: %d %s", p, resp.StatusCode, body)
+		}
+		for _, tok := range []string{local, "s3cret"} {
+			if resp, body := do(http.MethodGet, p, tok); resp.StatusCode != http.StatusOK {
+				t.Errorf("GET %s with a token: %d %s", p, resp.StatusCode, body)
+			}
+		}
+	}
+	if resp, _ := do(http.MethodOptions, "/a2a/echo/.well-known/agent-card.json", ""); resp.StatusCode != http.StatusNoContent ||
+		!strings.Contains(resp.Header.Get("Access-Control-Allow-Headers"), "Authorization") {
+		t.Errorf("card preflight: %d, Allow-Headers %q", resp.StatusCode, resp.Header.Get("Access-Control-Allow-Headers"))
+	}
+	if resp, _ := do(http.MethodOptions, "/a2a/echo/", ""); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("OPTIONS on the JSON-RPC endpoint without a token: %d, want 401", resp.StatusCode)
+	}
+	url := e.srv.URL + "/a2a/echo/"
+	call{url: url, token: local}.fails(t, "tasks/get", map[string]any{"id": "x"}, -32001)
+	call{url: url, token: "s3cret"}.fails(t, "tasks/get", map[string]any{"id": "x"}, -32001)
+}
+
 // The 401 comes before the body is read.
 func TestAuthBeforeBody(t *testing.T) {
 	e := newEnv(t, func(c *a2ahttp.Config) { c.TokenHashes = []string{a2ahttp.HashToken("t")} })
