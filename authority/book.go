@@ -438,8 +438,9 @@ func (b *Book) NextChange() time.Time {
 // claimed tier only down to the most privileged tier that a valid grant or
 // trust covering it allows, and its claimed sandbox only if one of them
 // names it; covered by nothing, it is held at L3 with no sandbox (least
-// privilege), whatever it claims. The result carries its
-// [agentcard.Standing].
+// privilege), whatever it claims. A node whose key is an admin's is covered
+// as by a grant of L0 in every sandbox: it could sign itself one. The
+// result carries its [agentcard.Standing].
 func (b *Book) Effective(c agentcard.Card) agentcard.Card {
 	if c.Origin == agentcard.OriginLocal || c.Host == "" || c.Host == b.self.String() {
 		return c
@@ -468,6 +469,12 @@ func (b *Book) Effective(c agentcard.Card) agentcard.Card {
 		if !exp.IsZero() && (st.Expires.IsZero() || exp.Before(st.Expires)) {
 			st.Expires = exp
 		}
+	}
+	if b.admins[host] {
+		// An admin could sign itself any grant: its own node's agents
+		// stand on their claims.
+		apply(tiers.L0, []string{AnySandbox}, nil, time.Time{})
+		st.Basis, st.Grant = agentcard.BasisGrant, "admin "+short(host)
 	}
 	for _, t := range b.trusts[host] {
 		if (t.Agent == "" || t.Agent == c.ID) && (t.Expires.IsZero() || now.Before(t.Expires)) {

@@ -20,6 +20,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/nova-node/nova-node/agentcard"
+	"github.com/nova-node/nova-node/authority"
 	"github.com/nova-node/nova-node/envelope"
 	"github.com/nova-node/nova-node/internal/frame"
 	"github.com/nova-node/nova-node/internal/waitfor"
@@ -261,6 +262,11 @@ func TestReceiverEnforces(t *testing.T) {
 	}))
 	target := net.Nodes[0]
 	m := newMallory(t, target)
+	// Mallory is a member granted L1: the rules below are the receiver's
+	// own checks of what a granted peer sends, not of its claims.
+	if _, err := target.AddAuthorityRecord(net.Grant(authority.Grant{Peer: m.id(), MaxTier: tiers.L1})); err != nil {
+		t.Fatal(err)
+	}
 	mine := func(id string) string { return id + "@" + m.id().String() }
 	s := m.stream(target)
 	writeMsg(t, s, rawMsg{Kind: 1, Cards: [][]byte{

@@ -4,6 +4,7 @@ package demo
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,7 +16,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/nova-node/nova-node/agentcard"
+	"github.com/nova-node/nova-node/authority"
 	"github.com/nova-node/nova-node/envelope"
 	"github.com/nova-node/nova-node/internal/planets"
 	"github.com/nova-node/nova-node/node"
@@ -23,6 +27,7 @@ import (
 	"github.com/nova-node/nova-node/protocol"
 	"github.com/nova-node/nova-node/protocol/task/negotiation"
 	"github.com/nova-node/nova-node/protocol/task/taskswarm"
+	"github.com/nova-node/nova-node/tiers"
 )
 
 // Summary is what the demo found (what `nova-node demo --json` prints).
@@ -203,9 +208,15 @@ func (d *demoRun) start(ctx context.Context, dir string) error {
 		hosted[i%NodeCount] = append(hosted[i%NodeCount], a)
 		d.tiers[a.ID] = a.Tier.String()
 	}
+	grants, admin, err := demoGrants(dir, hosted)
+	if err != nil {
+		return err
+	}
 	for i := range NodeCount {
 		cfg := node.DefaultConfig()
 		cfg.DataDir = filepath.Join(dir, fmt.Sprintf("n%d", i+1))
+		cfg.Authority = admin.String()
+		cfg.Grants = grants[i]
 		cfg.Swarm = "demo"
 		cfg.Listen = []string{"/ip4/127.0.0.1/tcp/0"}
 		cfg.Agents = nil
@@ -544,4 +555,41 @@ func ResultText(r json.RawMessage) string {
 		}
 	}
 	return string(r)
+}
+
+// demoGrants makes node 1 the founder of the demo swarm's authority and
+// signs, with its key, each other node's grant: the most privileged tier
+// of the agents it hosts and their sandboxes, so that every node holds the
+// planetary agents at their seed tiers. Node 1 needs none: its key is the
+// authority's, which every node holds at its claims.
+func demoGrants(dir string, hosted [][]planets.Agent) (grants [][]string, admin peer.ID, err error) {
+	keys := make([]crypto.PrivKey, NodeCount)
+	for i := range NodeCount {
+		if keys[i], _, err = node.EnsureIdentity(filepath.Join(dir, fmt.Sprintf("n%d", i+1))); err != nil {
+			return nil, "", err
+		}
+	}
+	if admin, err = peer.IDFromPrivateKey(keys[0]); err != nil {
+		return nil, "", err
+	}
+	grants = make([][]string, NodeCount)
+	for i := 1; i < NodeCount; i++ {
+		id, err := peer.IDFromPrivateKey(keys[i])
+		if err != nil {
+			return nil, "", err
+		}
+		g := authority.Grant{Authority: admin, Serial: uint64(i), Peer: id, MaxTier: tiers.L3}
+		for _, a := range hosted[i] {
+			g.MaxTier = min(g.MaxTier, a.Tier)
+			if sb := a.Card().SandboxID; sb != "" && !slices.Contains(g.Sandboxes, sb) {
+				g.Sandboxes = append(g.Sandboxes, sb)
+			}
+		}
+		b, err := authority.SealGrant(g, keys[0])
+		if err != nil {
+			return nil, "", err
+		}
+		grants[i] = []string{base64.RawURLEncoding.EncodeToString(b)}
+	}
+	return grants, admin, nil
 }
