@@ -502,8 +502,11 @@ func (b *Book) Effective(c agentcard.Card) agentcard.Card {
 		return agentcard.WithStanding(c, tiers.L3, "", st)
 	}
 	if !allCaps {
-		slices.Sort(caps)
-		st.Capabilities = slices.Compact(caps)
+		// Non-nil even when empty: bases that list no capabilities cover
+		// none, and a nil list would cover all.
+		st.Capabilities = append([]string{}, caps...)
+		slices.Sort(st.Capabilities)
+		st.Capabilities = slices.Compact(st.Capabilities)
 	}
 	t, sb := max(claimTier, floor), claimSandbox
 	if sb != "" && !slices.Contains(sandboxes, sb) {
