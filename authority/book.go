@@ -475,6 +475,7 @@ func (b *Book) Effective(c agentcard.Card) agentcard.Card {
 		}
 	}
 	var why []string
+	var named *Grant // the grant Standing names: the most privileged, then the lowest serial
 	for _, h := range b.grants[host] {
 		if h.g.Agent != "" && h.g.Agent != c.ID {
 			continue
@@ -485,9 +486,12 @@ func (b *Book) Effective(c agentcard.Card) agentcard.Card {
 		}
 		apply(h.g.MaxTier, h.g.Sandboxes, h.g.Capabilities, h.g.Expires)
 		st.Basis = agentcard.BasisGrant
-		if st.Grant == "" || h.g.MaxTier == floor {
-			st.Grant = fmt.Sprintf("serial %d by %s", h.g.Serial, short(h.g.Issuer))
+		if named == nil || h.g.MaxTier < named.MaxTier || h.g.MaxTier == named.MaxTier && h.g.Serial < named.Serial {
+			named = &h.g
 		}
+	}
+	if named != nil {
+		st.Grant = fmt.Sprintf("serial %d by %s", named.Serial, short(named.Issuer))
 	}
 	if !covered {
 		st.Basis = agentcard.BasisNone
