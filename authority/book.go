@@ -31,14 +31,16 @@ const (
 // MaxTier, in Sandboxes, until Expires (zero: until removed). It is local to
 // the node (stored in its data dir) and never travels.
 type Trust struct {
-	Peer         peer.ID    `json:"peer"`
-	Agent        string     `json:"agent,omitempty"` // "" for every agent of Peer
-	MaxTier      tiers.Tier `json:"maxTier"`
-	Sandboxes    []string   `json:"sandboxes,omitempty"`
-	Capabilities []string   `json:"capabilities,omitempty"` // nil covers all
-	Expires      time.Time  `json:"expires,omitzero"`
-	Added        time.Time  `json:"added,omitzero"`
-	Note         string     `json:"note,omitempty"`
+	Peer      peer.ID    `json:"peer"`
+	Agent     string     `json:"agent,omitempty"` // "" for every agent of Peer
+	MaxTier   tiers.Tier `json:"maxTier"`
+	Sandboxes []string   `json:"sandboxes,omitempty"`
+	// Capabilities the agents may advertise as covered: nil covers all,
+	// empty covers none (omitzero keeps an empty list through JSON).
+	Capabilities []string  `json:"capabilities,omitzero"`
+	Expires      time.Time `json:"expires,omitzero"`
+	Added        time.Time `json:"added,omitzero"`
+	Note         string    `json:"note,omitempty"`
 }
 
 // GrantState says whether a held grant counts now.
