@@ -907,6 +907,10 @@ func (r *Registry) live(e *entry) bool {
 // r.mu must be held for writing.
 func (r *Registry) put(k key, e *entry) {
 	clip(&e.card)
+	// A card is stored as signed: a standing it carries (a card taken from
+	// a lookup and stored again) would make its claims those of the old
+	// assessment. Only the assessor gives a stored card a standing.
+	e.card.standing = nil
 	e.claim = e.card
 	if !e.local && r.assess != nil {
 		e.card = r.assess(e.claim)

@@ -31,14 +31,16 @@ const (
 // MaxTier, in Sandboxes, until Expires (zero: until removed). It is local to
 // the node (stored in its data dir) and never travels.
 type Trust struct {
-	Peer         peer.ID    `json:"peer"`
-	Agent        string     `json:"agent,omitempty"` // "" for every agent of Peer
-	MaxTier      tiers.Tier `json:"maxTier"`
-	Sandboxes    []string   `json:"sandboxes,omitempty"`
-	Capabilities []string   `json:"capabilities,omitempty"` // nil covers all
-	Expires      time.Time  `json:"expires,omitzero"`
-	Added        time.Time  `json:"added,omitzero"`
-	Note         string     `json:"note,omitempty"`
+	Peer      peer.ID    `json:"peer"`
+	Agent     string     `json:"agent,omitempty"` // "" for every agent of Peer
+	MaxTier   tiers.Tier `json:"maxTier"`
+	Sandboxes []string   `json:"sandboxes,omitempty"`
+	// Capabilities the agents may advertise as covered: nil covers all,
+	// empty covers none (omitzero keeps an empty list through JSON).
+	Capabilities []string  `json:"capabilities,omitzero"`
+	Expires      time.Time `json:"expires,omitzero"`
+	Added        time.Time `json:"added,omitzero"`
+	Note         string    `json:"note,omitempty"`
 }
 
 // GrantState says whether a held grant counts now.
@@ -483,6 +485,7 @@ func (b *Book) Effective(c agentcard.Card) agentcard.Card {
 		}
 	}
 	var why []string
+	var named *Grant // the grant Standing names: the most privileged, then the lowest serial
 	for _, h := range b.grants[host] {
 		if h.g.Agent != "" && h.g.Agent != c.ID {
 			continue
@@ -493,9 +496,12 @@ func (b *Book) Effective(c agentcard.Card) agentcard.Card {
 		}
 		apply(h.g.MaxTier, h.g.Sandboxes, h.g.Capabilities, h.g.Expires)
 		st.Basis = agentcard.BasisGrant
-		if st.Grant == "" || h.g.MaxTier == floor {
-			st.Grant = fmt.Sprintf("serial %d by %s", h.g.Serial, short(h.g.Issuer))
+		if named == nil || h.g.MaxTier < named.MaxTier || h.g.MaxTier == named.MaxTier && h.g.Serial < named.Serial {
+			named = &h.g
 		}
+	}
+	if named != nil {
+		st.Grant = fmt.Sprintf("serial %d by %s", named.Serial, short(named.Issuer))
 	}
 	if !covered {
 		st.Basis = agentcard.BasisNone
@@ -510,8 +516,11 @@ func (b *Book) Effective(c agentcard.Card) agentcard.Card {
 		return agentcard.WithStanding(c, tiers.L3, "", st)
 	}
 	if !allCaps {
-		slices.Sort(caps)
-		st.Capabilities = slices.Compact(caps)
+		// Non-nil even when empty: bases that list no capabilities cover
+		// none, and a nil list would cover all.
+		st.Capabilities = append([]string{}, caps...)
+		slices.Sort(st.Capabilities)
+		st.Capabilities = slices.Compact(st.Capabilities)
 	}
 	t, sb := max(claimTier, floor), claimSandbox
 	if sb != "" && !slices.Contains(sandboxes, sb) && !slices.Contains(sandboxes, AnySandbox) {

@@ -228,6 +228,10 @@ func unixOrZero(t time.Time) int64 {
 	return t.Unix()
 }
 
+// isEpoch reports whether t is set but encodes as 0 (the Unix epoch, to
+// the second), which the wire reads as unset.
+func isEpoch(t time.Time) bool { return !t.IsZero() && t.Unix() == 0 }
+
 func timeOrZero(s int64) time.Time {
 	if s == 0 {
 		return time.Time{}
@@ -252,6 +256,8 @@ func (g *Grant) check() error {
 		return invalid("grant", "names %d sandboxes, more than %d", len(g.Sandboxes), MaxSandboxes)
 	case len(g.Capabilities) > MaxCapabilities:
 		return invalid("grant", "names %d capabilities, more than %d", len(g.Capabilities), MaxCapabilities)
+	case isEpoch(g.NotBefore) || isEpoch(g.Expires):
+		return invalid("grant", "a bound at the Unix epoch (1970-01-01T00:00:00Z) reads as no bound on the wire; leave it zero or pick another instant")
 	case !g.Expires.IsZero() && !g.NotBefore.IsZero() && !g.Expires.After(g.NotBefore):
 		return invalid("grant", "expires (%s) before it is valid (%s)", g.Expires.Format(time.RFC3339), g.NotBefore.Format(time.RFC3339))
 	}
@@ -320,6 +326,9 @@ func SealRevocation(r Revocation, key crypto.PrivKey) ([]byte, error) {
 	}
 	if len(r.Reason) > maxReasonLen {
 		return nil, invalid("revocation", "reason is %d bytes, more than %d", len(r.Reason), maxReasonLen)
+	}
+	if isEpoch(r.At) {
+		return nil, invalid("revocation", "a time at the Unix epoch (1970-01-01T00:00:00Z) reads as none on the wire; leave it zero or pick another instant")
 	}
 	w := revocationWire{Authority: peerBytes(r.Authority), Serial: r.Serial, Reason: r.Reason, At: unixOrZero(r.At)}
 	if r.Peer != "" {
