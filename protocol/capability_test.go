@@ -173,8 +173,8 @@ func TestCapabilityRoutingPrefersNodesThatAnswer(t *testing.T) {
 		c.RetryDelay = 10 * time.Millisecond // the failed delivery below gives up fast
 	}))
 	answerWithOwnAddress(t, net.Nodes[0], node.AgentConfig{Name: "asker", Capabilities: []node.CapabilityConfig{{ID: "ask"}}}.Card())
-	first := answerWithOwnAddress(t, net.Nodes[1], node.AgentConfig{Name: "a-translator", Capabilities: []node.CapabilityConfig{{ID: "translate"}}}.Card())
-	second := answerWithOwnAddress(t, net.Nodes[2], node.AgentConfig{Name: "b-translator", Capabilities: []node.CapabilityConfig{{ID: "translate"}}}.Card())
+	a := answerWithOwnAddress(t, net.Nodes[1], node.AgentConfig{Name: "a-translator", Capabilities: []node.CapabilityConfig{{ID: "translate"}}}.Card())
+	b := answerWithOwnAddress(t, net.Nodes[2], node.AgentConfig{Name: "b-translator", Capabilities: []node.CapabilityConfig{{ID: "translate"}}}.Card())
 	net.FullMesh()
 	net.WaitForCards()
 	ask := func() (string, error) {
@@ -185,43 +185,54 @@ func TestCapabilityRoutingPrefersNodesThatAnswer(t *testing.T) {
 		return resp.Sender, nil
 	}
 
-	if got, err := ask(); err != nil || got != first {
-		t.Fatalf("all reachable: answered by %s (%v), want %s, the first by address", got, err, first)
+	// Both reachable and equally vouched for: node 0's salted tie-break
+	// picks one, the same every time.
+	first, err := ask()
+	if err != nil || first != a && first != b {
+		t.Fatalf("all reachable: answered by %s (%v), want %s or %s", first, err, a, b)
+	}
+	if again, err := ask(); err != nil || again != first {
+		t.Fatalf("all reachable, asked again: answered by %s (%v), want %s again", again, err, first)
+	}
+	pn, qn, second := 1, 2, b // the node of the first, the other, its agent
+	if first == b {
+		pn, qn, second = 2, 1, a
 	}
 
-	// Node 1 goes away; its card stays in node 0's registry.
-	net.Partition([]int{0}, []int{1})
+	// The first's node goes away; its card stays in node 0's registry.
+	net.Partition([]int{0}, []int{pn})
 	if _, ok := net.Nodes[0].Registry().Get(first); !ok {
-		t.Fatal("node 0 forgot the card of node 1's agent: the test needs it kept")
+		t.Fatal("node 0 forgot the card of the first translator: the test needs it kept")
 	}
 	if got, err := ask(); err != nil || got != second {
-		t.Fatalf("node 1 gone, node 2 connected: answered by %s (%v), want %s", got, err, second)
+		t.Fatalf("node %d gone, node %d connected: answered by %s (%v), want %s", pn, qn, got, err, second)
 	}
 
-	// Node 2 is cut off too: no translator can be reached (which one is
+	// The other is cut off too: no translator can be reached (which one is
 	// tried depends on which failed longest ago: the channels to both
 	// redial in the background).
-	net.Partition([]int{0}, []int{2})
+	net.Partition([]int{0}, []int{qn})
 	if _, err := ask(); !errors.Is(err, protocol.ErrDeliveryFailed) {
 		t.Fatalf("no translator reachable: %v, want DELIVERY_FAILED", err)
 	}
-	// Node 2 comes back and identifies: it goes first, before node 1,
-	// which failed and has not been reached since.
-	net.Heal([]int{0}, []int{2})
+	// The second's node comes back and identifies: it goes first, before
+	// the other, which failed and has not been reached since.
+	net.Heal([]int{0}, []int{qn})
 	waitfor.Eventually(t, 5*time.Second, func() error {
 		got, err := ask()
 		if err != nil || got != second {
-			return fmt.Errorf("node 2 back: answered by %s (%v), want %s", got, err, second)
+			return fmt.Errorf("node %d back: answered by %s (%v), want %s", qn, got, err, second)
 		}
 		return nil
 	})
 
-	// Node 1 comes back: once it is reached again it is first again.
-	net.Heal([]int{0}, []int{1})
+	// The first's node comes back: once it is reached again it is first
+	// again.
+	net.Heal([]int{0}, []int{pn})
 	waitfor.Eventually(t, 5*time.Second, func() error {
 		got, err := ask()
 		if err != nil || got != first {
-			return fmt.Errorf("node 1 back: answered by %s (%v), want %s", got, err, first)
+			return fmt.Errorf("node %d back: answered by %s (%v), want %s", pn, got, err, first)
 		}
 		return nil
 	})
