@@ -32,9 +32,9 @@ type NotAdminError struct {
 
 func (e *NotAdminError) Error() string {
 	if e.Authority == "" {
-		return fmt.Sprintf("cannot %s: this node's swarm has no authority (no `authority:` in config.yaml); %s", e.What, e.Hint())
+		return fmt.Sprintf("cannot %s: this node's swarm has no authority (no `authority:` in config.yaml)", e.What)
 	}
-	return fmt.Sprintf("cannot %s: this node (%s) is not an admin of the swarm's authority %s; %s", e.What, e.Self, e.Authority, e.Hint())
+	return fmt.Sprintf("cannot %s: this node (%s) is not an admin of the swarm's authority %s: run it on an admin node", e.What, e.Self, e.Authority)
 }
 
 // Code is [localapi.CodeNotAdmin].
