@@ -12,9 +12,11 @@ import (
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/nova-node/nova-node/internal/waitfor"
 	"github.com/nova-node/nova-node/node"
 	"github.com/nova-node/nova-node/node/localapi"
 	"github.com/nova-node/nova-node/testnet"
+	"github.com/nova-node/nova-node/tiers"
 )
 
 // startNodeAuth runs a node on dir whose swarm's authority is auth ("" for
@@ -256,4 +258,71 @@ func toStrings(v any) []string {
 		out = append(out, s)
 	}
 	return out
+}
+
+// TestAuthorityHelpTeaches: each authority command says what it does,
+// shows an example, and documents its flags.
+func TestAuthorityHelpTeaches(t *testing.T) {
+	root := newRoot(&globals{})
+	for _, path := range [][]string{{"grant"}, {"grant", "list"}, {"grant", "revoke"}, {"trust"}, {"trust", "list"}, {"trust", "remove"},
+		{"authority"}, {"authority", "add-admin"}, {"authority", "remove-admin"}, {"invite"}, {"join"}} {
+		c, _, err := root.Find(path)
+		if err != nil || c.Long == "" || c.Example == "" {
+			t.Errorf("%v: no Long description or example (%v)", path, err)
+		}
+	}
+	out, _, code := runCLI(t, "grant", "--help")
+	for _, want := range []string{"--max-tier", "--sandbox", "--expires", "--not-before", "--capability", "NOT_ADMIN", "--json", "grant revoke"} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("grant --help lacks %q", want)
+		}
+	}
+	out, _, _ = runCLI(t, "invite", "--help")
+	if !strings.Contains(out, "private key") || !strings.Contains(out, "--max-tier") {
+		t.Errorf("invite --help does not say the admission token is a secret:\n%s", out)
+	}
+	if _, errOut, code := runCLI(t, "grant", "revoke", "x"); code != 2 || !strings.Contains(errOut, "not a grant serial") {
+		t.Errorf("revoke x: %d %s", code, errOut)
+	}
+	if _, errOut, code := runCLI(t, "grant", newPeerID(t), "--max-tier", "L1", "--expires", "soon"); code != 2 || !strings.Contains(errOut, "--expires") {
+		t.Errorf("--expires soon: %d %s", code, errOut)
+	}
+}
+
+// TestStandingShown: an agent claiming L1 with nothing to cover it is
+// shown at L3 with its claim, by agents and authority; once trusted,
+// status names the basis and the expiry.
+func TestStandingShown(t *testing.T) {
+	dirA, dirB := t.TempDir(), t.TempDir()
+	a := startNode(t, 0, dirA, node.DefaultAgent("alice"))
+	l1 := tiers.L1
+	bobCfg := node.DefaultAgent("bob")
+	bobCfg.Tier = &l1
+	b := startNode(t, 1, dirB, bobCfg)
+	if _, err := a.Connect(t.Context(), b.Addrs()[0].String()); err != nil {
+		t.Fatal(err)
+	}
+	waitfor.Eventually(t, testnetWait, func() error {
+		_, err := a.Registry().Resolve("bob")
+		return err
+	})
+	out, _, code := runCLI(t, "agents", "--data-dir", dirA, "--origin", "remote")
+	if code != 0 || !strings.Contains(out, "L3 (claims L1: no grant)") {
+		t.Fatalf("agents:\n%s", out)
+	}
+	out, _, _ = runCLI(t, "authority", "--data-dir", dirA)
+	if !strings.Contains(out, "! bob@") || !strings.Contains(out, "(claims L1)") {
+		t.Fatalf("authority:\n%s", out)
+	}
+	if _, _, code := runCLI(t, "trust", "--data-dir", dirA, b.ID().String(), "--max-tier", "L1", "--expires", "72h"); code != 0 {
+		t.Fatal("trust")
+	}
+	out, _, code = runCLI(t, "status", "--data-dir", dirA)
+	if code != 0 || !strings.Contains(out, "basis: trust, expires") || !strings.Contains(out, "soon!") {
+		t.Fatalf("status:\n%s", out)
+	}
+	out, _, _ = runCLI(t, "agents", "--data-dir", dirA, "--origin", "remote", "--json")
+	if !strings.Contains(out, `"basis": "trust"`) || !strings.Contains(out, `"claimedTier": "L1"`) {
+		t.Fatalf("agents --json:\n%s", out)
+	}
 }
