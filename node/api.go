@@ -15,7 +15,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/peer"
+
 	"github.com/nova-node/nova-node/agentcard"
+	"github.com/nova-node/nova-node/authority"
 	"github.com/nova-node/nova-node/envelope"
 	"github.com/nova-node/nova-node/node/localapi"
 	"github.com/nova-node/nova-node/protocol"
@@ -155,6 +158,81 @@ func startAPI(n *Node, path string) (*apiServer, error) {
 		}
 		writeJSON(w, 200, info)
 	})
+	mux.HandleFunc("GET /v1/authority", func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, n.AuthorityStatus()) })
+	mux.HandleFunc("POST /v1/authority/grants", func(w http.ResponseWriter, r *http.Request) {
+		var req localapi.GrantRequest
+		if readRequest(w, r, &req) {
+			res, err := n.IssueGrant(req)
+			writeResult(w, res, err)
+		}
+	})
+	mux.HandleFunc("POST /v1/authority/revocations", func(w http.ResponseWriter, r *http.Request) {
+		var req localapi.RevokeRequest
+		if readRequest(w, r, &req) {
+			res, err := n.Revoke(req.Serial, req.Reason)
+			writeResult(w, res, err)
+		}
+	})
+	mux.HandleFunc("POST /v1/authority/admins", func(w http.ResponseWriter, r *http.Request) {
+		var req localapi.AdminsRequest
+		if !readRequest(w, r, &req) {
+			return
+		}
+		var add, remove []peer.ID
+		for _, f := range []struct {
+			ids []string
+			to  *[]peer.ID
+		}{{req.Add, &add}, {req.Remove, &remove}} {
+			for _, s := range f.ids {
+				p, err := parsePeer("admin key", s)
+				if err != nil {
+					writeResult(w, nil, err)
+					return
+				}
+				*f.to = append(*f.to, p)
+			}
+		}
+		if err := n.ChangeAdmins(add, remove); err != nil {
+			writeResult(w, nil, err)
+			return
+		}
+		writeJSON(w, 200, n.AuthorityStatus())
+	})
+	mux.HandleFunc("POST /v1/trust", func(w http.ResponseWriter, r *http.Request) {
+		var req localapi.TrustRequest
+		if !readRequest(w, r, &req) {
+			return
+		}
+		p, err := parsePeer("peer", req.Peer)
+		if err != nil {
+			writeResult(w, nil, err)
+			return
+		}
+		t, err := parseTierField(req.MaxTier)
+		if err != nil {
+			writeResult(w, nil, err)
+			return
+		}
+		tr := authority.Trust{Peer: p, Agent: req.Agent, MaxTier: t, Sandboxes: req.Sandboxes, Capabilities: req.Capabilities, Expires: req.Expires, Note: req.Note}
+		if err := n.SetTrust(tr); err != nil {
+			writeResult(w, nil, err)
+			return
+		}
+		writeJSON(w, 200, localapi.TrustInfo{Peer: p.String(), Agent: tr.Agent, MaxTier: t.String(), Sandboxes: tr.Sandboxes, Capabilities: tr.Capabilities, Expires: tr.Expires, Note: tr.Note})
+	})
+	mux.HandleFunc("DELETE /v1/trust", func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		p, err := parsePeer("peer", q.Get("peer"))
+		if err != nil {
+			writeResult(w, nil, err)
+			return
+		}
+		agent := q.Get("agent")
+		if q.Get("all") == "1" {
+			agent = "*"
+		}
+		writeJSON(w, 200, localapi.TrustRemoved{Peer: p.String(), Removed: n.RemoveTrust(p, agent)})
+	})
 	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 200, n.Status())
 	})
@@ -222,11 +300,21 @@ func (n *Node) Status() localapi.Status {
 				ps.Relayed = true
 			}
 		}
+		var bases []string
 		for _, c := range n.reg.Remote() {
 			if c.Host == p.String() {
 				ps.Agents = append(ps.Agents, c.ID)
+				s := c.Standing()
+				if b := string(s.Basis); !slices.Contains(bases, b) {
+					bases = append(bases, b)
+				}
+				if !s.Expires.IsZero() && (ps.Expires.IsZero() || s.Expires.Before(ps.Expires)) {
+					ps.Expires = s.Expires
+				}
 			}
 		}
+		slices.Sort(bases)
+		ps.Basis = strings.Join(bases, "+")
 		st.PeerList = append(st.PeerList, ps)
 	}
 	st.Channels = n.router.Channels()
@@ -419,6 +507,33 @@ func (n *Node) defaultAgent() (c agentcard.Card, ok bool) {
 		return agentcard.Card{}, false
 	}
 	return slices.MinFunc(local, func(a, b agentcard.Card) int { return strings.Compare(a.ID, b.ID) }), true
+}
+
+// readRequest decodes a JSON request body of at most 64 KiB into v, or
+// answers 400 INVALID_REQUEST and reports false.
+func readRequest(w http.ResponseWriter, r *http.Request, v any) bool {
+	if err := json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(v); err != nil {
+		writeJSON(w, 400, &localapi.APIError{Code: "INVALID_REQUEST", Message: "request body: " + err.Error()})
+		return false
+	}
+	return true
+}
+
+// writeResult answers v, or err with its code: 403 for NOT_ADMIN, 400 for
+// a request or record that is refused, 500 otherwise.
+func writeResult(w http.ResponseWriter, v any, err error) {
+	if err == nil {
+		writeJSON(w, 200, v)
+		return
+	}
+	status := 500
+	switch protocol.CodeOf(err) {
+	case localapi.CodeNotAdmin:
+		status = 403
+	case "INVALID_REQUEST", authority.CodeInvalidGrant:
+		status = 400
+	}
+	writeJSON(w, status, apiErr(err))
 }
 
 func apiErr(err error) *localapi.APIError {

@@ -128,3 +128,53 @@ func syncDir(dir string) {
 		_ = d.Close()
 	}
 }
+
+// InstallIdentity writes key as the data dir's identity (mode 0600, via a
+// temp file renamed into place). An existing identity is kept unless
+// replace: then it is moved to identity.key.replaced (overwriting an older
+// one there), so that the node it was can still be restored. It returns
+// the path of the moved key, "" when there was none.
+func InstallIdentity(dataDir string, key crypto.PrivKey, replace bool) (moved string, err error) {
+	b, err := crypto.MarshalPrivateKey(key)
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return "", fmt.Errorf("node: create data dir: %w", err)
+	}
+	path := filepath.Join(dataDir, IdentityFile)
+	if _, err := os.Stat(path); err == nil {
+		if !replace {
+			return "", fmt.Errorf("node: %s exists: %w", path, fs.ErrExist)
+		}
+		moved = path + ".replaced"
+		if err := os.Rename(path, moved); err != nil {
+			return "", fmt.Errorf("node: move the old identity aside: %w", err)
+		}
+	}
+	tmp, err := os.CreateTemp(dataDir, ".identity-*")
+	if err != nil {
+		return moved, fmt.Errorf("node: write identity: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(0o600); err != nil && runtime.GOOS != "windows" {
+		tmp.Close()
+		return moved, fmt.Errorf("node: write identity: %w", err)
+	}
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		return moved, fmt.Errorf("node: write identity: %w", err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return moved, fmt.Errorf("node: write identity: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return moved, fmt.Errorf("node: write identity: %w", err)
+	}
+	if err := os.Link(tmp.Name(), path); err != nil {
+		return moved, fmt.Errorf("node: write identity: %w", err)
+	}
+	syncDir(dataDir)
+	return moved, nil
+}

@@ -1,30 +1,181 @@
 package node
 
 import (
+	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
 
+	"github.com/libp2p/go-libp2p/core/crypto"
+	crypto_pb "github.com/libp2p/go-libp2p/core/crypto/pb"
+	"github.com/libp2p/go-libp2p/core/peer"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/nova-node/nova-node/authority"
 	"github.com/nova-node/nova-node/discovery/invite"
 )
 
-// ApplyInvite writes an invite token into the data dir's config.yaml (swarm,
-// swarm secret, bootstrap peers added to those already there), keeping the
-// file's comments. The data dir is created if needed. A running node must be
-// restarted to use it.
+// ApplyInvite is [ApplyInviteWith] with no options: a token's identity is
+// installed only in a data dir that has none.
 func ApplyInvite(dataDir string, tok invite.Token) error {
+	_, err := ApplyInviteWith(dataDir, tok, JoinOptions{})
+	return err
+}
+
+// JoinOptions say what joining does with a token's identity when the data
+// dir has one already (a different key): by default it refuses
+// ([IdentityExistsError]).
+type JoinOptions struct {
+	// ReplaceIdentity installs the token's identity, moving the old key to
+	// identity.key.replaced.
+	ReplaceIdentity bool
+	// KeepIdentity keeps the data dir's identity and drops the token's
+	// identity and grant (the grant is for the token's identity only).
+	KeepIdentity bool
+}
+
+// JoinResult says what joining did about the authority and the identity.
+type JoinResult struct {
+	Authority string // the swarm's authority written to config.yaml, "" if none
+	PeerID    string // the data dir's identity after joining
+	// IdentityInstalled: the token's identity is the data dir's now.
+	IdentityInstalled bool
+	// ReplacedIdentity is where the former key went, when it was replaced.
+	ReplacedIdentity string
+	// Granted: the token's grant was written to config.yaml's grants.
+	Granted bool
+	// GrantDropped: the token's grant was dropped, with its identity
+	// (KeepIdentity).
+	GrantDropped bool
+}
+
+// IdentityExistsError says a token carries an identity for the joiner but
+// the data dir has another one.
+type IdentityExistsError struct {
+	DataDir string
+	Current peer.ID // the data dir's identity
+	Token   peer.ID // the token's
+}
+
+func (e *IdentityExistsError) Error() string {
+	return fmt.Sprintf("node: the token carries an identity (%s) with its grant, but %s has one already (%s)", e.Token, e.DataDir, e.Current)
+}
+
+// Code is the error's code.
+func (e *IdentityExistsError) Code() string { return "IDENTITY_EXISTS" }
+
+// Hint says what to do about it.
+func (e *IdentityExistsError) Hint() string {
+	return "join again with --replace-identity to become the granted node (the old key is kept as " + IdentityFile + ".replaced; " +
+		"peers see a new node), with --keep-identity to stay this node without the grant (then ask an admin for `nova-node grant " +
+		e.Current.String() + "`), or join into a fresh --data-dir"
+}
+
+// InviteError says a token's authority, identity or grant is not what it
+// must be.
+type InviteError struct{ Msg string }
+
+func (e *InviteError) Error() string { return "invalid token: " + e.Msg }
+
+// Code is the error's code.
+func (e *InviteError) Code() string { return "INVALID_TOKEN" }
+
+// Hint says what to do about it.
+func (e *InviteError) Hint() string {
+	return "ask the member who invited you for a new token (`nova-node invite` on their node)"
+}
+
+// ApplyInviteWith writes an invite token into the data dir's config.yaml
+// (swarm, swarm secret, bootstrap peers added to those already there, the
+// swarm's authority, and the token's grant appended to grants), keeping
+// the file's comments. The data dir is created if needed. A token's
+// identity becomes the data dir's when it has none; opts say what to do
+// when it has another. Everything in the token is checked before anything
+// is written. A running node must be restarted to use it.
+func ApplyInviteWith(dataDir string, tok invite.Token, opts JoinOptions) (JoinResult, error) {
+	var res JoinResult
 	if err := tok.Validate(); err != nil {
-		return err
+		return res, err
+	}
+	var auth peer.ID
+	if len(tok.Authority) > 0 {
+		p, err := peer.IDFromBytes(tok.Authority)
+		if err != nil {
+			return res, &InviteError{Msg: fmt.Sprintf("its authority is not a peer ID: %v", err)}
+		}
+		auth = p
+		res.Authority = p.String()
+	}
+	var key crypto.PrivKey
+	var keyID peer.ID
+	if len(tok.Identity) > 0 {
+		k, err := crypto.UnmarshalPrivateKey(tok.Identity)
+		if err != nil || k.Type() != crypto_pb.KeyType_Ed25519 {
+			return res, &InviteError{Msg: "its identity is not an Ed25519 private key"}
+		}
+		key = k
+		keyID, _ = peer.IDFromPrivateKey(k)
+		g, err := authority.OpenGrant(tok.Grant)
+		if err != nil {
+			return res, &InviteError{Msg: fmt.Sprintf("its grant: %v", err)}
+		}
+		if g.Peer != keyID || g.Authority != auth {
+			return res, &InviteError{Msg: "its grant is not for its identity in its swarm"}
+		}
+	}
+	cur, err := LoadIdentity(dataDir)
+	switch {
+	case errors.Is(err, ErrNoIdentity):
+		cur = nil
+	case err != nil:
+		return res, err
+	}
+	grant := key != nil
+	if key != nil {
+		switch {
+		case cur == nil:
+			if _, err := InstallIdentity(dataDir, key, false); err != nil {
+				return res, err
+			}
+			res.IdentityInstalled = true
+		case cur.Equals(key):
+		case opts.KeepIdentity:
+			grant, res.GrantDropped = false, true
+		case opts.ReplaceIdentity:
+			moved, err := InstallIdentity(dataDir, key, true)
+			if err != nil {
+				return res, err
+			}
+			res.IdentityInstalled, res.ReplacedIdentity = true, moved
+		default:
+			curID, _ := peer.IDFromPrivateKey(cur)
+			return res, &IdentityExistsError{DataDir: dataDir, Current: curID, Token: keyID}
+		}
 	}
 	cfg := DefaultConfig()
 	cfg.DataDir = dataDir
 	if _, err := EnsureDataDir(cfg); err != nil {
-		return err
+		return res, err
 	}
-	return editConfig(dataDir, func(c *Config, set func(key string, v any)) {
+	k, err := LoadIdentity(dataDir)
+	if err != nil {
+		return res, err
+	}
+	id, _ := peer.IDFromPrivateKey(k)
+	res.PeerID = id.String()
+	res.Granted = grant
+	return res, editConfig(dataDir, func(c *Config, set func(key string, v any)) {
+		if auth != "" {
+			set("authority", auth.String())
+		}
+		if grant {
+			g := base64.RawURLEncoding.EncodeToString(tok.Grant)
+			if !slices.Contains(c.Grants, g) {
+				set("grants", append(slices.Clone(c.Grants), g))
+			}
+		}
 		set("swarm", tok.Swarm)
 		if len(tok.Secret) > 0 {
 			set("swarmSecret", hex.EncodeToString(tok.Secret))
@@ -45,6 +196,14 @@ func ApplyInvite(dataDir string, tok invite.Token) error {
 			}
 		}
 		set("relays", relays)
+	})
+}
+
+// SetAuthority writes the swarm's authority (a peer ID) into config.yaml:
+// the founding admin's key. A running node must be restarted to use it.
+func SetAuthority(dataDir string, auth peer.ID) error {
+	return editConfig(dataDir, func(_ *Config, set func(string, any)) {
+		set("authority", auth.String())
 	})
 }
 

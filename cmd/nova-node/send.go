@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -259,7 +260,14 @@ NODE says whether the agent's node is this one, connected, or not connected:
 a node that left keeps its cards here until their TTL (10 minutes) runs out
 (an agent its node stopped hosting leaves at once), and ` + "`send --capability`" + `
 prefers agents on connected nodes. With --json, each card's own fields
-(tier as a number, 0 to 3) with "address" and "node" added.`,
+(tier as a number, 0 to 3) with "address" and "node" added.
+
+A remote agent's TIER is the one this node holds it at: its card's claim
+only where a grant of the swarm's authority or this node's trust covers
+it, else L3 (least privilege). When it is held lower than it claims, the
+column says so: "L3 (claims L0: no grant)". With --json, "basis",
+"claimedTier", "claimedSandbox", "expires" and "standingNote" say the same
+(see ` + "`nova-node authority`" + `).`,
 		Example: `  nova-node agents
   nova-node agents --origin remote
   nova-node agents --json`,
@@ -277,8 +285,9 @@ prefers agents on connected nodes. With --json, each card's own fields
 				return err
 			}
 			node := nodeStates(cmd, cl)
+			standing := standings(cmd, cl)
 			if g.json {
-				return g.printJSON(agentViews(cards, node))
+				return g.printJSON(agentViews(cards, node, standing))
 			}
 			if len(cards) == 0 {
 				fmt.Fprintln(g.stdout, "no agents")
@@ -286,7 +295,7 @@ prefers agents on connected nodes. With --json, each card's own fields
 			}
 			fmt.Fprintf(g.stdout, "%-16s %-4s %-7s %-4s %-24s %-14s %s\n", "NAME", "TIER", "ORIGIN", "REV", "CAPABILITIES", "NODE", "ADDRESS")
 			for _, c := range cards {
-				fmt.Fprintf(g.stdout, "%-16s %-4s %-7s %-4d %-24s %-14s %s\n", c.ID, c.Tier, c.Origin, c.Revision, capIDs(c.Capabilities), node(c), c.Address())
+				fmt.Fprintf(g.stdout, "%-16s %-4s %-7s %-4d %-24s %-14s %s\n", c.ID, tierCell(c, standing[c.Address()]), c.Origin, c.Revision, capIDs(c.Capabilities), node(c), c.Address())
 			}
 			return nil
 		},
@@ -296,20 +305,64 @@ prefers agents on connected nodes. With --json, each card's own fields
 	return c
 }
 
-// agentView is a card as `agents --json` prints it: the card's own fields,
-// its address, and the NODE column of the text output.
+// agentView is a card as `agents --json` prints it: the card's own fields
+// (its tier and sandbox those this node holds it at), its address, the
+// NODE column of the text output, and for a remote agent its standing: the
+// basis (grant, trust, none), the tier and sandbox its card claims, and why
+// it is held lower when it is.
 type agentView struct {
 	agentcard.Card
-	Address string `json:"address"`
-	Node    string `json:"node,omitempty"` // this, connected, not connected
+	Address        string    `json:"address"`
+	Node           string    `json:"node,omitempty"` // this, connected, not connected
+	Basis          string    `json:"basis,omitempty"`
+	ClaimedTier    string    `json:"claimedTier,omitempty"`
+	ClaimedSandbox string    `json:"claimedSandbox,omitempty"`
+	Expires        time.Time `json:"expires,omitzero"`
+	Note           string    `json:"standingNote,omitempty"`
 }
 
-func agentViews(cards []agentcard.Card, node func(agentcard.Card) string) []agentView {
+func agentViews(cards []agentcard.Card, node func(agentcard.Card) string, standing map[string]localapi.AgentStanding) []agentView {
 	views := make([]agentView, len(cards))
 	for i, c := range cards {
-		views[i] = agentView{Card: c, Address: c.Address(), Node: node(c)}
+		v := agentView{Card: c, Address: c.Address(), Node: node(c)}
+		if s, ok := standing[v.Address]; ok {
+			v.Basis, v.ClaimedTier, v.ClaimedSandbox, v.Expires, v.Note = s.Basis, s.ClaimedTier, s.ClaimedSandbox, s.Expires, s.Note
+		}
+		views[i] = v
 	}
 	return views
+}
+
+// standings reads the standing of every remote agent, by address; if it
+// cannot, there is none to show.
+func standings(cmd *cobra.Command, cl *localapi.Client) map[string]localapi.AgentStanding {
+	st, err := cl.Authority(cmd.Context())
+	if err != nil {
+		return nil
+	}
+	m := make(map[string]localapi.AgentStanding, len(st.Agents))
+	for _, a := range st.Agents {
+		m[a.Address] = a
+	}
+	return m
+}
+
+// tierCell is the TIER column: the tier this node holds the agent at and,
+// when that is lower than its card claims, the claim and why:
+// "L3 (claims L0: no grant)".
+func tierCell(c agentcard.Card, s localapi.AgentStanding) string {
+	if s.Address == "" || (s.ClaimedTier == s.Tier && s.ClaimedSandbox == s.Sandbox) {
+		return c.Tier.String()
+	}
+	why := "no grant"
+	if s.Basis != "none" {
+		why = "its " + s.Basis + " allows less"
+	}
+	claim := s.ClaimedTier
+	if s.ClaimedSandbox != s.Sandbox {
+		claim += " in " + s.ClaimedSandbox
+	}
+	return fmt.Sprintf("%s (claims %s: %s)", c.Tier, claim, why)
 }
 
 // nodeStates tells, for the NODE column, where a card's node stands: this
@@ -374,7 +427,7 @@ node's agents: a sandboxed agent only sees agents it may discover.`,
 			}
 			node := nodeStates(cmd, cl)
 			if g.json {
-				return g.printJSON(agentViews(cards, node))
+				return g.printJSON(agentViews(cards, node, standings(cmd, cl)))
 			}
 			if len(cards) == 0 {
 				fmt.Fprintln(g.stdout, "no agents")

@@ -19,7 +19,10 @@ func newStatusCmd(g *globals) *cobra.Command {
 		Use:   "status",
 		Short: "Show peers, channels, message counters and recent errors",
 		Long: `status shows what the running node is doing: connected peers (direct or
-relayed, and the agents they host), each channel from a local agent to a
+relayed, the agents they host, and on what basis this node holds their
+tiers and sandboxes: a grant of the swarm's authority, this node's trust,
+or none (least privilege, L3), with the earliest expiry; see
+` + "`nova-node authority`" + ` for the details), each channel from a local agent to a
 remote one (state: connecting, open, reconnecting, closed; envelopes waiting
 for acknowledgement), message counters (sent and received, and the sent
 ones by type), average routing latency, and
@@ -62,7 +65,7 @@ Prometheus expects, so after a reset the two differ.`,
 				if len(p.Addrs) > 0 {
 					addr = p.Addrs[0]
 				}
-				fmt.Fprintf(w, "  %s  %-7s %s  agents: %s\n", p.PeerID, path, addr, strings.Join(p.Agents, ","))
+				fmt.Fprintf(w, "  %s  %-7s %s  agents: %s%s\n", p.PeerID, path, addr, strings.Join(p.Agents, ","), standingText(p.Basis, p.Expires, time.Now()))
 			}
 			fmt.Fprintf(w, "\nCHANNELS (%d)\n", len(st.Channels))
 			sortChannels(st.Channels)
@@ -213,4 +216,43 @@ stream breaks off and events exits 1.`,
 	c.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new events")
 	c.Flags().IntVar(&limit, "limit", 50, "how many recent events to print first (0: none, only new ones with --follow)")
 	return c
+}
+
+// standingText is a peer's basis and earliest expiry for status: "" when
+// the peer presented no agents; an expiry within a week is flagged.
+func standingText(basis string, expires, now time.Time) string {
+	if basis == "" {
+		return ""
+	}
+	out := "  basis: " + basis
+	if !expires.IsZero() {
+		out += ", expires " + expiryText(expires, now)
+	}
+	return out
+}
+
+// expiryText is an expiry as a date and how far off it is, flagged "!"
+// within soonDays days, and "expired" once past.
+func expiryText(t, now time.Time) string {
+	d := t.Sub(now)
+	switch {
+	case d <= 0:
+		return t.Local().Format("2006-01-02 15:04") + " (expired)"
+	case d < soonDays*24*time.Hour:
+		return t.Local().Format("2006-01-02 15:04") + " (in " + roughDuration(d) + ", soon!)"
+	}
+	return t.Local().Format("2006-01-02") + " (in " + roughDuration(d) + ")"
+}
+
+// soonDays is how close an expiry is flagged.
+const soonDays = 7
+
+func roughDuration(d time.Duration) string {
+	switch {
+	case d >= 48*time.Hour:
+		return fmt.Sprintf("%d days", int(d/(24*time.Hour)))
+	case d >= 2*time.Hour:
+		return fmt.Sprintf("%d hours", int(d/time.Hour))
+	}
+	return fmt.Sprintf("%d min", max(1, int(d/time.Minute)))
 }

@@ -1,13 +1,15 @@
 // Package invite encodes and decodes nova invite tokens: the one string a
 // newcomer pastes into `nova-node join` to enter a swarm. A [Token]
 // carries the swarm's name, its optional 32-byte secret (the private
-// network key, see discovery.PSK), and multiaddrs of members to bootstrap
-// from and of relays.
+// network key, see discovery.PSK), multiaddrs of members to bootstrap
+// from and of relays, and, in a swarm with an authority, its peer ID and
+// optionally an identity made for the joiner with a grant for it.
 //
 // # Format
 //
 //	token   = "nova1" base32( cbor-map checksum )
-//	cbor-map = {1: swarm, ?2: secret, ?3: [bootstrap…], ?4: [relays…]}
+//	cbor-map = {1: swarm, ?2: secret, ?3: [bootstrap…], ?4: [relays…],
+//	            ?5: authority, ?6: identity, ?7: grant}
 //	checksum = first 4 bytes of SHA-256("nova1" || cbor-map)
 //
 // "nova" names the format and "1" its version. The base32 is RFC 4648's
@@ -29,7 +31,9 @@
 // # Limits
 //
 // At most [MaxTokenLen] characters (checked before anything else), 32
-// bootstrap and 32 relay addresses of at most 512 bytes each; the CBOR
+// bootstrap and 32 relay addresses of at most 512 bytes each, an authority
+// of at most [MaxAuthorityLen] bytes, an identity of at most
+// [MaxIdentityLen] and a grant of at most [MaxGrantLen]; the CBOR
 // decoder (internal/wirecodec's, shared by every decoder of peer input)
 // refuses tags, indefinite lengths, duplicate keys, unknown keys, invalid
 // UTF-8 and byte strings where text belongs.

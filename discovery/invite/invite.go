@@ -25,6 +25,14 @@ const (
 	MaxAddrs    = 32   // bootstrap addresses, and relay addresses
 	MaxAddrLen  = 512  // bytes of one multiaddr
 	SecretLen   = 32   // bytes of a swarm secret
+	// MaxAuthorityLen bounds the authority's peer ID (binary multihash
+	// form: 38 bytes for an Ed25519 key's).
+	MaxAuthorityLen = 64
+	// MaxIdentityLen bounds the joiner's private key (libp2p protobuf
+	// form: 68 bytes for Ed25519).
+	MaxIdentityLen = 128
+	// MaxGrantLen bounds the joiner's signed grant.
+	MaxGrantLen = 4096
 	checksumLen = 4
 )
 
@@ -49,11 +57,25 @@ var (
 // (none, or exactly 32 bytes), and multiaddrs of members to dial and of
 // relays, each ending in /p2p/<peerID>. Decode gives nil, not empty,
 // slices for absent fields.
+//
+// A swarm with an authority adds its peer ID (Authority), and an admin's
+// invite may carry an identity made for the joiner (Identity, its private
+// key) with a grant for that identity (Grant), so that the joiner's agents
+// count at the granted tier from the start. This package checks their
+// sizes and that they come together; the node checks their content (a
+// peer ID, an Ed25519 key, a grant for that key's peer).
 type Token struct {
 	Swarm     string
 	Secret    []byte
 	Bootstrap []string
 	Relays    []string
+	// Authority is the binary peer ID of the swarm's authority.
+	Authority []byte
+	// Identity is a libp2p-marshalled Ed25519 private key for the joiner:
+	// the token is then as secret as that key.
+	Identity []byte
+	// Grant is the signed grant for Identity's peer.
+	Grant []byte
 }
 
 // wire is the CBOR form: a map with small integer keys, core deterministic
@@ -63,6 +85,9 @@ type wire struct {
 	Secret    []byte   `cbor:"2,keyasint,omitempty"`
 	Bootstrap []string `cbor:"3,keyasint,omitempty"`
 	Relays    []string `cbor:"4,keyasint,omitempty"`
+	Authority []byte   `cbor:"5,keyasint,omitempty"`
+	Identity  []byte   `cbor:"6,keyasint,omitempty"`
+	Grant     []byte   `cbor:"7,keyasint,omitempty"`
 }
 
 var (
@@ -103,8 +128,10 @@ func GenerateSecret() ([]byte, error) {
 // Validate checks every field: the swarm name (lower-case letters, digits
 // and '-', at most 63), the secret (absent or 32 bytes), and at most
 // [MaxAddrs] bootstrap and relay addresses, each a multiaddr of the
-// supported protocols (see the package doc) ending in /p2p/<peerID>.
-// Errors match [ErrInvalid] and name the field.
+// supported protocols (see the package doc) ending in /p2p/<peerID>; the
+// authority, identity and grant within their limits, identity and grant
+// together, and both only with an authority. Errors match [ErrInvalid]
+// and name the field.
 func (t Token) Validate() error {
 	if !ValidSwarm(t.Swarm) {
 		return fmt.Errorf("%w: swarm %.80q must be lower-case letters, digits and '-', at most 63", ErrInvalid, t.Swarm)
@@ -124,6 +151,21 @@ func (t Token) Validate() error {
 				return fmt.Errorf("%w: %s[%d]: %v", ErrInvalid, f.name, i, err)
 			}
 		}
+	}
+	for _, f := range []struct {
+		name string
+		b    []byte
+		max  int
+	}{{"authority", t.Authority, MaxAuthorityLen}, {"identity", t.Identity, MaxIdentityLen}, {"grant", t.Grant, MaxGrantLen}} {
+		if len(f.b) > f.max {
+			return fmt.Errorf("%w: %s is %d bytes, at most %d", ErrInvalid, f.name, len(f.b), f.max)
+		}
+	}
+	if (len(t.Identity) == 0) != (len(t.Grant) == 0) {
+		return fmt.Errorf("%w: identity and grant come together: a token has both or neither", ErrInvalid)
+	}
+	if len(t.Identity) > 0 && len(t.Authority) == 0 {
+		return fmt.Errorf("%w: identity and grant without an authority", ErrInvalid)
 	}
 	return nil
 }
@@ -194,8 +236,10 @@ func Decode(s string) (Token, error) {
 		return Token{}, fmt.Errorf("%w: not in canonical form", ErrMalformed)
 	}
 	t := Token(w)
-	if len(t.Secret) == 0 {
-		t.Secret = nil
+	for _, b := range []*[]byte{&t.Secret, &t.Authority, &t.Identity, &t.Grant} {
+		if len(*b) == 0 {
+			*b = nil
+		}
 	}
 	if err := t.Validate(); err != nil {
 		return Token{}, err
@@ -207,5 +251,6 @@ func Decode(s string) (Token, error) {
 // slices being equal.
 func (t Token) Equal(o Token) bool {
 	return t.Swarm == o.Swarm && bytes.Equal(t.Secret, o.Secret) &&
-		slices.Equal(t.Bootstrap, o.Bootstrap) && slices.Equal(t.Relays, o.Relays)
+		slices.Equal(t.Bootstrap, o.Bootstrap) && slices.Equal(t.Relays, o.Relays) &&
+		bytes.Equal(t.Authority, o.Authority) && bytes.Equal(t.Identity, o.Identity) && bytes.Equal(t.Grant, o.Grant)
 }

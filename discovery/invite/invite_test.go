@@ -44,6 +44,8 @@ func TestRoundTrip(t *testing.T) {
 		"name only":    {Swarm: "default"},
 		"no secret":    {Swarm: "a", Bootstrap: []string{"/ip4/127.0.0.1/tcp/1/p2p/" + pid1}},
 		"relayed addr": {Swarm: "a", Bootstrap: []string{"/ip4/198.51.100.7/tcp/4001/p2p/" + pid2 + "/p2p-circuit/p2p/" + pid1}},
+		"authority":    {Swarm: "a", Authority: []byte(mustPeer(t, pid1))},
+		"admin invite": withIdentity(sample(t)),
 	} {
 		s, err := tok.Encode()
 		if err != nil {
@@ -110,6 +112,11 @@ func TestDecodeErrors(t *testing.T) {
 		"bad swarm":      {encodeRaw(cborOf(map[int]any{1: "Home Lab"})), invite.ErrInvalid, "swarm"},
 		"bad multiaddr":  {encodeRaw(cborOf(map[int]any{1: "a", 3: []string{"/ip4/300.1.1.1/tcp/1/p2p/" + pid1}})), invite.ErrInvalid, "bootstrap[0]"},
 		"no /p2p":        {encodeRaw(cborOf(map[int]any{1: "a", 4: []string{"/ip4/10.0.0.1/tcp/1"}})), invite.ErrInvalid, "relays[0]"},
+		"big authority":  {encodeRaw(cborOf(map[int]any{1: "a", 5: make([]byte, invite.MaxAuthorityLen+1)})), invite.ErrInvalid, "authority is"},
+		"lone identity":  {encodeRaw(cborOf(map[int]any{1: "a", 5: []byte{1}, 6: []byte{1}})), invite.ErrInvalid, "together"},
+		"no authority":   {encodeRaw(cborOf(map[int]any{1: "a", 6: []byte{1}, 7: []byte{1}})), invite.ErrInvalid, "without an authority"},
+		"empty grant":    {encodeRaw(cborOf(map[int]any{1: "a", 7: []byte{}})), invite.ErrMalformed, "canonical"},
+		"authority text": {encodeRaw(cborOf(map[int]any{1: "a", 5: "12D3"})), invite.ErrMalformed, ""},
 	} {
 		_, err := invite.Decode(tc.in)
 		if !errors.Is(err, tc.want) {
@@ -146,6 +153,10 @@ func TestValidate(t *testing.T) {
 		"no leading /":    bad(func(t *invite.Token) { t.Relays = []string{"ip4/1.2.3.4/tcp/1/p2p/" + pid1} }),
 		"too many addrs":  bad(func(t *invite.Token) { t.Relays = make([]string, invite.MaxAddrs+1) }),
 		"dns with slash?": bad(func(t *invite.Token) { t.Bootstrap = []string{"/dns/a_b/tcp/1/p2p/" + pid1} }),
+		"big identity":    bad(func(t *invite.Token) { *t = withIdentity(*t); t.Identity = make([]byte, invite.MaxIdentityLen+1) }),
+		"big grant":       bad(func(t *invite.Token) { *t = withIdentity(*t); t.Grant = make([]byte, invite.MaxGrantLen+1) }),
+		"grant alone":     bad(func(t *invite.Token) { *t = withIdentity(*t); t.Identity = nil }),
+		"no authority":    bad(func(t *invite.Token) { *t = withIdentity(*t); t.Authority = nil }),
 	} {
 		if err := tok.Validate(); !errors.Is(err, invite.ErrInvalid) {
 			t.Errorf("%s: Validate = %v", name, err)
@@ -197,6 +208,31 @@ func genToken(t *rapid.T) invite.Token {
 	if n := rapid.IntRange(0, 2).Draw(t, "nrelay"); n > 0 {
 		tok.Relays = rapid.SliceOfN(addr, n, n).Draw(t, "relays")
 	}
+	if rapid.Bool().Draw(t, "authority") {
+		tok.Authority = rapid.SliceOfN(rapid.Byte(), 1, invite.MaxAuthorityLen).Draw(t, "auth")
+		if rapid.Bool().Draw(t, "identity") {
+			tok.Identity = rapid.SliceOfN(rapid.Byte(), 1, invite.MaxIdentityLen).Draw(t, "key")
+			tok.Grant = rapid.SliceOfN(rapid.Byte(), 1, 600).Draw(t, "grant")
+		}
+	}
+	return tok
+}
+
+func mustPeer(t testing.TB, s string) peer.ID {
+	p, err := peer.Decode(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// withIdentity is tok as an admin's invite: authority, a joiner's key
+// (68 bytes, as libp2p marshals Ed25519) and a grant of a realistic size.
+func withIdentity(tok invite.Token) invite.Token {
+	p, _ := peer.Decode(pid1)
+	tok.Authority = []byte(p)
+	tok.Identity = bytes.Repeat([]byte{3}, 68)
+	tok.Grant = bytes.Repeat([]byte{5}, 400)
 	return tok
 }
 
@@ -227,7 +263,7 @@ func TestPropertyTokenRoundTrip(t *testing.T) {
 func FuzzDecode(f *testing.F) {
 	tok := sample(f)
 	tok.Secret = bytes.Repeat([]byte{7}, 32)
-	for _, t := range []invite.Token{tok, {Swarm: "default"}} {
+	for _, t := range []invite.Token{tok, {Swarm: "default"}, withIdentity(tok)} {
 		s, err := t.Encode()
 		if err != nil {
 			f.Fatal(err)

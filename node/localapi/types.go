@@ -2,6 +2,7 @@ package localapi
 
 import (
 	"encoding/json"
+	"time"
 
 	"github.com/nova-node/nova-node/envelope"
 	"github.com/nova-node/nova-node/protocol"
@@ -59,6 +60,14 @@ type PeerStatus struct {
 	Addrs   []string `json:"addrs"`
 	Relayed bool     `json:"relayed"`
 	Agents  []string `json:"agents"`
+	// Basis is on what ground this node holds the peer's agents' tiers and
+	// sandboxes: "grant", "trust", "none" (least privilege), or several
+	// joined by "+" when its agents differ; absent when it presented no
+	// agents.
+	Basis string `json:"basis,omitempty"`
+	// Expires is the earliest instant a grant or trust of its agents ends
+	// (absent: none does).
+	Expires time.Time `json:"expires,omitzero"`
 }
 
 // Status is what `nova-node status` shows (GET /v1/status).
