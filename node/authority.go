@@ -31,8 +31,12 @@ type authz struct {
 	book *authority.Book
 	path string
 
-	mu    sync.Mutex // the file, the timer and the downgrades reported
+	fileMu sync.Mutex // the file: one save at a time
+
+	mu    sync.Mutex // the timer and the downgrades reported
 	timer *time.Timer
+	// ticking counts the timer's callbacks running, which close waits for.
+	ticking sync.WaitGroup
 	// told: the note last reported per agent address whose claims this node
 	// holds lower than claimed, so a downgrade is one security event, not
 	// one per reassessment. Bounded: cleared when full.
@@ -82,7 +86,9 @@ func (n *Node) newAuthz() (*authz, error) {
 
 // assess is the registry's assessor: the book's effective identity, with
 // a security event the first time a card's claims are held lower than
-// claimed. It runs under the registry's lock: it emits, never calls back.
+// claimed. It runs under the registry's lock, so the lock order is
+// registry, then book, then a.mu, then the observer's: none of these calls
+// back into the registry.
 func (a *authz) assess(c agentcard.Card) agentcard.Card {
 	v := a.book.Effective(c)
 	st := v.Standing()
@@ -158,7 +164,8 @@ func (a *authz) report(from peer.ID, ch authority.Change) {
 const CodeGrantRevoked = "GRANT_REVOKED"
 
 // changed saves the book, reassesses every remote card and, if announce,
-// presents the new records to the peers.
+// has the router present the new records to the peers (in its own
+// goroutine: changed runs on a stream's reader too).
 func (a *authz) changed(announce bool) {
 	if err := a.save(); err != nil {
 		a.n.log.Warnw("cannot save the authority records", "file", a.path, "err", err)
@@ -166,18 +173,20 @@ func (a *authz) changed(announce bool) {
 	a.n.reg.Reassess()
 	a.schedule()
 	if announce && a.n.router != nil {
-		a.n.router.Announce()
+		a.n.router.AnnounceSoon()
 	}
 }
 
-// save writes the book to the data dir (temp file, rename).
+// save writes the book to the data dir (temp file, rename). The snapshot
+// is taken under fileMu, so of two saves racing the later state is written
+// last; not under a.mu, which the assessor takes under the registry's lock.
 func (a *authz) save() error {
+	a.fileMu.Lock()
+	defer a.fileMu.Unlock()
 	b, err := json.MarshalIndent(a.book.Snapshot(), "", "  ")
 	if err != nil {
 		return err
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
 	tmp := a.path + ".tmp"
 	if err := os.WriteFile(tmp, b, 0o600); err != nil {
 		return err
@@ -198,19 +207,34 @@ func (a *authz) schedule() {
 	if next.IsZero() || a.closed {
 		return
 	}
-	a.timer = time.AfterFunc(time.Until(next)+time.Millisecond, func() {
-		a.n.reg.Reassess()
-		a.schedule()
-	})
+	a.timer = time.AfterFunc(time.Until(next)+time.Millisecond, a.tick)
 }
 
+// tick reassesses the cards when a grant or trust starts or stops
+// counting, and arms the timer for the next such instant. close waits for
+// a tick under way.
+func (a *authz) tick() {
+	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		return
+	}
+	a.ticking.Add(1)
+	a.mu.Unlock()
+	defer a.ticking.Done()
+	a.n.reg.Reassess()
+	a.schedule()
+}
+
+// close stops the timer and waits for a tick under way.
 func (a *authz) close() error {
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	a.closed = true
 	if a.timer != nil {
 		a.timer.Stop()
 	}
+	a.mu.Unlock()
+	a.ticking.Wait()
 	return nil
 }
 

@@ -21,7 +21,9 @@ type Authority interface {
 	// Accept takes the records peer p presented. It returns the records
 	// refused (each error says why, with its code), which the router
 	// reports as security events naming p; the rest are kept. New
-	// records make the node announce again, so they spread to its peers.
+	// records should make the node announce again (Router.AnnounceSoon:
+	// Accept runs on the stream's reading goroutine), so they spread to
+	// its peers.
 	Accept(p peer.ID, records [][]byte) (refused []error)
 }
 

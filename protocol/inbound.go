@@ -685,7 +685,7 @@ func (r *Router) greetLocked(p peer.ID) {
 }
 
 // helloLoop re-announces the local cards so peers' registries keep them
-// past their TTL.
+// past their TTL, and announces at once when AnnounceSoon asks.
 func (r *Router) helloLoop() {
 	t := time.NewTicker(r.o.helloInterval)
 	defer t.Stop()
@@ -695,6 +695,21 @@ func (r *Router) helloLoop() {
 			return
 		case <-t.C:
 			r.Announce()
+		case <-r.announceSoon:
+			r.Announce()
 		}
+	}
+}
+
+// AnnounceSoon has the router's hello loop announce the local cards (and
+// the authority's records) to every peer, without waiting for it: for a
+// caller on a stream's reading goroutine, which must not block on writes to
+// other peers (two nodes announcing to each other from their readers would
+// each wait for the other to read). Requests made while one is pending
+// coalesce.
+func (r *Router) AnnounceSoon() {
+	select {
+	case r.announceSoon <- struct{}{}:
+	default:
 	}
 }

@@ -68,6 +68,7 @@ type Router struct {
 	handlers      atomic.Pointer[map[string]Handler] // copied on write (Handle), read on every delivery
 	outByPair     map[agentPair]*outChannel          // current channel of each pair
 	capSeed       maphash.Seed                       // salts the tie-break of capability sends (byCapability)
+	announceSoon  chan struct{}                      // AnnounceSoon's requests to helloLoop (one pending at most)
 	outByID       map[string]*outChannel
 	inChans       map[string]*inChannel  // "<peerID>/<channel id>"
 	inByPeer      map[peer.ID]*peerChans // inChans by peer (see maxInChannelsPerPeer)
@@ -204,6 +205,7 @@ func New(h host.Host, reg *agentcard.Registry, opts ...Option) (*Router, error) 
 		log:           log.With("self", shortID(h.ID())),
 		outByPair:     make(map[agentPair]*outChannel),
 		capSeed:       maphash.MakeSeed(),
+		announceSoon:  make(chan struct{}, 1),
 		outByID:       make(map[string]*outChannel),
 		inChans:       make(map[string]*inChannel),
 		inByPeer:      make(map[peer.ID]*peerChans),
