@@ -46,6 +46,15 @@ const AnySandbox = "*"
 // signed by a key that is not an admin.
 const CodeInvalidGrant = "INVALID_GRANT"
 
+// Codes of the security events a node records about the authority.
+const (
+	// CodeClaimNotGranted: a remote agent's tier or sandbox claim is held
+	// lower than claimed, for lack of a grant or trust that covers it.
+	CodeClaimNotGranted = "CLAIM_NOT_GRANTED"
+	// CodeGrantRevoked: the node applied a revocation.
+	CodeGrantRevoked = "GRANT_REVOKED"
+)
+
 // ErrInvalid matches every *InvalidError.
 var ErrInvalid = errors.New("authority: invalid record")
 

@@ -107,16 +107,11 @@ func (a *authz) assess(c agentcard.Card) agentcard.Card {
 	a.mu.Unlock()
 	if fresh {
 		p, _ := peer.Decode(v.Host)
-		a.n.obs.Emit(protocol.Event{Type: protocol.EvtSecurityRaised, Time: clock.Now(), Code: CodeClaimNotGranted, Sender: addr, Peer: p,
+		a.n.obs.Emit(protocol.Event{Type: protocol.EvtSecurityRaised, Time: clock.Now(), Code: authority.CodeClaimNotGranted, Sender: addr, Peer: p,
 			Detail: fmt.Sprintf("%s %s", addr, st.Note), SourceTier: -1, TargetTier: -1})
 	}
 	return v
 }
-
-// CodeClaimNotGranted is the code of the security event that says a remote
-// agent's tier or sandbox claim is held lower than claimed, for lack of a
-// grant or trust that covers it.
-const CodeClaimNotGranted = "CLAIM_NOT_GRANTED"
 
 // Records implements protocol.Authority.
 func (a *authz) Records() [][]byte { return a.book.Records() }
@@ -155,13 +150,9 @@ func (a *authz) report(from peer.ID, ch authority.Change) {
 	if r.Reason != "" {
 		detail += ": " + r.Reason
 	}
-	a.n.obs.Emit(protocol.Event{Type: protocol.EvtSecurityRaised, Time: clock.Now(), Code: CodeGrantRevoked, Peer: r.Peer,
+	a.n.obs.Emit(protocol.Event{Type: protocol.EvtSecurityRaised, Time: clock.Now(), Code: authority.CodeGrantRevoked, Peer: r.Peer,
 		Detail: detail, SourceTier: -1, TargetTier: -1})
 }
-
-// CodeGrantRevoked is the code of the security event that records a
-// revocation this node applied.
-const CodeGrantRevoked = "GRANT_REVOKED"
 
 // changed saves the book, reassesses every remote card and, if announce,
 // has the router present the new records to the peers (in its own

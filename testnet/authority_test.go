@@ -107,7 +107,7 @@ func TestAuthorityGrantsSandboxMembership(t *testing.T) {
 	}
 	waitfor.Eventually(t, 5*time.Second, func() error {
 		for _, ev := range n0.Observer().Recent(0) {
-			if ev.Type == protocol.EvtSecurityRaised && ev.Code == node.CodeClaimNotGranted && ev.Sender == intruder {
+			if ev.Type == protocol.EvtSecurityRaised && ev.Code == authority.CodeClaimNotGranted && ev.Sender == intruder {
 				return nil
 			}
 		}
@@ -220,7 +220,7 @@ func TestAuthorityRevocationSpreads(t *testing.T) {
 			return nil
 		})
 		waitfor.Eventually(t, 5*time.Second, func() error {
-			if securityEvents(nd, node.CodeGrantRevoked) > 0 {
+			if securityEvents(nd, authority.CodeGrantRevoked) > 0 {
 				return nil
 			}
 			return fmt.Errorf("node %d audited no GRANT_REVOKED", j)
