@@ -28,11 +28,18 @@ type Authority interface {
 }
 
 // acceptAuthority hands the authority records peer p presented to the
-// authority, and reports each refusal as a security event naming p. A
-// refused record does not end the hello: a peer may relay a grant whose
-// admin this node does not know yet.
+// authority, and reports the refusals as one security event naming p (a
+// hello frame may carry a thousand records). A refused record does not end
+// the hello: a peer may relay a grant whose admin this node does not know
+// yet.
 func (r *Router) acceptAuthority(p peer.ID, recs [][]byte) {
-	for _, err := range r.o.auth.Accept(p, recs) {
-		r.security(Event{Time: clock.Now(), Code: CodeOf(err), Detail: fmt.Sprintf("authority record from %s refused: %v", shortID(p), err), Peer: p, SourceTier: -1, TargetTier: -1})
+	refused := r.o.auth.Accept(p, recs)
+	if len(refused) == 0 {
+		return
 	}
+	detail := fmt.Sprintf("authority record from %s refused: %v", shortID(p), refused[0])
+	if len(refused) > 1 {
+		detail = fmt.Sprintf("%d authority records from %s refused; the first: %v", len(refused), shortID(p), refused[0])
+	}
+	r.security(Event{Time: clock.Now(), Code: CodeOf(refused[0]), Detail: detail, Peer: p, SourceTier: -1, TargetTier: -1})
 }
