@@ -2,6 +2,7 @@ package testnet_test
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/nova-node/nova-node/agentcard"
@@ -252,4 +254,54 @@ func authorityHas(n *node.Node, serial uint64) (authority.Revocation, peer.ID, b
 		}
 	}
 	return authority.Revocation{}, "", false, fmt.Errorf("no revocation of serial %d held after a restart", serial)
+}
+
+// TestAuthorityForgedGrantsRefused: a peer that presents grants for
+// itself signed by its own key, or by the right admin for another swarm,
+// or tampered, gets an INVALID_GRANT security event naming it, and its
+// claims stay unhonoured.
+func TestAuthorityForgedGrantsRefused(t *testing.T) {
+	net := testnet.New(t, 1)
+	target := net.Nodes[0]
+	m := newMallory(t, target)
+	self, err := authority.SealGrant(authority.Grant{Authority: net.AdminID(), Serial: 99, Peer: m.id(), MaxTier: tiers.L0, Sandboxes: []string{"lab"}}, m.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherAdmin, _, err := crypto.GenerateEd25519Key(rand.Reader) // another swarm's founder
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherID, _ := peer.IDFromPrivateKey(otherAdmin)
+	foreign, err := authority.SealGrant(authority.Grant{Authority: otherID, Serial: 1, Peer: m.id(), MaxTier: tiers.L0, Sandboxes: []string{"lab"}}, otherAdmin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tampered := net.Grant(authority.Grant{Peer: m.id(), MaxTier: tiers.L2})
+	tampered[len(tampered)-1] ^= 1
+	s := m.stream(target)
+	writeMsg(t, s, rawMsg{Kind: 1, Auth: [][]byte{self, foreign, tampered}})
+	writeMsg(t, s, rawMsg{Kind: 1, Cards: [][]byte{m.sealed(m.card("boss", tiers.L0, "lab"), m.key)}})
+	boss := "boss@" + m.id().String()
+	waitfor.Eventually(t, 5*time.Second, func() error {
+		if _, ok := target.Registry().Get(boss); !ok {
+			return errors.New("mallory's card not held yet")
+		}
+		return nil
+	})
+	held, _ := target.Registry().Get(boss)
+	if held.Tier != tiers.L3 || held.SandboxID != "" || held.Standing().Basis != agentcard.BasisNone {
+		t.Fatalf("forged grants honoured: %s held at %s sandbox %q (%+v)", boss, held.Tier, held.SandboxID, held.Standing())
+	}
+	waitfor.Eventually(t, 5*time.Second, func() error {
+		for _, ev := range target.Observer().Recent(0) {
+			if ev.Type == protocol.EvtSecurityRaised && ev.Code == authority.CodeInvalidGrant && ev.Peer == m.id() && strings.Contains(ev.Detail, "3 authority records") {
+				return nil
+			}
+		}
+		return errors.New("no INVALID_GRANT security event naming mallory for its 3 records")
+	})
+	if n := len(target.Authority().Grants(m.id())); n != 0 {
+		t.Fatalf("the node holds %d of mallory's forged grants", n)
+	}
 }

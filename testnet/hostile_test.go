@@ -44,6 +44,7 @@ type rawMsg struct {
 	Cards [][]byte           `cbor:"c,omitempty"`
 	Code  string             `cbor:"x,omitempty"`
 	Msg   string             `cbor:"m,omitempty"`
+	Auth  [][]byte           `cbor:"g,omitempty"`
 }
 
 // mallory is a raw libp2p host that speaks the a2a protocol by hand.
