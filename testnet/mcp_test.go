@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/nova-node/nova-node/authority"
 	"github.com/nova-node/nova-node/internal/waitfor"
 	"github.com/nova-node/nova-node/mcpbridge"
 	"github.com/nova-node/nova-node/mcpbridge/mcptest"
@@ -271,4 +272,53 @@ func TestMCPReceivingNodeEnforces(t *testing.T) {
 	if err != nil || len(lt.Tools) != 0 {
 		t.Fatalf("list as a0: %v %d tools, want none", err, len(lt.Tools))
 	}
+}
+
+// TestMCPToolsFollowGrants: a sandbox's tools answer an agent of another
+// node only if a grant puts that agent in the sandbox: its card's claim of
+// the sandbox alone gets SANDBOX_VIOLATION from the node hosting the tool,
+// and once the admin grants its node the sandbox, the same call works.
+func TestMCPToolsFollowGrants(t *testing.T) {
+	net := testnet.New(t, 2, testnet.WithoutGrants(), testnet.WithConfig(func(i int, c *node.Config) {
+		c.Sandbox.Enforced = true
+		if i == 0 {
+			c.Agents = append(c.Agents, node.AgentConfig{Name: "claimer", Sandbox: "lab", Capabilities: []node.CapabilityConfig{{ID: "echo"}}})
+		}
+		if i == 1 {
+			c.Agents = append(c.Agents, node.AgentConfig{Name: "labtools", Sandbox: "lab", Capabilities: []node.CapabilityConfig{{ID: "tools"}}, MCPServers: testBackend()})
+		}
+	}))
+	net.Connect(0, 1)
+	net.WaitForCards()
+	a, b := net.Nodes[0], net.Nodes[1]
+	ctx := t.Context()
+	claimer := "claimer@" + a.ID().String()
+	waitfor.Eventually(t, 15*time.Second, func() error {
+		if _, ok := b.Registry().Get(claimer); !ok {
+			return errors.New("node 1 holds no card for the claimer yet")
+		}
+		return nil
+	})
+	s, err := a.Host().NewStream(ctx, b.ID(), mcpbridge.ProtocolID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := mcp.NewClient(&mcp.Implementation{Name: "raw", Version: "1"}, nil)
+	cs, err := c.Connect(ctx, &mcp.IOTransport{Reader: s, Writer: s}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	call := func() error {
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Meta: mcp.Meta{mcpbridge.MetaCaller: claimer}, Name: "labtools.say", Arguments: map[string]any{"text": "x"}})
+		return err
+	}
+	waitTool(t, b, "labtools_say")
+	if err := call(); mcpbridge.CodeOf(err) != "SANDBOX_VIOLATION" {
+		t.Fatalf("ungranted claim of lab -> lab's tool: %v, want SANDBOX_VIOLATION", err)
+	}
+	if _, err := b.AddAuthorityRecord(net.Grant(authority.Grant{Peer: a.ID(), MaxTier: tiers.L3, Sandboxes: []string{"lab"}})); err != nil {
+		t.Fatal(err)
+	}
+	waitfor.Eventually(t, 5*time.Second, func() error { return call() })
 }
