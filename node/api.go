@@ -15,8 +15,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/libp2p/go-libp2p/core/peer"
-
 	"github.com/nova-node/nova-node/agentcard"
 	"github.com/nova-node/nova-node/authority"
 	"github.com/nova-node/nova-node/envelope"
@@ -175,63 +173,22 @@ func startAPI(n *Node, path string) (*apiServer, error) {
 	})
 	mux.HandleFunc("POST /v1/authority/admins", func(w http.ResponseWriter, r *http.Request) {
 		var req localapi.AdminsRequest
-		if !readRequest(w, r, &req) {
-			return
+		if readRequest(w, r, &req) {
+			res, err := n.ChangeAdmins(req)
+			writeResult(w, res, err)
 		}
-		var add, remove []peer.ID
-		for _, f := range []struct {
-			ids []string
-			to  *[]peer.ID
-		}{{req.Add, &add}, {req.Remove, &remove}} {
-			for _, s := range f.ids {
-				p, err := parsePeer("admin key", s)
-				if err != nil {
-					writeResult(w, nil, err)
-					return
-				}
-				*f.to = append(*f.to, p)
-			}
-		}
-		if err := n.ChangeAdmins(add, remove); err != nil {
-			writeResult(w, nil, err)
-			return
-		}
-		writeJSON(w, 200, n.AuthorityStatus())
 	})
 	mux.HandleFunc("POST /v1/trust", func(w http.ResponseWriter, r *http.Request) {
 		var req localapi.TrustRequest
-		if !readRequest(w, r, &req) {
-			return
+		if readRequest(w, r, &req) {
+			res, err := n.SetTrust(req)
+			writeResult(w, res, err)
 		}
-		p, err := parsePeer("peer", req.Peer)
-		if err != nil {
-			writeResult(w, nil, err)
-			return
-		}
-		t, err := parseTierField(req.MaxTier)
-		if err != nil {
-			writeResult(w, nil, err)
-			return
-		}
-		tr := authority.Trust{Peer: p, Agent: req.Agent, MaxTier: t, Sandboxes: req.Sandboxes, Capabilities: req.Capabilities, Expires: req.Expires, Note: req.Note}
-		if err := n.SetTrust(tr); err != nil {
-			writeResult(w, nil, err)
-			return
-		}
-		writeJSON(w, 200, localapi.TrustInfo{Peer: p.String(), Agent: tr.Agent, MaxTier: t.String(), Sandboxes: tr.Sandboxes, Capabilities: tr.Capabilities, Expires: tr.Expires, Note: tr.Note})
 	})
 	mux.HandleFunc("DELETE /v1/trust", func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
-		p, err := parsePeer("peer", q.Get("peer"))
-		if err != nil {
-			writeResult(w, nil, err)
-			return
-		}
-		agent := q.Get("agent")
-		if q.Get("all") == "1" {
-			agent = "*"
-		}
-		writeJSON(w, 200, localapi.TrustRemoved{Peer: p.String(), Removed: n.RemoveTrust(p, agent)})
+		res, err := n.RemoveTrust(q.Get("peer"), q.Get("agent"), q.Get("all") == "1")
+		writeResult(w, res, err)
 	})
 	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 200, n.Status())
