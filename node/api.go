@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -101,8 +100,7 @@ func startAPI(n *Node, path string) (*apiServer, error) {
 		var req struct {
 			Addr string `json:"addr"`
 		}
-		if err := json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(&req); err != nil {
-			writeJSON(w, 400, &localapi.APIError{Code: "INVALID_REQUEST", Message: err.Error()})
+		if !readRequest(w, r, &req) {
 			return
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), 15*time.Second)
@@ -131,8 +129,7 @@ func startAPI(n *Node, path string) (*apiServer, error) {
 			Target string `json:"target"`
 			Count  int    `json:"count"`
 		}
-		if err := json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(&req); err != nil {
-			writeJSON(w, 400, &localapi.APIError{Code: "INVALID_REQUEST", Message: err.Error()})
+		if !readRequest(w, r, &req) {
 			return
 		}
 		res, err := n.Ping(r.Context(), req.Target, req.Count)
@@ -466,11 +463,20 @@ func (n *Node) defaultAgent() (c agentcard.Card, ok bool) {
 	return slices.MinFunc(local, func(a, b agentcard.Card) int { return strings.Compare(a.ID, b.ID) }), true
 }
 
-// readRequest decodes a JSON request body of at most 64 KiB into v, or
-// answers 400 INVALID_REQUEST and reports false.
+// maxRequest bounds the JSON body of the API's small requests (all but
+// send's, which carries a payload).
+const maxRequest = 64 << 10
+
+// readRequest decodes a JSON request body of at most [maxRequest] bytes
+// into v, or answers 400 INVALID_REQUEST and reports false.
 func readRequest(w http.ResponseWriter, r *http.Request, v any) bool {
-	if err := json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(v); err != nil {
-		writeJSON(w, 400, &localapi.APIError{Code: "INVALID_REQUEST", Message: "request body: " + err.Error()})
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxRequest)).Decode(v); err != nil {
+		msg := "request body: " + err.Error()
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			msg = fmt.Sprintf("request body over %d bytes: shorten the longest value (a note, a reason, a list)", maxRequest)
+		}
+		writeJSON(w, 400, &localapi.APIError{Code: "INVALID_REQUEST", Message: msg})
 		return false
 	}
 	return true
