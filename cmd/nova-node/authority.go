@@ -45,19 +45,15 @@ func tierFlag(cmd *cobra.Command, s string) error {
 	return nil
 }
 
-// parseWhen reads a time flag: a duration from now ("720h", "30d"), a date
-// ("2027-01-01", midnight local time) or RFC 3339; "" is zero.
+// parseWhen reads a time flag: a duration from now as the other duration
+// flags take it (720h, 30d, 1d12h: parseDuration), a date ("2027-01-01",
+// midnight local time) or RFC 3339; "" is zero.
 func parseWhen(cmd *cobra.Command, flag, s string, now time.Time) (time.Time, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return time.Time{}, nil
 	}
-	if d, ok := strings.CutSuffix(s, "d"); ok {
-		if n, err := strconv.Atoi(d); err == nil && n > 0 && n < 100000 {
-			return now.Add(time.Duration(n) * 24 * time.Hour), nil
-		}
-	}
-	if d, err := time.ParseDuration(s); err == nil {
+	if d, err := parseDuration(s); err == nil {
 		if d <= 0 {
 			return time.Time{}, usage(cmd, fmt.Sprintf("--%s %s: a duration must be positive", flag, s))
 		}
@@ -69,7 +65,7 @@ func parseWhen(cmd *cobra.Command, flag, s string, now time.Time) (time.Time, er
 	if t, err := time.Parse(time.RFC3339, s); err == nil {
 		return t, nil
 	}
-	return time.Time{}, usage(cmd, fmt.Sprintf("--%s %q: want a duration (720h, 30d), a date (2027-01-01) or an RFC 3339 time", flag, s))
+	return time.Time{}, usage(cmd, fmt.Sprintf("--%s %q: want a duration (720h, 30d, 1d12h), a date (2027-01-01) or an RFC 3339 time", flag, s))
 }
 
 // notAdmin adds to a NOT_ADMIN refusal what to do, naming the admins this
