@@ -166,19 +166,7 @@ config.yaml's grants key takes it.`,
 
 // grantLine is one grant in a line: who, what, until when, and its state.
 func grantLine(gr localapi.GrantInfo, now time.Time) string {
-	agent := "every agent"
-	if gr.Agent != "" {
-		agent = "agent " + gr.Agent
-	}
-	sbs := "no sandbox"
-	if len(gr.Sandboxes) > 0 {
-		sbs = "sandbox " + strings.Join(gr.Sandboxes, ",")
-	}
-	exp := "never expires"
-	if !gr.Expires.IsZero() {
-		exp = "expires " + expiryText(gr.Expires, now)
-	}
-	line := fmt.Sprintf("%s of %s up to %s, %s, %s", agent, gr.Peer, gr.MaxTier, sbs, exp)
+	line := scopeLine(gr.Agent, gr.Peer, gr.MaxTier, gr.Sandboxes, gr.Expires, "never expires", now)
 	if len(gr.Capabilities) > 0 {
 		line += ", capabilities " + strings.Join(gr.Capabilities, ",")
 	}
@@ -186,6 +174,25 @@ func grantLine(gr localapi.GrantInfo, now time.Time) string {
 		line += ", from " + gr.NotBefore.Local().Format("2006-01-02 15:04")
 	}
 	return line
+}
+
+// scopeLine is what a grant or a trust covers, in words: which agents of
+// which peer, up to which tier, in which sandboxes, until when (never:
+// the words for no expiry).
+func scopeLine(agent, peer, maxTier string, sandboxes []string, expires time.Time, never string, now time.Time) string {
+	who := "every agent"
+	if agent != "" {
+		who = "agent " + agent
+	}
+	sbs := "no sandbox"
+	if len(sandboxes) > 0 {
+		sbs = "sandbox " + strings.Join(sandboxes, ",")
+	}
+	exp := never
+	if !expires.IsZero() {
+		exp = "expires " + expiryText(expires, now)
+	}
+	return fmt.Sprintf("%s of %s up to %s, %s, %s", who, peer, maxTier, sbs, exp)
 }
 
 func newGrantListCmd(g *globals) *cobra.Command {
@@ -200,21 +207,28 @@ within 7 days is flagged "soon!". --json prints the list.`,
   nova-node grant list --json`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cl, err := g.client()
-			if err != nil {
-				return err
-			}
-			st, err := cl.Authority(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if g.json {
-				return g.printJSON(st.Grants)
-			}
-			printGrants(g, st.Grants, time.Now())
-			return nil
+			return showAuthority(cmd, g, func(st localapi.AuthorityStatus) any { return st.Grants },
+				func(st localapi.AuthorityStatus, now time.Time) { printGrants(g, st.Grants, now) })
 		},
 	}
+}
+
+// showAuthority asks the node for its authority status and prints part
+// of it: what part picks, as JSON with --json, else print's words.
+func showAuthority(cmd *cobra.Command, g *globals, part func(localapi.AuthorityStatus) any, print func(localapi.AuthorityStatus, time.Time)) error {
+	cl, err := g.client()
+	if err != nil {
+		return err
+	}
+	st, err := cl.Authority(cmd.Context())
+	if err != nil {
+		return err
+	}
+	if g.json {
+		return g.printJSON(part(st))
+	}
+	print(st, time.Now())
+	return nil
 }
 
 func printGrants(g *globals, grants []localapi.GrantInfo, now time.Time) {
@@ -332,19 +346,7 @@ Flags:
 }
 
 func trustLine(t localapi.TrustInfo, now time.Time) string {
-	agent := "every agent"
-	if t.Agent != "" {
-		agent = "agent " + t.Agent
-	}
-	sbs := "no sandbox"
-	if len(t.Sandboxes) > 0 {
-		sbs = "sandbox " + strings.Join(t.Sandboxes, ",")
-	}
-	exp := "until removed"
-	if !t.Expires.IsZero() {
-		exp = "expires " + expiryText(t.Expires, now)
-	}
-	line := fmt.Sprintf("%s of %s up to %s, %s, %s", agent, t.Peer, t.MaxTier, sbs, exp)
+	line := scopeLine(t.Agent, t.Peer, t.MaxTier, t.Sandboxes, t.Expires, "until removed", now)
 	if t.Note != "" {
 		line += " — " + t.Note
 	}
@@ -362,19 +364,8 @@ the list.`,
   nova-node trust list --json`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cl, err := g.client()
-			if err != nil {
-				return err
-			}
-			st, err := cl.Authority(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if g.json {
-				return g.printJSON(st.Trusts)
-			}
-			printTrusts(g, st.Trusts, time.Now())
-			return nil
+			return showAuthority(cmd, g, func(st localapi.AuthorityStatus) any { return st.Trusts },
+				func(st localapi.AuthorityStatus, now time.Time) { printTrusts(g, st.Trusts, now) })
 		},
 	}
 }
@@ -457,19 +448,8 @@ Admins: ` + "`nova-node authority add-admin PEER`" + ` and ` + "`remove-admin PE
   nova-node authority add-admin 12D3KooWAbc...`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cl, err := g.client()
-			if err != nil {
-				return err
-			}
-			st, err := cl.Authority(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if g.json {
-				return g.printJSON(st)
-			}
-			printAuthority(g, st, time.Now())
-			return nil
+			return showAuthority(cmd, g, func(st localapi.AuthorityStatus) any { return st },
+				func(st localapi.AuthorityStatus, now time.Time) { printAuthority(g, st, now) })
 		},
 	}
 	c.AddCommand(newAdminCmd(g, true), newAdminCmd(g, false))
