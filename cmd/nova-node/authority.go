@@ -69,15 +69,21 @@ func parseWhen(cmd *cobra.Command, flag, s string, now time.Time) (time.Time, er
 }
 
 // notAdmin adds to a NOT_ADMIN refusal what to do, naming the admins this
-// node knows.
-func notAdmin(cmd *cobra.Command, cl *localapi.Client, err error) error {
+// node knows; a node that runs without the authority its config.yaml
+// names is told to restart.
+func notAdmin(cmd *cobra.Command, g *globals, cl *localapi.Client, err error) error {
 	var ae *localapi.APIError
 	if !errors.As(err, &ae) || ae.Code != localapi.CodeNotAdmin {
 		return err
 	}
 	st, serr := cl.Authority(cmd.Context())
 	if serr == nil && st.Authority == "" {
-		return &exitError{code: 1, err: err, hint: "this swarm has no authority: make an admin node its founder with `nova-node invite --new-secret` there (then restart it), " +
+		if cfg, cerr := g.config(); cerr == nil && cfg.Authority != "" {
+			return &exitError{code: 1, err: err, hint: "config.yaml names the authority " + cfg.Authority + ", but the running node started before it did: " +
+				"restart the node (Ctrl-C, nova-node run), then run the command again"}
+		}
+		return &exitError{code: 1, err: err, hint: "this swarm has no authority: make an admin node its founder with `nova-node invite --new-secret` there " +
+			"(then restart it; it also gives the swarm a new secret, so members need its new token), " +
 			"or, to vouch for a peer on this node alone, use `nova-node trust PEER --max-tier L1`"}
 	}
 	admins := "`nova-node authority` on a member lists them"
@@ -147,7 +153,7 @@ config.yaml's grants key takes it.`,
 			res, err := cl.IssueGrant(cmd.Context(), localapi.GrantRequest{Peer: args[0], Agent: f.agent, MaxTier: f.maxTier,
 				Sandboxes: f.sandboxes, Capabilities: f.capabilities, NotBefore: nb, Expires: exp})
 			if err != nil {
-				return notAdmin(cmd, cl, err)
+				return notAdmin(cmd, g, cl, err)
 			}
 			if g.json {
 				return g.printJSON(res)
@@ -270,7 +276,7 @@ admin of the swarm's authority can revoke (NOT_ADMIN otherwise).
 			}
 			res, err := cl.Revoke(cmd.Context(), localapi.RevokeRequest{Serial: serial, Reason: reason})
 			if err != nil {
-				return notAdmin(cmd, cl, err)
+				return notAdmin(cmd, g, cl, err)
 			}
 			if g.json {
 				return g.printJSON(res)
@@ -536,7 +542,7 @@ founding key stays an admin for good. Only an admin can do this
 			}
 			st, err := cl.ChangeAdmins(cmd.Context(), req)
 			if err != nil {
-				return notAdmin(cmd, cl, err)
+				return notAdmin(cmd, g, cl, err)
 			}
 			if g.json {
 				return g.printJSON(st)

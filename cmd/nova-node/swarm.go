@@ -146,7 +146,7 @@ when the token carries them.`,
 				joiner, _ = peer.IDFromPrivateKey(key)
 				res, err := cl.IssueGrant(cmd.Context(), localapi.GrantRequest{Peer: joiner.String(), MaxTier: f.maxTier, Sandboxes: f.sandboxes, Expires: exp})
 				if err != nil {
-					return notAdmin(cmd, cl, err)
+					return notAdmin(cmd, g, cl, err)
 				}
 				signed, err := base64.RawURLEncoding.DecodeString(res.Signed)
 				if err != nil {
