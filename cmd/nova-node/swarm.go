@@ -97,15 +97,8 @@ when the token carries them.`,
 			tok := invite.Token{Swarm: cfg.Swarm, Secret: cfg.Secret(), Relays: relays}
 			founded := false
 			if newSecret && cfg.Authority == "" {
-				key, err := node.LoadIdentity(cfg.DataDir)
+				self, err := node.FoundAuthority(cfg.DataDir)
 				if err != nil {
-					return err
-				}
-				self, err := peer.IDFromPrivateKey(key)
-				if err != nil {
-					return err
-				}
-				if err := node.SetAuthority(cfg.DataDir, self); err != nil {
 					return err
 				}
 				cfg.Authority, founded = self.String(), true
