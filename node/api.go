@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -14,8 +13,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/nova-node/nova-node/agentcard"
 	"github.com/nova-node/nova-node/authority"
@@ -103,8 +100,7 @@ func startAPI(n *Node, path string) (*apiServer, error) {
 		var req struct {
 			Addr string `json:"addr"`
 		}
-		if err := json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(&req); err != nil {
-			writeJSON(w, 400, &localapi.APIError{Code: "INVALID_REQUEST", Message: err.Error()})
+		if !readRequest(w, r, &req) {
 			return
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), 15*time.Second)
@@ -133,8 +129,7 @@ func startAPI(n *Node, path string) (*apiServer, error) {
 			Target string `json:"target"`
 			Count  int    `json:"count"`
 		}
-		if err := json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(&req); err != nil {
-			writeJSON(w, 400, &localapi.APIError{Code: "INVALID_REQUEST", Message: err.Error()})
+		if !readRequest(w, r, &req) {
 			return
 		}
 		res, err := n.Ping(r.Context(), req.Target, req.Count)
@@ -175,63 +170,22 @@ func startAPI(n *Node, path string) (*apiServer, error) {
 	})
 	mux.HandleFunc("POST /v1/authority/admins", func(w http.ResponseWriter, r *http.Request) {
 		var req localapi.AdminsRequest
-		if !readRequest(w, r, &req) {
-			return
+		if readRequest(w, r, &req) {
+			res, err := n.ChangeAdmins(req)
+			writeResult(w, res, err)
 		}
-		var add, remove []peer.ID
-		for _, f := range []struct {
-			ids []string
-			to  *[]peer.ID
-		}{{req.Add, &add}, {req.Remove, &remove}} {
-			for _, s := range f.ids {
-				p, err := parsePeer("admin key", s)
-				if err != nil {
-					writeResult(w, nil, err)
-					return
-				}
-				*f.to = append(*f.to, p)
-			}
-		}
-		if err := n.ChangeAdmins(add, remove); err != nil {
-			writeResult(w, nil, err)
-			return
-		}
-		writeJSON(w, 200, n.AuthorityStatus())
 	})
 	mux.HandleFunc("POST /v1/trust", func(w http.ResponseWriter, r *http.Request) {
 		var req localapi.TrustRequest
-		if !readRequest(w, r, &req) {
-			return
+		if readRequest(w, r, &req) {
+			res, err := n.SetTrust(req)
+			writeResult(w, res, err)
 		}
-		p, err := parsePeer("peer", req.Peer)
-		if err != nil {
-			writeResult(w, nil, err)
-			return
-		}
-		t, err := parseTierField(req.MaxTier)
-		if err != nil {
-			writeResult(w, nil, err)
-			return
-		}
-		tr := authority.Trust{Peer: p, Agent: req.Agent, MaxTier: t, Sandboxes: req.Sandboxes, Capabilities: req.Capabilities, Expires: req.Expires, Note: req.Note}
-		if err := n.SetTrust(tr); err != nil {
-			writeResult(w, nil, err)
-			return
-		}
-		writeJSON(w, 200, localapi.TrustInfo{Peer: p.String(), Agent: tr.Agent, MaxTier: t.String(), Sandboxes: tr.Sandboxes, Capabilities: tr.Capabilities, Expires: tr.Expires, Note: tr.Note})
 	})
 	mux.HandleFunc("DELETE /v1/trust", func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
-		p, err := parsePeer("peer", q.Get("peer"))
-		if err != nil {
-			writeResult(w, nil, err)
-			return
-		}
-		agent := q.Get("agent")
-		if q.Get("all") == "1" {
-			agent = "*"
-		}
-		writeJSON(w, 200, localapi.TrustRemoved{Peer: p.String(), Removed: n.RemoveTrust(p, agent)})
+		res, err := n.RemoveTrust(q.Get("peer"), q.Get("agent"), q.Get("all") == "1")
+		writeResult(w, res, err)
 	})
 	mux.HandleFunc("GET /v1/status", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 200, n.Status())
@@ -509,11 +463,20 @@ func (n *Node) defaultAgent() (c agentcard.Card, ok bool) {
 	return slices.MinFunc(local, func(a, b agentcard.Card) int { return strings.Compare(a.ID, b.ID) }), true
 }
 
-// readRequest decodes a JSON request body of at most 64 KiB into v, or
-// answers 400 INVALID_REQUEST and reports false.
+// maxRequest bounds the JSON body of the API's small requests (all but
+// send's, which carries a payload).
+const maxRequest = 64 << 10
+
+// readRequest decodes a JSON request body of at most [maxRequest] bytes
+// into v, or answers 400 INVALID_REQUEST and reports false.
 func readRequest(w http.ResponseWriter, r *http.Request, v any) bool {
-	if err := json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(v); err != nil {
-		writeJSON(w, 400, &localapi.APIError{Code: "INVALID_REQUEST", Message: "request body: " + err.Error()})
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxRequest)).Decode(v); err != nil {
+		msg := "request body: " + err.Error()
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			msg = fmt.Sprintf("request body over %d bytes: shorten the longest value (a note, a reason, a list)", maxRequest)
+		}
+		writeJSON(w, 400, &localapi.APIError{Code: "INVALID_REQUEST", Message: msg})
 		return false
 	}
 	return true

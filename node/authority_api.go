@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
@@ -32,7 +33,7 @@ type NotAdminError struct {
 
 func (e *NotAdminError) Error() string {
 	if e.Authority == "" {
-		return fmt.Sprintf("cannot %s: this node's swarm has no authority (no `authority:` in config.yaml)", e.What)
+		return fmt.Sprintf("cannot %s: this node runs without a swarm authority (its config.yaml named none when it started)", e.What)
 	}
 	return fmt.Sprintf("cannot %s: this node (%s) is not an admin of the swarm's authority %s: run it on an admin node", e.What, e.Self, e.Authority)
 }
@@ -43,20 +44,16 @@ func (e *NotAdminError) Code() string { return localapi.CodeNotAdmin }
 // Hint says what to do about it.
 func (e *NotAdminError) Hint() string {
 	if e.Authority == "" {
-		return "found one with `nova-node invite --new-secret` on the node that is to be the admin (then restart it), or vouch for a peer on this node alone with `nova-node trust`"
+		return "if config.yaml names an authority, restart the node to take it; else found one with `nova-node invite --new-secret` on the node that is to be the admin (then restart it), or vouch for a peer on this node alone with `nova-node trust`"
 	}
 	return "run the command on an admin node (`nova-node authority` there lists the admins), or ask an admin to make this node one with `nova-node authority add-admin " + e.Self.String() + "`"
 }
 
-// RequestError is a request to the authority API that names a bad value.
-type RequestError struct{ Msg string }
-
-func (e *RequestError) Error() string { return e.Msg }
-
-// Code is INVALID_REQUEST.
-func (e *RequestError) Code() string { return "INVALID_REQUEST" }
-
-func badRequest(format string, a ...any) error { return &RequestError{Msg: fmt.Sprintf(format, a...)} }
+// badRequest is an [InvalidRequestError] about field, the reason
+// formatted as fmt.Sprintf does.
+func badRequest(field, format string, a ...any) error {
+	return &InvalidRequestError{Field: field, Reason: fmt.Sprintf(format, a...)}
+}
 
 func (n *Node) requireAdmin(what string) error {
 	b := n.auth.book
@@ -69,7 +66,7 @@ func (n *Node) requireAdmin(what string) error {
 func parsePeer(field, s string) (peer.ID, error) {
 	p, err := peer.Decode(strings.TrimSpace(s))
 	if err != nil {
-		return "", badRequest("%s %q is not a peer ID (`nova-node id` on that node prints it): %v", field, s, err)
+		return "", badRequest(field, "%q is not a peer ID (`nova-node id` on that node prints it): %v", s, err)
 	}
 	return p, nil
 }
@@ -77,7 +74,7 @@ func parsePeer(field, s string) (peer.ID, error) {
 func parseTierField(s string) (tiers.Tier, error) {
 	t, err := tiers.ParseTier(s)
 	if err != nil {
-		return 0, badRequest("max tier %q: want L0, L1, L2 or L3", s)
+		return 0, badRequest("maxTier", "%q: want L0, L1, L2 or L3", s)
 	}
 	return t, nil
 }
@@ -111,10 +108,10 @@ func (n *Node) IssueGrant(req localapi.GrantRequest) (localapi.GrantIssued, erro
 		return localapi.GrantIssued{}, err
 	}
 	if req.Agent != "" && !agentcard.ValidID(req.Agent) {
-		return localapi.GrantIssued{}, badRequest("agent %q is not a valid agent id", req.Agent)
+		return localapi.GrantIssued{}, badRequest("agent", "%q is not a valid agent id", req.Agent)
 	}
 	if !req.Expires.IsZero() && !req.Expires.After(clock.Now()) {
-		return localapi.GrantIssued{}, badRequest("expiry %s is in the past", req.Expires.Format("2006-01-02T15:04:05Z07:00"))
+		return localapi.GrantIssued{}, badRequest("expires", "%s is in the past", req.Expires.Format("2006-01-02T15:04:05Z07:00"))
 	}
 	serial, err := newSerial()
 	if err != nil {
@@ -147,7 +144,7 @@ func (n *Node) Revoke(serial uint64, reason string) (localapi.Revoked, error) {
 		return localapi.Revoked{}, err
 	}
 	if serial == 0 {
-		return localapi.Revoked{}, badRequest("serial 0 names no grant: `nova-node grant list` shows the serials")
+		return localapi.Revoked{}, badRequest("serial", "0 names no grant: `nova-node grant list` shows the serials")
 	}
 	var p peer.ID
 	for _, h := range n.auth.book.Grants("") {
@@ -157,7 +154,7 @@ func (n *Node) Revoke(serial uint64, reason string) (localapi.Revoked, error) {
 	}
 	signed, err := authority.SealRevocation(authority.Revocation{Authority: n.auth.book.Authority(), Serial: serial, Peer: p, Reason: reason, At: clock.Now()}, n.key)
 	if err != nil {
-		return localapi.Revoked{}, badRequest("%v", err)
+		return localapi.Revoked{}, err // INVALID_GRANT: a reason too long
 	}
 	if _, err := n.AddAuthorityRecord(signed); err != nil {
 		return localapi.Revoked{}, err
@@ -169,50 +166,88 @@ func (n *Node) Revoke(serial uint64, reason string) (localapi.Revoked, error) {
 	return out, nil
 }
 
-// ChangeAdmins signs the next admin update (adding and removing keys) with
-// this node's key (an admin's), applies it and spreads it.
-func (n *Node) ChangeAdmins(add, remove []peer.ID) error {
+// ChangeAdmins signs the next admin update (adding and removing the keys
+// req names) with this node's key (an admin's), applies it and spreads it.
+// It returns the status after the change.
+func (n *Node) ChangeAdmins(req localapi.AdminsRequest) (localapi.AuthorityStatus, error) {
 	if err := n.requireAdmin("change the admins"); err != nil {
-		return err
+		return localapi.AuthorityStatus{}, err
+	}
+	add, err := parsePeers("add", req.Add)
+	if err != nil {
+		return localapi.AuthorityStatus{}, err
+	}
+	remove, err := parsePeers("remove", req.Remove)
+	if err != nil {
+		return localapi.AuthorityStatus{}, err
 	}
 	if len(add)+len(remove) == 0 {
-		return badRequest("name a key to add or to remove")
+		return localapi.AuthorityStatus{}, badRequest("add", "name a key to add or to remove")
 	}
 	b := n.auth.book
 	if slices.Contains(remove, b.Authority()) {
-		return badRequest("the founding key %s is an admin for good: it cannot be removed", b.Authority())
+		return localapi.AuthorityStatus{}, badRequest("remove", "the founding key %s is an admin for good: it cannot be removed", b.Authority())
 	}
 	seq, prev := b.Head()
 	signed, err := authority.SealUpdate(authority.Update{Authority: b.Authority(), Seq: seq + 1, Prev: prev, Add: add, Remove: remove}, n.key)
 	if err != nil {
-		return badRequest("%v", err)
+		return localapi.AuthorityStatus{}, err // INVALID_GRANT: a key named twice
 	}
-	_, err = n.AddAuthorityRecord(signed)
-	return err
+	if _, err := n.AddAuthorityRecord(signed); err != nil {
+		return localapi.AuthorityStatus{}, err
+	}
+	return n.AuthorityStatus(), nil
 }
 
-// SetTrust records that this node's operator trusts t.Peer, then saves the
-// book and reassesses the cards. Trusts are this node's alone: they never
-// travel.
-func (n *Node) SetTrust(t authority.Trust) error {
-	if t.Added.IsZero() {
-		t.Added = clock.Now()
+func parsePeers(field string, ss []string) ([]peer.ID, error) {
+	var out []peer.ID
+	for _, s := range ss {
+		p, err := parsePeer(field, s)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
 	}
-	if err := n.auth.book.SetTrust(t); err != nil {
-		return err
+	return out, nil
+}
+
+// SetTrust records that this node's operator trusts req.Peer, then saves
+// the book and reassesses the cards. Trusts are this node's alone: they
+// never travel. Setting a trust for the same peer and agent replaces it.
+func (n *Node) SetTrust(req localapi.TrustRequest) (localapi.TrustInfo, error) {
+	p, err := parsePeer("peer", req.Peer)
+	if err != nil {
+		return localapi.TrustInfo{}, err
+	}
+	t, err := parseTierField(req.MaxTier)
+	if err != nil {
+		return localapi.TrustInfo{}, err
+	}
+	now := clock.Now()
+	tr := authority.Trust{Peer: p, Agent: req.Agent, MaxTier: t, Sandboxes: req.Sandboxes, Capabilities: req.Capabilities,
+		Expires: req.Expires, Added: now, Note: req.Note}
+	if err := n.auth.book.SetTrust(tr); err != nil {
+		return localapi.TrustInfo{}, err
 	}
 	n.auth.changed(false)
-	return nil
+	return trustInfo(tr, now), nil
 }
 
-// RemoveTrust forgets the trusts of p (agent "*": all of them) and reports
-// how many it removed.
-func (n *Node) RemoveTrust(p peer.ID, agent string) int {
+// RemoveTrust forgets the trust of peer for agent ("" the peer-wide one;
+// all: every trust of the peer) and reports how many it removed.
+func (n *Node) RemoveTrust(peerID, agent string, all bool) (localapi.TrustRemoved, error) {
+	p, err := parsePeer("peer", peerID)
+	if err != nil {
+		return localapi.TrustRemoved{}, err
+	}
+	if all {
+		agent = "*" // the book's "every trust of p"
+	}
 	k := n.auth.book.RemoveTrust(p, agent)
 	if k > 0 {
 		n.auth.changed(false)
 	}
-	return k
+	return localapi.TrustRemoved{Peer: p.String(), Removed: k}, nil
 }
 
 // AuthorityStatus gathers what the node knows of its swarm's authority and
@@ -233,8 +268,7 @@ func (n *Node) AuthorityStatus() localapi.AuthorityStatus {
 	}
 	now := clock.Now()
 	for _, t := range b.Trusts() {
-		st.Trusts = append(st.Trusts, localapi.TrustInfo{Peer: t.Peer.String(), Agent: t.Agent, MaxTier: t.MaxTier.String(), Sandboxes: t.Sandboxes,
-			Capabilities: t.Capabilities, Expires: t.Expires, Added: t.Added, Note: t.Note, Expired: !t.Expires.IsZero() && !now.Before(t.Expires)})
+		st.Trusts = append(st.Trusts, trustInfo(t, now))
 	}
 	for _, c := range n.reg.Remote() {
 		st.Agents = append(st.Agents, agentStanding(c))
@@ -253,4 +287,9 @@ func grantInfo(h authority.HeldGrant) localapi.GrantInfo {
 	g := h.Grant
 	return localapi.GrantInfo{Serial: g.Serial, Peer: g.Peer.String(), Agent: g.Agent, MaxTier: g.MaxTier.String(), Sandboxes: g.Sandboxes,
 		Capabilities: g.Capabilities, NotBefore: g.NotBefore, Expires: g.Expires, Issuer: g.Issuer.String(), State: string(h.State)}
+}
+
+func trustInfo(t authority.Trust, now time.Time) localapi.TrustInfo {
+	return localapi.TrustInfo{Peer: t.Peer.String(), Agent: t.Agent, MaxTier: t.MaxTier.String(), Sandboxes: t.Sandboxes,
+		Capabilities: t.Capabilities, Expires: t.Expires, Added: t.Added, Note: t.Note, Expired: !t.Expires.IsZero() && !now.Before(t.Expires)}
 }

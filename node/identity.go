@@ -84,42 +84,50 @@ func EnsureIdentity(dataDir string) (k crypto.PrivKey, created bool, err error) 
 	if err != nil {
 		return nil, false, err
 	}
-	b, err := crypto.MarshalPrivateKey(k)
-	if err != nil {
-		return nil, false, err
-	}
-	// Write to a temp file and link it into place: link fails if the key
-	// appeared meanwhile, and a crash never leaves a half-written key.
-	path := filepath.Join(dataDir, IdentityFile)
-	tmp, err := os.CreateTemp(dataDir, ".identity-*")
-	if err != nil {
-		return nil, false, fmt.Errorf("node: write identity: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(0o600); err != nil && runtime.GOOS != "windows" {
-		tmp.Close()
-		return nil, false, fmt.Errorf("node: write identity: %w", err)
-	}
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return nil, false, fmt.Errorf("node: write identity: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return nil, false, fmt.Errorf("node: write identity: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return nil, false, fmt.Errorf("node: write identity: %w", err)
-	}
-	if err := os.Link(tmp.Name(), path); err != nil {
+	if err := writeIdentity(dataDir, k); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			k, err := LoadIdentity(dataDir)
 			return k, false, err
 		}
-		return nil, false, fmt.Errorf("node: write identity: %w", err)
+		return nil, false, err
+	}
+	return k, true, nil
+}
+
+// writeIdentity writes key as the data dir's identity, mode 0600: to a
+// temp file, then linked into place, so that a crash never leaves a
+// half-written key and the link fails (matching [fs.ErrExist]) if a key is
+// there already.
+func writeIdentity(dataDir string, key crypto.PrivKey) error {
+	b, err := crypto.MarshalPrivateKey(key)
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dataDir, ".identity-*")
+	if err != nil {
+		return fmt.Errorf("node: write identity: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(0o600); err != nil && runtime.GOOS != "windows" {
+		tmp.Close()
+		return fmt.Errorf("node: write identity: %w", err)
+	}
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		return fmt.Errorf("node: write identity: %w", err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("node: write identity: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("node: write identity: %w", err)
+	}
+	if err := os.Link(tmp.Name(), filepath.Join(dataDir, IdentityFile)); err != nil {
+		return fmt.Errorf("node: write identity: %w", err)
 	}
 	syncDir(dataDir)
-	return k, true, nil
+	return nil
 }
 
 func syncDir(dir string) {
@@ -129,16 +137,12 @@ func syncDir(dir string) {
 	}
 }
 
-// InstallIdentity writes key as the data dir's identity (mode 0600, via a
-// temp file renamed into place). An existing identity is kept unless
+// InstallIdentity writes key as the data dir's identity (mode 0600, as
+// EnsureIdentity writes a new one). An existing identity is kept unless
 // replace: then it is moved to identity.key.replaced (overwriting an older
 // one there), so that the node it was can still be restored. It returns
 // the path of the moved key, "" when there was none.
 func InstallIdentity(dataDir string, key crypto.PrivKey, replace bool) (moved string, err error) {
-	b, err := crypto.MarshalPrivateKey(key)
-	if err != nil {
-		return "", err
-	}
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return "", fmt.Errorf("node: create data dir: %w", err)
 	}
@@ -152,29 +156,5 @@ func InstallIdentity(dataDir string, key crypto.PrivKey, replace bool) (moved st
 			return "", fmt.Errorf("node: move the old identity aside: %w", err)
 		}
 	}
-	tmp, err := os.CreateTemp(dataDir, ".identity-*")
-	if err != nil {
-		return moved, fmt.Errorf("node: write identity: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(0o600); err != nil && runtime.GOOS != "windows" {
-		tmp.Close()
-		return moved, fmt.Errorf("node: write identity: %w", err)
-	}
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return moved, fmt.Errorf("node: write identity: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return moved, fmt.Errorf("node: write identity: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return moved, fmt.Errorf("node: write identity: %w", err)
-	}
-	if err := os.Link(tmp.Name(), path); err != nil {
-		return moved, fmt.Errorf("node: write identity: %w", err)
-	}
-	syncDir(dataDir)
-	return moved, nil
+	return moved, writeIdentity(dataDir, key)
 }

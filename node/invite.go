@@ -199,6 +199,21 @@ func ApplyInviteWith(dataDir string, tok invite.Token, opts JoinOptions) (JoinRe
 	})
 }
 
+// FoundAuthority makes the data dir's node the founder of its swarm's
+// authority: its own peer ID is written as config.yaml's authority, so
+// that, once restarted, it is the first admin. It returns that peer ID.
+func FoundAuthority(dataDir string) (peer.ID, error) {
+	key, err := LoadIdentity(dataDir)
+	if err != nil {
+		return "", err
+	}
+	self, err := peer.IDFromPrivateKey(key)
+	if err != nil {
+		return "", err
+	}
+	return self, SetAuthority(dataDir, self)
+}
+
 // SetAuthority writes the swarm's authority (a peer ID) into config.yaml:
 // the founding admin's key. A running node must be restarted to use it.
 func SetAuthority(dataDir string, auth peer.ID) error {

@@ -45,19 +45,15 @@ func tierFlag(cmd *cobra.Command, s string) error {
 	return nil
 }
 
-// parseWhen reads a time flag: a duration from now ("720h", "30d"), a date
-// ("2027-01-01", midnight local time) or RFC 3339; "" is zero.
+// parseWhen reads a time flag: a duration from now as the other duration
+// flags take it (720h, 30d, 1d12h: parseDuration), a date ("2027-01-01",
+// midnight local time) or RFC 3339; "" is zero.
 func parseWhen(cmd *cobra.Command, flag, s string, now time.Time) (time.Time, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return time.Time{}, nil
 	}
-	if d, ok := strings.CutSuffix(s, "d"); ok {
-		if n, err := strconv.Atoi(d); err == nil && n > 0 && n < 100000 {
-			return now.Add(time.Duration(n) * 24 * time.Hour), nil
-		}
-	}
-	if d, err := time.ParseDuration(s); err == nil {
+	if d, err := parseDuration(s); err == nil {
 		if d <= 0 {
 			return time.Time{}, usage(cmd, fmt.Sprintf("--%s %s: a duration must be positive", flag, s))
 		}
@@ -69,19 +65,25 @@ func parseWhen(cmd *cobra.Command, flag, s string, now time.Time) (time.Time, er
 	if t, err := time.Parse(time.RFC3339, s); err == nil {
 		return t, nil
 	}
-	return time.Time{}, usage(cmd, fmt.Sprintf("--%s %q: want a duration (720h, 30d), a date (2027-01-01) or an RFC 3339 time", flag, s))
+	return time.Time{}, usage(cmd, fmt.Sprintf("--%s %q: want a duration (720h, 30d, 1d12h), a date (2027-01-01) or an RFC 3339 time", flag, s))
 }
 
 // notAdmin adds to a NOT_ADMIN refusal what to do, naming the admins this
-// node knows.
-func notAdmin(cmd *cobra.Command, cl *localapi.Client, err error) error {
+// node knows; a node that runs without the authority its config.yaml
+// names is told to restart.
+func notAdmin(cmd *cobra.Command, g *globals, cl *localapi.Client, err error) error {
 	var ae *localapi.APIError
 	if !errors.As(err, &ae) || ae.Code != localapi.CodeNotAdmin {
 		return err
 	}
 	st, serr := cl.Authority(cmd.Context())
 	if serr == nil && st.Authority == "" {
-		return &exitError{code: 1, err: err, hint: "this swarm has no authority: make an admin node its founder with `nova-node invite --new-secret` there (then restart it), " +
+		if cfg, cerr := g.config(); cerr == nil && cfg.Authority != "" {
+			return &exitError{code: 1, err: err, hint: "config.yaml names the authority " + cfg.Authority + ", but the running node started before it did: " +
+				"restart the node (Ctrl-C, nova-node run), then run the command again"}
+		}
+		return &exitError{code: 1, err: err, hint: "this swarm has no authority: make an admin node its founder with `nova-node invite --new-secret` there " +
+			"(then restart it; it also gives the swarm a new secret, so members need its new token), " +
 			"or, to vouch for a peer on this node alone, use `nova-node trust PEER --max-tier L1`"}
 	}
 	admins := "`nova-node authority` on a member lists them"
@@ -151,7 +153,7 @@ config.yaml's grants key takes it.`,
 			res, err := cl.IssueGrant(cmd.Context(), localapi.GrantRequest{Peer: args[0], Agent: f.agent, MaxTier: f.maxTier,
 				Sandboxes: f.sandboxes, Capabilities: f.capabilities, NotBefore: nb, Expires: exp})
 			if err != nil {
-				return notAdmin(cmd, cl, err)
+				return notAdmin(cmd, g, cl, err)
 			}
 			if g.json {
 				return g.printJSON(res)
@@ -170,19 +172,7 @@ config.yaml's grants key takes it.`,
 
 // grantLine is one grant in a line: who, what, until when, and its state.
 func grantLine(gr localapi.GrantInfo, now time.Time) string {
-	agent := "every agent"
-	if gr.Agent != "" {
-		agent = "agent " + gr.Agent
-	}
-	sbs := "no sandbox"
-	if len(gr.Sandboxes) > 0 {
-		sbs = "sandbox " + strings.Join(gr.Sandboxes, ",")
-	}
-	exp := "never expires"
-	if !gr.Expires.IsZero() {
-		exp = "expires " + expiryText(gr.Expires, now)
-	}
-	line := fmt.Sprintf("%s of %s up to %s, %s, %s", agent, gr.Peer, gr.MaxTier, sbs, exp)
+	line := scopeLine(gr.Agent, gr.Peer, gr.MaxTier, gr.Sandboxes, gr.Expires, "never expires", now)
 	if len(gr.Capabilities) > 0 {
 		line += ", capabilities " + strings.Join(gr.Capabilities, ",")
 	}
@@ -190,6 +180,25 @@ func grantLine(gr localapi.GrantInfo, now time.Time) string {
 		line += ", from " + gr.NotBefore.Local().Format("2006-01-02 15:04")
 	}
 	return line
+}
+
+// scopeLine is what a grant or a trust covers, in words: which agents of
+// which peer, up to which tier, in which sandboxes, until when (never:
+// the words for no expiry).
+func scopeLine(agent, peer, maxTier string, sandboxes []string, expires time.Time, never string, now time.Time) string {
+	who := "every agent"
+	if agent != "" {
+		who = "agent " + agent
+	}
+	sbs := "no sandbox"
+	if len(sandboxes) > 0 {
+		sbs = "sandbox " + strings.Join(sandboxes, ",")
+	}
+	exp := never
+	if !expires.IsZero() {
+		exp = "expires " + expiryText(expires, now)
+	}
+	return fmt.Sprintf("%s of %s up to %s, %s, %s", who, peer, maxTier, sbs, exp)
 }
 
 func newGrantListCmd(g *globals) *cobra.Command {
@@ -204,21 +213,28 @@ within 7 days is flagged "soon!". --json prints the list.`,
   nova-node grant list --json`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cl, err := g.client()
-			if err != nil {
-				return err
-			}
-			st, err := cl.Authority(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if g.json {
-				return g.printJSON(st.Grants)
-			}
-			printGrants(g, st.Grants, time.Now())
-			return nil
+			return showAuthority(cmd, g, func(st localapi.AuthorityStatus) any { return st.Grants },
+				func(st localapi.AuthorityStatus, now time.Time) { printGrants(g, st.Grants, now) })
 		},
 	}
+}
+
+// showAuthority asks the node for its authority status and prints part
+// of it: what part picks, as JSON with --json, else print's words.
+func showAuthority(cmd *cobra.Command, g *globals, part func(localapi.AuthorityStatus) any, print func(localapi.AuthorityStatus, time.Time)) error {
+	cl, err := g.client()
+	if err != nil {
+		return err
+	}
+	st, err := cl.Authority(cmd.Context())
+	if err != nil {
+		return err
+	}
+	if g.json {
+		return g.printJSON(part(st))
+	}
+	print(st, time.Now())
+	return nil
 }
 
 func printGrants(g *globals, grants []localapi.GrantInfo, now time.Time) {
@@ -260,7 +276,7 @@ admin of the swarm's authority can revoke (NOT_ADMIN otherwise).
 			}
 			res, err := cl.Revoke(cmd.Context(), localapi.RevokeRequest{Serial: serial, Reason: reason})
 			if err != nil {
-				return notAdmin(cmd, cl, err)
+				return notAdmin(cmd, g, cl, err)
 			}
 			if g.json {
 				return g.printJSON(res)
@@ -336,19 +352,7 @@ Flags:
 }
 
 func trustLine(t localapi.TrustInfo, now time.Time) string {
-	agent := "every agent"
-	if t.Agent != "" {
-		agent = "agent " + t.Agent
-	}
-	sbs := "no sandbox"
-	if len(t.Sandboxes) > 0 {
-		sbs = "sandbox " + strings.Join(t.Sandboxes, ",")
-	}
-	exp := "until removed"
-	if !t.Expires.IsZero() {
-		exp = "expires " + expiryText(t.Expires, now)
-	}
-	line := fmt.Sprintf("%s of %s up to %s, %s, %s", agent, t.Peer, t.MaxTier, sbs, exp)
+	line := scopeLine(t.Agent, t.Peer, t.MaxTier, t.Sandboxes, t.Expires, "until removed", now)
 	if t.Note != "" {
 		line += " — " + t.Note
 	}
@@ -366,19 +370,8 @@ the list.`,
   nova-node trust list --json`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cl, err := g.client()
-			if err != nil {
-				return err
-			}
-			st, err := cl.Authority(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if g.json {
-				return g.printJSON(st.Trusts)
-			}
-			printTrusts(g, st.Trusts, time.Now())
-			return nil
+			return showAuthority(cmd, g, func(st localapi.AuthorityStatus) any { return st.Trusts },
+				func(st localapi.AuthorityStatus, now time.Time) { printTrusts(g, st.Trusts, now) })
 		},
 	}
 }
@@ -461,19 +454,8 @@ Admins: ` + "`nova-node authority add-admin PEER`" + ` and ` + "`remove-admin PE
   nova-node authority add-admin 12D3KooWAbc...`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cl, err := g.client()
-			if err != nil {
-				return err
-			}
-			st, err := cl.Authority(cmd.Context())
-			if err != nil {
-				return err
-			}
-			if g.json {
-				return g.printJSON(st)
-			}
-			printAuthority(g, st, time.Now())
-			return nil
+			return showAuthority(cmd, g, func(st localapi.AuthorityStatus) any { return st },
+				func(st localapi.AuthorityStatus, now time.Time) { printAuthority(g, st, now) })
 		},
 	}
 	c.AddCommand(newAdminCmd(g, true), newAdminCmd(g, false))
@@ -560,7 +542,7 @@ founding key stays an admin for good. Only an admin can do this
 			}
 			st, err := cl.ChangeAdmins(cmd.Context(), req)
 			if err != nil {
-				return notAdmin(cmd, cl, err)
+				return notAdmin(cmd, g, cl, err)
 			}
 			if g.json {
 				return g.printJSON(st)

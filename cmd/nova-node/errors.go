@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nova-node/nova-node/authority"
 	"github.com/nova-node/nova-node/node"
 	"github.com/nova-node/nova-node/node/localapi"
 	"github.com/nova-node/nova-node/protocol"
@@ -284,6 +285,10 @@ func hintFor(cmd *cobra.Command, code string) string {
 			}
 		}
 		return "`nova-node agents` lists the agents this node knows; `nova-node agents find --name NAME` asks the swarm"
+	case "INVALID_REQUEST", authority.CodeInvalidGrant:
+		// The node refused a value given on the command line (a grant's, a
+		// trust's); the message names it.
+		return "fix the value the message names; " + helpHint(cmd) + " (it lists the forms each flag takes)"
 	case "AMBIGUOUS_AGENT":
 		return "give the full address name@peerID, as `nova-node agents` lists it"
 	case "CAPABILITY_NOT_FOUND":

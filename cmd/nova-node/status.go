@@ -247,12 +247,14 @@ func expiryText(t, now time.Time) string {
 // soonDays is how close an expiry is flagged.
 const soonDays = 7
 
+// roughDuration is d to the nearest day, hour or minute: a grant made
+// for 30d reads "30 days", not the 29 and a fraction left.
 func roughDuration(d time.Duration) string {
 	switch {
 	case d >= 48*time.Hour:
-		return fmt.Sprintf("%d days", int(d/(24*time.Hour)))
+		return fmt.Sprintf("%d days", int(d.Round(24*time.Hour)/(24*time.Hour)))
 	case d >= 2*time.Hour:
-		return fmt.Sprintf("%d hours", int(d/time.Hour))
+		return fmt.Sprintf("%d hours", int(d.Round(time.Hour)/time.Hour))
 	}
 	return fmt.Sprintf("%d min", max(1, int(d/time.Minute)))
 }

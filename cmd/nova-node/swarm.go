@@ -97,15 +97,8 @@ when the token carries them.`,
 			tok := invite.Token{Swarm: cfg.Swarm, Secret: cfg.Secret(), Relays: relays}
 			founded := false
 			if newSecret && cfg.Authority == "" {
-				key, err := node.LoadIdentity(cfg.DataDir)
+				self, err := node.FoundAuthority(cfg.DataDir)
 				if err != nil {
-					return err
-				}
-				self, err := peer.IDFromPrivateKey(key)
-				if err != nil {
-					return err
-				}
-				if err := node.SetAuthority(cfg.DataDir, self); err != nil {
 					return err
 				}
 				cfg.Authority, founded = self.String(), true
@@ -146,7 +139,7 @@ when the token carries them.`,
 				joiner, _ = peer.IDFromPrivateKey(key)
 				res, err := cl.IssueGrant(cmd.Context(), localapi.GrantRequest{Peer: joiner.String(), MaxTier: f.maxTier, Sandboxes: f.sandboxes, Expires: exp})
 				if err != nil {
-					return notAdmin(cmd, cl, err)
+					return notAdmin(cmd, g, cl, err)
 				}
 				signed, err := base64.RawURLEncoding.DecodeString(res.Signed)
 				if err != nil {
