@@ -7,9 +7,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime"
 
 	"github.com/libp2p/go-libp2p/core/crypto"
+
+	"github.com/nova-node/nova-node/internal/secretfile"
 )
 
 // IdentityFile is the node's private key inside the data dir.
@@ -22,18 +23,14 @@ var ErrNoIdentity = errors.New("node: no identity in data dir (run `nova-node in
 // other users is refused on Unix: the key is the node's identity.
 func LoadIdentity(dataDir string) (crypto.PrivKey, error) {
 	path := filepath.Join(dataDir, IdentityFile)
-	st, err := os.Stat(path)
-	if errors.Is(err, fs.ErrNotExist) {
+	b, err := secretfile.Read(path)
+	var me *secretfile.ModeError
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		return nil, ErrNoIdentity
-	}
-	if err != nil {
-		return nil, fmt.Errorf("node: identity: %w", err)
-	}
-	if runtime.GOOS != "windows" && st.Mode().Perm()&0o077 != 0 {
-		return nil, &IdentityInvalidError{Path: path, Readable: true, Mode: st.Mode().Perm()}
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
+	case errors.As(err, &me):
+		return nil, &IdentityInvalidError{Path: path, Readable: true, Mode: me.Mode}
+	case err != nil:
 		return nil, fmt.Errorf("node: identity: %w", err)
 	}
 	k, err := crypto.UnmarshalPrivateKey(b)
@@ -88,49 +85,19 @@ func EnsureIdentity(dataDir string) (k crypto.PrivKey, created bool, err error) 
 	if err != nil {
 		return nil, false, err
 	}
-	// Write to a temp file and link it into place: link fails if the key
-	// appeared meanwhile, and a crash never leaves a half-written key.
-	path := filepath.Join(dataDir, IdentityFile)
-	tmp, err := os.CreateTemp(dataDir, ".identity-*")
-	if err != nil {
-		return nil, false, fmt.Errorf("node: write identity: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(0o600); err != nil && runtime.GOOS != "windows" {
-		tmp.Close()
-		return nil, false, fmt.Errorf("node: write identity: %w", err)
-	}
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return nil, false, fmt.Errorf("node: write identity: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return nil, false, fmt.Errorf("node: write identity: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return nil, false, fmt.Errorf("node: write identity: %w", err)
-	}
-	if err := os.Link(tmp.Name(), path); err != nil {
+	// Created whole and once: if a key appeared meanwhile, it is the one.
+	if err := secretfile.Create(filepath.Join(dataDir, IdentityFile), b); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			k, err := LoadIdentity(dataDir)
 			return k, false, err
 		}
 		return nil, false, fmt.Errorf("node: write identity: %w", err)
 	}
-	syncDir(dataDir)
 	return k, true, nil
 }
 
-func syncDir(dir string) {
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		_ = d.Close()
-	}
-}
-
-// InstallIdentity writes key as the data dir's identity (mode 0600, via a
-// temp file renamed into place). An existing identity is kept unless
+// InstallIdentity writes key as the data dir's identity (mode 0600, created
+// whole by [secretfile.Create]). An existing identity is kept unless
 // replace: then it is moved to identity.key.replaced (overwriting an older
 // one there), so that the node it was can still be restored. It returns
 // the path of the moved key, "" when there was none.
@@ -152,29 +119,8 @@ func InstallIdentity(dataDir string, key crypto.PrivKey, replace bool) (moved st
 			return "", fmt.Errorf("node: move the old identity aside: %w", err)
 		}
 	}
-	tmp, err := os.CreateTemp(dataDir, ".identity-*")
-	if err != nil {
+	if err := secretfile.Create(path, b); err != nil {
 		return moved, fmt.Errorf("node: write identity: %w", err)
 	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(0o600); err != nil && runtime.GOOS != "windows" {
-		tmp.Close()
-		return moved, fmt.Errorf("node: write identity: %w", err)
-	}
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return moved, fmt.Errorf("node: write identity: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return moved, fmt.Errorf("node: write identity: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return moved, fmt.Errorf("node: write identity: %w", err)
-	}
-	if err := os.Link(tmp.Name(), path); err != nil {
-		return moved, fmt.Errorf("node: write identity: %w", err)
-	}
-	syncDir(dataDir)
 	return moved, nil
 }
