@@ -196,7 +196,7 @@ func startMetrics(addr string, reg *prometheus.Registry, channels func() []proto
 	if err != nil {
 		return nil, err
 	}
-	if tokens.Len() == 0 { // cannot happen: startMCP read the token
+	if tokens.Len() == 0 { // cannot happen: Start loaded the token
 		return nil, errors.New("node: metrics listener: no local token")
 	}
 	pending := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "nova", Name: "channel_pending_envelopes",
