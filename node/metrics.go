@@ -240,6 +240,13 @@ func (s *metricsServer) close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	err := s.srv.Shutdown(ctx)
+	if err != nil {
+		// A connection that outlived the wait (an /mcp SSE stream never
+		// goes idle): cut it, as closeA2A does, so that its handler sees
+		// its request end rather than run on into the MCP bridge, which
+		// Close stops next.
+		_ = s.srv.Close()
+	}
 	<-s.done
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
