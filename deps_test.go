@@ -80,8 +80,9 @@ var packages = map[string]pkg{
 	"internal/cputime":               {layer: leaf},
 	"internal/leakcheck":             {layer: leaf},
 	"internal/srccheck":              {layer: leaf},
-	"internal/waitfor":               {layer: leaf}, // tests: Eventually
-	"internal/localhttp":             {layer: leaf}, // the loopback HTTP listeners' Host, Origin and Content-Type guard, and their local token
+	"internal/waitfor":               {layer: leaf},                              // tests: Eventually
+	"internal/localhttp":             {layer: leaf, also: "internal/secretfile"}, // the loopback HTTP listeners' Host, Origin and Content-Type guard, and their local token
+	"internal/secretfile":            {layer: leaf},                              // the data dir's owner-only files (identity key, local token): read refusing group/other bits, created once and whole
 	"internal/streamscope":           {layer: leaf, also: "internal/clock"},
 	"internal/streamscope/scopetest": {layer: leaf}, // test hosts with a resource manager
 	"tiers":                          {layer: leaf, pure: true},

@@ -93,7 +93,7 @@ func (n *Node) startA2A(ctx context.Context) error {
 	// Every request needs a token: the data dir's local token, or one of
 	// a2a.tokenHashes. On loopback the cards and /healthz too, as the
 	// gateway is then a local face, for the data dir's owner alone.
-	cfg.LocalToken = n.mcp.token
+	cfg.LocalToken = n.localToken
 	cfg.AuthAll = !cfg.RequireAuth
 	cfg.AuthHint = n.localTokenHint()
 	gw, err := a2ahttp.New(a2aMesh{n}, cfg)

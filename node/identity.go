@@ -7,9 +7,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime"
 
 	"github.com/libp2p/go-libp2p/core/crypto"
+
+	"github.com/nova-node/nova-node/internal/secretfile"
 )
 
 // IdentityFile is the node's private key inside the data dir.
@@ -22,18 +23,14 @@ var ErrNoIdentity = errors.New("node: no identity in data dir (run `nova-node in
 // other users is refused on Unix: the key is the node's identity.
 func LoadIdentity(dataDir string) (crypto.PrivKey, error) {
 	path := filepath.Join(dataDir, IdentityFile)
-	st, err := os.Stat(path)
-	if errors.Is(err, fs.ErrNotExist) {
+	b, err := secretfile.Read(path)
+	var me *secretfile.ModeError
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		return nil, ErrNoIdentity
-	}
-	if err != nil {
-		return nil, fmt.Errorf("node: identity: %w", err)
-	}
-	if runtime.GOOS != "windows" && st.Mode().Perm()&0o077 != 0 {
-		return nil, &IdentityInvalidError{Path: path, Readable: true, Mode: st.Mode().Perm()}
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
+	case errors.As(err, &me):
+		return nil, &IdentityInvalidError{Path: path, Readable: true, Mode: me.Mode}
+	case err != nil:
 		return nil, fmt.Errorf("node: identity: %w", err)
 	}
 	k, err := crypto.UnmarshalPrivateKey(b)
@@ -94,47 +91,19 @@ func EnsureIdentity(dataDir string) (k crypto.PrivKey, created bool, err error) 
 	return k, true, nil
 }
 
-// writeIdentity writes key as the data dir's identity, mode 0600: to a
-// temp file, then linked into place, so that a crash never leaves a
-// half-written key and the link fails (matching [fs.ErrExist]) if a key is
-// there already.
+// writeIdentity writes key as the data dir's identity, mode 0600, created
+// whole and once by [secretfile.Create]: a crash never leaves a
+// half-written key, and it fails (matching [fs.ErrExist]) if a key is there
+// already.
 func writeIdentity(dataDir string, key crypto.PrivKey) error {
 	b, err := crypto.MarshalPrivateKey(key)
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(dataDir, ".identity-*")
-	if err != nil {
+	if err := secretfile.Create(filepath.Join(dataDir, IdentityFile), b); err != nil {
 		return fmt.Errorf("node: write identity: %w", err)
 	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(0o600); err != nil && runtime.GOOS != "windows" {
-		tmp.Close()
-		return fmt.Errorf("node: write identity: %w", err)
-	}
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return fmt.Errorf("node: write identity: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("node: write identity: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("node: write identity: %w", err)
-	}
-	if err := os.Link(tmp.Name(), filepath.Join(dataDir, IdentityFile)); err != nil {
-		return fmt.Errorf("node: write identity: %w", err)
-	}
-	syncDir(dataDir)
 	return nil
-}
-
-func syncDir(dir string) {
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		_ = d.Close()
-	}
 }
 
 // InstallIdentity writes key as the data dir's identity (mode 0600, as

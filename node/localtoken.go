@@ -19,7 +19,8 @@ const LocalTokenFile = localhttp.TokenFile
 func ReadLocalToken(dataDir string) (string, error) { return localhttp.ReadToken(dataDir) }
 
 // loadLocalToken reads the data dir's local token, creating it if
-// missing. Start calls it (through startMCP) before any local face opens.
+// missing. Start calls it before anything listens, and keeps it on the
+// Node for the local faces.
 func (n *Node) loadLocalToken() (string, error) {
 	return localhttp.EnsureToken(n.cfg.DataDir)
 }
@@ -40,4 +41,9 @@ type localFaces struct {
 	mcp   http.Handler // the MCP streamable HTTP face, at /mcp
 	token string       // the local token
 	hint  string       // where the token is, for a refused client
+}
+
+// localFaces is the MCP face and the local token, for startMetrics.
+func (n *Node) localFaces() localFaces {
+	return localFaces{mcp: n.mcpHTTP(), token: n.localToken, hint: n.localTokenHint()}
 }

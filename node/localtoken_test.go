@@ -2,8 +2,6 @@ package node_test
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io"
@@ -57,7 +55,7 @@ func TestLocalFacesNeedTheLocalToken(t *testing.T) {
 	cfg.Listen = []string{"/ip4/127.0.0.1/tcp/0"}
 	cfg.MDNS = false
 	cfg.A2A.Listen = "127.0.0.1:0"
-	cfg.A2A.TokenHashes = []string{localhttpHash(a2aToken)}
+	cfg.A2A.TokenHashes = []string{localhttp.HashToken(a2aToken)}
 	n, err := node.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -176,11 +174,6 @@ func TestLocalFacesNeedTheLocalToken(t *testing.T) {
 	if resp.StatusCode != http.StatusMisdirectedRequest {
 		t.Errorf("rebound Host with the token: %d, want 421", resp.StatusCode)
 	}
-}
-
-func localhttpHash(tok string) string {
-	sum := sha256.Sum256([]byte(tok))
-	return hex.EncodeToString(sum[:])
 }
 
 // TestLocalTokenKeptAcrossRestarts: the token file is made once; a node

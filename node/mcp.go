@@ -34,9 +34,6 @@ type mcpState struct {
 	wg       sync.WaitGroup
 	calls    *prometheus.CounterVec
 	duration *prometheus.HistogramVec
-	// token is the data dir's local token (localtoken.go): startMCP reads
-	// it, as it runs before any local HTTP face opens.
-	token string
 }
 
 // buildMCP builds the bridge, its registry and its metrics; it starts
@@ -97,11 +94,6 @@ func (n *Node) buildMCP(h host.Host) error {
 // publisher. Called from Start with n.mu held.
 func (n *Node) startMCP(ctx context.Context) error {
 	st := n.mcp
-	tok, err := n.loadLocalToken()
-	if err != nil {
-		return err
-	}
-	st.token = tok
 	st.bridge.Start()
 	for _, a := range n.cfg.Agents {
 		names := make([]string, 0, len(a.MCPServers))
@@ -240,10 +232,8 @@ func sameCardContent(a, b agentcard.Card) bool {
 }
 
 // mcpHTTP is the streamable HTTP face, mounted at /mcp on the loopback
-// listener, with the local token that listener asks every request for.
-func (n *Node) mcpHTTP() localFaces {
-	return localFaces{mcp: n.mcp.bridge.HTTPHandler(), token: n.mcp.token, hint: n.localTokenHint()}
-}
+// listener.
+func (n *Node) mcpHTTP() http.Handler { return n.mcp.bridge.HTTPHandler() }
 
 // MCP returns the node's MCP bridge; it serves peers from Start on.
 func (n *Node) MCP() *mcpbridge.Bridge { return n.mcp.bridge }

@@ -196,7 +196,7 @@ func startMetrics(addr string, reg *prometheus.Registry, channels func() []proto
 	if err != nil {
 		return nil, err
 	}
-	if tokens.Len() == 0 { // cannot happen: startMCP read the token
+	if tokens.Len() == 0 { // cannot happen: Start loaded the token
 		return nil, errors.New("node: metrics listener: no local token")
 	}
 	pending := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "nova", Name: "channel_pending_envelopes",
@@ -240,6 +240,13 @@ func (s *metricsServer) close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	err := s.srv.Shutdown(ctx)
+	if err != nil {
+		// A connection that outlived the wait (an /mcp SSE stream never
+		// goes idle): cut it, as closeA2A does, so that its handler sees
+		// its request end rather than run on into the MCP bridge, which
+		// Close stops next.
+		_ = s.srv.Close()
+	}
 	<-s.done
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil

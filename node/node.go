@@ -79,6 +79,11 @@ type Node struct {
 	closed   bool
 	stack    closers // what New and Start built; Close unwinds it
 	wg       sync.WaitGroup
+
+	// localToken is the data dir's local token (localtoken.go), which every
+	// local HTTP face asks for: Start loads it, under mu, before anything
+	// listens; read-only after.
+	localToken string
 }
 
 // closers is the unwind stack of a Node: each part New or Start builds
@@ -367,6 +372,9 @@ func (n *Node) Start(ctx context.Context) (err error) {
 			_ = n.stack.unwind()
 		}
 	}()
+	if n.localToken, err = n.loadLocalToken(); err != nil {
+		return err
+	}
 	if err := n.listenAll(); err != nil {
 		return err
 	}
@@ -398,7 +406,7 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	n.api = api
 	n.stack.push(api.close)
 	if n.cfg.MetricsListen != "off" {
-		ms, err := startMetrics(n.cfg.MetricsListen, n.obs.prom.reg, n.router.Channels, n.mcpHTTP())
+		ms, err := startMetrics(n.cfg.MetricsListen, n.obs.prom.reg, n.router.Channels, n.localFaces())
 		if err != nil {
 			return err
 		}

@@ -135,8 +135,9 @@ the data dir (made by the node when it starts, readable only by its owner):
 	return c
 }
 
-// localTokenPath is where the local token of the selected data dir is.
-func (g *globals) localTokenPath() string {
+// localDataDir is the selected data dir, absolute: the one whose socket
+// g.client dials.
+func (g *globals) localDataDir() string {
 	dir := g.dataDir
 	if cfg, _ := g.config(); cfg.DataDir != "" {
 		dir = cfg.DataDir
@@ -147,7 +148,12 @@ func (g *globals) localTokenPath() string {
 	if abs, err := filepath.Abs(dir); err == nil {
 		dir = abs
 	}
-	return filepath.Join(dir, node.LocalTokenFile)
+	return dir
+}
+
+// localTokenPath is where the local token of the selected data dir is.
+func (g *globals) localTokenPath() string {
+	return filepath.Join(g.localDataDir(), node.LocalTokenFile)
 }
 
 // localTokenFor returns the local token of the node running on the
@@ -173,7 +179,9 @@ func (g *globals) localTokenFor(ctx context.Context, rawURL string) string {
 	if err != nil || !sameListener(u.Host, gw.Host) {
 		return ""
 	}
-	tok, err := node.ReadLocalToken(info.DataDir)
+	// The selected data dir, not info.DataDir: the node reports the path
+	// it was given, relative to its own working directory.
+	tok, err := node.ReadLocalToken(g.localDataDir())
 	if err != nil {
 		return ""
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -36,6 +37,20 @@ func TestA2ACallSendsTheLocalTokenOnlyToItsNode(t *testing.T) {
 	}))
 	defer srv.Close()
 	runCLI(t, "--data-dir", dirA, "a2a", "call", srv.URL+"/a2a/bob/", "--message", "hi")
+}
+
+// TestA2ACallFindsTheTokenOfARelativeDataDir: a node run with a relative
+// --data-dir reports that relative path; a2a call, run elsewhere with the
+// data dir's absolute path, still finds the token and gets in.
+func TestA2ACallFindsTheTokenOfARelativeDataDir(t *testing.T) {
+	parent := t.TempDir()
+	t.Chdir(parent)
+	n := startNode(t, 0, "dd", node.DefaultAgent("bob"))
+	t.Chdir(t.TempDir())
+	out, errOut, code := runCLI(t, "--data-dir", filepath.Join(parent, "dd"), "a2a", "call", n.A2AURL()+"/a2a/bob/", "--message", "hi")
+	if code != 0 || !strings.Contains(out, "hi") {
+		t.Fatalf("a2a call from another directory: exit %d\n%s%s", code, out, errOut)
+	}
 }
 
 func TestSameListener(t *testing.T) {

@@ -43,6 +43,13 @@ func NewTokens(tokens, hashes []string) (Tokens, error) {
 	return t, nil
 }
 
+// HashToken returns the hex SHA-256 of a bearer token: the form in which
+// [NewTokens] takes configured tokens.
+func HashToken(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:])
+}
+
 // Len is how many tokens are accepted.
 func (t Tokens) Len() int { return len(t.sums) }
 

@@ -6,10 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
+
+	"github.com/nova-node/nova-node/internal/secretfile"
 )
 
 // TokenFile is the local token's file inside the data dir.
@@ -58,9 +58,10 @@ func (e *TokenError) Hint() string {
 
 // EnsureToken returns the local token of dataDir, creating the token file
 // (mode 0600, 32 random bytes in base64url) if it does not exist. The file
-// is written to a temporary file created 0600 and renamed into place, so a
-// reader never sees half a token. A file other users may read or write is
-// refused ([TokenError]): its token is no longer a secret.
+// is created whole and once ([secretfile.Create]): a reader never sees half
+// a token, and of two processes creating it at once, the one that loses
+// reads the winner's. A file other users may read or write is refused
+// ([TokenError]): its token is no longer a secret.
 func EnsureToken(dataDir string) (string, error) {
 	tok, err := ReadToken(dataDir)
 	if !errors.Is(err, fs.ErrNotExist) {
@@ -71,31 +72,13 @@ func EnsureToken(dataDir string) (string, error) {
 		return "", fmt.Errorf("localhttp: local token: %w", err)
 	}
 	tok = base64.RawURLEncoding.EncodeToString(b)
-	if err := writeToken(dataDir, tok); err != nil {
+	if err := secretfile.Create(TokenPath(dataDir), []byte(tok+"\n")); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return ReadToken(dataDir)
+		}
 		return "", fmt.Errorf("localhttp: write the local token: %w", err)
 	}
 	return tok, nil
-}
-
-func writeToken(dataDir, tok string) error {
-	f, err := os.CreateTemp(dataDir, "."+TokenFile+".*") // mode 0600
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // a no-op once renamed
-	if _, err := f.WriteString(tok + "\n"); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, TokenPath(dataDir))
 }
 
 // ReadToken reads the local token of dataDir: what a client of the node's
@@ -106,18 +89,14 @@ func writeToken(dataDir, tok string) error {
 // open to other users or holds no token.
 func ReadToken(dataDir string) (string, error) {
 	path := TokenPath(dataDir)
-	st, err := os.Stat(path)
-	if err != nil {
-		return "", fmt.Errorf("localhttp: local token: %w", err)
-	}
-	if !st.Mode().IsRegular() {
+	b, err := secretfile.Read(path)
+	var me *secretfile.ModeError
+	switch {
+	case errors.As(err, &me):
+		return "", &TokenError{Path: path, Mode: me.Mode}
+	case errors.Is(err, secretfile.ErrNotRegular):
 		return "", &TokenError{Path: path, Reason: "not a regular file"}
-	}
-	if perm := st.Mode().Perm(); runtime.GOOS != "windows" && perm&0o077 != 0 {
-		return "", &TokenError{Path: path, Mode: perm}
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
+	case err != nil:
 		return "", fmt.Errorf("localhttp: local token: %w", err)
 	}
 	tok := strings.TrimSpace(string(b))

@@ -1,8 +1,6 @@
 package localhttp_test
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io/fs"
@@ -100,8 +98,7 @@ func TestTokenFileRefused(t *testing.T) {
 
 func TestTokensRequire(t *testing.T) {
 	const local, configured = "local-token-0123456789abcdefghijklmnop", "configured-token"
-	sum := sha256.Sum256([]byte(configured))
-	tokens, err := localhttp.NewTokens([]string{local, ""}, []string{hex.EncodeToString(sum[:])})
+	tokens, err := localhttp.NewTokens([]string{local, ""}, []string{localhttp.HashToken(configured)})
 	if err != nil || tokens.Len() != 2 {
 		t.Fatalf("NewTokens: %d tokens, %v", tokens.Len(), err)
 	}
@@ -120,7 +117,7 @@ func TestTokensRequire(t *testing.T) {
 		{"skipped", "OPTIONS", "", 418, ""},
 		{"none", "GET", "", 401, `Bearer realm="nova-node"`},
 		{"wrong", "GET", "Bearer " + local + "x", 401, `Bearer realm="nova-node", error="invalid_token"`},
-		{"hash of the configured token", "GET", "Bearer " + hex.EncodeToString(sum[:]), 401, `Bearer realm="nova-node", error="invalid_token"`},
+		{"hash of the configured token", "GET", "Bearer " + localhttp.HashToken(configured), 401, `Bearer realm="nova-node", error="invalid_token"`},
 		{"basic", "GET", "Basic " + local, 401, `Bearer realm="nova-node", error="invalid_token"`},
 		{"empty bearer", "GET", "Bearer ", 401, `Bearer realm="nova-node", error="invalid_token"`},
 	} {

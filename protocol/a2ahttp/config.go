@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"go.etcd.io/bbolt"
+
+	"github.com/nova-node/nova-node/internal/localhttp"
 )
 
 // Config configures a [Gateway]. Start from [DefaultConfig]; in New, a zero
@@ -227,8 +229,5 @@ func (c Config) Validate() error {
 }
 
 // HashToken returns the hex SHA-256 of a bearer token, the form
-// Config.TokenHashes stores.
-func HashToken(token string) string {
-	sum := sha256.Sum256([]byte(token))
-	return hex.EncodeToString(sum[:])
-}
+// Config.TokenHashes stores ([localhttp.HashToken]).
+func HashToken(token string) string { return localhttp.HashToken(token) }
