@@ -15,6 +15,7 @@ import (
 	"github.com/nova-node/nova-node/agentcard"
 	"github.com/nova-node/nova-node/authority"
 	"github.com/nova-node/nova-node/internal/clock"
+	"github.com/nova-node/nova-node/internal/secretfile"
 	"github.com/nova-node/nova-node/protocol"
 )
 
@@ -178,11 +179,7 @@ func (a *authz) save() error {
 	if err != nil {
 		return err
 	}
-	tmp := a.path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, a.path)
+	return secretfile.Replace(a.path, b)
 }
 
 // schedule arms the timer for the next instant a grant or trust starts or

@@ -15,6 +15,7 @@ import (
 
 	"github.com/nova-node/nova-node/authority"
 	"github.com/nova-node/nova-node/discovery/invite"
+	"github.com/nova-node/nova-node/internal/secretfile"
 )
 
 // ApplyInvite is [ApplyInviteWith] with no options: a token's identity is
@@ -290,9 +291,5 @@ func editConfig(dataDir string, f func(c *Config, set func(key string, v any))) 
 	if err := check.Validate(); err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, out, 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return secretfile.Replace(path, out) // it holds the swarm secret
 }

@@ -64,6 +64,21 @@ func Read(path string) ([]byte, error) {
 // and the directory is synced; the temporary file is removed in every
 // case. The directory must exist.
 func Create(path string, data []byte) error {
+	return place(path, data, os.Link)
+}
+
+// Replace writes data as the file at path, mode 0600, replacing any file
+// there: the same temporary file, synced, then renamed over path, and the
+// directory synced, so that a crash leaves the old file or the new one,
+// never a part. The directory must exist.
+func Replace(path string, data []byte) error {
+	return place(path, data, os.Rename)
+}
+
+// place writes data to a temporary file beside path, mode exactly 0600,
+// syncs it, puts it at path with put (link or rename) and syncs the
+// directory. The temporary file is removed in every case.
+func place(path string, data []byte, put func(oldpath, newpath string) error) error {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*") // mode 0600 less the umask
 	if err != nil {
@@ -86,7 +101,7 @@ func Create(path string, data []byte) error {
 	if err := tmp.Close(); err != nil {
 		return err
 	}
-	if err := os.Link(tmp.Name(), path); err != nil {
+	if err := put(tmp.Name(), path); err != nil {
 		return err
 	}
 	syncDir(dir)

@@ -101,3 +101,22 @@ func TestReadRefuses(t *testing.T) {
 		}
 	}
 }
+
+// TestReplace: Replace writes over a file that is there (a world-readable
+// one included: the new file is 0600) and leaves no temporary file.
+func TestReplace(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "config")
+	if err := os.WriteFile(path, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := secretfile.Replace(path, []byte("new")); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := secretfile.Read(path); err != nil || string(b) != "new" {
+		t.Fatalf("Read %q (%v), want the new content", b, err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("dir holds %d files, want the file only (no temporary file left)", len(entries))
+	}
+}
