@@ -133,41 +133,39 @@ func ApplyInviteWith(dataDir string, tok invite.Token, opts JoinOptions) (JoinRe
 	case err != nil:
 		return res, err
 	}
-	grant := key != nil
+	grant, install, replace := key != nil, false, false
 	if key != nil {
 		switch {
 		case cur == nil:
-			if _, err := InstallIdentity(dataDir, key, false); err != nil {
-				return res, err
-			}
-			res.IdentityInstalled = true
+			install = true
 		case cur.Equals(key):
 		case opts.KeepIdentity:
 			grant, res.GrantDropped = false, true
 		case opts.ReplaceIdentity:
-			moved, err := InstallIdentity(dataDir, key, true)
-			if err != nil {
-				return res, err
-			}
-			res.IdentityInstalled, res.ReplacedIdentity = true, moved
+			install, replace = true, true
 		default:
 			curID, _ := peer.IDFromPrivateKey(cur)
 			return res, &IdentityExistsError{DataDir: dataDir, Current: curID, Token: keyID}
 		}
+	}
+	// A data dir without an identity gets the token's before anything else
+	// (EnsureDataDir would make one up). One with an identity to replace
+	// gets its config edited first: a config that cannot be edited leaves
+	// the old identity in place, and the replacement, last, cannot fail
+	// halfway (the new key is created whole or not at all).
+	if install && !replace {
+		if _, err := InstallIdentity(dataDir, key, false); err != nil {
+			return res, err
+		}
+		res.IdentityInstalled = true
 	}
 	cfg := DefaultConfig()
 	cfg.DataDir = dataDir
 	if _, err := EnsureDataDir(cfg); err != nil {
 		return res, err
 	}
-	k, err := LoadIdentity(dataDir)
-	if err != nil {
-		return res, err
-	}
-	id, _ := peer.IDFromPrivateKey(k)
-	res.PeerID = id.String()
 	res.Granted = grant
-	return res, editConfig(dataDir, func(c *Config, set func(key string, v any)) {
+	err = editConfig(dataDir, func(c *Config, set func(key string, v any)) {
 		if auth != "" {
 			set("authority", auth.String())
 		}
@@ -198,6 +196,23 @@ func ApplyInviteWith(dataDir string, tok invite.Token, opts JoinOptions) (JoinRe
 		}
 		set("relays", relays)
 	})
+	if err != nil {
+		return res, err
+	}
+	if replace {
+		moved, err := InstallIdentity(dataDir, key, true)
+		if err != nil {
+			return res, err
+		}
+		res.IdentityInstalled, res.ReplacedIdentity = true, moved
+	}
+	k, err := LoadIdentity(dataDir)
+	if err != nil {
+		return res, err
+	}
+	id, _ := peer.IDFromPrivateKey(k)
+	res.PeerID = id.String()
+	return res, nil
 }
 
 // FoundAuthority makes the data dir's node the founder of its swarm's
