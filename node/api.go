@@ -161,6 +161,13 @@ func startAPI(n *Node, path string) (*apiServer, error) {
 			writeResult(w, res, err)
 		}
 	})
+	mux.HandleFunc("POST /v1/authority/admissions", func(w http.ResponseWriter, r *http.Request) {
+		var req localapi.GrantRequest
+		if readRequest(w, r, &req) {
+			res, err := n.Admit(req)
+			writeResult(w, res, err)
+		}
+	})
 	mux.HandleFunc("POST /v1/authority/revocations", func(w http.ResponseWriter, r *http.Request) {
 		var req localapi.RevokeRequest
 		if readRequest(w, r, &req) {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/nova-node/nova-node/agentcard"
@@ -90,6 +91,35 @@ func newSerial() (uint64, error) {
 			return s, nil
 		}
 	}
+}
+
+// Admit makes an admission for a joiner: a new Ed25519 identity and a
+// grant for its peer ID as req says (req.Peer is ignored), signed by this
+// node, which must be an admin ([NotAdminError] otherwise). The identity's
+// private key is in the result: it goes into the invite token, which is
+// handed to the joiner privately.
+func (n *Node) Admit(req localapi.GrantRequest) (localapi.Admission, error) {
+	if err := n.requireAdmin("sign a grant"); err != nil {
+		return localapi.Admission{}, err
+	}
+	key, _, err := crypto.GenerateEd25519Key(rand.Reader)
+	if err != nil {
+		return localapi.Admission{}, err
+	}
+	joiner, err := peer.IDFromPrivateKey(key)
+	if err != nil {
+		return localapi.Admission{}, err
+	}
+	req.Peer = joiner.String()
+	issued, err := n.IssueGrant(req)
+	if err != nil {
+		return localapi.Admission{}, err
+	}
+	b, err := crypto.MarshalPrivateKey(key)
+	if err != nil {
+		return localapi.Admission{}, err
+	}
+	return localapi.Admission{GrantIssued: issued, Identity: base64.RawURLEncoding.EncodeToString(b)}, nil
 }
 
 // IssueGrant signs a grant with this node's key, which must be an admin of

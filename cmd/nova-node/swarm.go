@@ -1,13 +1,11 @@
 package main
 
 import (
-	"crypto/rand"
 	"encoding/base64"
 	"fmt"
 	"strings"
 	"time"
 
-	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	ma "github.com/multiformats/go-multiaddr"
@@ -132,23 +130,20 @@ when the token carries them.`,
 					return &exitError{code: 1, err: &codedError{code: localapi.CodeNotAdmin, msg: "--max-tier signs a grant, and this node's swarm has no authority"},
 						hint: "found one with `nova-node invite --new-secret` on this node (then restart it), or invite without --max-tier and let the joiner's operator be trusted (`nova-node trust`)"}
 				}
-				key, _, err := crypto.GenerateEd25519Key(rand.Reader)
-				if err != nil {
-					return err
-				}
-				joiner, _ = peer.IDFromPrivateKey(key)
-				res, err := cl.IssueGrant(cmd.Context(), localapi.GrantRequest{Peer: joiner.String(), MaxTier: f.maxTier, Sandboxes: f.sandboxes, Expires: exp})
+				res, err := cl.Admit(cmd.Context(), localapi.GrantRequest{MaxTier: f.maxTier, Sandboxes: f.sandboxes, Expires: exp})
 				if err != nil {
 					return notAdmin(cmd, g, cl, err)
 				}
-				signed, err := base64.RawURLEncoding.DecodeString(res.Signed)
-				if err != nil {
+				if tok.Grant, err = base64.RawURLEncoding.DecodeString(res.Signed); err != nil {
 					return err
 				}
-				if tok.Identity, err = crypto.MarshalPrivateKey(key); err != nil {
+				if tok.Identity, err = base64.RawURLEncoding.DecodeString(res.Identity); err != nil {
 					return err
 				}
-				tok.Grant, serial = signed, res.Serial
+				if joiner, err = peer.Decode(res.Peer); err != nil {
+					return err
+				}
+				serial = res.Serial
 			}
 			for _, a := range info.Addrs {
 				if !strings.Contains(a, "/quic") || len(tok.Secret) == 0 {

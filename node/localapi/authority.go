@@ -90,6 +90,14 @@ type GrantIssued struct {
 	Signed string `json:"signed"`
 }
 
+// Admission is what an invite with a grant carries for the joiner: a new
+// identity (a libp2p-marshalled Ed25519 private key, base64url) and the
+// grant the admin node signed for it (Peer is the identity's peer ID).
+type Admission struct {
+	GrantIssued
+	Identity string `json:"identity"`
+}
+
 // RevokeRequest asks an admin node to revoke a grant by its serial (POST
 // /v1/authority/revocations).
 type RevokeRequest struct {
@@ -139,6 +147,13 @@ func (c *Client) Authority(ctx context.Context) (AuthorityStatus, error) {
 func (c *Client) IssueGrant(ctx context.Context, req GrantRequest) (GrantIssued, error) {
 	var v GrantIssued
 	return v, c.do(ctx, "POST", "/v1/authority/grants", req, &v)
+}
+
+// Admit asks the node (an admin) for an admission: a new identity for a
+// joiner and a grant for it as req says (req.Peer is ignored).
+func (c *Client) Admit(ctx context.Context, req GrantRequest) (Admission, error) {
+	var v Admission
+	return v, c.do(ctx, "POST", "/v1/authority/admissions", req, &v)
 }
 
 // Revoke asks the node (an admin) to sign and spread a revocation.
