@@ -30,12 +30,15 @@ func newSendCmd(g *globals) *cobra.Command {
 
 --to takes an agent name ("bob"), which must be unique among the agents the
 node knows, or a full address ("bob@12D3KooW..."), as ` + "`nova-node agents`" + ` lists.
---capability sends to the first agent with that capability other than the
+--capability sends to an agent with that capability other than the
 sender (--from) and allowed by the tier and sandbox rules: one of this
-node's own, else one on a node it is connected to, else one on a node it
-has not tried, and last one on a node it could not reach (a node that went
-away keeps its cards in registries for up to 10 minutes; among those, the
-one that failed longest ago first), the other groups in address order.
+node's own first, then one whose grant (or this node's trust) covers the
+capability, then the others; within each, one on a node it is connected
+to, else one on a node it has not tried, and last one on a node it could
+not reach (a node that went away keeps its cards in registries for up to
+10 minutes; among those, the one that failed longest ago first). Ties go
+by a hash of the address salted per node, so no peer wins by choosing its
+agent's name.
 
 A request waits for the answer and prints it; other types print where the
 envelope was delivered. Refusals print the seed's error code:
