@@ -81,6 +81,7 @@ type Bridge struct {
 	mu          sync.Mutex
 	closed      bool
 	served      map[*mcp.Server]peer.ID
+	fillMu      sync.Mutex // one fillPeerServer at a time, so an older registry never lands last
 	servedItems map[*mcp.Server]servedItems
 	peers       map[peer.ID]*peerConn
 	dialing     map[peer.ID]chan struct{}

@@ -46,6 +46,9 @@ func (b *Bridge) servePeer(s network.Stream) {
 	}
 	b.served[srv] = p
 	b.mu.Unlock()
+	// Fill once registered: a change between here and a fill before
+	// registration would never reach this session.
+	b.fillPeerServer(srv, p)
 	defer func() {
 		b.mu.Lock()
 		delete(b.served, srv)
@@ -70,12 +73,13 @@ func (b *Bridge) newPeerServer(p peer.ID) *mcp.Server {
 		HasTools: true, HasResources: true, HasPrompts: true,
 	})
 	srv.AddReceivingMiddleware(b.peerMiddleware(p))
-	b.fillPeerServer(srv, p)
 	return srv
 }
 
 // fillPeerServer (re)loads srv with the local registry's items.
 func (b *Bridge) fillPeerServer(srv *mcp.Server, p peer.ID) {
+	b.fillMu.Lock()
+	defer b.fillMu.Unlock()
 	var tools, uris, prompts []string
 	for _, t := range b.reg.ListTools() {
 		t := t
