@@ -1,6 +1,7 @@
 package authority
 
 import (
+	"bytes"
 	"cmp"
 	"fmt"
 	"maps"
@@ -147,8 +148,8 @@ func (b *Book) headLocked() (uint64, [32]byte) {
 
 // AddUpdate applies a signed authority update: it must be the next in the
 // log (Seq one past the head, Prev its hash) and signed by a current
-// admin. An update already held is no change; one that conflicts with the
-// held log, or comes after a gap, is refused.
+// admin. An update already held is no change; one that comes after a gap
+// is refused; one that forks the held log is settled by forkLocked.
 func (b *Book) AddUpdate(signed []byte) (changed bool, err error) {
 	u, err := OpenUpdate(signed)
 	if err != nil {
@@ -162,10 +163,7 @@ func (b *Book) AddUpdate(signed []byte) (changed bool, err error) {
 	n, head := b.headLocked()
 	switch {
 	case u.Seq <= n:
-		if Hash(b.log[u.Seq-1]) == Hash(signed) {
-			return false, nil
-		}
-		return false, invalid("update", "update %d conflicts with the update %d already held (a fork of the authority log)", u.Seq, u.Seq)
+		return b.forkLocked(u, signed)
 	case u.Seq > n+1:
 		return false, invalid("update", "update %d comes after a gap: %d held", u.Seq, n)
 	case u.Prev != head:
@@ -183,6 +181,61 @@ func (b *Book) AddUpdate(signed []byte) (changed bool, err error) {
 	}
 	b.log = append(b.log, slices.Clone(signed))
 	return true, nil
+}
+
+// forkLocked settles an update u whose sequence number is already held: the
+// same update is no change; a different one that follows the same history
+// (a fork: two admins signed concurrently) replaces the held update and
+// everything after it if its hash is lower, so every node settles on the
+// same log whatever order the branches reached it in. The losing branch's
+// admin changes are undone and must be signed again on the winning head.
+func (b *Book) forkLocked(u Update, signed []byte) (bool, error) {
+	held := b.log[u.Seq-1]
+	hu, hh := Hash(signed), Hash(held)
+	if hu == hh {
+		return false, nil
+	}
+	var prev [32]byte
+	if u.Seq > 1 {
+		prev = Hash(b.log[u.Seq-2])
+	}
+	if u.Prev != prev {
+		return false, invalid("update", "update %d does not follow the held log", u.Seq)
+	}
+	if bytes.Compare(hu[:], hh[:]) > 0 {
+		return false, invalid("update", "update %d conflicts with the update %d already held (a fork of the authority log; the update with the lower hash wins, and it is the held one)", u.Seq, u.Seq)
+	}
+	admins := b.replayLocked(int(u.Seq - 1))
+	if !admins[u.Issuer] {
+		return false, invalid("update", "signed by %s, which is not an admin", short(u.Issuer))
+	}
+	for _, p := range u.Add {
+		admins[p] = true
+	}
+	for _, p := range u.Remove {
+		delete(admins, p)
+	}
+	b.log = append(b.log[:u.Seq-1:u.Seq-1], slices.Clone(signed))
+	b.admins = admins
+	return true, nil
+}
+
+// replayLocked returns the admin set after the first n held updates.
+func (b *Book) replayLocked(n int) map[peer.ID]bool {
+	admins := map[peer.ID]bool{b.auth: true}
+	for _, signed := range b.log[:n] {
+		u, err := OpenUpdate(signed)
+		if err != nil {
+			continue // held updates were checked on the way in
+		}
+		for _, p := range u.Add {
+			admins[p] = true
+		}
+		for _, p := range u.Remove {
+			delete(admins, p)
+		}
+	}
+	return admins
 }
 
 // AddGrant verifies and stores a signed grant: the swarm's authority, a

@@ -596,3 +596,92 @@ func errorsAs[E error](err error) (E, bool) {
 	ok := errors.As(err, &e)
 	return e, ok
 }
+
+// TestAuthority_AdminLogForksConverge: admins on different nodes extend
+// the admin log concurrently (forks at any height), and nodes pass each
+// other their logs in any order. Once every node has seen every log, all
+// hold the same log and the same admins, and a node handed every update
+// ever signed, in any order, agrees with them.
+func TestAuthority_AdminLogForksConverge(t *testing.T) {
+	keys := []ident{identFrom(t, 301), identFrom(t, 302), identFrom(t, 303), identFrom(t, 304)}
+	founder := keys[0]
+	rapid.Check(t, func(t *rapid.T) {
+		self := identFrom(t, 300)
+		books := make([]*authority.Book, 3)
+		for i := range books {
+			books[i] = authority.NewBook(self.id, founder.id, nil)
+		}
+		var signed [][]byte
+		share := func(from, to *authority.Book) {
+			for _, u := range from.Log() {
+				_, _ = to.AddUpdate(u)
+			}
+		}
+		for i := range rapid.IntRange(1, 12).Draw(t, "steps") {
+			l := fmt.Sprintf("step%d", i)
+			b := books[rapid.IntRange(0, len(books)-1).Draw(t, l+".book")]
+			if rapid.Bool().Draw(t, l+".share") {
+				share(books[rapid.IntRange(0, len(books)-1).Draw(t, l+".from")], b)
+				continue
+			}
+			signer := keys[rapid.IntRange(0, len(keys)-1).Draw(t, l+".signer")]
+			other := keys[rapid.IntRange(1, len(keys)-1).Draw(t, l+".other")]
+			var add, remove []peer.ID
+			if rapid.Bool().Draw(t, l+".remove") {
+				remove = []peer.ID{other.id}
+			} else {
+				add = []peer.ID{other.id}
+			}
+			n, head := b.Head()
+			u, err := authority.SealUpdate(authority.Update{Authority: founder.id, Seq: n + 1, Prev: head, Add: add, Remove: remove}, signer.key)
+			if err != nil {
+				t.Fatalf("SealUpdate: %v", err)
+			}
+			if _, err := b.AddUpdate(u); err == nil {
+				signed = append(signed, u)
+			}
+		}
+		// Gossip until nothing changes: every pair, in both directions.
+		for round := 0; ; round++ {
+			if round > 2*len(signed)+2 {
+				t.Fatalf("logs still change after %d rounds", round)
+			}
+			before := make([][32]byte, len(books))
+			for i, b := range books {
+				_, before[i] = b.Head()
+			}
+			for _, from := range books {
+				for _, to := range books {
+					share(from, to)
+				}
+			}
+			same := true
+			for i, b := range books {
+				if _, h := b.Head(); h != before[i] {
+					same = false
+				}
+			}
+			if same {
+				break
+			}
+		}
+		n0, h0 := books[0].Head()
+		for i, b := range books[1:] {
+			if n, h := b.Head(); n != n0 || h != h0 || !slices.Equal(b.Admins(), books[0].Admins()) {
+				t.Fatalf("book %d holds %d updates (admins %v), book 0 %d (admins %v)", i+1, n, b.Admins(), n0, books[0].Admins())
+			}
+		}
+		// Every update ever signed, in a drawn order, repeated until
+		// nothing changes.
+		fresh := authority.NewBook(self.id, founder.id, nil)
+		order := rapid.Permutation(signed).Draw(t, "order")
+		for range len(order) + 1 {
+			for _, u := range order {
+				_, _ = fresh.AddUpdate(u)
+			}
+		}
+		if n, h := fresh.Head(); n != n0 || h != h0 {
+			t.Fatalf("a node handed every update holds %d updates, the others %d", n, n0)
+		}
+	})
+}
