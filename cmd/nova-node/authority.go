@@ -1,14 +1,17 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/spf13/cobra"
 
+	"github.com/nova-node/nova-node/node"
 	"github.com/nova-node/nova-node/node/localapi"
 	"github.com/nova-node/nova-node/tiers"
 )
@@ -458,14 +461,114 @@ Admins: ` + "`nova-node authority add-admin PEER`" + ` and ` + "`remove-admin PE
 				func(st localapi.AuthorityStatus, now time.Time) { printAuthority(g, st, now) })
 		},
 	}
-	c.AddCommand(newAdminCmd(g, true), newAdminCmd(g, false))
+	c.AddCommand(newAuthorityInitCmd(g), newAdminCmd(g, true), newAdminCmd(g, false))
 	return c
+}
+
+// authorityInit is what `authority init --json` prints.
+type authorityInit struct {
+	Authority string `json:"authority"`
+	Founder   bool   `json:"founder"`            // this node's key is the authority
+	Changed   bool   `json:"changed"`            // config.yaml was written
+	Restart   bool   `json:"restartNeeded"`      // a running node must restart to use it
+	Previous  string `json:"previous,omitempty"` // the authority config.yaml named before
+}
+
+func newAuthorityInitCmd(g *globals) *cobra.Command {
+	var founder string
+	var replace bool
+	c := &cobra.Command{
+		Use:   "init",
+		Short: "Found the swarm's authority on this node (or name its founder) without touching the swarm secret",
+		Long: `authority init sets up the swarm's authority in config.yaml.
+
+With no flag this node founds it: its own peer ID becomes the authority and
+its key the first admin, which signs grants (` + "`nova-node grant`" + `), revocations
+and admin changes. ` + "`invite --new-secret`" + ` does the same while it makes a new
+swarm secret; init leaves the secret (or its absence) as it is, for a swarm
+that already runs or one without a secret.
+
+With --founder PEER the authority is another node's key, as ` + "`join`" + ` would
+write it from a token: for a node set up by hand.
+
+A running node uses the authority after a restart (Ctrl-C, nova-node run).
+Changing an authority that is already set needs --replace: every grant of
+the old authority stops counting.`,
+		Example: `  nova-node authority init
+  nova-node authority init --founder 12D3KooWAbc...
+  nova-node authority init --json`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := g.config()
+			if err != nil {
+				return err
+			}
+			self, err := node.LoadIdentity(cfg.DataDir)
+			if err != nil {
+				return err
+			}
+			selfID, err := peer.IDFromPrivateKey(self)
+			if err != nil {
+				return err
+			}
+			want := selfID
+			if founder != "" {
+				if want, err = peer.Decode(founder); err != nil {
+					return usage(cmd, fmt.Sprintf("--founder %q is not a peer ID (a node's `nova-node id`): %v", founder, err))
+				}
+			}
+			res := authorityInit{Authority: want.String(), Founder: want == selfID, Previous: cfg.Authority}
+			switch {
+			case cfg.Authority == want.String():
+				res.Previous = ""
+			case cfg.Authority != "" && !replace:
+				return usageHint(fmt.Sprintf("this swarm's authority is already %s", cfg.Authority),
+					"add --replace to change it: every grant of the old authority stops counting on this node")
+			default:
+				if err := node.SetAuthority(cfg.DataDir, want); err != nil {
+					return err
+				}
+				res.Changed = true
+				res.Restart = nodeRunning(cmd, cfg)
+			}
+			if g.json {
+				return g.printJSON(res)
+			}
+			w := g.stdout
+			switch {
+			case !res.Changed:
+				fmt.Fprintf(w, "authority  %s (unchanged)\n", res.Authority)
+			case res.Founder:
+				fmt.Fprintf(w, "authority  %s: this node founds it; its key signs grants\n", res.Authority)
+			default:
+				fmt.Fprintf(w, "authority  %s (written to config.yaml)\n", res.Authority)
+			}
+			if res.Restart {
+				fmt.Fprintln(w, "restart the running node to use it (Ctrl-C, nova-node run)")
+			}
+			if res.Founder && res.Changed {
+				fmt.Fprintln(w, "next: nova-node invite --max-tier L1 (a token whose joiner is granted), or nova-node grant PEER --max-tier L2")
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVar(&founder, "founder", "", "the authority's peer ID when another node founded it (default: this node)")
+	c.Flags().BoolVar(&replace, "replace", false, "change an authority that is already set")
+	return c
+}
+
+// nodeRunning reports whether the data dir's node answers on its socket.
+func nodeRunning(cmd *cobra.Command, cfg node.Config) bool {
+	ctx, cancel := context.WithTimeout(cmd.Context(), 2*time.Second)
+	defer cancel()
+	_, err := localapi.NewClient(cfg.APISocketPath()).ID(ctx)
+	return err == nil
 }
 
 func printAuthority(g *globals, st localapi.AuthorityStatus, now time.Time) {
 	w := g.stdout
 	if st.Authority == "" {
-		fmt.Fprintln(w, "authority  none: only this node's trusts vouch for remote agents (`nova-node invite --new-secret` founds one)")
+		fmt.Fprintln(w, "authority  none: only this node's trusts vouch for remote agents (`nova-node invite --new-secret` founds one; `nova-node authority init` founds one and keeps the secret)")
 	} else {
 		role := "this node is not an admin"
 		if st.IsAdmin {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -324,5 +325,54 @@ func TestStandingShown(t *testing.T) {
 	out, _, _ = runCLI(t, "agents", "--data-dir", dirA, "--origin", "remote", "--json")
 	if !strings.Contains(out, `"basis": "trust"`) || !strings.Contains(out, `"claimedTier": "L1"`) {
 		t.Fatalf("agents --json:\n%s", out)
+	}
+}
+
+// TestAuthorityInit: `authority init` founds the authority on this node
+// without a swarm secret, says a running node must restart, refuses to
+// change a set authority without --replace, and the restarted node is its
+// admin.
+func TestAuthorityInit(t *testing.T) {
+	dir := t.TempDir()
+	n := startNode(t, 0, dir)
+	self := n.ID().String()
+	out, errOut, code := runCLI(t, "authority", "init", "--data-dir", dir, "--json")
+	if code != 0 {
+		t.Fatalf("authority init: %d %s %s", code, out, errOut)
+	}
+	var res map[string]any
+	readJSON(t, "authority init", out, &res)
+	if res["authority"] != self || res["founder"] != true || res["changed"] != true || res["restartNeeded"] != true {
+		t.Fatalf("authority init: %s", out)
+	}
+	cfg, err := os.ReadFile(node.ConfigPath(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(cfg), "authority: "+self) || strings.Contains(string(cfg), "swarmSecret:") {
+		t.Fatalf("config.yaml after authority init:\n%s", cfg)
+	}
+	if out, _, code := runCLI(t, "authority", "init", "--data-dir", dir); code != 0 || !strings.Contains(out, "unchanged") {
+		t.Fatalf("authority init again: %d %s", code, out)
+	}
+	other := newPeerID(t)
+	if _, errOut, code := runCLI(t, "authority", "init", "--data-dir", dir, "--founder", other); code != 2 || !strings.Contains(errOut, "--replace") {
+		t.Fatalf("authority init --founder over a set authority: %d %s", code, errOut)
+	}
+	if _, errOut, code := runCLI(t, "authority", "init", "--data-dir", dir, "--founder", "nope"); code != 2 || !strings.Contains(errOut, "not a peer ID") {
+		t.Fatalf("authority init --founder nope: %d %s", code, errOut)
+	}
+	// Restarted with the authority it wrote, the node is its admin.
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	startNodeAuth(t, 0, dir, self)
+	if out, _, code := runCLI(t, "authority", "--data-dir", dir); code != 0 || !strings.Contains(out, "this node is an admin") {
+		t.Fatalf("authority after restart: %d %s", code, out)
+	}
+	out, _, code = runCLI(t, "authority", "init", "--data-dir", dir, "--founder", other, "--replace", "--json")
+	readJSON(t, "authority init --replace", out, &res)
+	if code != 0 || res["authority"] != other || res["founder"] != false || res["previous"] != self {
+		t.Fatalf("authority init --replace: %s", out)
 	}
 }
