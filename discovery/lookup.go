@@ -147,11 +147,14 @@ func (s *Service) fetchIndex(ctx context.Context, d *dht.IpfsDHT, host peer.ID) 
 		return Index{}, err
 	}
 	s.cache.mu.Lock()
-	defer s.cache.mu.Unlock()
 	if old, ok := s.cache.indexes[host]; ok && old.ix.LastSeenAt > ix.LastSeenAt {
 		ix = old.ix
 	}
 	s.cache.indexes[host] = indexEntry{ix: ix, fetched: now}
+	s.cache.mu.Unlock()
+	if s.cfg.authAccept != nil && len(ix.Auth) > 0 {
+		s.cfg.authAccept(host, ix.Auth)
+	}
 	return ix, nil
 }
 
@@ -285,6 +288,13 @@ func (s *Service) FindByName(ctx context.Context, name string) ([]agentcard.Card
 	}
 	defer cancel()
 	cards, nprov, err := s.find(ctx, d, NameKey(s.swarm, name), func(ctx context.Context, p peer.ID) []*cardEntry {
+		if s.cfg.authAccept != nil {
+			// The host's index carries its grants: read it beside the
+			// card (no added latency), so the card is assessed with them.
+			var wg sync.WaitGroup
+			wg.Go(func() { _, _ = s.index(ctx, d, p) })
+			defer wg.Wait()
+		}
 		e, err := s.card(ctx, d, p, name, 0)
 		if err != nil {
 			s.log.Debugw("provider without a usable card", "agent", name, "peer", p, "err", err)

@@ -30,6 +30,8 @@ const (
 type Option func(*config) error
 
 type config struct {
+	authPresent   func() [][]byte
+	authAccept    func(host peer.ID, records [][]byte)
 	bootstrap     []peer.AddrInfo
 	mdns          bool
 	mode          dht.ModeOpt
@@ -245,6 +247,22 @@ func WithLogger(l *zap.SugaredLogger) Option {
 func WithDHTOptions(opts ...dht.Option) Option {
 	return func(c *config) error {
 		c.dhtOptions = append(c.dhtOptions, opts...)
+		return nil
+	}
+}
+
+// WithAuthority carries the swarm authority's records in the DHT beside the
+// cards: present returns the records this node publishes in its signed
+// agent index (the admin log, then its own grants; at most [MaxIndexAuth]
+// records of at most [MaxIndexAuthRecord] bytes, and 128 KiB in all: the
+// rest are left out), and accept receives the records of every index a
+// lookup fetches, before that host's cards reach the sink, so they are
+// assessed with their grants. Discovery never interprets the records:
+// accept must verify each (the host's signature over its index proves only
+// who presents them). Either may be nil.
+func WithAuthority(present func() [][]byte, accept func(host peer.ID, records [][]byte)) Option {
+	return func(c *config) error {
+		c.authPresent, c.authAccept = present, accept
 		return nil
 	}
 }

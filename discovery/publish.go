@@ -66,6 +66,9 @@ func (s *Service) Publish(ctx context.Context) error {
 		}
 		ix.Agents = append(ix.Agents, e)
 	}
+	if s.cfg.authPresent != nil {
+		ix.Auth = fitAuth(s.cfg.authPresent())
+	}
 	sealedIx, err := SealIndex(ix, s.key)
 	if err != nil {
 		errs = append(errs, err)
@@ -105,6 +108,25 @@ func (s *Service) Publish(ctx context.Context) error {
 	s.log.Debugw("published", "cards", len(cards), "providerKeys", len(keys), "heartbeat", stamp,
 		"routingTable", s.rtAtPublish, "took", time.Since(start))
 	return nil
+}
+
+// fitAuth keeps, in order, the records that fit an index: each at most
+// MaxIndexAuthRecord bytes, at most MaxIndexAuth of them and
+// maxIndexAuthBytes in all.
+func fitAuth(recs [][]byte) [][]byte {
+	var out [][]byte
+	total := 0
+	for _, r := range recs {
+		if len(r) == 0 || len(r) > MaxIndexAuthRecord || total+len(r) > maxIndexAuthBytes {
+			continue
+		}
+		if len(out) == MaxIndexAuth {
+			break
+		}
+		out = append(out, r)
+		total += len(r)
+	}
+	return out
 }
 
 // forEach calls f(0) … f(n-1) on at most limit goroutines at once and

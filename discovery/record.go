@@ -31,8 +31,14 @@ const indexPayloadType = "/nova/agentindex/1"
 const (
 	MaxIndexSize   = 256 << 10 // bytes of the signed envelope and of its payload
 	MaxIndexAgents = 1024
-	maxIndexCaps   = 256 // capability ids per agent
-	maxCapIDLen    = 128
+	// MaxIndexAuth and MaxIndexAuthRecord bound the swarm authority's
+	// records an index carries (the admin log and the host's own grants):
+	// opaque here, checked by whoever [WithAuthority] hands them to.
+	MaxIndexAuth       = 64
+	MaxIndexAuthRecord = 8 << 10
+	maxIndexAuthBytes  = 128 << 10 // all of them, as published
+	maxIndexCaps       = 256       // capability ids per agent
+	maxCapIDLen        = 128
 )
 
 // Index is a node's signed list of the agents it hosts, with a heartbeat:
@@ -43,6 +49,9 @@ type Index struct {
 	Host       peer.ID
 	LastSeenAt int64 // unix ms
 	Agents     []IndexEntry
+	// Auth holds records of the swarm's authority that the host presents
+	// beside its cards (see [WithAuthority]).
+	Auth [][]byte
 }
 
 // IndexEntry is one hosted agent: its id, its card's current revision and
@@ -67,6 +76,7 @@ type indexJSON struct {
 	Host       string       `json:"host"`
 	LastSeenAt int64        `json:"lastSeenAt"`
 	Agents     []IndexEntry `json:"agents"`
+	Auth       [][]byte     `json:"auth,omitempty"`
 }
 
 // IndexKey returns the DHT key of host's agent index.
@@ -121,7 +131,7 @@ func SealIndex(ix Index, key crypto.PrivKey) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(indexJSON{Host: signer.String(), LastSeenAt: ix.LastSeenAt, Agents: agents}); err != nil {
+	if err := enc.Encode(indexJSON{Host: signer.String(), LastSeenAt: ix.LastSeenAt, Agents: agents, Auth: ix.Auth}); err != nil {
 		return nil, fmt.Errorf("discovery: seal index: %w", err)
 	}
 	env, err := record.Seal(&indexRecord{payload: bytes.TrimSuffix(buf.Bytes(), []byte{'\n'})}, key)
@@ -188,7 +198,7 @@ func decodeIndex(payload []byte) (Index, error) {
 	if err != nil {
 		return Index{}, badRecord("index.host", "bad peer ID %.80q: %v", w.Host, err)
 	}
-	ix := Index{Host: host, LastSeenAt: w.LastSeenAt, Agents: w.Agents}
+	ix := Index{Host: host, LastSeenAt: w.LastSeenAt, Agents: w.Agents, Auth: w.Auth}
 	if err := checkIndex(&ix); err != nil {
 		return Index{}, err
 	}
@@ -221,6 +231,14 @@ func checkIndex(ix *Index) error {
 			if c == "" || len(c) > maxCapIDLen {
 				return badRecord(fmt.Sprintf("index.agents[%d].capabilities[%d]", i, j), "must be 1 to %d bytes", maxCapIDLen)
 			}
+		}
+	}
+	if len(ix.Auth) > MaxIndexAuth {
+		return badRecord("index.auth", "has %d records, more than %d", len(ix.Auth), MaxIndexAuth)
+	}
+	for i, r := range ix.Auth {
+		if len(r) == 0 || len(r) > MaxIndexAuthRecord {
+			return badRecord(fmt.Sprintf("index.auth[%d]", i), "must be 1 to %d bytes", MaxIndexAuthRecord)
 		}
 	}
 	return nil

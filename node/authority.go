@@ -14,6 +14,7 @@ import (
 
 	"github.com/nova-node/nova-node/agentcard"
 	"github.com/nova-node/nova-node/authority"
+	"github.com/nova-node/nova-node/discovery"
 	"github.com/nova-node/nova-node/internal/clock"
 	"github.com/nova-node/nova-node/internal/secretfile"
 	"github.com/nova-node/nova-node/protocol"
@@ -138,6 +139,31 @@ func (a *authz) Accept(p peer.ID, recs [][]byte) (refused []error) {
 		a.changed(true)
 	}
 	return refused
+}
+
+// indexRecords are the records this node publishes in its DHT agent
+// index: its own grants that count now or later, after the admin log (so a
+// grant by a later admin can be checked) when the whole log fits beside
+// them (a log is taken whole or not at all: a receiver refuses a gap).
+func (a *authz) indexRecords() [][]byte {
+	grants := a.book.Presentable(a.n.id)
+	log := a.book.Log()
+	if len(log)+len(grants) > discovery.MaxIndexAuth {
+		return grants
+	}
+	return append(log, grants...)
+}
+
+// acceptIndexRecords takes the records in host's DHT agent index, as Accept
+// takes a hello's, with one security event naming host for the refused.
+func (a *authz) acceptIndexRecords(host peer.ID, recs [][]byte) {
+	refused := a.Accept(host, recs)
+	if len(refused) == 0 {
+		return
+	}
+	detail := fmt.Sprintf("%d authority record(s) in the DHT index of %s refused; the first: %v", len(refused), host, refused[0])
+	a.n.obs.Emit(protocol.Event{Type: protocol.EvtSecurityRaised, Time: clock.Now(), Code: protocol.CodeOf(refused[0]), Peer: host,
+		Detail: detail, SourceTier: -1, TargetTier: -1})
 }
 
 // report puts a new record in the audit trail.

@@ -194,7 +194,8 @@ func (n *Node) build(stack *closers) error {
 		return fmt.Errorf("node: gossipsub: %w", err)
 	}
 	disc, err := discovery.New(h, n.key, n.cfg.Swarm, n.reg, n.reg,
-		append([]discovery.Option{discovery.WithBootstrapPeers(boot), discovery.WithMDNS(n.cfg.MDNS), discovery.WithTTL(discoveryTTL)},
+		append([]discovery.Option{discovery.WithBootstrapPeers(boot), discovery.WithMDNS(n.cfg.MDNS), discovery.WithTTL(discoveryTTL),
+			discovery.WithAuthority(n.auth.indexRecords, n.auth.acceptIndexRecords)},
 			n.cfg.DiscoveryOptions...)...)
 	if err != nil {
 		return fmt.Errorf("node: discovery: %w", err)
