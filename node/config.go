@@ -106,10 +106,13 @@ type Config struct {
 	RequestTimeout time.Duration `yaml:"requestTimeout"`
 
 	// RetryDelay is the first delay before a channel redials a peer it lost;
-	// each next delay doubles, Retries times, before every envelope still
-	// pending fails with DELIVERY_FAILED. Defaults 500ms and 3 (0.5+1+2 s).
-	RetryDelay time.Duration `yaml:"retryDelay"`
-	Retries    int           `yaml:"retries"`
+	// each next delay doubles, Retries times. Defaults 500ms and 3
+	// (0.5+1+2 s). Then the peer's node counts as away: requests fail with
+	// DELIVERY_FAILED, and everything else waits in the outbox for up to
+	// DeliveryTTL from when it was sent (default 24h; 0 fails them too).
+	RetryDelay  time.Duration `yaml:"retryDelay"`
+	Retries     int           `yaml:"retries"`
+	DeliveryTTL time.Duration `yaml:"deliveryTTL"`
 
 	// MetricsListen is the host:port of the HTTP listener serving Prometheus
 	// /metrics (nova's and libp2p's series) and /healthz. Default
@@ -269,6 +272,7 @@ func DefaultConfig() Config {
 		MetricsListen:  "127.0.0.1:0",
 		A2A:            A2AConfig{Listen: "127.0.0.1:0"},
 		Retries:        3,
+		DeliveryTTL:    24 * time.Hour,
 		LogLevel:       "info",
 	}
 }
@@ -387,6 +391,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Retries < 0 || c.Retries > 20 {
 		bad("retries", "%d must be between 0 and 20", c.Retries)
+	}
+	if c.DeliveryTTL < 0 || c.DeliveryTTL > 30*24*time.Hour {
+		bad("deliveryTTL", "%s must be between 0s (no waiting for an away node) and 720h", c.DeliveryTTL)
 	}
 	if c.RequestTimeout <= 0 {
 		bad("requestTimeout", "must be positive, like 30s")

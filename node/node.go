@@ -211,6 +211,7 @@ func (n *Node) build(stack *closers) error {
 		protocol.WithFactory(n.factory),
 		protocol.WithRequestTimeout(n.cfg.RequestTimeout),
 		protocol.WithRetry(n.cfg.Retries, n.cfg.RetryDelay),
+		protocol.WithDeliveryTTL(n.cfg.DeliveryTTL),
 		protocol.WithStore(outboxStore{n.db}),
 		protocol.WithAckCheck(n.health.AckCheck),
 	}

@@ -136,7 +136,7 @@ func (o outboxStore) SaveOutbox(ops []protocol.OutboxOp) error {
 				}
 			}
 			for _, it := range op.Put {
-				if err := b.Put(binary.BigEndian.AppendUint64(nil, it.Seq), it.Env); err != nil {
+				if err := b.Put(binary.BigEndian.AppendUint64(nil, it.Seq), outboxValue(it)); err != nil {
 					return err
 				}
 			}
@@ -166,7 +166,9 @@ func (o outboxStore) LoadOutbox() ([]protocol.OutboxChannel, error) {
 			oc := protocol.OutboxChannel{ID: string(k), From: meta.From, To: meta.To}
 			err := b.ForEach(func(key, v []byte) error {
 				if len(key) == 8 {
-					oc.Items = append(oc.Items, protocol.OutboxItem{Seq: binary.BigEndian.Uint64(key), Env: append([]byte(nil), v...)})
+					it := readOutboxValue(v)
+					it.Seq = binary.BigEndian.Uint64(key)
+					oc.Items = append(oc.Items, it)
 				}
 				return nil
 			})
@@ -177,6 +179,30 @@ func (o outboxStore) LoadOutbox() ([]protocol.OutboxChannel, error) {
 		})
 	})
 	return out, err
+}
+
+// outboxExpiry marks an outbox value that starts with the end of the
+// envelope's time to live: 0xff, then unix milliseconds (8 bytes,
+// big-endian), then the envelope's CBOR. An envelope's CBOR starts with a
+// map header, never 0xff (a "break" code), so values written without one
+// read as before.
+const outboxExpiry = 0xff
+
+func outboxValue(it protocol.OutboxItem) []byte {
+	if it.Expires.IsZero() {
+		return it.Env
+	}
+	v := make([]byte, 0, 9+len(it.Env))
+	v = append(v, outboxExpiry)
+	v = binary.BigEndian.AppendUint64(v, uint64(it.Expires.UnixMilli()))
+	return append(v, it.Env...)
+}
+
+func readOutboxValue(v []byte) protocol.OutboxItem {
+	if len(v) >= 9 && v[0] == outboxExpiry {
+		return protocol.OutboxItem{Expires: time.UnixMilli(int64(binary.BigEndian.Uint64(v[1:9]))), Env: append([]byte(nil), v[9:]...)}
+	}
+	return protocol.OutboxItem{Env: append([]byte(nil), v...)}
 }
 
 func (o outboxStore) SaveWatermarks(w map[string]uint64) error {

@@ -52,10 +52,14 @@ maxFrameSize: 1048576
 requestTimeout: 30s
 
 # A channel that loses its peer redials after retryDelay, doubling the delay
-# each time, retries times; then each envelope still pending fails with
-# DELIVERY_FAILED. Unacknowledged envelopes survive a restart (outbox).
+# each time, retries times. Then the peer's node counts as away: requests
+# fail with DELIVERY_FAILED, everything else waits in the outbox and goes,
+# in order, when the node returns; an envelope still waiting after
+# deliveryTTL fails with DELIVERY_FAILED (0s: fail at once, as requests do).
+# Unacknowledged envelopes survive a restart (outbox).
 retryDelay: 500ms
 retries: 3
+deliveryTTL: 24h
 
 # Prometheus /metrics and /healthz, loopback only by default; port 0 picks a
 # free port (printed by run and status); "off" disables. (NOVA_METRICS_LISTEN)

@@ -28,6 +28,10 @@ type ChannelInfo struct {
 	Pending int     `json:"pending"`
 	Stored  int     `json:"stored"` // of Pending, those written to the outbox: they survive a crash
 	NextSeq uint64  `json:"nextSeq"`
+	// OldestAgeMs is how long the oldest pending envelope has waited (0:
+	// none pending); in state "away" the peer's node is away and they wait
+	// for it in the outbox.
+	OldestAgeMs int64 `json:"oldestAgeMs,omitempty"`
 }
 
 // outChannel is the sending side of one channel (local agent -> remote
@@ -45,7 +49,8 @@ type outChannel struct {
 	m         *channel.Machine
 	st        *outStream // the transport while open
 	timer     *time.Timer
-	stopped   bool  // the router is closing: perform nothing more
+	expTimer  *time.Timer // parked: fails envelopes whose time to live ends
+	stopped   bool        // the router is closing: perform nothing more
 	refusal   error // the receiver refused the channel itself
 	metaSaved bool
 	settled   []uint64    // persisted items settled since the last persist
@@ -91,7 +96,8 @@ type outItem struct {
 	urgent    bool       // flush at once: someone waits for this envelope or its answer
 	ackNow    bool       // the sender waits for the acknowledgement itself
 	enq       time.Time
-	persisted bool    // handed to the persister (the write may still be running)
+	expires   time.Time // end of its time to live while the peer is away (zero: none)
+	persisted bool      // handed to the persister (the write may still be running)
 	stored    bool    // written: the outbox commit succeeded
 	raw       []byte  // the envelope's CBOR, for the outbox
 	buf       *[]byte // raw's buffer, back to encBufs once settled unless persisted
@@ -130,8 +136,13 @@ type sentReport struct {
 // acknowledgement.
 func noWait(error) {}
 
-// maxPending bounds the unacknowledged envelopes of one channel.
-const maxPending = 10000
+// maxPending bounds the unacknowledged envelopes of one channel, and
+// maxOutbox those of all channels together (what waits for a node that is
+// away included). Beyond either, a send fails with QUEUE_FULL.
+const (
+	maxPending = 10000
+	maxOutbox  = 100000
+)
 
 func (r *Router) newOutChannel(from, to string, p peer.ID) *outChannel {
 	return &outChannel{r: r, id: envelope.NewID(), from: from, to: to, p: p}
@@ -169,21 +180,40 @@ func (r *Router) outChannelByID(id string) *outChannel {
 
 // enqueue hands env to the channel. done (which must not block) is called
 // once with nil when the receiver took it, or with the reason it never will.
-func (c *outChannel) enqueue(env *envelope.Envelope, raw []byte, buf *[]byte, urgent, ackNow bool, enq time.Time, done func(error), report sentReport) error {
+func (c *outChannel) enqueue(env *envelope.Envelope, raw []byte, buf *[]byte, urgent, ackNow bool, enq, expires time.Time, done func(error), report sentReport) error {
 	c.mu.Lock()
 	defer c.unlock()
 	if c.stopped {
 		return ErrChannelClosed
 	}
 	if len(c.m.Pending()) >= maxPending {
-		return &deliveryError{Target: c.to, Reason: fmt.Sprintf("%d envelopes already wait for acknowledgement on this channel", maxPending)}
+		return &queueFullError{Target: c.to, Reason: fmt.Sprintf("%d envelopes already wait for acknowledgement on this channel", maxPending)}
+	}
+	if c.r.outboxLen.Load() >= maxOutbox {
+		return &queueFullError{Target: c.to, Reason: fmt.Sprintf("the outbox holds %d envelopes, its limit", maxOutbox)}
 	}
 	fresh := c.m.Fresh()
-	it, transmit, err := c.m.Enqueue(&outItem{env: env, raw: raw, buf: buf, done: done, report: report, urgent: urgent, ackNow: ackNow, enq: enq})
+	oi := &outItem{env: env, raw: raw, buf: buf, done: done, report: report, urgent: urgent, ackNow: ackNow, enq: enq, expires: expires}
+	it, transmit, err := c.m.Enqueue(oi)
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrChannelClosed, err)
 	}
+	c.r.outboxLen.Add(1)
 	c.r.wakePersister()
+	if c.m.State() == channel.Away {
+		// The peer is away: a waiting sender hears so now, and the
+		// envelope waits with the others. Someone waiting for it or its
+		// answer brings the next dial forward.
+		c.parkItemLocked(it)
+		if urgent && !c.m.Dialing() {
+			if c.timer != nil {
+				c.timer.Stop()
+			}
+			c.stepLocked(channel.Wake{})
+		}
+		c.armExpiryLocked()
+		return nil
+	}
 	if transmit {
 		c.transmit([]channel.Item{it})
 	}
@@ -195,6 +225,99 @@ func (c *outChannel) enqueue(env *envelope.Envelope, raw []byte, buf *[]byte, ur
 		c.stepLocked(channel.RetryDue{})
 	}
 	return nil
+}
+
+// parkItemLocked tells the sender waiting for item it's acknowledgement
+// that the peer is away and the envelope waits (its done is then spent:
+// the outcome is reported by events only). A request, whose sender waits
+// for an answer that cannot come while the node is away, fails instead;
+// the caller collects those with expiredRequests. Caller holds mu.
+func (c *outChannel) parkItemLocked(it channel.Item) {
+	oi := it.Data.(*outItem)
+	if oi.done == nil || !oi.ackNow || oi.env.Type.AsksForAnswer() {
+		return
+	}
+	oi.done(&PeerAwayError{Target: c.to, Until: oi.expires})
+	oi.done = nil
+	oi.report.on = true // its acknowledgement, later, is reported as an event
+}
+
+// parkLocked runs when the channel parks: requests fail now (their
+// senders wait for answers), waiting senders of the rest hear PEER_AWAY,
+// and the expiry timer starts. Caller holds mu.
+func (c *outChannel) parkLocked() {
+	for _, it := range c.m.Pending() {
+		c.parkItemLocked(it)
+	}
+	c.failRequestsLocked()
+}
+
+// failRequestsLocked fails the pending requests of a parked channel (and
+// envelopes without a time to live): their senders wait for answers, which
+// cannot come while the node is away. It runs when the channel parks and
+// after each failed dial while parked (a request sent meanwhile brought
+// that dial forward). Caller holds mu.
+func (c *outChannel) failRequestsLocked() {
+	if c.m.State() != channel.Away {
+		return
+	}
+	var requests []uint64
+	for _, it := range c.m.Pending() {
+		if oi := it.Data.(*outItem); oi.env.Type.AsksForAnswer() || oi.expires.IsZero() {
+			requests = append(requests, it.Seq)
+		}
+	}
+	if len(requests) > 0 {
+		c.stepLocked(channel.Expire{Seqs: requests, Msg: fmt.Sprintf("gave up after %d retries: the node is away, and a request waits for an answer", c.r.o.channel.Retries)})
+	}
+	c.armExpiryLocked()
+}
+
+// armExpiryLocked sets the expiry timer for the earliest end of a pending
+// envelope's time to live, while the channel is parked. Caller holds mu.
+func (c *outChannel) armExpiryLocked() {
+	if c.m.State() != channel.Away {
+		c.stopExpiryLocked()
+		return
+	}
+	var first time.Time
+	for _, it := range c.m.Pending() {
+		if e := it.Data.(*outItem).expires; !e.IsZero() && (first.IsZero() || e.Before(first)) {
+			first = e
+		}
+	}
+	c.stopExpiryLocked()
+	if first.IsZero() {
+		return
+	}
+	c.expTimer = time.AfterFunc(max(0, first.Sub(clock.Now())), c.expireDue)
+}
+
+func (c *outChannel) stopExpiryLocked() {
+	if c.expTimer != nil {
+		c.expTimer.Stop()
+		c.expTimer = nil
+	}
+}
+
+// expireDue fails the parked envelopes whose time to live is over.
+func (c *outChannel) expireDue() {
+	c.mu.Lock()
+	defer c.unlock()
+	if c.stopped || c.m.State() != channel.Away {
+		return
+	}
+	now := clock.Now()
+	var gone []uint64
+	for _, it := range c.m.Pending() {
+		if e := it.Data.(*outItem).expires; !e.IsZero() && !now.Before(e) {
+			gone = append(gone, it.Seq)
+		}
+	}
+	if len(gone) > 0 {
+		c.stepLocked(channel.Expire{Seqs: gone, Msg: "not delivered within its time to live: the node stayed away"})
+	}
+	c.armExpiryLocked()
 }
 
 // redialForEnvelope is the channel event of a redial brought forward by an
@@ -350,7 +473,11 @@ func (c *outChannel) perform(acts []channel.Action) {
 			}
 			c.timer = time.AfterFunc(a.Delay, func() { c.step(channel.RetryDue{}) })
 			c.r.emitChannel(c, fmt.Sprintf("redial %d in %s", a.Attempt, a.Delay))
+			if c.m.State() == channel.Away {
+				defer c.failRequestsLocked() // a dial while parked failed
+			}
 		case channel.Delivered:
+			c.r.outboxLen.Add(-int64(len(a.Items)))
 			var now time.Time
 			for _, it := range a.Items {
 				oi := it.Data.(*outItem)
@@ -370,6 +497,7 @@ func (c *outChannel) perform(acts []channel.Action) {
 				oi.release()
 			}
 		case channel.Failed:
+			c.r.outboxLen.Add(-int64(len(a.Items)))
 			for _, it := range a.Items {
 				oi := it.Data.(*outItem)
 				if oi.persisted {
@@ -398,12 +526,17 @@ func (c *outChannel) perform(acts []channel.Action) {
 			// The connection manager must not trim a peer we have an open channel to.
 			switch a.To {
 			case channel.Open:
+				c.stopExpiryLocked()
 				c.r.h.ConnManager().Protect(c.p, "nova/channel/"+c.id)
 			case channel.Closed:
+				c.stopExpiryLocked()
 				c.closed.Store(true)
 				c.r.h.ConnManager().Unprotect(c.p, "nova/channel/"+c.id)
 			}
 			c.r.emitChannel(c, a.From.String()+" -> "+a.To.String())
+			if a.To == channel.Away {
+				defer c.parkLocked() // after the rest of this step's actions
+			}
 			// Off Open, pending envelopes are written at once; closed, the
 			// channel's outbox entry goes.
 			c.r.wakePersister()
@@ -512,6 +645,14 @@ func (c *outChannel) dial(attempt int) {
 func (c *outChannel) redialNow() {
 	c.mu.Lock()
 	defer c.unlock()
+	if !c.stopped && c.m.State() == channel.Away && !c.m.Dialing() {
+		if c.timer != nil {
+			c.timer.Stop()
+		}
+		c.r.emitChannel(c, "dial now: the away peer was seen again")
+		c.stepLocked(channel.Wake{})
+		return
+	}
 	if c.stopped || c.timer == nil || c.m.State() != channel.Reconnecting {
 		return
 	}
@@ -531,6 +672,7 @@ func (c *outChannel) stop() {
 	if c.timer != nil {
 		c.timer.Stop()
 	}
+	c.stopExpiryLocked()
 }
 
 func (c *outChannel) info() ChannelInfo {
@@ -547,7 +689,11 @@ func (c *outChannel) infoLocked() ChannelInfo {
 			stored++
 		}
 	}
-	return ChannelInfo{ID: c.id, From: c.from, To: c.to, Peer: c.p, State: c.m.State().String(), Pending: len(pending), Stored: stored, NextSeq: c.m.NextSeq()}
+	info := ChannelInfo{ID: c.id, From: c.from, To: c.to, Peer: c.p, State: c.m.State().String(), Pending: len(pending), Stored: stored, NextSeq: c.m.NextSeq()}
+	if len(pending) > 0 {
+		info.OldestAgeMs = clock.Now().Sub(pending[0].Data.(*outItem).enq).Milliseconds()
+	}
+	return info
 }
 
 // persistOps returns the outbox changes of this channel: items unacknowledged
@@ -571,7 +717,7 @@ func (c *outChannel) persistOps(now time.Time, after time.Duration, force bool) 
 		}
 		if force || !open || now.Sub(oi.enq) >= after {
 			oi.persisted = true
-			op.Put = append(op.Put, OutboxItem{Seq: it.Seq, Env: oi.raw})
+			op.Put = append(op.Put, OutboxItem{Seq: it.Seq, Env: oi.raw, Expires: oi.expires})
 			put = append(put, oi)
 		} else {
 			unwritten = true
@@ -670,6 +816,7 @@ func (c *outChannel) close() (ChannelInfo, error) {
 	if c.timer != nil {
 		c.timer.Stop()
 	}
+	c.stopExpiryLocked()
 	c.stepLocked(channel.Close{})
 	if c.st != nil {
 		c.st.unbind(c) // the stream would otherwise hold it while it lives

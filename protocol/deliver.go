@@ -50,9 +50,13 @@ func (r *Router) sendChannel(ctx context.Context, from string, to agentcard.Card
 	}
 	// If the pair's channel closed meanwhile (a refusal, or retries spent),
 	// a new channel is opened for the next envelope.
+	var expires time.Time
+	if ttl := r.sendTTL(ctx); ttl > 0 {
+		expires = enq.Add(ttl)
+	}
 	for attempt := 0; ; attempt++ {
 		c := r.outChannelFor(from, env.Recipient, p)
-		err = c.enqueue(env, raw, buf, urgent, ackNow, enq, done, report)
+		err = c.enqueue(env, raw, buf, urgent, ackNow, enq, expires, done, report)
 		if err == nil || attempt > 0 || r.isClosed() {
 			break
 		}
@@ -66,7 +70,9 @@ func (r *Router) sendChannel(ctx context.Context, from string, to agentcard.Card
 	select {
 	case err := <-wait:
 		if err != nil {
-			return &channelReported{err} // the channel emitted its error event (emitFailure)
+			// The channel emitted its error event (emitFailure); PEER_AWAY
+			// is no failure: the envelope waits.
+			return &channelReported{err}
 		}
 		return nil
 	case <-ctx.Done():
@@ -445,8 +451,14 @@ func (r *Router) restoreLocked(oc OutboxChannel) {
 			r.log.Warnw("dropping unreadable outbox envelope", "channel", oc.ID, "seq", it.Seq, "err", err)
 			continue
 		}
-		items = append(items, channel.Item{Seq: it.Seq, Data: &outItem{env: env, raw: it.Env, persisted: true, stored: true, enq: clock.Now()}})
+		expires := it.Expires
+		if expires.IsZero() && r.o.deliveryTTL > 0 {
+			// Written without one: its time to live runs from its creation.
+			expires = time.UnixMilli(env.Timestamp).Add(r.o.deliveryTTL)
+		}
+		items = append(items, channel.Item{Seq: it.Seq, Data: &outItem{env: env, raw: it.Env, persisted: true, stored: true, enq: clock.Now(), expires: expires}})
 	}
+	r.outboxLen.Add(int64(len(items)))
 	c := &outChannel{r: r, id: oc.ID, from: oc.From, to: oc.To, p: p, metaSaved: true}
 	r.outByID[c.id] = c
 	r.outByPair[agentPair{c.from, c.to}] = c

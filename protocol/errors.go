@@ -3,6 +3,7 @@ package protocol
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/nova-node/nova-node/agentcard"
@@ -20,7 +21,22 @@ const (
 	CodeUnauthorizedSender = "UNAUTHORIZED_SENDER"
 	CodeProtocolError      = "PROTOCOL_ERROR"
 	CodeInternal           = "INTERNAL"
+	// CodeQueueFull: the channel's queue (or the node's outbox) is full;
+	// retryable once the backlog drains (backpressure, not a lost peer).
+	CodeQueueFull = "QUEUE_FULL"
+	// CodePeerAway: the recipient's node is away; the envelope waits in
+	// the outbox and goes when it returns, within its time to live.
+	CodePeerAway = "PEER_AWAY"
 )
+
+// ErrQueueFull is returned when a channel or the outbox holds as many
+// envelopes as it may: retry once the backlog drains.
+var ErrQueueFull = errors.New("protocol: queue full")
+
+// ErrPeerAway is reported to a sender waiting for an acknowledgement when
+// the recipient's node is away: the envelope is not lost; it waits in the
+// outbox and goes when the node returns, within its time to live.
+var ErrPeerAway = errors.New("protocol: peer away; envelope queued")
 
 // ErrChannelClosed is returned when sending on a closed channel or router.
 var ErrChannelClosed = errors.New("protocol: channel closed")
@@ -57,6 +73,8 @@ var codeToError = map[string]error{
 	CodeUnauthorizedSender:             ErrUnauthorizedSender,
 	CodeProtocolError:                  ErrProtocol,
 	CodeInternal:                       ErrInternal,
+	CodeQueueFull:                      ErrQueueFull,
+	CodePeerAway:                       ErrPeerAway,
 }
 
 var errorToCode = func() map[error]string {
@@ -143,6 +161,33 @@ func (e *deliveryError) Error() string {
 func (e *deliveryError) Code() string         { return CodeDeliveryFailed }
 func (e *deliveryError) Is(target error) bool { return target == ErrDeliveryFailed }
 func (e *deliveryError) Unwrap() error        { return e.Err }
+
+// queueFullError is QUEUE_FULL: what is full, and how full.
+type queueFullError struct {
+	Target string
+	Reason string
+}
+
+func (e *queueFullError) Error() string {
+	return fmt.Sprintf("protocol: queue to %s full: %s; retry once it drains", e.Target, e.Reason)
+}
+func (e *queueFullError) Code() string         { return CodeQueueFull }
+func (e *queueFullError) Is(target error) bool { return target == ErrQueueFull }
+
+// PeerAwayError is PEER_AWAY: the envelope to Target waits in the outbox
+// until Until (its time to live), for Target's node to return.
+type PeerAwayError struct {
+	Target string
+	Until  time.Time
+}
+
+func (e *PeerAwayError) Error() string {
+	return fmt.Sprintf("protocol: %s's node is away; the envelope waits in the outbox and goes when it returns (until %s)", e.Target, e.Until.Format(time.RFC3339))
+}
+
+// Code returns PEER_AWAY.
+func (e *PeerAwayError) Code() string         { return CodePeerAway }
+func (e *PeerAwayError) Is(target error) bool { return target == ErrPeerAway }
 
 // senderError is UNAUTHORIZED_SENDER.
 type senderError struct {

@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"context"
 	"errors"
 	"time"
 
@@ -30,6 +31,7 @@ type options struct {
 	helloInterval  time.Duration
 	idleTimeout    time.Duration
 	channel        channel.Config
+	deliveryTTL    time.Duration // > 0: envelopes to a node that is away wait this long (channel.Config.Park)
 	store          Store
 	persistAfter   time.Duration
 	persistEvery   time.Duration
@@ -202,9 +204,46 @@ func WithRetry(retries int, base time.Duration) Option {
 		if retries < 0 || base <= 0 {
 			return errors.New("protocol: retries must be >= 0 and base delay positive")
 		}
-		o.channel = channel.Config{Retries: retries, Base: base}
+		o.channel.Retries, o.channel.Base = retries, base
 		return nil
 	}
+}
+
+// WithDeliveryTTL keeps envelopes to a node that is away (its channel's
+// redials spent) in the outbox for ttl from when they were sent, instead of
+// failing them: the channel dials again on a schedule (doubling up to 30 s)
+// and at once when the peer connects, and delivers them in order. Only
+// when an envelope's time to live ends does it fail, once, with
+// DELIVERY_FAILED. A request (its sender waits for an answer) still fails
+// when the redials are spent; a sender waiting for the acknowledgement of
+// anything else is told PEER_AWAY and the envelope stays queued. 0 (the
+// default) fails every pending envelope when the redials are spent.
+// [WithSendTTL] sets one envelope's time to live.
+func WithDeliveryTTL(ttl time.Duration) Option {
+	return func(o *options) error {
+		if ttl < 0 {
+			return errors.New("protocol: negative delivery TTL")
+		}
+		o.deliveryTTL = ttl
+		o.channel.Park = ttl > 0
+		return nil
+	}
+}
+
+type sendTTLKey struct{}
+
+// WithSendTTL returns a context whose sends (Send, Post) give their
+// envelope time to live ttl instead of the router's [WithDeliveryTTL].
+func WithSendTTL(ctx context.Context, ttl time.Duration) context.Context {
+	return context.WithValue(ctx, sendTTLKey{}, ttl)
+}
+
+// sendTTL is ctx's time to live for an envelope, or the router's.
+func (r *Router) sendTTL(ctx context.Context) time.Duration {
+	if d, ok := ctx.Value(sendTTLKey{}).(time.Duration); ok && d > 0 {
+		return d
+	}
+	return r.o.deliveryTTL
 }
 
 // WithStore persists the outbox and channel watermarks (default: in memory,

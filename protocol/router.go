@@ -81,6 +81,7 @@ type Router struct {
 	inbound       map[network.Stream]struct{}
 	watermarksAt  time.Time                 // last write of watermarks alone (persist; its callers do not overlap)
 	persistIdle   atomic.Bool               // the persister sleeps until persistKick (see persistLoop)
+	outboxLen     atomic.Int64              // envelopes pending on every outbound channel (maxOutbox)
 	persistKick   chan struct{}             // wakes an idle persister; holds one
 	pmu           orderedMutex[lockPending] // guards pending and expiry: taken for every request and answer
 	pending       map[pendingKey]*pendingReq
@@ -434,7 +435,9 @@ func (r *Router) dispatch(ctx context.Context, env *envelope.Envelope, from, to 
 		} else {
 			done, report := noWait, sentReport{true, from.Tier, to.Tier}
 			if wait {
-				done, report = nil, sentReport{} // message-sent below, once acknowledged
+				// message-sent below, once acknowledged; or by the channel
+				// (report.on), if it tells this caller PEER_AWAY
+				done, report = nil, sentReport{false, from.Tier, to.Tier}
 			}
 			err = r.sendChannel(ctx, env.Sender, to, env, true, start, done, report)
 		}

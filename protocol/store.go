@@ -1,5 +1,7 @@
 package protocol
 
+import "time"
+
 // Store persists what must survive a restart: outbound envelopes not yet
 // acknowledged (the outbox) and the watermark of each inbound channel (so a
 // retransmission after a restart is recognised as a duplicate). node
@@ -22,10 +24,12 @@ type OutboxChannel struct {
 	Items        []OutboxItem
 }
 
-// OutboxItem is one unacknowledged envelope (CBOR) with its sequence.
+// OutboxItem is one unacknowledged envelope (CBOR) with its sequence and
+// the end of its time to live (zero: none).
 type OutboxItem struct {
-	Seq uint64
-	Env []byte
+	Seq     uint64
+	Env     []byte
+	Expires time.Time
 }
 
 // OutboxOp changes one channel's outbox: Put adds items (and records the

@@ -308,6 +308,10 @@ func hintFor(cmd *cobra.Command, code string) string {
 			"use `nova-node tasks propose` or `nova-node send --type task-proposal` with --justification \"WHY\""
 	case protocol.CodeChannelNotFound:
 		return "`nova-node channels` lists the open channels with their ids"
+	case protocol.CodePeerAway:
+		return "nothing is lost: the message waits in this node's outbox and goes, in order, as soon as that node is back (`nova-node channels` shows what waits; deliveryTTL in config.yaml says how long)"
+	case protocol.CodeQueueFull:
+		return "too many messages wait for that agent: send again once some are acknowledged (`nova-node channels` shows the backlog)"
 	case "CHANNEL_CLOSED":
 		return "its channel was closed (`nova-node channels close`, or the node stopping) before the peer acknowledged it: send again, on a new channel"
 	case "DELIVERY_FAILED":

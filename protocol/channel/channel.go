@@ -10,6 +10,18 @@
 //	connecting/reconnecting --DialFailed x(Retries+1)--> closed   (every pending item fails: DELIVERY_FAILED)
 //	any --Close--> closed                                          (every pending item fails: CHANNEL_CLOSED)
 //
+// With [Config.Park], a channel whose redials are spent while items are
+// pending does not fail them: the peer is away (a laptop asleep, a node
+// restarting), so the channel parks and its items wait.
+//
+//	connecting/reconnecting --DialFailed x(Retries+1), items pending--> away
+//	away --RetryDue or Wake--> away, dialling --Connected--> open
+//	away --DialFailed--> away                                      (the next poll is scheduled, twice as late, up to AwayMax)
+//	any but closed --Expire--> same                                (the named items fail: DELIVERY_FAILED; away with none left: closed)
+//
+// Parked items fail only when their owner says their time to live is over
+// (Expire): the machine has no clock.
+//
 // Any other event in a state is an invalid transition: Step returns an
 // error and changes nothing.
 //
@@ -46,6 +58,7 @@ const (
 	Open
 	Reconnecting
 	Closed
+	Away
 )
 
 func (s State) String() string {
@@ -58,6 +71,8 @@ func (s State) String() string {
 		return "reconnecting"
 	case Closed:
 		return "closed"
+	case Away:
+		return "away"
 	}
 	return fmt.Sprintf("state(%d)", uint8(s))
 }
@@ -75,6 +90,12 @@ var ErrInvalidTransition = errors.New("channel: invalid transition")
 type Config struct {
 	Retries int           // redials after a loss before giving up (default 3)
 	Base    time.Duration // first redial delay; each next one doubles (default 500ms)
+	// Park keeps pending items when the redials are spent (state Away)
+	// instead of failing them.
+	Park bool
+	// AwayMax caps the delay between two dials of a parked channel
+	// (default 30s); the first is Base << Retries.
+	AwayMax time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -86,6 +107,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Base <= 0 {
 		c.Base = 500 * time.Millisecond
+	}
+	if c.AwayMax <= 0 {
+		c.AwayMax = 30 * time.Second
 	}
 	return c
 }
@@ -124,6 +148,14 @@ type (
 	}
 	// Close closes the channel; pending items fail with CHANNEL_CLOSED.
 	Close struct{}
+	// Wake: the peer of a parked channel was seen again; dial it now.
+	Wake struct{}
+	// Expire fails the pending items with these sequences (their time to
+	// live is over) with DELIVERY_FAILED and Msg.
+	Expire struct {
+		Seqs []uint64
+		Msg  string
+	}
 )
 
 func (Enqueue) isEvent()       {}
@@ -134,6 +166,8 @@ func (TransportLost) isEvent() {}
 func (Ack) isEvent()           {}
 func (Nack) isEvent()          {}
 func (Close) isEvent()         {}
+func (Wake) isEvent()          {}
+func (Expire) isEvent()        {}
 
 // Action is an output of Step, to be performed in order by the owner.
 type Action interface{ isAction() }
@@ -178,6 +212,8 @@ type Machine struct {
 	pending []Item // unsettled, in Seq order
 	sent    uint64 // highest Seq transmitted on the current connection
 	attempt int    // redials since the last loss
+	dialing bool   // away: a dial is under way
+	polls   int    // away: dials since parking
 }
 
 // New returns a machine in state connecting, and the Dial action that starts it.
@@ -274,9 +310,10 @@ func (m *Machine) Step(e Event) ([]Action, error) {
 		return []Action{Transmit{Items: []Item{it}}}, nil
 
 	case Connected:
-		if m.state != Connecting && m.state != Reconnecting {
+		if m.state != Connecting && m.state != Reconnecting && !(m.state == Away && m.dialing) {
 			return nil, m.invalid(e)
 		}
+		m.dialing, m.polls = false, 0
 		var acts []Action
 		if done := m.settle(e.Watermark); len(done) > 0 {
 			acts = append(acts, Delivered{Items: done})
@@ -302,8 +339,18 @@ func (m *Machine) Step(e Event) ([]Action, error) {
 		return acts, nil
 
 	case DialFailed:
+		if m.state == Away && m.dialing {
+			m.dialing = false
+			m.polls++
+			return []Action{Schedule{Delay: m.pollDelay(), Attempt: m.cfg.Retries + m.polls}}, nil
+		}
 		if m.state != Connecting && m.state != Reconnecting {
 			return nil, m.invalid(e)
+		}
+		if m.attempt >= m.cfg.Retries && m.cfg.Park && len(m.pending) > 0 {
+			acts := m.to(Away, nil)
+			m.polls = 0
+			return append(acts, Schedule{Delay: m.pollDelay(), Attempt: m.cfg.Retries + 1}), nil
 		}
 		if m.attempt >= m.cfg.Retries {
 			msg := "gave up after retries"
@@ -317,10 +364,50 @@ func (m *Machine) Step(e Event) ([]Action, error) {
 		return append(acts, Schedule{Delay: m.delay(m.attempt), Attempt: m.attempt}), nil
 
 	case RetryDue:
+		if m.state == Away && !m.dialing {
+			m.dialing = true
+			return []Action{Dial{}}, nil
+		}
 		if m.state != Reconnecting {
 			return nil, m.invalid(e)
 		}
 		return []Action{Dial{}}, nil
+
+	case Wake:
+		if m.state != Away || m.dialing {
+			return nil, m.invalid(e)
+		}
+		m.dialing = true
+		return []Action{Dial{}}, nil
+
+	case Expire:
+		if m.state == Closed {
+			return nil, m.invalid(e)
+		}
+		drop := make(map[uint64]bool, len(e.Seqs))
+		for _, s := range e.Seqs {
+			drop[s] = true
+		}
+		var gone []Item
+		keep := m.pending[:0]
+		for _, it := range m.pending {
+			if drop[it.Seq] {
+				gone = append(gone, it)
+			} else {
+				keep = append(keep, it)
+			}
+		}
+		clear(m.pending[len(keep):])
+		m.pending = keep
+		var acts []Action
+		if len(gone) > 0 {
+			acts = append(acts, Failed{Items: gone, Code: ReasonDeliveryFailed, Msg: e.Msg})
+		}
+		if m.state == Away && len(m.pending) == 0 {
+			m.dialing = false
+			acts = m.to(Closed, acts)
+		}
+		return acts, nil
 
 	case TransportLost:
 		if m.state != Open {
@@ -367,6 +454,19 @@ func (m *Machine) delay(attempt int) time.Duration {
 	return m.cfg.Base << (attempt - 1)
 }
 
+// pollDelay is the wait before a parked channel's next dial: Base <<
+// Retries, doubling with each failed dial, at most AwayMax.
+func (m *Machine) pollDelay() time.Duration {
+	d := m.cfg.Base << m.cfg.Retries
+	for i := 0; i < m.polls && d < m.cfg.AwayMax; i++ {
+		d *= 2
+	}
+	return min(d, m.cfg.AwayMax)
+}
+
+// Dialing reports whether a parked channel has a dial under way.
+func (m *Machine) Dialing() bool { return m.dialing }
+
 func (m *Machine) settle(upTo uint64) []Item {
 	i := 0
 	for i < len(m.pending) && m.pending[i].Seq <= upTo {
@@ -385,6 +485,7 @@ func (m *Machine) settle(upTo uint64) []Item {
 }
 
 func (m *Machine) closeWith(code, msg string) []Action {
+	m.dialing = false
 	acts := m.to(Closed, nil)
 	if len(m.pending) > 0 {
 		acts = append(acts, Failed{Items: m.pending, Code: code, Msg: msg})

@@ -78,12 +78,17 @@ func TestProperty10_ChannelStateMachineValidity(t *testing.T) {
 		{channel.Connecting, channel.Closed}: true, {channel.Open, channel.Reconnecting}: true,
 		{channel.Open, channel.Closed}: true, {channel.Reconnecting, channel.Open}: true,
 		{channel.Reconnecting, channel.Closed}: true,
+		// Parked (Config.Park): redials spent with items pending.
+		{channel.Connecting, channel.Away}: true, {channel.Reconnecting, channel.Away}: true,
+		{channel.Away, channel.Open}: true, {channel.Away, channel.Closed}: true,
 	}
 	rapid.Check(t, func(t *rapid.T) {
-		m, _ := channel.New(channel.Config{Retries: rapid.IntRange(0, 4).Draw(t, "retries"), Base: time.Millisecond})
+		park := rapid.Bool().Draw(t, "park")
+		m, _ := channel.New(channel.Config{Retries: rapid.IntRange(0, 4).Draw(t, "retries"), Base: time.Millisecond, Park: park})
 		for i := 0; i < 60; i++ {
 			e := rapid.SampledFrom([]channel.Event{channel.Enqueue{Data: i}, channel.Connected{}, channel.DialFailed{},
-				channel.RetryDue{}, channel.TransportLost{}, channel.Ack{Seq: uint64(i % 3)}, channel.Nack{Seq: 1}, channel.Close{}}).Draw(t, "event")
+				channel.RetryDue{}, channel.TransportLost{}, channel.Ack{Seq: uint64(i % 3)}, channel.Nack{Seq: 1}, channel.Close{},
+				channel.Wake{}, channel.Expire{Seqs: []uint64{uint64(i % 4)}}}).Draw(t, "event")
 			before, pendingBefore := m.State(), len(m.Pending())
 			acts, err := m.Step(e)
 			if err != nil {
@@ -110,6 +115,9 @@ func TestProperty10_ChannelStateMachineValidity(t *testing.T) {
 			}
 			if after == channel.Closed && len(m.Pending()) != 0 {
 				t.Fatal("closed channel keeps pending items")
+			}
+			if after == channel.Away && (!park || len(m.Pending()) == 0) {
+				t.Fatalf("away with park=%v and %d items pending", park, len(m.Pending()))
 			}
 		}
 	})
@@ -473,4 +481,103 @@ func TestItemEnqueuedIntoIdleRedialsGetsAllRetries(t *testing.T) {
 	if m.Attempt() != 2 {
 		t.Fatalf("attempt %d after an enqueue behind a pending item, want 2", m.Attempt())
 	}
+}
+
+// TestChannelParksWhileThePeerIsAway: with Park, a channel whose redials
+// are spent keeps its items (none fails), dials again on a schedule that
+// doubles up to AwayMax or at once on Wake, delivers them in order once
+// connected, and fails exactly the items its owner expires; parked with
+// none left, it closes.
+func TestChannelParksWhileThePeerIsAway(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		retries := rapid.IntRange(0, 4).Draw(t, "retries")
+		base := time.Duration(rapid.IntRange(1, 100).Draw(t, "baseMs")) * time.Millisecond
+		awayMax := time.Duration(rapid.IntRange(1, 5000).Draw(t, "awayMaxMs")) * time.Millisecond
+		m, _ := channel.New(channel.Config{Retries: retries, Base: base, Park: true, AwayMax: awayMax})
+		mustStep(t, m, channel.Connected{})
+		k := rapid.IntRange(1, 20).Draw(t, "pending")
+		for i := 0; i < k; i++ {
+			mustStep(t, m, channel.Enqueue{Data: i})
+		}
+		acts := mustStep(t, m, channel.TransportLost{})
+		for m.State() != channel.Away {
+			for _, a := range acts {
+				if f, ok := a.(channel.Failed); ok {
+					t.Fatalf("items failed before parking: %v", f)
+				}
+			}
+			mustStep(t, m, channel.RetryDue{})
+			acts = mustStep(t, m, channel.DialFailed{})
+		}
+		var last time.Duration
+		polls := rapid.IntRange(0, 8).Draw(t, "polls")
+		for i := 0; i < polls; i++ {
+			var d time.Duration
+			for _, a := range acts {
+				if s, ok := a.(channel.Schedule); ok {
+					d = s.Delay
+				}
+			}
+			if d <= 0 || d > awayMax || d < last {
+				t.Fatalf("poll %d scheduled in %v (last %v, max %v)", i, d, last, awayMax)
+			}
+			last = d
+			if rapid.Bool().Draw(t, "wake") {
+				mustStep(t, m, channel.Wake{})
+			} else {
+				mustStep(t, m, channel.RetryDue{})
+			}
+			if _, err := m.Step(channel.Wake{}); err == nil {
+				t.Fatal("a second dial while one is under way")
+			}
+			acts = mustStep(t, m, channel.DialFailed{})
+			if m.State() != channel.Away || len(m.Pending()) != k {
+				t.Fatalf("after a failed poll: %s with %d of %d items", m.State(), len(m.Pending()), k)
+			}
+		}
+		// The owner expires some.
+		var expire []uint64
+		for s := uint64(1); s <= uint64(k); s++ {
+			if rapid.Bool().Draw(t, "expire") {
+				expire = append(expire, s)
+			}
+		}
+		acts = mustStep(t, m, channel.Expire{Seqs: expire, Msg: "ttl"})
+		failed := 0
+		for _, a := range acts {
+			if f, ok := a.(channel.Failed); ok {
+				if f.Code != channel.ReasonDeliveryFailed {
+					t.Fatalf("expired with %s", f.Code)
+				}
+				failed += len(f.Items)
+			}
+		}
+		if failed != len(expire) {
+			t.Fatalf("%d items failed, %d expired", failed, len(expire))
+		}
+		if len(expire) == k {
+			if m.State() != channel.Closed {
+				t.Fatalf("parked with nothing left: %s", m.State())
+			}
+			return
+		}
+		mustStep(t, m, channel.Wake{})
+		acts = mustStep(t, m, channel.Connected{})
+		var sent []uint64
+		for _, a := range acts {
+			if tr, ok := a.(channel.Transmit); ok {
+				for _, it := range tr.Items {
+					sent = append(sent, it.Seq)
+				}
+			}
+		}
+		if m.State() != channel.Open || len(sent) != k-len(expire) {
+			t.Fatalf("back: %s, %d transmitted, want %d", m.State(), len(sent), k-len(expire))
+		}
+		for i := 1; i < len(sent); i++ {
+			if sent[i] <= sent[i-1] {
+				t.Fatalf("retransmitted out of order: %v", sent)
+			}
+		}
+	})
 }
