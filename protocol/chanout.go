@@ -51,7 +51,7 @@ type outChannel struct {
 	timer     *time.Timer
 	expTimer  *time.Timer // parked: fails envelopes whose time to live ends
 	stopped   bool        // the router is closing: perform nothing more
-	refusal   error // the receiver refused the channel itself
+	refusal   error       // the receiver refused the channel itself
 	metaSaved bool
 	settled   []uint64    // persisted items settled since the last persist
 	closed    atomic.Bool // the machine reached Closed (final): read under Router.mu, which must not wait for mu
@@ -98,9 +98,9 @@ type outItem struct {
 	enq       time.Time
 	expires   time.Time // end of its time to live while the peer is away (zero: none)
 	persisted bool      // handed to the persister (the write may still be running)
-	stored    bool    // written: the outbox commit succeeded
-	raw       []byte  // the envelope's CBOR, for the outbox
-	buf       *[]byte // raw's buffer, back to encBufs once settled unless persisted
+	stored    bool      // written: the outbox commit succeeded
+	raw       []byte    // the envelope's CBOR, for the outbox
+	buf       *[]byte   // raw's buffer, back to encBufs once settled unless persisted
 }
 
 // encBufs recycles the buffers envelopes are encoded into: an envelope's

@@ -111,7 +111,7 @@ func Config(t testing.TB, i int, tr Transport) node.Config {
 	// Envelopes to a node that is away fail when the redials are spent,
 	// which most tests time; those of the outbox's waiting set a TTL.
 	cfg.DeliveryTTL = 0
-	cfg.MDNS = false                        // the network rule: no mDNS outside a namespace
+	cfg.MDNS = false // the network rule: no mDNS outside a namespace
 	return cfg
 }
 
