@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -169,5 +170,47 @@ func TestHTTPSessionsBounded(t *testing.T) {
 		if open[id] {
 			t.Errorf("idle session %s was not replaced", id)
 		}
+	}
+}
+
+// sessionHeapBound is the documented bound (docs/security.md, "Bounds") on
+// the heap DefaultMaxHTTPSessions idle sessions of the HTTP face take.
+const sessionHeapBound = 8 << 20
+
+// 1,000 clients each open a session on the HTTP face and leave it idle:
+// it holds DefaultMaxHTTPSessions of them, refuses the rest, and the
+// sessions take at most sessionHeapBound of heap. Skipped with -short;
+// run with go test -run TestHTTPSessionsMemoryBounded ./mcpbridge/
+func TestHTTPSessionsMemoryBounded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("memory bound: 1,000 sessions")
+	}
+	clk := &fakeClock{t: time.Unix(1_800_000_000, 0)}
+	b, srv := sessionBridge(t, 0, clk) // the default bound
+	heap := func() int64 {
+		runtime.GC()
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return int64(ms.HeapAlloc)
+	}
+	before := heap()
+	refused := 0
+	for range 1000 {
+		if code, _, _ := rawInitialize(t, srv.URL); code == http.StatusServiceUnavailable {
+			refused++
+		}
+	}
+	n := 0
+	for range b.agg.Sessions() {
+		n++
+	}
+	used := heap() - before
+	t.Logf("1000 sessions opened: %d held, %d refused; heap +%.1f MiB", n, refused, float64(used)/(1<<20))
+	if n != DefaultMaxHTTPSessions || refused != 1000-DefaultMaxHTTPSessions {
+		t.Errorf("%d sessions held, %d refused; want %d held", n, refused, DefaultMaxHTTPSessions)
+	}
+	if used > sessionHeapBound {
+		t.Errorf("the sessions take %d MiB of heap; documented bound %d MiB", used>>20, sessionHeapBound>>20)
 	}
 }

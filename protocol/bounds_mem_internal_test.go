@@ -14,12 +14,12 @@ import (
 )
 
 // heapInUse is the live heap after a full collection.
-func heapInUse() uint64 {
+func heapInUse() int64 {
 	runtime.GC()
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	return ms.HeapAlloc
+	return int64(ms.HeapAlloc)
 }
 
 // channelHeapBound is the documented bound (docs/security.md, "Bounds") on
@@ -75,6 +75,7 @@ func TestChannelTablesMemoryBounded(t *testing.T) {
 	live, marks, entries := len(r.inChans), len(r.watermarks), len(r.inByPeer)
 	r.mu.Unlock()
 	used := heapInUse() - before
+	runtime.KeepAlive(r)
 	t.Logf("%d opens from %d peers: %d refused; %d channels live, %d watermarks remembered, %d peer entries; heap +%.1f MiB",
 		peers*perPeer, peers, refused, live, marks, entries, float64(used)/(1<<20))
 	if live > maxInChannels || marks > maxMarks {
