@@ -19,7 +19,7 @@ import (
 // Record and provider limits of this node's DHT store (see [WithRecordLimits]
 // and [WithProviderLimits]). kad-dht keeps whatever valid record any peer
 // puts, under any key: without a bound, one peer storing valid 55 kB cards
-// under its own key filled 183 MiB of a node's memory.
+// under its own key makes a node hold 183 MiB for every 3,457 of them.
 //
 // An honest node publishes, under its own key, one card per hosted agent
 // and one index, plus its public key ("/pk/…"): the per-author bounds leave
