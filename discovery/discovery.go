@@ -87,8 +87,10 @@ type Service struct {
 	stamp       int64      // last heartbeat published (unix ms); guarded by pubMu
 	rtAtPublish int        // routing-table size at the last publish; guarded by pubMu
 
-	cache cache
-	stats counters
+	cache     cache
+	stats     counters
+	recStore  *quotaStore // the DHT's value records, bounded; set by Start
+	provStore *quotaStore // the DHT's provider records, bounded; set by Start
 }
 
 // New returns a discovery service for host h, whose identity key is key,
@@ -178,6 +180,9 @@ func (s *Service) Start(ctx context.Context) error {
 		dht.ValueGCInterval(s.cfg.ttl),
 		dht.ProviderManagerOpts(records.ProvideValidity(s.cfg.ttl), records.CleanupInterval(s.cfg.ttl)),
 	}
+	recStore := newQuotaStore("record", s.cfg.records, recordAuthor, &s.stats.recordsRefused, s.log)
+	provStore := newQuotaStore("provider", s.cfg.providers, providerAuthor, &s.stats.providersRefused, s.log)
+	opts = append(opts, dht.ValueDatastore(recStore), dht.ProviderDatastore(provStore))
 	opts = append(opts, s.cfg.dhtOptions...)
 	d, err := dht.New(s.h, opts...)
 	if err != nil {
@@ -194,6 +199,7 @@ func (s *Service) Start(ctx context.Context) error {
 	}
 	s.ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	s.dht, s.mdns, s.started = d, md, true
+	s.recStore, s.provStore = recStore, provStore
 	s.wg.Go(s.publishLoop)
 	s.wg.Go(s.refreshLoop)
 	if s.cfg.mdns && startMDNS != nil {
@@ -417,18 +423,36 @@ type Stats struct {
 	MDNSFound       uint64 // peers found by mDNS and dialled
 	MDNSDropped     uint64 // mDNS finds dropped because the dial queue was full
 	Moves           uint64 // changes of this machine's IP addresses followed
+
+	// The DHT store this node keeps for its peers (see [WithRecordLimits]).
+	Records          int    // value records held
+	RecordBytes      int    // their keys and values, in bytes
+	RecordAuthors    int    // distinct authors of those records
+	RecordsRefused   uint64 // puts refused at a bound
+	Providers        int    // provider records held
+	ProvidersRefused uint64 // provides refused at a bound
 }
 
 type counters struct {
 	publishes, publishFailures, lookups, merged, refused, cacheHits, mdnsFound, mdnsDropped, moves atomic.Uint64
+	recordsRefused, providersRefused                                                               atomic.Uint64
 }
 
 // Stats returns the service's counters.
 func (s *Service) Stats() Stats {
 	c := &s.stats
-	return Stats{
+	st := Stats{
 		Publishes: c.publishes.Load(), PublishFailures: c.publishFailures.Load(), Lookups: c.lookups.Load(),
 		CardsMerged: c.merged.Load(), CardsRefused: c.refused.Load(), CacheHits: c.cacheHits.Load(),
 		MDNSFound: c.mdnsFound.Load(), MDNSDropped: c.mdnsDropped.Load(), Moves: c.moves.Load(),
+		RecordsRefused: c.recordsRefused.Load(), ProvidersRefused: c.providersRefused.Load(),
 	}
+	s.mu.Lock()
+	rs, ps := s.recStore, s.provStore
+	s.mu.Unlock()
+	if rs != nil {
+		st.Records, st.RecordBytes, st.RecordAuthors = rs.usage()
+		st.Providers, _, _ = ps.usage()
+	}
+	return st
 }

@@ -46,6 +46,21 @@
 // is stable. The DHT's "pk" validator stays; kad-dht's default "ipns" one
 // is dropped.
 //
+// # What this node stores for others
+//
+// kad-dht keeps any valid record a peer puts, so the DHT's value and
+// provider stores are nova's (quota.go): they count records and bytes per
+// author (the peer a card or index key names, which the validator requires
+// to be the signer; the peer a provider record names, which kad-dht
+// requires to be the sender) and in total, and refuse a put past a bound
+// with [ErrStoreFull] (counted in Stats.RecordsRefused and
+// Stats.ProvidersRefused). Defaults: 256 records and 4 MiB per author,
+// 16,384 records and 64 MiB in all; 1,024 provider records per peer and
+// 65,536 in all ([WithRecordLimits], [WithProviderLimits]). Replacing a
+// record counts only the difference, so an author at its bound still
+// republishes. Expired records leave through the same stores, giving
+// their room back.
+//
 // # Liveness: heartbeats bounded by the local clock
 //
 // A DHT record outlives its host: peers keep it until it ages out, and a

@@ -47,6 +47,8 @@ type config struct {
 	dhtOptions    []dht.Option
 	ips           func() ([]net.IP, error) // nil: moves are not followed
 	ipsFromKernel bool                     // ips are the system's: the kernel says when they change
+	records       Limits                   // bounds of the DHT's value record store
+	providers     Limits                   // bounds of the DHT's provider store
 }
 
 func defaults() config {
@@ -62,6 +64,9 @@ func defaults() config {
 		now:           time.Now,
 		ips:           interfaceIPs,
 		ipsFromKernel: true,
+		records: Limits{PerAuthor: DefaultMaxRecordsPerAuthor, PerAuthorBytes: DefaultMaxRecordBytesPerAuthor,
+			Total: DefaultMaxRecords, TotalBytes: DefaultMaxRecordBytes},
+		providers: Limits{PerAuthor: DefaultMaxProvidersPerPeer, Total: DefaultMaxProviders},
 	}
 }
 
@@ -240,10 +245,44 @@ func WithLogger(l *zap.SugaredLogger) Option {
 	}
 }
 
+// WithRecordLimits bounds the value records (cards, indexes, public keys)
+// this node's DHT keeps for its peers: per author, the peer that signed
+// them, and in total, in records and bytes (defaults
+// [DefaultMaxRecordsPerAuthor], [DefaultMaxRecordBytesPerAuthor],
+// [DefaultMaxRecords], [DefaultMaxRecordBytes]). A put past a bound is
+// refused with [ErrStoreFull] and counted (Stats.RecordsRefused); zero
+// fields are unbounded.
+func WithRecordLimits(l Limits) Option {
+	return func(c *config) error {
+		if l.PerAuthor < 0 || l.PerAuthorBytes < 0 || l.Total < 0 || l.TotalBytes < 0 {
+			return fmt.Errorf("discovery: record limits must not be negative: %+v", l)
+		}
+		c.records = l
+		return nil
+	}
+}
+
+// WithProviderLimits bounds the provider records this node's DHT keeps:
+// per providing peer and in total (defaults [DefaultMaxProvidersPerPeer]
+// and [DefaultMaxProviders] records; bytes unbounded, each record is under
+// 200 bytes). A provide past a bound is refused and counted
+// (Stats.ProvidersRefused); zero fields are unbounded.
+func WithProviderLimits(l Limits) Option {
+	return func(c *config) error {
+		if l.PerAuthor < 0 || l.PerAuthorBytes < 0 || l.Total < 0 || l.TotalBytes < 0 {
+			return fmt.Errorf("discovery: provider limits must not be negative: %+v", l)
+		}
+		c.providers = l
+		return nil
+	}
+}
+
 // WithDHTOptions appends options to those [Service.Start] passes to
-// dht.New, e.g. dht.Datastore for a persistent record store. They come
-// last, so they can override nova's choices; do not override the protocol
-// prefix, the validator or the bootstrap peers.
+// dht.New. They come last, so they can override nova's choices; do not
+// override the protocol prefix, the validator or the bootstrap peers. The
+// value and provider datastores are nova's bounded ones ([WithRecordLimits],
+// [WithProviderLimits]): dht.Datastore has no effect, and
+// dht.ValueDatastore or dht.ProviderDatastore would remove the bounds.
 func WithDHTOptions(opts ...dht.Option) Option {
 	return func(c *config) error {
 		c.dhtOptions = append(c.dhtOptions, opts...)

@@ -46,6 +46,12 @@ type Config struct {
 	ListTTL time.Duration
 	// SessionTimeout closes idle HTTP sessions. Default 10 minutes.
 	SessionTimeout time.Duration
+	// MaxHTTPSessions bounds the sessions the HTTP face holds at once
+	// (default [DefaultMaxHTTPSessions]). A new session past it takes the
+	// place of the session idle longest, if one has been idle (no request
+	// open, none begun) for a minute; otherwise it is refused with HTTP 503
+	// and a JSON-RPC error carrying [CodeTooManySessions].
+	MaxHTTPSessions int
 	// CallTimeout bounds a call to a remote tool. Default 2 minutes.
 	CallTimeout time.Duration
 	// StreamIdleTimeout closes a /nova/mcp/1.0.0 session's stream when
@@ -105,6 +111,9 @@ func New(cfg Config) (*Bridge, error) {
 	}
 	if cfg.SessionTimeout <= 0 {
 		cfg.SessionTimeout = 10 * time.Minute
+	}
+	if cfg.MaxHTTPSessions <= 0 {
+		cfg.MaxHTTPSessions = DefaultMaxHTTPSessions
 	}
 	if cfg.CallTimeout <= 0 {
 		cfg.CallTimeout = 2 * time.Minute
@@ -700,18 +709,153 @@ func (b *Bridge) ServeConn(ctx context.Context, rwc io.ReadWriteCloser) error {
 // Mcp-Protocol-Version header: clients of spec 2026-07-28 and later go to
 // the SDK's stateless handler (the stateful one refuses them); older ones,
 // and initialize requests without the header, to the stateful handler,
-// which can push notifications and whose idle sessions time out.
-func (b *Bridge) HTTPHandler() http.Handler {
+// which can push notifications and whose idle sessions time out. The
+// stateful handler holds at most MaxHTTPSessions sessions (see
+// [Config.MaxHTTPSessions]).
+func (b *Bridge) HTTPHandler() http.Handler { return b.httpHandler(time.Now) }
+
+// httpHandler is HTTPHandler with the clock of the session bound.
+func (b *Bridge) httpHandler(now func() time.Time) http.Handler {
 	get := func(*http.Request) *mcp.Server { return b.agg }
 	stateful := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{SessionTimeout: b.cfg.SessionTimeout, MaxRequestBodyBytes: 4 << 20})
 	stateless := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Stateless: true, MaxRequestBodyBytes: 4 << 20})
+	sessions := &httpSessions{max: b.cfg.MaxHTTPSessions, agg: b.agg, now: now, live: map[string]*httpSession{}}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if v := r.Header.Get("Mcp-Protocol-Version"); v >= "2026-07-28" {
 			stateless.ServeHTTP(w, r)
 			return
 		}
-		stateful.ServeHTTP(w, r)
+		sessions.serve(stateful, w, r)
 	})
+}
+
+// DefaultMaxHTTPSessions is the default of [Config.MaxHTTPSessions]: far
+// more MCP clients than one machine's user runs against one node, few
+// enough that the sessions' memory stays small (each holds a few buffers
+// and goroutines, tens of kB).
+const DefaultMaxHTTPSessions = 64
+
+// CodeTooManySessions: the HTTP face holds MaxHTTPSessions sessions, each
+// busy within the last minute; close unused sessions (HTTP DELETE with
+// their Mcp-Session-Id) or retry after a minute.
+const CodeTooManySessions = "TOO_MANY_SESSIONS"
+
+// sessionEvictIdle is how long a session must have been idle before a new
+// one may take its place at the bound.
+const sessionEvictIdle = time.Minute
+
+// httpSessions bounds the stateful HTTP face's sessions. The SDK's handler
+// makes a session for every POST without an Mcp-Session-Id; this wrapper
+// admits such a POST only below the bound (counting the ones under way),
+// learns the new session's id from the response header, and tracks when
+// each session was last used and how many of its requests are open. A
+// session the SDK closed (idle timeout, DELETE, failed initialize) is
+// forgotten at the next admission. mu is never held while calling the SDK.
+type httpSessions struct {
+	max int
+	agg *mcp.Server
+	now func() time.Time
+
+	mu      sync.Mutex
+	live    map[string]*httpSession
+	pending int // admitted POSTs whose session id is not known yet
+}
+
+type httpSession struct {
+	used time.Time // the last request's start or end
+	open int       // requests under way (a GET event stream stays open)
+}
+
+func (s *httpSessions) serve(h http.Handler, w http.ResponseWriter, r *http.Request) {
+	if id := r.Header.Get("Mcp-Session-Id"); id != "" {
+		s.use(id, 1)
+		defer s.use(id, -1)
+		h.ServeHTTP(w, r)
+		return
+	}
+	if r.Method != http.MethodPost {
+		h.ServeHTTP(w, r) // the SDK refuses it: no session to serve
+		return
+	}
+	evict, ok := s.admit()
+	if !ok {
+		writeTooManySessions(w, s.max)
+		return
+	}
+	if evict != nil {
+		_ = evict.Close()
+	}
+	defer func() { s.settle(w.Header().Get("Mcp-Session-Id")) }()
+	h.ServeHTTP(w, r)
+}
+
+// use marks a request of session id starting (delta 1) or ending (-1).
+func (s *httpSessions) use(id string, delta int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e := s.live[id]; e != nil {
+		e.open += delta
+		e.used = s.now()
+	}
+}
+
+// admit reserves room for a new session, choosing one idle session to
+// close when the face is full, or reports that there is none.
+func (s *httpSessions) admit() (evict *mcp.ServerSession, ok bool) {
+	open := map[string]*mcp.ServerSession{}
+	for ss := range s.agg.Sessions() {
+		if id := ss.ID(); id != "" {
+			open[id] = ss
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id := range s.live {
+		if open[id] == nil {
+			delete(s.live, id) // closed by the SDK
+		}
+	}
+	if len(s.live)+s.pending < s.max {
+		s.pending++
+		return nil, true
+	}
+	oldest := ""
+	for id, e := range s.live {
+		if e.open == 0 && (oldest == "" || e.used.Before(s.live[oldest].used)) {
+			oldest = id
+		}
+	}
+	if oldest == "" || s.now().Sub(s.live[oldest].used) < sessionEvictIdle {
+		return nil, false
+	}
+	delete(s.live, oldest)
+	s.pending++
+	return open[oldest], true
+}
+
+// settle ends an admission: id is the session the POST made, or "" when
+// it made none (a refused or failed initialize).
+func (s *httpSessions) settle(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pending--
+	if id != "" {
+		s.live[id] = &httpSession{used: s.now()}
+	}
+}
+
+// writeTooManySessions answers a new session's POST at the bound: HTTP 503
+// with a JSON-RPC error (id null: the request was not read).
+func writeTooManySessions(w http.ResponseWriter, max int) {
+	data, _ := json.Marshal(map[string]string{"code": CodeTooManySessions})
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil, "error": &jsonrpc.Error{
+		Code: -32000, Data: data,
+		Message: fmt.Sprintf("%s: this node's MCP face holds %d sessions, all in use within the last minute; close unused sessions (HTTP DELETE with their Mcp-Session-Id) or retry in a minute", CodeTooManySessions, max),
+	}})
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", "60")
+	w.WriteHeader(http.StatusServiceUnavailable)
+	_, _ = w.Write(body)
 }
 
 // resourceNotFound is MCP's resource-not-found error (-32002), naming the

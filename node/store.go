@@ -221,6 +221,23 @@ func (o outboxStore) SaveWatermarks(w map[string]uint64) error {
 	})
 }
 
+// DeleteWatermarks deletes the watermarks of channels the router no
+// longer remembers (protocol.WatermarkDeleter), in one transaction.
+func (o outboxStore) DeleteWatermarks(keys []string) error {
+	return o.s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketWatermarks)
+		if b == nil {
+			return nil
+		}
+		for _, k := range keys {
+			if err := b.Delete([]byte(k)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
 // watermarkMaxAge is how long a channel's watermark is kept after it last
 // moved. A sender retransmits only what it has not had acknowledged, so a
 // watermark matters while its channel is in use; without an end, every

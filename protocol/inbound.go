@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"bufio"
+	"container/list"
 	"errors"
 	"fmt"
 	"io"
@@ -274,66 +275,227 @@ func (r *Router) openIn(p peer.ID, pStr string, m *inMsg, out *inStream) (w, tak
 	}
 	key := pStr + "/" + m.Ch
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	w, taken, drop, err := r.openInLocked(p, key, m, from, to, out)
+	r.mu.Unlock()
+	r.forgetMarks(drop)
+	return w, taken, err
+}
+
+// openInLocked is openIn's part under r.mu. drop lists the watermarks it
+// forgot, for the caller to delete from the store once r.mu is released.
+func (r *Router) openInLocked(p peer.ID, key string, m *inMsg, from, to agentcard.Card, out *inStream) (w, taken uint64, drop []string, err error) {
 	if ic := r.inChans[key]; ic != nil {
 		if c := ic.cards.Load(); c.from.Address() != from.Address() || c.to.Address() != to.Address() {
-			return 0, 0, &senderError{Sender: m.From, Peer: p, Reason: "channel id reused for another agent pair"}
+			return 0, 0, nil, &senderError{Sender: m.From, Peer: p, Reason: "channel id reused for another agent pair"}
 		}
 		ic.cards.Store(&inCards{from, to}) // refreshed cards
 		ic.mu.Lock()
 		ic.out = out // its stream now, which keeps it from eviction
 		w, taken = ic.watermark, ic.queued
 		ic.mu.Unlock()
-		return w, taken, nil
+		return w, taken, nil, nil
 	}
-	pc := r.inByPeer[p]
-	if pc == nil {
-		pc = &peerChans{chans: make(map[string]*inChannel)}
-		r.inByPeer[p] = pc
-	}
-	chans := pc.chans
-	if len(chans) >= maxInChannelsPerPeer {
+	pc, drop := r.peerChansLocked(p)
+	now := clock.Now()
+	if len(pc.chans) >= maxInChannelsPerPeer && now.Sub(pc.scanned) >= time.Second {
 		// A scan at most once a second per peer: one that keeps every
 		// channel busy must not make each of its open frames cost one.
-		if now := clock.Now(); now.Sub(pc.scanned) >= time.Second {
-			pc.scanned = now
-			r.evictIdleLocked(chans)
+		pc.scanned = now
+		drop = append(drop, r.evictIdleLocked(pc)...)
+	}
+	if len(pc.chans) >= maxInChannelsPerPeer {
+		return 0, 0, drop, fmt.Errorf("%w: peer %s has %d channels open to this node, the most it may", ErrProtocol, shortID(p), maxInChannelsPerPeer)
+	}
+	r.inByPeer[p] = pc // again, if the eviction emptied it
+	if len(r.inChans) >= maxInChannels {
+		// The node is full: the peer holding the most channels gives up
+		// its idle ones (once a second, as above).
+		if big := r.busiestPeerLocked(); big != nil && now.Sub(big.scanned) >= time.Second {
+			big.scanned = now
+			drop = append(drop, r.evictIdleLocked(big)...)
+		}
+		if len(r.inChans) >= maxInChannels {
+			if len(pc.chans) == 0 && pc.marks.Len() == 0 {
+				delete(r.inByPeer, p)
+			}
+			return 0, 0, drop, fmt.Errorf("%w: this node holds %d inbound channels, the most it keeps; retry later", ErrProtocol, maxInChannels)
 		}
 	}
-	if len(chans) >= maxInChannelsPerPeer {
-		return 0, 0, fmt.Errorf("%w: peer %s has %d channels open to this node, the most it may", ErrProtocol, shortID(p), maxInChannelsPerPeer)
-	}
 	ic := &inChannel{key: key, id: m.Ch, watermark: r.watermarks[key], out: out}
+	pc.unmarkLocked(r, key) // the channel holds its watermark from here on
 	ic.cards.Store(&inCards{from, to})
 	ic.queued = ic.watermark
 	r.inChans[key] = ic
-	chans[key] = ic
-	return ic.watermark, ic.queued, nil
+	pc.chans[key] = ic
+	return ic.watermark, ic.queued, drop, nil
 }
 
-// maxInChannelsPerPeer bounds the inbound channels one peer holds on this
-// node. A channel is an agent pair, and an honest peer opens one per pair
-// of its agents and ours, once per run of its node or after giving up on a
+// Bounds of the inbound channels and of their remembered watermarks.
+//
+// A channel is an agent pair, and an honest peer opens one per pair of its
+// agents and ours, once per run of its node or after giving up on a
 // redial (a restarted sender reuses the channels in its outbox and opens
 // new ones for the rest); a peer opening fresh channel IDs without end
-// would grow this node's channel table without bound. At the bound, the
-// peer's idle channels are evicted (evictIdleLocked); only a peer holding
-// this many channels busy, or on live streams, is refused.
-const maxInChannelsPerPeer = 4096
+// would grow this node's channel table, and its table of watermarks in
+// memory and in the store, without bound.
+//
+//   - maxInChannelsPerPeer channels of one peer are held at once. At the
+//     bound, the peer's idle channels are evicted (evictIdleLocked): their
+//     watermarks are remembered, so a sender that reopens one later finds
+//     its duplicates recognised. Only a peer holding this many channels
+//     busy, or on live streams, is refused.
+//   - maxInChannels channels of all peers are held at once: at the bound,
+//     the peer holding the most gives up its idle ones, else the open is
+//     refused.
+//   - maxMarksPerPeer watermarks of one peer's evicted channels are
+//     remembered, in memory and in the store; past it, the least recently
+//     used are forgotten, markDropBatch at a time, and deleted from the
+//     store. maxMarks bounds them over all peers: past it, the peer
+//     remembering the most forgets its least recently used.
+//
+// Forgetting a watermark is safe for exactly-once as long as its sender
+// never reopens the channel: a sender reopens a channel only while it has
+// envelopes of it unacknowledged (redialling, or from its outbox after a
+// restart), and reopening makes it live again, out of the remembered set.
+// A duplicate is possible only for a channel whose sender stays away with
+// an envelope this node handled but never managed to acknowledge while the
+// same peer has more than maxMarksPerPeer other channels evicted since:
+// more agent pairs than one peer can hold open at once. A watermark of 0
+// (nothing handled) is never remembered: there is nothing to recognise.
+const (
+	maxInChannelsPerPeer = 1024
+	maxInChannels        = 16384
+	maxMarksPerPeer      = 1024
+	maxMarks             = 65536
+	markDropBatch        = 128
+)
 
-// peerChans are one peer's inbound channels.
+// peerChans are one peer's inbound channels and the watermarks of its
+// evicted ones. The entry of peer.ID("") holds neither: its presence says
+// that the watermarks loaded at Start have been sorted by peer
+// (peerChansLocked).
 type peerChans struct {
-	chans   map[string]*inChannel // by inChans key
-	scanned time.Time             // the last eviction scan (see openIn)
+	p       peer.ID
+	chans   map[string]*inChannel    // by inChans key
+	scanned time.Time                // the last eviction scan (see openIn)
+	marks   list.List                // keys of r.watermarks of this peer, least recently used first
+	markAt  map[string]*list.Element // marks by key
 }
 
-// evictIdleLocked drops from chans (one peer's) and inChans every channel
+// peerChansLocked returns p's entry, made if needed. The first call sorts
+// the watermarks loaded at Start into their peers' entries (unreadable
+// keys are forgotten) and applies the bounds to them; drop lists what was
+// forgotten. r.mu is held.
+func (r *Router) peerChansLocked(p peer.ID) (pc *peerChans, drop []string) {
+	if r.inByPeer[""] == nil {
+		r.inByPeer[""] = &peerChans{}
+		for key := range r.watermarks {
+			id, _, _ := strings.Cut(key, "/")
+			q, err := peer.Decode(id)
+			if err != nil || q == "" || r.watermarks[key] == 0 {
+				delete(r.watermarks, key)
+				drop = append(drop, key)
+				continue
+			}
+			r.peerEntryLocked(q).markLocked(key)
+		}
+		for q, e := range r.inByPeer {
+			if q != "" {
+				drop = append(drop, r.trimMarksLocked(e)...)
+			}
+		}
+		drop = append(drop, r.trimMarksLocked(nil)...)
+	}
+	return r.peerEntryLocked(p), drop
+}
+
+func (r *Router) peerEntryLocked(p peer.ID) *peerChans {
+	pc := r.inByPeer[p]
+	if pc == nil {
+		pc = &peerChans{p: p, chans: make(map[string]*inChannel), markAt: make(map[string]*list.Element)}
+		r.inByPeer[p] = pc
+	}
+	return pc
+}
+
+// markLocked records key as the most recently used of pc's remembered
+// watermarks.
+func (pc *peerChans) markLocked(key string) {
+	if e := pc.markAt[key]; e != nil {
+		pc.marks.MoveToBack(e)
+		return
+	}
+	pc.markAt[key] = pc.marks.PushBack(key)
+}
+
+// unmarkLocked takes key out of the remembered watermarks (its channel is
+// live again, or the watermark is forgotten).
+func (pc *peerChans) unmarkLocked(r *Router, key string) {
+	if e := pc.markAt[key]; e != nil {
+		pc.marks.Remove(e)
+		delete(pc.markAt, key)
+	}
+	delete(r.watermarks, key)
+}
+
+// trimMarksLocked applies maxMarksPerPeer to pc (none: only maxMarks) and
+// maxMarks to all, forgetting the least recently used watermarks, and
+// returns their keys. A peer left with no channel and no watermark loses
+// its entry.
+func (r *Router) trimMarksLocked(pc *peerChans) (drop []string) {
+	forget := func(pc *peerChans, n int) {
+		for range n {
+			e := pc.marks.Front()
+			if e == nil {
+				break
+			}
+			key := e.Value.(string)
+			pc.unmarkLocked(r, key)
+			drop = append(drop, key)
+		}
+		if len(pc.chans) == 0 && pc.marks.Len() == 0 {
+			delete(r.inByPeer, pc.p)
+		}
+	}
+	if pc != nil && pc.marks.Len() > maxMarksPerPeer {
+		forget(pc, pc.marks.Len()-maxMarksPerPeer+markDropBatch)
+	}
+	for len(r.watermarks) > maxMarks {
+		var big *peerChans
+		for q, e := range r.inByPeer {
+			if q != "" && (big == nil || e.marks.Len() > big.marks.Len()) {
+				big = e
+			}
+		}
+		if big == nil || big.marks.Len() == 0 {
+			break // cannot happen: every remembered watermark is some peer's
+		}
+		forget(big, min(big.marks.Len(), len(r.watermarks)-maxMarks+markDropBatch))
+	}
+	return drop
+}
+
+// busiestPeerLocked returns the entry of the peer holding the most
+// channels.
+func (r *Router) busiestPeerLocked() *peerChans {
+	var big *peerChans
+	for q, e := range r.inByPeer {
+		if q != "" && (big == nil || len(e.chans) > len(big.chans)) {
+			big = e
+		}
+	}
+	return big
+}
+
+// evictIdleLocked drops from pc (one peer's) and inChans every channel
 // that is idle: nothing queued or running, its watermark persisted, and the
-// stream it was last opened or used on ended. Its watermark stays in
-// r.watermarks, so a sender that reopens it later on a new stream finds
-// its duplicates recognised, as after a restart. r.mu is held.
-func (r *Router) evictIdleLocked(chans map[string]*inChannel) {
-	for key, ic := range chans {
+// stream it was last opened or used on ended. Its watermark is remembered
+// (unless 0), so a sender that reopens it later on a new stream finds its
+// duplicates recognised, as after a restart; the bounds on remembered
+// watermarks apply, and the keys of those forgotten are returned. r.mu is
+// held.
+func (r *Router) evictIdleLocked(pc *peerChans) (drop []string) {
+	for key, ic := range pc.chans {
 		ic.mu.Lock()
 		idle := len(ic.queue) == 0 && !ic.running && !ic.dirty && (ic.out == nil || ic.out.ended.Load())
 		if idle {
@@ -342,10 +504,30 @@ func (r *Router) evictIdleLocked(chans map[string]*inChannel) {
 		w := ic.watermark
 		ic.mu.Unlock()
 		if idle {
-			r.watermarks[key] = w
-			delete(chans, key)
+			delete(pc.chans, key)
 			delete(r.inChans, key)
+			if w > 0 { // a watermark of 0 was never persisted: nothing to forget
+				r.watermarks[key] = w
+				pc.markLocked(key)
+			}
 		}
+	}
+	return append(drop, r.trimMarksLocked(pc)...)
+}
+
+// forgetMarks deletes forgotten watermarks from the store, when it can
+// (WatermarkDeleter), off r.mu. A failure is logged: the rows stay until
+// the store ages them out.
+func (r *Router) forgetMarks(keys []string) {
+	if len(keys) == 0 {
+		return
+	}
+	d, ok := r.o.store.(WatermarkDeleter)
+	if !ok {
+		return
+	}
+	if err := d.DeleteWatermarks(keys); err != nil {
+		r.log.Warnw("cannot delete forgotten channel watermarks from the store", "count", len(keys), "err", err)
 	}
 }
 

@@ -18,6 +18,16 @@ type Store interface {
 	LoadWatermarks() (map[string]uint64, error)
 }
 
+// WatermarkDeleter is implemented by a Store that can forget watermarks:
+// the Router deletes those of channels it no longer remembers (see
+// maxMarksPerPeer), so the store stays as bounded as its memory. It may be
+// called from a stream's goroutine, concurrently with the other methods.
+// A Store without it keeps forgotten watermarks until it drops them
+// itself.
+type WatermarkDeleter interface {
+	DeleteWatermarks(keys []string) error
+}
+
 // OutboxChannel is a channel as persisted, with its unacknowledged items.
 type OutboxChannel struct {
 	ID, From, To string
@@ -106,6 +116,16 @@ func (m *MemStore) SaveWatermarks(w map[string]uint64) error {
 	defer m.mu.Unlock()
 	for k, v := range w {
 		m.marks[k] = v
+	}
+	return nil
+}
+
+// DeleteWatermarks implements WatermarkDeleter.
+func (m *MemStore) DeleteWatermarks(keys []string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, k := range keys {
+		delete(m.marks, k)
 	}
 	return nil
 }
