@@ -393,7 +393,9 @@ func auditPeerOf(ev *localapi.Event) peer.ID {
 		return ev.Peer
 	}
 	if i := strings.LastIndexByte(ev.Recipient, '@'); i >= 0 {
-		return peer.ID(ev.Recipient[i+1:]) // a key, not decoded: as a peer.ID's String it reads the same
+		if p, err := peer.Decode(ev.Recipient[i+1:]); err == nil {
+			return p
+		}
 	}
 	return ""
 }
