@@ -146,6 +146,24 @@ type Config struct {
 
 	// A2A configures the standard A2A gateway (docs/a2a.md).
 	A2A A2AConfig `yaml:"a2a,omitempty"`
+
+	// Audit bounds the audit log, audit.jsonl in the data dir.
+	Audit AuditConfig `yaml:"audit"`
+}
+
+// AuditConfig bounds the audit log: when audit.jsonl would grow past
+// MaxSizeMiB it is renamed with the time in its name
+// (audit-2006-01-02T15-04-05.000.jsonl, UTC) and a new one started, and
+// only the MaxBackups newest renamed files are kept. The disk it takes is
+// at most (MaxBackups+1) × MaxSizeMiB. Every file is mode 0600.
+type AuditConfig struct {
+	// MaxSizeMiB is the size of one file, in MiB, 1 to 1024. Default 32.
+	MaxSizeMiB int `yaml:"maxSizeMiB"`
+	// MaxBackups is how many rotated files are kept, 1 to 100; the oldest
+	// beyond it is deleted. Default 5.
+	MaxBackups int `yaml:"maxBackups"`
+	// Compress gzips rotated files (audit-<time>.jsonl.gz). Default false.
+	Compress bool `yaml:"compress"`
 }
 
 // A2AConfig configures the A2A gateway: every mesh agent at
@@ -274,6 +292,7 @@ func DefaultConfig() Config {
 		Retries:        3,
 		DeliveryTTL:    24 * time.Hour,
 		LogLevel:       "info",
+		Audit:          AuditConfig{MaxSizeMiB: 32, MaxBackups: 5},
 	}
 }
 
@@ -402,6 +421,12 @@ func (c *Config) Validate() error {
 	case "debug", "info", "warn", "error":
 	default:
 		bad("logLevel", "%q must be debug, info, warn or error", c.LogLevel)
+	}
+	if c.Audit.MaxSizeMiB < 1 || c.Audit.MaxSizeMiB > 1024 {
+		bad("audit.maxSizeMiB", "%d must be between 1 and 1024 (MiB per file)", c.Audit.MaxSizeMiB)
+	}
+	if c.Audit.MaxBackups < 1 || c.Audit.MaxBackups > 100 {
+		bad("audit.maxBackups", "%d must be between 1 and 100 (rotated files kept)", c.Audit.MaxBackups)
 	}
 	return errors.Join(errs...)
 }
@@ -556,6 +581,7 @@ var configTypes = map[string]reflect.Type{
 	"node.AgentConfig":      reflect.TypeFor[AgentConfig](),
 	"node.A2AConfig":        reflect.TypeFor[A2AConfig](),
 	"node.MCPConfig":        reflect.TypeFor[MCPConfig](),
+	"node.AuditConfig":      reflect.TypeFor[AuditConfig](),
 	"node.CapabilityConfig": reflect.TypeFor[CapabilityConfig](),
 }
 

@@ -131,7 +131,7 @@ func New(cfg Config) (_ *Node, err error) {
 		return nil, err
 	}
 	stack.push(db.close)
-	obs, err := newObserver(filepath.Join(cfg.DataDir, AuditFile), 1000)
+	obs, err := newObserver(filepath.Join(cfg.DataDir, AuditFile), 1000, cfg.Audit)
 	if err != nil {
 		return nil, fmt.Errorf("node: open audit log: %w", err)
 	}

@@ -2,17 +2,21 @@ package node
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/maphash"
 	"maps"
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
 
 	"github.com/libp2p/go-libp2p/core/peer"
+	"gopkg.in/natefinch/lumberjack.v2"
+
 	"github.com/nova-node/nova-node/envelope"
 	"github.com/nova-node/nova-node/node/localapi"
 	"github.com/nova-node/nova-node/protocol"
@@ -31,25 +35,65 @@ const AuditFile = "audit.jsonl"
 const MaxEventFieldLen = 256
 
 // EvtAuditSuppressed is the type of the audit line that says how many of a
-// peer's security events the audit log's rate limit left out. It appears
+// peer's audit entries the audit log's rate limit left out, and of which
+// kind: its Code is [AuditKindSecurity] or [AuditKindCrossTier]. It appears
 // only in the audit log, never in the ring or to subscribers.
 const EvtAuditSuppressed = "audit-suppressed"
 
-// The audit log's rate limit on security events, per peer (the event's Peer;
-// events without one share a bucket): a token bucket of auditRate events a
-// second with a burst of auditBurst. A suppressed event is still kept,
-// counted and sent to subscribers; only its audit line is left out, and
-// counted in [localapi.Metrics].AuditSuppressed. The first event the peer's bucket
-// admits again writes an [EvtAuditSuppressed] line first, at most once per
-// auditSummaryEvery per peer; a peer evicted from the table, or the
-// Observer's close, writes its pending count too. At most auditPeers peers
-// are tracked: a new one evicts the peer idle the longest.
+// The kinds of audit entries, each rate-limited per peer on its own (see
+// auditRate), named in the Code of an [EvtAuditSuppressed] line.
+const (
+	// AuditKindSecurity: security events.
+	AuditKindSecurity = "security"
+	// AuditKindCrossTier: cross-tier messages, sent or received, and
+	// escalation refusals.
+	AuditKindCrossTier = "cross-tier"
+)
+
+// The audit log's rate limits, per peer and per kind of entry: a token
+// bucket of auditRate security events a second with a burst of auditBurst,
+// and one of auditMsgRate cross-tier entries a second with a burst of
+// auditMsgBurst. An entry's peer is the event's Peer, or for a message this
+// node sent, the host of its recipient; entries with neither (the node's
+// own) share a bucket. An entry left out is still kept, counted and sent to
+// subscribers; only its audit line is left out, and counted: a security
+// event in [localapi.Metrics].AuditSuppressed, and every entry left out in
+// an [EvtAuditSuppressed] line per peer and kind. That line is written
+// before the first entry the bucket admits again, at most once per
+// auditSummaryEvery per peer and kind; for a peer gone quiet, by the first
+// event the Observer records auditSummaryEvery after its last; for a peer
+// evicted from the table, then; and at the Observer's close. At most
+// auditPeers peers are tracked: a new one evicts the peer idle the longest.
+//
+// The cross-tier rate covers a node exchanging 200 messages a second with
+// one peer, each audited once on each side; its burst, a second of
+// catching up after a stall.
 const (
 	auditRate         = 100
 	auditBurst        = 200
+	auditMsgRate      = 200
+	auditMsgBurst     = 1000
 	auditSummaryEvery = time.Second
 	auditPeers        = 1024
 )
+
+// auditKind indexes an auditPeer's buckets.
+type auditKind int
+
+const (
+	auditSecurity auditKind = iota
+	auditCrossTier
+	auditKinds
+)
+
+// auditLimits are each kind's rate, burst, Code and wording.
+var auditLimits = [auditKinds]struct {
+	rate, burst float64
+	code, noun  string
+}{
+	auditSecurity:  {auditRate, auditBurst, AuditKindSecurity, "security events"},
+	auditCrossTier: {auditMsgRate, auditMsgBurst, AuditKindCrossTier, "cross-tier entries"},
+}
 
 // Observer collects the node's events: recent events in a ring, the
 // seed's metrics, and an audit line for every security event, every
@@ -60,8 +104,10 @@ const (
 // into one, the node's own events (peers gone, MCP invocations, the task
 // layer's) through [Observer.Record]. Emit and Record never block on
 // anything but a short mutex and an append to the audit file. Every string
-// field of an event is first cut to [MaxEventFieldLen] bytes, and security
-// events are rate-limited per peer in the audit log (see auditRate).
+// field of an event is first cut to [MaxEventFieldLen] bytes. The audit log
+// is bounded: its entries are rate-limited per peer and kind (see
+// auditRate), and it is rotated by size, keeping a bounded number of old
+// files (see [AuditConfig]).
 //
 // One failure is one error event: an error event that repeats the envelope
 // id, sender and code of one among the last [errorsRemembered] error events
@@ -79,9 +125,11 @@ type Observer struct {
 	sentBy    []uint64         // messages sent by index in promTypes: no map update per message
 	latencyNs float64
 	decisions uint64
-	audit     *os.File
-	buckets   map[peer.ID]*auditBucket // the audit rate limit's, at most auditPeers
-	subs      []*Subscription          // a slice, not a map: Record ranges over it on every event
+	audit     *lumberjack.Logger
+	buckets   map[peer.ID]*auditPeer // the audit rate limits', at most auditPeers
+	pending   uint64                 // entries left out of the audit log whose count is not written yet
+	swept     time.Time              // when pending counts were last looked for (see sweepSummaries)
+	subs      []*Subscription        // a slice, not a map: Record ranges over it on every event
 	prom      *promMetrics
 	errs      recentErrors
 }
@@ -192,18 +240,47 @@ func (o *Observer) Subscribe(n int, types ...string) *Subscription {
 	return s
 }
 
-func newObserver(auditPath string, size int) (*Observer, error) {
+// newObserver returns an Observer keeping the last size events and, unless
+// auditPath is "", auditing to that file, rotated as ac says.
+//
+// The file is created mode 0600, or set to 0600 if it has looser
+// permissions, before lumberjack opens it: lumberjack gives each new file
+// the mode of the one it rotates away (0600 only when there is none), and
+// renaming keeps a rotated file's mode, so every file of the audit log is
+// 0600. The log is opened here, so that a data dir where it cannot be
+// written fails the node's start; that also starts lumberjack's goroutine
+// (which deletes rotated files beyond ac.MaxBackups). In lumberjack v2.2.1
+// that goroutine outlives Close: one idle goroutine per Observer opened.
+func newObserver(auditPath string, size int, ac AuditConfig) (*Observer, error) {
 	o := &Observer{ring: make([]localapi.Event, size), prom: newPromMetrics(), sentBy: make([]uint64, len(promTypes)),
-		buckets: map[peer.ID]*auditBucket{}}
+		buckets: map[peer.ID]*auditPeer{}}
 	o.m.MessagesByType = map[envelope.Type]uint64{}
-	if auditPath != "" {
-		f, err := os.OpenFile(auditPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
-		if err != nil {
-			return nil, err
-		}
-		o.audit = f
+	if auditPath == "" {
+		return o, nil
 	}
+	if err := createPrivate(auditPath); err != nil {
+		return nil, err
+	}
+	lj := &lumberjack.Logger{Filename: auditPath, MaxSize: ac.MaxSizeMiB, MaxBackups: ac.MaxBackups, Compress: ac.Compress}
+	if _, err := lj.Write(nil); err != nil {
+		return nil, err
+	}
+	o.audit = lj
 	return o, nil
+}
+
+// createPrivate creates the file at path with mode 0600, or makes an
+// existing one 0600 (see newObserver).
+func createPrivate(path string) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	fi, err := f.Stat()
+	if err == nil && fi.Mode().Perm()&0o077 != 0 {
+		err = f.Chmod(0o600)
+	}
+	return errors.Join(err, f.Close())
 }
 
 // Emit implements [protocol.EventSink] for the router: it records the
@@ -273,99 +350,174 @@ func (o *Observer) Record(ev localapi.Event) {
 			sub.dropped++
 		}
 	}
-	crossTier := (ev.Type == protocol.EvtMessageSent || ev.Type == protocol.EvtMessageReceived) &&
-		ev.SourceTier >= 0 && ev.TargetTier >= 0 && ev.SourceTier != ev.TargetTier
-	// An escalation refusal is not a security event (nothing was forged),
-	// but it is a tier decision an auditor asks about, as cross-tier
-	// messages are: audited, and like them not rate-limited.
-	escalation := ev.Type == protocol.EvtErrorRaised && ev.Code == tiers.CodeEscalationRequired
-	if o.audit != nil && (ev.Type == protocol.EvtSecurityRaised || crossTier || escalation) {
-		if ev.Type == protocol.EvtSecurityRaised && !o.admitAudit(ev.Peer, time.Now()) {
-			o.m.AuditSuppressed++
-			return
-		}
-		o.writeAudit(ev)
+	if o.audit == nil {
+		return
 	}
+	kind := auditKinds // not audited
+	switch ev.Type {
+	case protocol.EvtSecurityRaised:
+		kind = auditSecurity
+	case protocol.EvtMessageSent, protocol.EvtMessageReceived:
+		if ev.SourceTier >= 0 && ev.TargetTier >= 0 && ev.SourceTier != ev.TargetTier {
+			kind = auditCrossTier
+		}
+	case protocol.EvtErrorRaised:
+		// An escalation refusal is not a security event (nothing was
+		// forged), but it is a tier decision an auditor asks about, as
+		// cross-tier messages are: audited, and limited with them.
+		if ev.Code == tiers.CodeEscalationRequired {
+			kind = auditCrossTier
+		}
+	}
+	if o.pending > 0 && ev.Time.Sub(o.swept) >= auditSummaryEvery {
+		o.sweepSummaries(ev.Time)
+	}
+	if kind == auditKinds {
+		return
+	}
+	if !o.admitAudit(auditPeerOf(&ev), kind, time.Now()) {
+		if kind == auditSecurity {
+			o.m.AuditSuppressed++
+		}
+		return
+	}
+	o.writeAudit(ev)
 }
 
-// writeAudit appends ev to the audit log. The caller holds o.mu and has
-// checked that o.audit is open.
-func (o *Observer) writeAudit(ev localapi.Event) { // by value: &ev would move Record's ev to the heap
+// auditPeerOf is the peer whose rate limit an audit entry counts against:
+// the event's Peer, or for a message this node sent (which names no peer),
+// the host of its recipient, so that the answers to a peer's flood of
+// requests count against that peer; "" for neither.
+func auditPeerOf(ev *localapi.Event) peer.ID {
+	if ev.Peer != "" || ev.Type != protocol.EvtMessageSent {
+		return ev.Peer
+	}
+	if i := strings.LastIndexByte(ev.Recipient, '@'); i >= 0 {
+		if p, err := peer.Decode(ev.Recipient[i+1:]); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+// writeAudit appends ev to the audit log and reports whether it was
+// written. The caller holds o.mu and has checked that o.audit is open.
+func (o *Observer) writeAudit(ev localapi.Event) bool { // by value: &ev would move Record's ev to the heap
 	b, err := json.Marshal(ev)
 	if err == nil {
 		_, err = o.audit.Write(append(b, '\n'))
 	}
 	if err != nil {
 		o.m.AuditWriteErrors++
-	}
-}
-
-// auditBucket is one peer's token bucket for security events in the audit
-// log.
-type auditBucket struct {
-	tokens     float64
-	last       time.Time // of the last refill: the peer's last security event
-	suppressed uint64    // events left out since the last summary line
-	summarized time.Time // when the last summary line was written
-}
-
-// admitAudit reports whether a security event of peer p may be written to
-// the audit log at now, taking a token from p's bucket, and writes p's
-// summary line first when it is due. The caller holds o.mu and has checked
-// that o.audit is open.
-func (o *Observer) admitAudit(p peer.ID, now time.Time) bool {
-	b := o.buckets[p]
-	if b == nil {
-		if len(o.buckets) >= auditPeers {
-			o.evictIdlest(now)
-		}
-		b = &auditBucket{tokens: auditBurst, last: now}
-		o.buckets[p] = b
-	}
-	if d := now.Sub(b.last); d > 0 {
-		b.tokens = min(auditBurst, b.tokens+d.Seconds()*auditRate)
-	}
-	b.last = now
-	if b.tokens < 1 {
-		b.suppressed++
 		return false
-	}
-	b.tokens--
-	if b.suppressed > 0 && now.Sub(b.summarized) >= auditSummaryEvery {
-		o.writeSummary(p, b, now)
 	}
 	return true
 }
 
-// evictIdlest drops the bucket of the peer whose last security event is
-// the oldest, writing its pending summary. The caller holds o.mu.
-func (o *Observer) evictIdlest(now time.Time) {
-	var idlest peer.ID
-	var ib *auditBucket
-	for p, b := range o.buckets {
-		if ib == nil || b.last.Before(ib.last) {
-			idlest, ib = p, b
+// auditPeer is one peer's token buckets in the audit log, one per kind.
+type auditPeer struct {
+	last time.Time // of the peer's last audit entry, of any kind
+	kind [auditKinds]auditBucket
+}
+
+// auditBucket is one peer's token bucket for one kind of audit entry.
+type auditBucket struct {
+	tokens     float64
+	last       time.Time // of the last refill: the peer's last entry of this kind
+	suppressed uint64    // entries left out since the last summary line
+	summarized time.Time // when the last summary line was written
+}
+
+// admitAudit reports whether an audit entry of the kind k for peer p may be
+// written to the audit log at now, taking a token from p's bucket, and
+// writes p's summary line for k first when it is due. The caller holds o.mu
+// and has checked that o.audit is open.
+func (o *Observer) admitAudit(p peer.ID, k auditKind, now time.Time) bool {
+	ap := o.buckets[p]
+	if ap == nil {
+		if len(o.buckets) >= auditPeers {
+			o.evictIdlest(now)
+		}
+		ap = &auditPeer{}
+		for i := range ap.kind {
+			ap.kind[i] = auditBucket{tokens: auditLimits[i].burst, last: now}
+		}
+		o.buckets[p] = ap
+	}
+	ap.last = now
+	b, lim := &ap.kind[k], &auditLimits[k]
+	if d := now.Sub(b.last); d > 0 {
+		b.tokens = min(lim.burst, b.tokens+d.Seconds()*lim.rate)
+	}
+	b.last = now
+	if b.tokens < 1 {
+		b.suppressed++
+		o.pending++
+		return false
+	}
+	b.tokens--
+	if b.suppressed > 0 && now.Sub(b.summarized) >= auditSummaryEvery {
+		o.writeSummary(p, k, b, now)
+	}
+	return true
+}
+
+// sweepSummaries writes the pending summary of every peer and kind whose
+// last entry is at least auditSummaryEvery old: a peer that flooded and
+// went quiet has its count written within about auditSummaryEvery of the
+// next event the Observer records, not only when it is evicted or the
+// Observer closes. It runs at most once per auditSummaryEvery, and only
+// while counts are pending. The caller holds o.mu and has checked that
+// o.audit is open.
+func (o *Observer) sweepSummaries(now time.Time) {
+	o.swept = now
+	for _, p := range slices.Sorted(maps.Keys(o.buckets)) {
+		ap := o.buckets[p]
+		for k := range ap.kind {
+			if b := &ap.kind[k]; b.suppressed > 0 && now.Sub(b.last) >= auditSummaryEvery {
+				o.writeSummary(p, auditKind(k), b, now)
+			}
 		}
 	}
-	if ib == nil {
+}
+
+// evictIdlest drops the buckets of the peer whose last audit entry is the
+// oldest, writing its pending summaries. The caller holds o.mu and has
+// checked that o.audit is open.
+func (o *Observer) evictIdlest(now time.Time) {
+	var idlest peer.ID
+	var ip *auditPeer
+	for p, ap := range o.buckets {
+		if ip == nil || ap.last.Before(ip.last) {
+			idlest, ip = p, ap
+		}
+	}
+	if ip == nil {
 		return
 	}
-	if ib.suppressed > 0 && o.audit != nil {
-		o.writeSummary(idlest, ib, now)
+	for k := range ip.kind {
+		if b := &ip.kind[k]; b.suppressed > 0 {
+			o.writeSummary(idlest, auditKind(k), b, now)
+		}
 	}
 	delete(o.buckets, idlest)
 }
 
-// writeSummary writes the line saying how many of p's security events were
-// left out, and resets the count. The caller holds o.mu and has checked
-// that o.audit is open.
-func (o *Observer) writeSummary(p peer.ID, b *auditBucket, now time.Time) {
+// writeSummary writes the line saying how many of p's entries of kind k
+// were left out, and resets the count once the line is written (a count
+// whose line failed is written with the next one). The caller holds o.mu
+// and has checked that o.audit is open.
+func (o *Observer) writeSummary(p peer.ID, k auditKind, b *auditBucket, now time.Time) {
 	who := "peer " + p.String()
 	if p == "" {
 		who = "no peer (local)"
 	}
-	o.writeAudit(localapi.Event{Type: EvtAuditSuppressed, Time: now, Peer: p, SourceTier: -1, TargetTier: -1,
-		Detail: fmt.Sprintf("%d security events from %s suppressed (audit limit %d/s, burst %d)", b.suppressed, who, auditRate, auditBurst)})
+	lim := &auditLimits[k]
+	if !o.writeAudit(localapi.Event{Type: EvtAuditSuppressed, Time: now, Peer: p, Code: lim.code, SourceTier: -1, TargetTier: -1,
+		Detail: fmt.Sprintf("%d %s from %s suppressed (audit limit %g/s, burst %g)", b.suppressed, lim.noun, who, lim.rate, lim.burst)}) {
+		return
+	}
+	o.pending -= b.suppressed
 	b.suppressed, b.summarized = 0, now
 }
 
@@ -473,8 +625,11 @@ func (o *Observer) close() error {
 	}
 	now := time.Now()
 	for _, p := range slices.Sorted(maps.Keys(o.buckets)) {
-		if b := o.buckets[p]; b.suppressed > 0 {
-			o.writeSummary(p, b, now)
+		ap := o.buckets[p]
+		for k := range ap.kind {
+			if b := &ap.kind[k]; b.suppressed > 0 {
+				o.writeSummary(p, auditKind(k), b, now)
+			}
 		}
 	}
 	err := o.audit.Close()

@@ -14,7 +14,7 @@ import (
 // cards-received (watchPeers), which never drains: it should not be sent
 // to at all.
 func BenchmarkObserverEmit(b *testing.B) {
-	o, err := newObserver("", 1000)
+	o, err := newObserver("", 1000, AuditConfig{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -67,6 +67,14 @@ metricsListen: 127.0.0.1:0
 
 # debug, info, warn or error. (NOVA_LOG_LEVEL)
 logLevel: info
+
+# The audit log (audit.jsonl): rotated when it reaches maxSizeMiB, keeping the
+# maxBackups newest rotated files (gzipped if compress), so it takes at most
+# (maxBackups+1) x maxSizeMiB.
+audit:
+  maxSizeMiB: 32
+  maxBackups: 5
+  compress: false
 `
 
 func renderConfig(cfg Config) string {
