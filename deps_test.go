@@ -82,6 +82,7 @@ var packages = map[string]pkg{
 	"internal/srccheck":              {layer: leaf},
 	"internal/waitfor":               {layer: leaf},                              // tests: Eventually
 	"internal/localhttp":             {layer: leaf, also: "internal/secretfile"}, // the loopback HTTP listeners' Host, Origin and Content-Type guard, and their local token
+	"internal/journal":               {layer: leaf},                              // the outbox's crash-safe log: memory-mapped segments
 	"internal/secretfile":            {layer: leaf},                              // the data dir's owner-only files (identity key, local token): read refusing group/other bits, created once and whole
 	"internal/streamscope":           {layer: leaf, also: "internal/clock"},
 	"internal/streamscope/scopetest": {layer: leaf}, // test hosts with a resource manager

@@ -33,6 +33,7 @@ import (
 	"github.com/nova-node/nova-node/discovery"
 	"github.com/nova-node/nova-node/envelope"
 	"github.com/nova-node/nova-node/internal/clock"
+	"github.com/nova-node/nova-node/internal/journal"
 	"github.com/nova-node/nova-node/node/connhealth"
 	"github.com/nova-node/nova-node/node/tasknode"
 	"github.com/nova-node/nova-node/protocol"
@@ -218,6 +219,14 @@ func (n *Node) build(stack *closers) error {
 	if n.cfg.TierRules != nil {
 		ropts = append(ropts, protocol.WithTierRules(n.cfg.TierRules))
 	}
+	// The outbox's journal: a post is in it before Post returns, so a crash
+	// loses nothing accepted (the store is written behind the traffic).
+	j, recs, err := journal.Open(n.cfg.DataDir, journalSegment)
+	if err != nil {
+		return fmt.Errorf("node: open the outbox journal: %w", err)
+	}
+	stack.push(j.Close)
+	ropts = append(ropts, protocol.WithJournal(j, recs))
 	r, err := protocol.New(h, n.reg, ropts...)
 	if err != nil {
 		return err
@@ -508,6 +517,11 @@ func (n *Node) Request(ctx context.Context, env *envelope.Envelope) (*envelope.E
 // discoveryTTL is how long a remote card stays valid after its host's last
 // signed heartbeat (discovery republishes well within it).
 const discoveryTTL = 10 * time.Minute
+
+// journalSegment is the size of each of the outbox journal's two files in
+// the data dir: half of one (about 20,000 small envelopes) between two
+// checkpoints.
+const journalSegment = 16 << 20
 
 // Connect dials a peer multiaddr ending in /p2p/<peerID>.
 func (n *Node) Connect(ctx context.Context, addr string) (peer.ID, error) {

@@ -125,6 +125,13 @@ func (o outboxStore) SaveOutbox(ops []protocol.OutboxOp) error {
 				}
 				continue
 			}
+			if len(op.Put) == 0 && op.From == "" {
+				// Deletions only: nothing to do for a channel never written
+				// (a replayed journal settles envelopes the outbox never held).
+				if root.Bucket([]byte(op.Channel)) == nil {
+					continue
+				}
+			}
 			b, err := root.CreateBucketIfNotExists([]byte(op.Channel))
 			if err != nil {
 				return err

@@ -261,6 +261,7 @@ func (r *Router) accept(ic *inChannel, out *inStream, it inItem) (startWork bool
 		ic.mu.Unlock()
 		c := ic.cards.Load()
 		_ = r.deliverSync(it.env, c.from, c.to, out, it.at)
+		r.journalMark(ic.key, it.seq)
 		ic.mu.Lock()
 		ic.watermark, ic.dirty = it.seq, true
 		r.wakePersister()
@@ -323,6 +324,7 @@ func (r *Router) work(ic *inChannel) {
 		if err != nil {
 			out.send(&wireMsg{Kind: kindNack, Ch: ic.id, Seq: it.seq, Code: CodeOf(err), Msg: err.Error()}, false)
 		}
+		r.journalMark(ic.key, it.seq) // delivered: a crash from here on does not deliver it again
 		ic.mu.Lock()
 		ic.watermark = it.seq
 		ic.dirty = true

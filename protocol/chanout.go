@@ -54,6 +54,7 @@ type outChannel struct {
 	refusal   error       // the receiver refused the channel itself
 	metaSaved bool
 	settled   []uint64    // persisted items settled since the last persist
+	jbuf      []byte      // under mu: the journal record being written
 	closed    atomic.Bool // the machine reached Closed (final): read under Router.mu, which must not wait for mu
 
 	// Frames leave in two steps, so that no one waits for the peer to read
@@ -192,6 +193,17 @@ func (c *outChannel) enqueue(env *envelope.Envelope, raw []byte, buf *[]byte, ur
 	if c.r.outboxLen.Load() >= maxOutbox {
 		return &queueFullError{Target: c.to, Reason: fmt.Sprintf("the outbox holds %d envelopes, its limit", maxOutbox)}
 	}
+	if c.m.State() == channel.Closed {
+		return fmt.Errorf("%w: the channel closed", ErrChannelClosed)
+	}
+	if j := c.r.o.journal; j != nil {
+		// In the journal before Post returns: a crash from here on loses
+		// nothing accepted.
+		c.jbuf = appendPutRec(c.jbuf[:0], c.id, c.from, c.to, c.m.NextSeq(), expires, raw)
+		if err := j.Append(c.jbuf); err != nil {
+			return &queueFullError{Target: c.to, Reason: fmt.Sprintf("the outbox journal is full until the node writes it out: %v", err)}
+		}
+	}
 	fresh := c.m.Fresh()
 	oi := &outItem{env: env, raw: raw, buf: buf, done: done, report: report, urgent: urgent, ackNow: ackNow, enq: enq, expires: expires}
 	it, transmit, err := c.m.Enqueue(oi)
@@ -318,6 +330,21 @@ func (c *outChannel) expireDue() {
 		c.stepLocked(channel.Expire{Seqs: gone, Msg: "not delivered within its time to live: the node stayed away"})
 	}
 	c.armExpiryLocked()
+}
+
+// journalSettled records in the journal that items are settled, so that a
+// replay after a crash does not bring them back. Caller holds mu.
+func (c *outChannel) journalSettled(items []channel.Item) {
+	j := c.r.o.journal
+	if j == nil || len(items) == 0 {
+		return
+	}
+	seqs := make([]uint64, len(items))
+	for i, it := range items {
+		seqs[i] = it.Seq
+	}
+	c.jbuf = appendDelRec(c.jbuf[:0], c.id, seqs)
+	c.r.journalAppend(c.jbuf)
 }
 
 // redialForEnvelope is the channel event of a redial brought forward by an
@@ -478,6 +505,7 @@ func (c *outChannel) perform(acts []channel.Action) {
 			}
 		case channel.Delivered:
 			c.r.outboxLen.Add(-int64(len(a.Items)))
+			c.journalSettled(a.Items)
 			var now time.Time
 			for _, it := range a.Items {
 				oi := it.Data.(*outItem)
@@ -498,6 +526,7 @@ func (c *outChannel) perform(acts []channel.Action) {
 			}
 		case channel.Failed:
 			c.r.outboxLen.Add(-int64(len(a.Items)))
+			c.journalSettled(a.Items)
 			for _, it := range a.Items {
 				oi := it.Data.(*outItem)
 				if oi.persisted {
@@ -530,6 +559,10 @@ func (c *outChannel) perform(acts []channel.Action) {
 				c.r.h.ConnManager().Protect(c.p, "nova/channel/"+c.id)
 			case channel.Closed:
 				c.stopExpiryLocked()
+				if j := c.r.o.journal; j != nil {
+					c.jbuf = appendDropRec(c.jbuf[:0], c.id)
+					c.r.journalAppend(c.jbuf)
+				}
 				c.closed.Store(true)
 				c.r.h.ConnManager().Unprotect(c.p, "nova/channel/"+c.id)
 			}

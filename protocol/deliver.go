@@ -349,6 +349,9 @@ func (r *Router) persistLoop() {
 // persistPass runs one pass and reports whether a later one may have
 // something to write.
 func (r *Router) persistPass() (more bool) {
+	if r.checkpointJournal() {
+		return true
+	}
 	more, err := r.persist(false)
 	if err != nil {
 		r.log.Errorw("cannot persist the outbox; unacknowledged envelopes would not survive a crash", "err", err)

@@ -33,6 +33,8 @@ type options struct {
 	channel        channel.Config
 	deliveryTTL    time.Duration // > 0: envelopes to a node that is away wait this long (channel.Config.Park)
 	store          Store
+	journal        Journal  // nil: the outbox is written behind the traffic only
+	journalRecs    [][]byte // what an earlier run left in journal, replayed at Start
 	persistAfter   time.Duration
 	persistEvery   time.Duration
 	ps             *pubsub.PubSub

@@ -79,25 +79,29 @@ type Router struct {
 	regreetTimers map[peer.ID]*time.Timer          // pending re-greetings, at most one per peer
 	unreached     *bounded[peer.ID, time.Time]     // peers a stream could not be opened to, since last reached (see reach)
 	inbound       map[network.Stream]struct{}
-	watermarksAt  time.Time                 // last write of watermarks alone (persist; its callers do not overlap)
-	persistIdle   atomic.Bool               // the persister sleeps until persistKick (see persistLoop)
-	outboxLen     atomic.Int64              // envelopes pending on every outbound channel (maxOutbox)
-	persistKick   chan struct{}             // wakes an idle persister; holds one
-	pmu           orderedMutex[lockPending] // guards pending and expiry: taken for every request and answer
-	pending       map[pendingKey]*pendingReq
-	pendingIDs    map[string]pendingKey // requests inside a thread, by their own ID
-	expiry        expiry
-	answerable    askSet                    // every request/proposal sent or received
-	peerIDs       *bounded[string, peer.ID] // card host string -> decoded peer ID
-	seen          seenSet                   // envelopes delivered here
-	answered      seenSet                   // questions sent from here whose answer came (they arrived, acked or not)
-	sealed        map[string]sealedCard
-	rosterMu      orderedMutex[lockRoster] // orders roster snapshots: a higher rosterSeq is a later snapshot
-	rosterSeq     uint64
-	rosterBoot    uint64                        // random per Router: a restarted peer's sequence starts again
-	rosters       *bounded[peer.ID, rosterMark] // the newest roster applied per peer (see retainCards)
-	threads       *envelope.Threads
-	routes        routeCache // resolutions of direct envelopes (see resolve)
+	watermarksAt  time.Time    // last write of watermarks alone (persist; its callers do not overlap)
+	persistIdle   atomic.Bool  // the persister sleeps until persistKick (see persistLoop)
+	outboxLen     atomic.Int64 // envelopes pending on every outbound channel (maxOutbox)
+	journalWarned atomic.Bool  // a journal record was left out since the last checkpoint
+	// journalRelease frees the journal's old part once a full persist
+	// succeeds (the persister's only).
+	journalRelease func()
+	persistKick    chan struct{}             // wakes an idle persister; holds one
+	pmu            orderedMutex[lockPending] // guards pending and expiry: taken for every request and answer
+	pending        map[pendingKey]*pendingReq
+	pendingIDs     map[string]pendingKey // requests inside a thread, by their own ID
+	expiry         expiry
+	answerable     askSet                    // every request/proposal sent or received
+	peerIDs        *bounded[string, peer.ID] // card host string -> decoded peer ID
+	seen           seenSet                   // envelopes delivered here
+	answered       seenSet                   // questions sent from here whose answer came (they arrived, acked or not)
+	sealed         map[string]sealedCard
+	rosterMu       orderedMutex[lockRoster] // orders roster snapshots: a higher rosterSeq is a later snapshot
+	rosterSeq      uint64
+	rosterBoot     uint64                        // random per Router: a restarted peer's sequence starts again
+	rosters        *bounded[peer.ID, rosterMark] // the newest roster applied per peer (see retainCards)
+	threads        *envelope.Threads
+	routes         routeCache // resolutions of direct envelopes (see resolve)
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -245,6 +249,18 @@ func (r *Router) Start(ctx context.Context) error {
 	if r.started {
 		return nil
 	}
+	if j := r.o.journal; j != nil {
+		// What an earlier run journaled reaches the Store first.
+		if n, err := ReplayJournal(r.o.journalRecs, r.o.store); err != nil {
+			return err
+		} else if n > 0 {
+			r.log.Infow("journal replayed: envelopes and watermarks of the last run kept", "records", n)
+		}
+		r.o.journalRecs = nil
+		if err := j.Reset(); err != nil {
+			return fmt.Errorf("protocol: reset the journal: %w", err)
+		}
+	}
 	marks, err := r.o.store.LoadWatermarks()
 	if err != nil {
 		return fmt.Errorf("protocol: load channel watermarks: %w", err)
@@ -333,6 +349,9 @@ func (r *Router) Close() error {
 	r.wg.Wait()
 	// Everything is still now: keep what is unacknowledged, and the watermarks.
 	_, err := r.persist(true)
+	if err == nil && r.o.journal != nil {
+		err = r.o.journal.Reset() // the Store holds it all
+	}
 	return err
 }
 

@@ -311,7 +311,9 @@ func (n *Net) Ring() {
 // it is connected to, and sees it on the swarm's broadcast topic.
 func (n *Net) WaitForCards() {
 	n.t.Helper()
-	waitfor.Eventually(n.t, 10*time.Second, func() error {
+	// Generous: on a loaded 2-core machine thirty handshakes and topic
+	// subscriptions queue behind each other; the wait ends at the event.
+	waitfor.Eventually(n.t, 30*time.Second, func() error {
 		for i, a := range n.Nodes {
 			for j, b := range n.Nodes {
 				if i == j || a.Host().Network().Connectedness(b.ID()) != network.Connected {

@@ -1,0 +1,5 @@
+package journal
+
+import "golang.org/x/sys/unix"
+
+const populate = unix.MAP_POPULATE

@@ -1,0 +1,5 @@
+//go:build unix && !linux
+
+package journal
+
+const populate = 0
