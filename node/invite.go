@@ -251,7 +251,7 @@ func editConfig(dataDir string, f func(c *Config, set func(key string, v any))) 
 	path := ConfigPath(dataDir)
 	def := DefaultConfig()
 	def.DataDir = dataDir
-	if err := writeConfigTemplate(def); err != nil { // only when there is none
+	if _, err := writeConfigTemplate(def); err != nil { // only when there is none
 		return err
 	}
 	b, err := os.ReadFile(path)

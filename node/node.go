@@ -696,6 +696,18 @@ func listenTarget(a multiaddr.Multiaddr) (network, hostport string, err error) {
 // EnsureDataDir creates the data dir (0700) with its identity, a commented
 // config file (unless one exists) and the store. It never overwrites.
 func EnsureDataDir(cfg Config) (created bool, err error) {
+	if created, err = PrepareDataDir(cfg); err != nil {
+		return created, err
+	}
+	_, err = WriteConfig(cfg)
+	return created, err
+}
+
+// PrepareDataDir creates the data dir (0700) with its identity and the
+// store, but no config file: run writes that with [WriteConfig] once the
+// node has started, so that a setting the node could not start with (a
+// taken port) is not kept for the next start.
+func PrepareDataDir(cfg Config) (created bool, err error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return false, fmt.Errorf("node: create data dir: %w", err)
 	}
@@ -703,8 +715,12 @@ func EnsureDataDir(cfg Config) (created bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	if err := writeConfigTemplate(cfg); err != nil {
-		return created, err
-	}
 	return created, InitStore(cfg.DataDir)
+}
+
+// WriteConfig writes the commented config.yaml of cfg (its swarm, listen
+// addresses, peers, agents and log level) unless the data dir has one. It
+// reports whether it wrote it; it never overwrites.
+func WriteConfig(cfg Config) (written bool, err error) {
+	return writeConfigTemplate(cfg)
 }

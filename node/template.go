@@ -89,22 +89,23 @@ func renderConfig(cfg Config) string {
 	return fmt.Sprintf(configTemplate, listen.String(), agents.String())
 }
 
-// writeConfigTemplate writes config.yaml unless it exists.
-func writeConfigTemplate(cfg Config) error {
+// writeConfigTemplate writes config.yaml unless it exists, and reports
+// whether it wrote it.
+func writeConfigTemplate(cfg Config) (bool, error) {
 	f, err := os.OpenFile(ConfigPath(cfg.DataDir), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 	if errors.Is(err, fs.ErrExist) {
-		return nil
+		return false, nil
 	}
 	if err != nil {
-		return fmt.Errorf("node: write config: %w", err)
+		return false, fmt.Errorf("node: write config: %w", err)
 	}
 	if _, err := f.WriteString(renderConfig(cfg)); err != nil {
 		f.Close()
-		return fmt.Errorf("node: write config: %w", err)
+		return false, fmt.Errorf("node: write config: %w", err)
 	}
 	if err := f.Sync(); err != nil {
 		f.Close()
-		return err
+		return false, err
 	}
-	return f.Close()
+	return true, f.Close()
 }

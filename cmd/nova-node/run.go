@@ -83,7 +83,9 @@ A problem in config.yaml or a NOVA_* variable fails with CONFIG_INVALID
 				return err
 			}
 			node.SetupLogging(cfg.LogLevel)
-			if _, err := node.EnsureDataDir(cfg); err != nil {
+			_, statErr := os.Stat(node.ConfigPath(cfg.DataDir))
+			configExisted := statErr == nil
+			if _, err := node.PrepareDataDir(cfg); err != nil {
 				return err
 			}
 			n, err := node.New(cfg)
@@ -94,6 +96,14 @@ A problem in config.yaml or a NOVA_* variable fails with CONFIG_INVALID
 			ctx := cmd.Context()
 			if err := n.Start(ctx); err != nil {
 				return err
+			}
+			// config.yaml is written once the node runs, so a setting it
+			// could not start with is not kept; an existing one is never
+			// rewritten.
+			if !configExisted {
+				if _, err := node.WriteConfig(cfg); err != nil {
+					fmt.Fprintf(g.stderr, "warning: %v: the flags of this run are not kept for the next\n", err)
+				}
 			}
 			info := n.Info()
 			if g.json {

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/nova-node/nova-node/internal/waitfor"
+	"github.com/nova-node/nova-node/node"
+	"github.com/nova-node/nova-node/node/localapi"
+)
+
+// runInProcess starts `nova-node run --json args...` on dir and waits until
+// it printed its identity; stop ends it and returns its stderr.
+func runInProcess(t *testing.T, dir string, args ...string) (info localapi.IDInfo, stop func() string) {
+	t.Helper()
+	env := []string{"HOME=" + t.TempDir(), "NOVA_MDNS=false", "NOVA_METRICS_LISTEN=127.0.0.1:0", "NOVA_LOG_LEVEL=error"}
+	ctx, cancel := context.WithCancel(t.Context())
+	var out, errOut syncBuffer
+	ran := make(chan int, 1)
+	go func() {
+		ran <- run(ctx, append([]string{"run", "--json", "--data-dir", dir}, args...), env, nil, &out, &errOut)
+	}()
+	waitfor.Eventually(t, testnetWait, func() error {
+		if err := json.Unmarshal([]byte(out.String()), &info); err != nil || info.PeerID == "" {
+			return fmt.Errorf("run printed %q, %q", out.String(), errOut.String())
+		}
+		return nil
+	})
+	stopped := false
+	stop = func() string {
+		if !stopped {
+			stopped = true
+			cancel()
+			if code := <-ran; code != 0 {
+				t.Errorf("run exit %d: %s", code, errOut.String())
+			}
+		}
+		return errOut.String()
+	}
+	t.Cleanup(func() { stop() })
+	return info, stop
+}
+
+// TestFailedRunSavesNoConfig: a first run that cannot listen leaves no
+// config.yaml behind, so the next plain run does not fail the same way.
+func TestFailedRunSavesNoConfig(t *testing.T) {
+	l, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	dir := filepath.Join(t.TempDir(), "n")
+	taken := fmt.Sprintf("/ip4/127.0.0.1/tcp/%d", l.Addr().(*net.TCPAddr).Port)
+	out, _, code := runCLIEnv(t, []string{"NOVA_MDNS=false"}, "run", "--json", "--data-dir", dir, "--listen", taken)
+	if code != 1 || jsonError(t, out).Code != codeListenFailed {
+		t.Fatalf("run on a taken port: exit %d %s", code, out)
+	}
+	if _, err := os.Stat(node.ConfigPath(dir)); !os.IsNotExist(err) {
+		b, _ := os.ReadFile(node.ConfigPath(dir))
+		t.Fatalf("a run that did not start saved its config (%v):\n%s", err, b)
+	}
+}
