@@ -15,7 +15,7 @@ const configTemplate = `# nova-node configuration. Every setting can also be giv
 # environment, which wins over this file. See docs/configuration.md.
 
 # Swarm name: nodes only talk to nodes of the same swarm. (NOVA_SWARM)
-swarm: default
+swarm: %s
 
 # Addresses to listen on: TCP, QUIC and WebSocket. Port 0 picks a free port.
 # (NOVA_LISTEN=a,b,c or NOVA_PORT=N / --port N to move the default ports)
@@ -24,7 +24,7 @@ listen:
 # Peers to connect to at start and keep connected, as multiaddrs ending in
 # /p2p/<peerID> (print them with ` + "`nova-node id`" + ` on the other node).
 # (NOVA_PEERS=a,b or --peer, repeatable)
-peers: []
+peers:%s
 
 # Swarm members to join the DHT through, and relays for when this node is
 # behind a NAT that hole punching cannot cross. nova-node join fills these.
@@ -62,11 +62,17 @@ retries: 3
 metricsListen: 127.0.0.1:0
 
 # debug, info, warn or error. (NOVA_LOG_LEVEL)
-logLevel: info
+logLevel: %s
 `
 
 func renderConfig(cfg Config) string {
-	var listen, agents strings.Builder
+	var listen, peers, agents strings.Builder
+	for _, a := range cfg.Peers {
+		fmt.Fprintf(&peers, "\n  - %s", a)
+	}
+	if len(cfg.Peers) == 0 {
+		peers.WriteString(" []")
+	}
 	for _, a := range cfg.Listen {
 		fmt.Fprintf(&listen, "  - %s\n", a)
 	}
@@ -86,7 +92,14 @@ func renderConfig(cfg Config) string {
 			fmt.Fprintf(&agents, "      - %s\n", c.ID)
 		}
 	}
-	return fmt.Sprintf(configTemplate, listen.String(), agents.String())
+	swarm, logLevel := cfg.Swarm, cfg.LogLevel
+	if swarm == "" {
+		swarm = DefaultConfig().Swarm
+	}
+	if logLevel == "" {
+		logLevel = "info"
+	}
+	return fmt.Sprintf(configTemplate, swarm, listen.String(), peers.String(), agents.String(), logLevel)
 }
 
 // writeConfigTemplate writes config.yaml unless it exists, and reports

@@ -7,6 +7,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/nova-node/nova-node/internal/waitfor"
@@ -44,6 +46,43 @@ func runInProcess(t *testing.T, dir string, args ...string) (info localapi.IDInf
 	}
 	t.Cleanup(func() { stop() })
 	return info, stop
+}
+
+// TestRunKeepsPeerFlag: the first run writes --peer into config.yaml with
+// --agent and --listen, so a plain run connects to the same peer; a later
+// run's flags, which config.yaml does not take, are named at start.
+func TestRunKeepsPeerFlag(t *testing.T) {
+	b := startNode(t, 1, t.TempDir(), node.DefaultAgent("bob"))
+	peerAddr := b.Addrs()[0].String()
+	dir := filepath.Join(t.TempDir(), "a")
+	_, stop := runInProcess(t, dir, "--agent", "alice", "--listen", "/ip4/127.0.0.1/tcp/0", "--peer", peerAddr)
+	if errOut := stop(); strings.Contains(errOut, "apply to this run only") {
+		t.Errorf("first run's flags are kept, yet it says they are not:\n%s", errOut)
+	}
+	cfg, err := node.LoadConfig(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(cfg.Peers, peerAddr) || len(cfg.Agents) != 1 || cfg.Agents[0].Name != "alice" {
+		t.Fatalf("config.yaml keeps peers %v, agents %v; want %s and alice", cfg.Peers, cfg.Agents, peerAddr)
+	}
+
+	_, stop = runInProcess(t, dir)
+	waitfor.Eventually(t, testnetWait, func() error {
+		out, _, _ := runCLI(t, "agents", "--data-dir", dir)
+		if !strings.Contains(out, "bob") {
+			return fmt.Errorf("a plain run does not reach the saved peer: %s", out)
+		}
+		return nil
+	})
+	if errOut := stop(); strings.Contains(errOut, "apply to this run only") {
+		t.Errorf("a plain run names flags:\n%s", errOut)
+	}
+
+	_, stop = runInProcess(t, dir, "--swarm", "default", "--peer", peerAddr)
+	if errOut := stop(); !strings.Contains(errOut, "--peer, --swarm apply to this run only") {
+		t.Errorf("a later run's flags are not named as not kept:\n%s", errOut)
+	}
 }
 
 // TestFailedRunSavesNoConfig: a first run that cannot listen leaves no
