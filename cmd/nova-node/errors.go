@@ -306,6 +306,9 @@ func hintFor(cmd *cobra.Command, code string) string {
 		}
 		return "an L2/L3 agent proposing a task to an L0/L1 agent must justify the escalation: " +
 			"use `nova-node tasks propose` or `nova-node send --type task-proposal` with --justification \"WHY\""
+	case "PEER_UNREACHABLE":
+		return "is the other node running, and does this one know its address? `nova-node peers` lists the connected ones; " +
+			"give an address with `nova-node run --peer ADDR` (its `nova-node id` prints them), and check firewalls and the swarm secret (`nova-node join`)"
 	case protocol.CodeChannelNotFound:
 		return "`nova-node channels` lists the open channels with their ids"
 	case "CHANNEL_CLOSED":

@@ -353,7 +353,10 @@ func newPingCmd(g *globals) *cobra.Command {
 or an agent (name or name@peerID) to ping the node hosting it, found in
 the swarm if this node does not know it yet. It connects first if needed,
 and prints the path (direct or relayed), the address used, each round trip
-and their average. It tells whether a node is reachable; whether an agent
+and their average. A peer this node could not dial a moment ago (it was
+restarting) is dialled again at once. An agent this node hosts is reachable
+with no round trip (path "local"). A node that cannot be reached fails with
+PEER_UNREACHABLE. It tells whether a node is reachable; whether an agent
 answers, ` + "`nova-node send`" + ` tells.`,
 			Example: `  nova-node ping bob
   nova-node ping 12D3KooWAbc... --count 5 --json`,
@@ -381,6 +384,10 @@ answers, ` + "`nova-node send`" + ` tells.`,
 				who := res.Peer
 				if res.Agent != "" {
 					who = res.Agent
+				}
+				if res.Path == "local" {
+					fmt.Fprintf(g.stdout, "%s is on this node: reachable, no network between (0 ms)\n", who)
+					return nil
 				}
 				fmt.Fprintf(g.stdout, "%s via %s (%s)\n", who, res.Path, res.Addr)
 				for i, r := range res.RTTs {
