@@ -57,7 +57,7 @@ Types: ` + typeList() + `.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			t, err := envelope.ParseType(typ)
 			if err != nil {
-				return &exitError{code: 2, err: err, hint: "--type is one of: " + typeList()}
+				return usageHint(fmt.Sprintf("--type %q is not a message type", typ), "--type is one of: "+typeList())
 			}
 			req.Type = t
 			switch {
