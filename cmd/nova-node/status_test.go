@@ -40,7 +40,7 @@ func TestFormatEventNamesThePeer(t *testing.T) {
 		{e: localapi.Event{Type: protocol.EvtSecurityRaised, Time: now, Peer: p, Sender: "mallory@12D3KooWGcMQNpQQ9hKadKDs328GGAdLbFSwA8xFgCsHH6AMBhc6", Recipient: "alice@12D3KooWLRripXav4U71ekvfGCdbHHQH3HCXr2gR23TzkzN2YrTt",
 			MessageType: "request", Code: "UNAUTHORIZED_SENDER", Detail: "not hosted by the peer"},
 			want: []string{"mallory@", "-> alice@", "peer " + p.String(), "UNAUTHORIZED_SENDER: not hosted by the peer"}},
-		{e: localapi.Event{Type: localapi.EvtPeerGone, Time: now, Peer: p, Success: true, Detail: p.String() + " left: its running sub-tasks are reassigned"},
+		{e: localapi.Event{Type: localapi.EvtPeerGone, Time: now, Peer: p, Success: true, Detail: p.String() + " left: it stayed unreachable"},
 			want: []string{"peer-gone        " + p.String() + " left"}, not: []string{" : ", "peer " + p.String()}},
 		{e: localapi.Event{Type: protocol.EvtMessageReceived, Time: now, Peer: p, Sender: "bob@12D3KooWQkwHhGMHT4cVonXFECkPmn23L6LmpQLJtEu3FjKxG2WX", Recipient: "alice@12D3KooWGcMQNpQQ9hKadKDs328GGAdLbFSwA8xFgCsHH6AMBhc6", MessageType: "response", Path: "remote", Success: true},
 			not: []string{"peer "}},
