@@ -285,3 +285,16 @@ func dyingNode(t *testing.T, dir, line string) {
 		c.Close()
 	}()
 }
+
+// status shows the MCP and A2A addresses in text too (only --json had
+// them, while a2a call's hints send the user to status for the gateway).
+func TestStatusShowsGatewayAddresses(t *testing.T) {
+	dir := t.TempDir()
+	n := startNode(t, 0, dir, node.DefaultAgent("alice"))
+	out, _, code := runCLI(t, "status", "--data-dir", dir)
+	info := n.Info()
+	if code != 0 || info.A2AURL == "" || !strings.Contains(out, "a2a      "+info.A2AURL+"/a2a/<agent>/") ||
+		(info.MCPURL != "" && !strings.Contains(out, "mcp      "+info.MCPURL)) {
+		t.Fatalf("status: exit %d, info %+v\n%s", code, info, out)
+	}
+}
