@@ -181,8 +181,10 @@ func ApplyInviteWith(dataDir string, tok invite.Token, opts JoinOptions) (JoinRe
 		} else {
 			set("swarmSecret", "")
 		}
+		// Loopback addresses of another device would reach this one: a
+		// token with others too gives those only.
 		boot := c.Bootstrap
-		for _, a := range append(tok.Bootstrap, tok.Relays...) {
+		for _, a := range append(invite.ForOtherDevices(tok.Bootstrap), tok.Relays...) {
 			if !slices.Contains(boot, a) {
 				boot = append(boot, a)
 			}

@@ -150,6 +150,10 @@ when the token carries them.`,
 					tok.Bootstrap = append(tok.Bootstrap, a)
 				}
 			}
+			// Loopback addresses reach only this machine: a joiner on
+			// another would dial itself. They stay when there is nothing
+			// else (a token for this machine).
+			tok.Bootstrap = invite.ForOtherDevices(tok.Bootstrap)
 			s, err := tok.Encode()
 			if err != nil {
 				return err
