@@ -2,11 +2,23 @@ package main
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/nova-node/nova-node/discovery/invite"
 	"github.com/nova-node/nova-node/node"
 )
+
+// invite draws its QR code only on a terminal: into a pipe or a file it
+// prints the token alone.
+func TestInviteDrawsQROnlyOnATerminal(t *testing.T) {
+	dir := t.TempDir()
+	startNode(t, 0, dir)
+	out, errOut, code := runCLI(t, "invite", "--data-dir", dir)
+	if code != 0 || strings.ContainsAny(out, "█▀▄") || !strings.Contains(out, "nova-node join nova") {
+		t.Fatalf("invite into a buffer: exit %d\n%s%s", code, out, errOut)
+	}
+}
 
 // join saves the token's LAN addresses, not the inviting device's
 // loopback ones (they would reach the joiner itself); a token with only

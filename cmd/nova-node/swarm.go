@@ -182,7 +182,7 @@ when the token carries them.`,
 			for _, w := range warnings {
 				fmt.Fprintln(g.stderr, "warning:", w)
 			}
-			if !noQR {
+			if !noQR && isTerminal(g.stdout) {
 				if q, err := qrText(s); err == nil {
 					fmt.Fprintln(g.stdout, q)
 				}
@@ -205,7 +205,7 @@ when the token carries them.`,
 	c.Flags().StringVar(&f.expires, "expires", "", "with --max-tier: when the grant ends (720h, 30d, 2027-01-01; default never)")
 	c.Flags().BoolVar(&newSecret, "new-secret", false, "make the swarm private with a new secret (written into this node's config)")
 	c.Flags().StringArrayVar(&relays, "relay", nil, "relay multiaddr to put in the token (repeatable)")
-	c.Flags().BoolVar(&noQR, "no-qr", false, "do not draw the token as a QR code")
+	c.Flags().BoolVar(&noQR, "no-qr", false, "do not draw the token as a QR code (it is drawn only when stdout is a terminal)")
 	return c
 }
 
