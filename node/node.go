@@ -597,8 +597,14 @@ func (n *Node) newHost() (host.Host, error) {
 		// WebSocket only, and say so once.
 		transports = []libp2p.Option{libp2p.Transport(n.health.TCPTransport), libp2p.Transport(websocket.New)}
 		opts = append(opts, libp2p.PrivateNetwork(psk))
-		if len(dropped) > 0 {
+		switch {
+		case len(dropped) > 0 && !defaultListen(n.cfg.Listen):
+			// QUIC asked for by name: say why it is not there.
 			n.log.Warnw("swarm secret set: QUIC cannot carry a private network, so these addresses are not used (TCP and WebSocket only)", "dropped", dropped)
+		case len(dropped) > 0:
+			// The default list: join said so, and a warning on every
+			// start would tell nothing new.
+			n.log.Debugw("swarm secret set: the default QUIC addresses are not used (TCP and WebSocket only)", "dropped", dropped)
 		}
 	}
 	opts = append(opts, transports...)
