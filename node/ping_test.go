@@ -56,9 +56,9 @@ func TestPing(t *testing.T) {
 }
 
 // A peer this node failed to dial a moment ago is in libp2p's dial
-// backoff; ping dials it anyway (it answered "dial backoff" with INTERNAL
-// while a send to the same peer went through). A peer it cannot reach
-// fails with PEER_UNREACHABLE.
+// backoff; ping dials it anyway, as a send does (the user asks now, and
+// the peer may be back). A peer it cannot reach fails with
+// PEER_UNREACHABLE.
 func TestPingClearsDialBackoff(t *testing.T) {
 	net := testnet.New(t, 2, testnet.WithTransport(testnet.TCP))
 	a, b := net.Nodes[0], net.Nodes[1]

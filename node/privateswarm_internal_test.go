@@ -6,7 +6,8 @@ import (
 )
 
 // The QUIC warning of a private swarm is for QUIC addresses someone named:
-// the default list (every start of a joined node) does not repeat it.
+// the default list (every start of a joined node) does not repeat what
+// join said.
 func TestDefaultListen(t *testing.T) {
 	for listen, want := range map[string]bool{
 		strings.Join(DefaultListen(4710), " "):              true,

@@ -12,8 +12,8 @@ import (
 // A dial between a node with a swarm secret and one without reaches the
 // peer and fails its handshake: that is told apart from a peer that is
 // down, so the node can say once that the peer is likely in a private
-// swarm (it logged a raw "failed to negotiate security protocol" on every
-// redial).
+// swarm rather than repeat a raw "failed to negotiate security protocol"
+// on every redial.
 func TestPrivateSwarmMismatchIsRecognised(t *testing.T) {
 	net := testnet.New(t, 3, testnet.WithTransport(testnet.TCP), testnet.WithConfig(func(i int, c *node.Config) {
 		if i == 0 {

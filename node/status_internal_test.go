@@ -22,7 +22,7 @@ func (c fakeConn) Stat() network.ConnStats {
 }
 
 // A peer connected twice over QUIC (a dial each way, both from the
-// listening port) is listed with its address once (peers showed it twice).
+// listening port) is listed with its address once.
 func TestConnAddrsOnce(t *testing.T) {
 	quic := multiaddr.StringCast("/ip4/127.0.0.1/udp/4710/quic-v1")
 	tcp := multiaddr.StringCast("/ip4/127.0.0.1/tcp/4710")

@@ -13,10 +13,10 @@ import (
 )
 
 // TestMCPErrorsSayItOnce: a prompt of a peer's MCP server left without its
-// required argument is MISSING_PROMPT_ARGUMENT, said once (it was the SDK's
-// `calling "prompts/get": ` twice and INTERNAL); a tool called with bad
-// arguments prints its error once; a tool's structured result is printed
-// once.
+// required argument is MISSING_PROMPT_ARGUMENT, said once (without the
+// SDK's `calling "prompts/get": ` prefixes, one per session crossed); a
+// tool called with bad arguments prints its error once; a tool's
+// structured result is printed once.
 func TestMCPErrorsSayItOnce(t *testing.T) {
 	dirA, dirB := t.TempDir(), t.TempDir()
 	a := startNode(t, 0, dirA, node.DefaultAgent("alice"))
@@ -52,8 +52,8 @@ func TestMCPErrorsSayItOnce(t *testing.T) {
 }
 
 // TestA2ACallOneCode: a task that fails on a nova-node gateway with a mesh
-// error ends with that error's code alone (it ended "(DELIVERY_FAILED)
-// (TASK_FAILED)").
+// error ends with that error's code alone, not "(DELIVERY_FAILED)
+// (TASK_FAILED)".
 func TestA2ACallOneCode(t *testing.T) {
 	dir := t.TempDir()
 	n := startNode(t, 0, dir, node.DefaultAgent("alice"), node.AgentConfig{Name: "mute"})

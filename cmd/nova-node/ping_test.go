@@ -8,8 +8,8 @@ import (
 	"github.com/nova-node/nova-node/node"
 )
 
-// ping of an agent this node hosts succeeds (it answered INTERNAL), and
-// a peer that cannot be reached has a code of its own and a hint.
+// ping of an agent this node hosts succeeds, and a peer that cannot be
+// reached has a code of its own and a hint (neither is INTERNAL).
 func TestPingOwnAgentAndUnreachable(t *testing.T) {
 	dir := t.TempDir()
 	startNode(t, 0, dir, node.DefaultAgent("alice"))
@@ -23,8 +23,8 @@ func TestPingOwnAgentAndUnreachable(t *testing.T) {
 	}
 }
 
-// The CAPABILITIES column of agent tables fits its width: an MCP agent
-// with a capability per tool showed ~400 characters there.
+// The CAPABILITIES column of agent tables fits its width, also for an MCP
+// agent with a capability per tool.
 func TestCapCellFits(t *testing.T) {
 	var caps []agentcard.Capability
 	for _, id := range []string{"tools", "toolsmith.add", "toolsmith.crash", "toolsmith.fail", "toolsmith.say"} {

@@ -286,8 +286,8 @@ func dyingNode(t *testing.T, dir, line string) {
 	}()
 }
 
-// status shows the MCP and A2A addresses in text too (only --json had
-// them, while a2a call's hints send the user to status for the gateway).
+// status shows the MCP and A2A addresses in text too, as a2a call's hints
+// send the user to status for the gateway's address.
 func TestStatusShowsGatewayAddresses(t *testing.T) {
 	dir := t.TempDir()
 	n := startNode(t, 0, dir, node.DefaultAgent("alice"))

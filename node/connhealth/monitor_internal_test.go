@@ -12,7 +12,7 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 )
 
-// The lifecycle of STYLE: Close is idempotent and safe before Start (and
+// The lifecycle of a service: Close is idempotent and safe before Start (and
 // before Attach); Start needs a host, does nothing the second time, and
 // refuses to run after Close.
 func TestMonitorLifecycle(t *testing.T) {

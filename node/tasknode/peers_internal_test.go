@@ -10,7 +10,7 @@ import (
 )
 
 // A peer-gone event says sub-tasks are reassigned only when the peer ran
-// some (it said so with no swarm at all).
+// some, and how many.
 func TestPeerGoneDetail(t *testing.T) {
 	p, err := peer.Decode("12D3KooWJpzJ3Nn1Z6zNcbcbBv6K3q2bX1ZbtESv5qv7KUT7kqXx")
 	if err != nil {
