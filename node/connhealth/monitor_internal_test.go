@@ -110,3 +110,20 @@ func TestMonitorDialsConfiguredPeers(t *testing.T) {
 		}
 	}
 }
+
+// The configured peers' addresses are in the peerstore once the Monitor
+// is attached, before its first dial: a send made at once finds them.
+func TestMonitorKnowsConfiguredPeersAtAttach(t *testing.T) {
+	b, _ := monitoredHost(t)
+	m := New(WithPeers(peer.AddrInfo{ID: b.ID(), Addrs: b.Addrs()}))
+	a, err := libp2p.New(libp2p.NoListenAddrs, libp2p.Transport(m.TCPTransport))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	m.Attach(a)
+	t.Cleanup(func() { m.Close() })
+	if got := a.Peerstore().Addrs(b.ID()); len(got) != len(b.Addrs()) {
+		t.Fatalf("addresses of the configured peer before Start: %v, want %v", got, b.Addrs())
+	}
+}
