@@ -109,9 +109,13 @@ A problem in config.yaml or a NOVA_* variable fails with CONFIG_INVALID
 					fmt.Fprintf(g.stderr, "warning: %v: the flags of this run are not kept for the next\n", err)
 				}
 			} else if notKept := runFlagsNotKept(f); len(notKept) > 0 {
-				fmt.Fprintf(g.stderr, "note: %s apply to this run only: %s exists and run does not rewrite it;\n"+
-					"  to keep them for a plain `nova-node run`, add them there (peers:, agents:, listen:, swarm:, logLevel:)\n",
-					strings.Join(notKept, ", "), node.ConfigPath(cfg.DataDir))
+				verb, them := "apply", "them"
+				if len(notKept) == 1 {
+					verb, them = "applies", "it"
+				}
+				fmt.Fprintf(g.stderr, "note: %s %s to this run only: %s exists and run does not rewrite it;\n"+
+					"  to keep %s for a plain `nova-node run`, add %s there (peers:, agents:, listen:, swarm:, logLevel:)\n",
+					strings.Join(notKept, ", "), verb, node.ConfigPath(cfg.DataDir), them, them)
 			}
 			info := n.Info()
 			if g.json {

@@ -56,7 +56,7 @@ func TestRunKeepsPeerFlag(t *testing.T) {
 	peerAddr := b.Addrs()[0].String()
 	dir := filepath.Join(t.TempDir(), "a")
 	_, stop := runInProcess(t, dir, "--agent", "alice", "--listen", "/ip4/127.0.0.1/tcp/0", "--peer", peerAddr)
-	if errOut := stop(); strings.Contains(errOut, "apply to this run only") {
+	if errOut := stop(); strings.Contains(errOut, "to this run only") {
 		t.Errorf("first run's flags are kept, yet it says they are not:\n%s", errOut)
 	}
 	cfg, err := node.LoadConfig(dir, nil)
@@ -75,7 +75,7 @@ func TestRunKeepsPeerFlag(t *testing.T) {
 		}
 		return nil
 	})
-	if errOut := stop(); strings.Contains(errOut, "apply to this run only") {
+	if errOut := stop(); strings.Contains(errOut, "to this run only") {
 		t.Errorf("a plain run names flags:\n%s", errOut)
 	}
 
