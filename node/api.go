@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/network"
+
 	"github.com/nova-node/nova-node/agentcard"
 	"github.com/nova-node/nova-node/authority"
 	"github.com/nova-node/nova-node/envelope"
@@ -249,18 +251,28 @@ func (n *Node) CloseChannel(id string) (protocol.ChannelInfo, error) {
 	return n.router.CloseChannel(id)
 }
 
+// connAddrs are the remote addresses of conns, each once (two QUIC
+// connections to a peer, one dialled each way, share one address), and
+// whether one of them is relayed.
+func connAddrs(conns []network.Conn) (addrs []string, relayed bool) {
+	for _, c := range conns {
+		if a := c.RemoteMultiaddr().String(); !slices.Contains(addrs, a) {
+			addrs = append(addrs, a)
+		}
+		if c.Stat().Limited {
+			relayed = true
+		}
+	}
+	return addrs, relayed
+}
+
 // Status gathers peers, channels, counters and recent errors.
 func (n *Node) Status() localapi.Status {
 	st := localapi.Status{IDInfo: n.Info(), PeerList: []localapi.PeerStatus{}, Channels: []protocol.ChannelInfo{}, RecentErrors: []localapi.Event{}, Metrics: n.obs.Metrics()}
 	h := n.host
 	for _, p := range h.Network().Peers() {
 		ps := localapi.PeerStatus{PeerID: p.String(), Agents: []string{}}
-		for _, c := range h.Network().ConnsToPeer(p) {
-			ps.Addrs = append(ps.Addrs, c.RemoteMultiaddr().String())
-			if c.Stat().Limited {
-				ps.Relayed = true
-			}
-		}
+		ps.Addrs, ps.Relayed = connAddrs(h.Network().ConnsToPeer(p))
 		var bases []string
 		for _, c := range n.reg.Remote() {
 			if c.Host == p.String() {

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -736,6 +737,24 @@ func (c Config) Secret() []byte {
 		return nil
 	}
 	return b
+}
+
+// defaultListen reports whether listen is DefaultListen of some port: the
+// addresses nobody named one by one.
+func defaultListen(listen []string) bool {
+	if len(listen) == 0 {
+		return false
+	}
+	a, err := multiaddr.NewMultiaddr(listen[0])
+	if err != nil {
+		return false
+	}
+	v, err := a.ValueForProtocol(multiaddr.P_TCP)
+	if err != nil {
+		return false
+	}
+	port, err := strconv.Atoi(v)
+	return err == nil && slices.Equal(listen, DefaultListen(port))
 }
 
 // listenAddrs returns the addresses to listen on: with a swarm secret, QUIC

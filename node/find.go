@@ -10,6 +10,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/p2p/net/swarm"
 	"github.com/libp2p/go-libp2p/p2p/protocol/ping"
 
 	"github.com/nova-node/nova-node/agentcard"
@@ -110,13 +111,23 @@ func (n *Node) Ping(ctx context.Context, target string, count int) (localapi.Pin
 	}
 	res.Peer = p.String()
 	if p == h.ID() {
-		return res, fmt.Errorf("node: %s is this node", target)
+		// This node, or an agent it hosts: reachable, with no network
+		// between (what a user pinging their own agent expects).
+		res.Path, res.RTTs = "local", []float64{}
+		return res, nil
 	}
 	pctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	if h.Network().Connectedness(p) != network.Connected {
+		// A dial that failed a moment ago (the peer was restarting) puts
+		// the peer in libp2p's dial backoff, and every dial in the next
+		// seconds fails at once with "dial backoff". ping is the user
+		// asking now: it dials now.
+		if sw, ok := h.Network().(*swarm.Swarm); ok {
+			sw.Backoff().Clear(p)
+		}
 		if err := h.Connect(pctx, peer.AddrInfo{ID: p}); err != nil {
-			return res, fmt.Errorf("node: cannot reach %s: %w", p, err)
+			return res, &PeerUnreachableError{Peer: p, Err: err}
 		}
 	}
 	ch := ping.Ping(network.WithAllowLimitedConn(pctx, "nova-ping"), h, p)
@@ -127,7 +138,7 @@ func (n *Node) Ping(ctx context.Context, target string, count int) (localapi.Pin
 			break
 		}
 		if r.Error != nil {
-			return res, fmt.Errorf("node: ping %s: %w", p, r.Error)
+			return res, &PeerUnreachableError{Peer: p, Err: r.Error, Connected: true}
 		}
 		ms := float64(r.RTT.Microseconds()) / 1000
 		res.RTTs = append(res.RTTs, ms)
@@ -149,3 +160,26 @@ func (n *Node) Ping(ctx context.Context, target string, count int) (localapi.Pin
 	}
 	return res, nil
 }
+
+// PeerUnreachableError says ping could not connect to a peer, or lost it
+// while measuring.
+type PeerUnreachableError struct {
+	Peer      peer.ID
+	Err       error
+	Connected bool // the connection was up; a round trip failed
+}
+
+func (e *PeerUnreachableError) Error() string {
+	switch {
+	case e.Connected:
+		return fmt.Sprintf("node: ping %s: %v", e.Peer, e.Err)
+	case errors.Is(e.Err, swarm.ErrNoAddresses):
+		return fmt.Sprintf("node: cannot reach %s: this node knows no address of it", e.Peer)
+	}
+	return fmt.Sprintf("node: cannot reach %s: %v", e.Peer, e.Err)
+}
+
+func (e *PeerUnreachableError) Unwrap() error { return e.Err }
+
+// Code is the error's code.
+func (e *PeerUnreachableError) Code() string { return "PEER_UNREACHABLE" }

@@ -135,8 +135,8 @@ func TestCloseBeforeStartAndTwice(t *testing.T) {
 }
 
 // A data dir whose identity.key went missing (deleted, or not copied with
-// the rest) is refused: a new key would make it a new node to every peer,
-// which `run` used to do silently.
+// the rest) is refused: a new key would silently make it a new node to
+// every peer.
 func TestLostIdentityIsRefused(t *testing.T) {
 	dir := t.TempDir()
 	k, created, err := node.EnsureIdentity(dir)

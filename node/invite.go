@@ -181,8 +181,10 @@ func ApplyInviteWith(dataDir string, tok invite.Token, opts JoinOptions) (JoinRe
 		} else {
 			set("swarmSecret", "")
 		}
+		// Loopback addresses of another device would reach this one: a
+		// token with others too gives those only.
 		boot := c.Bootstrap
-		for _, a := range append(tok.Bootstrap, tok.Relays...) {
+		for _, a := range append(invite.ForOtherDevices(tok.Bootstrap), tok.Relays...) {
 			if !slices.Contains(boot, a) {
 				boot = append(boot, a)
 			}
@@ -251,7 +253,7 @@ func editConfig(dataDir string, f func(c *Config, set func(key string, v any))) 
 	path := ConfigPath(dataDir)
 	def := DefaultConfig()
 	def.DataDir = dataDir
-	if err := writeConfigTemplate(def); err != nil { // only when there is none
+	if _, err := writeConfigTemplate(def); err != nil { // only when there is none
 		return err
 	}
 	b, err := os.ReadFile(path)

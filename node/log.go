@@ -1,6 +1,7 @@
 package node
 
 import (
+	stdlog "log"
 	"os"
 	"strings"
 
@@ -38,6 +39,46 @@ func SetupLogging(level string) {
 	for name, l := range userSubsystemLevels(os.Environ()) {
 		_ = golog.SetLogLevel(name, l)
 	}
+	// Libraries that print with the standard log package (mDNS's zeroconf)
+	// go through go-log too, in its format and levels.
+	l := libLog
+	stdlog.SetFlags(0)
+	stdlog.SetOutput(&stdLogWriter{log: func(debug bool, msg string) {
+		if debug {
+			l.Debug(msg)
+		} else {
+			l.Info(msg)
+		}
+	}})
+}
+
+// libLog logs what libraries print with the standard log package. It
+// exists before SetupLogging, which sets the level of the nova/* loggers
+// there are.
+var libLog = golog.Logger("nova/lib")
+
+// stdLogWriter turns the lines of the standard log package into log
+// calls. zeroconf's "[zeroconf] no suitable IPv4 interface: ..." (a host
+// or network namespace with loopback only) goes to debug: discovery says
+// it once and clearly ("mDNS unavailable, LAN peers will not be found
+// without bootstrap peers"). Other lines are logged at info.
+type stdLogWriter struct {
+	log func(debug bool, msg string)
+}
+
+func (w *stdLogWriter) Write(p []byte) (int, error) {
+	for _, line := range strings.Split(strings.TrimRight(string(p), "\n"), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		if strings.HasPrefix(line, "[zeroconf] no suitable") {
+			w.log(true, line)
+			continue
+		}
+		w.log(false, line)
+	}
+	return len(p), nil
 }
 
 // LogConfig is the go-log configuration SetupLogging applies for level

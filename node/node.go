@@ -613,8 +613,14 @@ func (n *Node) newHost() (host.Host, error) {
 		// WebSocket only, and say so once.
 		transports = []libp2p.Option{libp2p.Transport(n.health.TCPTransport), libp2p.Transport(websocket.New)}
 		opts = append(opts, libp2p.PrivateNetwork(psk))
-		if len(dropped) > 0 {
+		switch {
+		case len(dropped) > 0 && !defaultListen(n.cfg.Listen):
+			// QUIC asked for by name: say why it is not there.
 			n.log.Warnw("swarm secret set: QUIC cannot carry a private network, so these addresses are not used (TCP and WebSocket only)", "dropped", dropped)
+		case len(dropped) > 0:
+			// The default list: join said so, and a warning on every
+			// start would tell nothing new.
+			n.log.Debugw("swarm secret set: the default QUIC addresses are not used (TCP and WebSocket only)", "dropped", dropped)
 		}
 	}
 	opts = append(opts, transports...)
@@ -712,6 +718,18 @@ func listenTarget(a multiaddr.Multiaddr) (network, hostport string, err error) {
 // EnsureDataDir creates the data dir (0700) with its identity, a commented
 // config file (unless one exists) and the store. It never overwrites.
 func EnsureDataDir(cfg Config) (created bool, err error) {
+	if created, err = PrepareDataDir(cfg); err != nil {
+		return created, err
+	}
+	_, err = WriteConfig(cfg)
+	return created, err
+}
+
+// PrepareDataDir creates the data dir (0700) with its identity and the
+// store, but no config file: run writes that with [WriteConfig] once the
+// node has started, so that a setting the node could not start with (a
+// taken port) is not kept for the next start.
+func PrepareDataDir(cfg Config) (created bool, err error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return false, fmt.Errorf("node: create data dir: %w", err)
 	}
@@ -719,8 +737,12 @@ func EnsureDataDir(cfg Config) (created bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	if err := writeConfigTemplate(cfg); err != nil {
-		return created, err
-	}
 	return created, InitStore(cfg.DataDir)
+}
+
+// WriteConfig writes the commented config.yaml of cfg (its swarm, listen
+// addresses, peers, agents and log level) unless the data dir has one. It
+// reports whether it wrote it; it never overwrites.
+func WriteConfig(cfg Config) (written bool, err error) {
+	return writeConfigTemplate(cfg)
 }

@@ -12,8 +12,9 @@ import (
 )
 
 // A second node told to listen on the TCP port of a running one is refused
-// with a message that says so: libp2p binds with SO_REUSEPORT, and the two
-// used to share the port silently (a dial to one could reach the other).
+// with a message that says so: libp2p binds with SO_REUSEPORT, so without
+// the check the two would share the port silently (a dial to one could
+// reach the other).
 func TestPortInUseIsRefused(t *testing.T) {
 	l, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {

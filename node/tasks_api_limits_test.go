@@ -14,7 +14,7 @@ import (
 
 // TestCreateSwarmRecruitTimeoutBounds: RecruitTimeoutMs outside 0 to 7
 // days is refused with INVALID_REQUEST, by the Go API and over the local
-// API (HTTP 400), before it is made a time.Duration: 9.3e12 ms used to wrap
+// API (HTTP 400), before it is made a time.Duration: 9.3e12 ms would wrap
 // to a negative duration (refused with a baffling message) and 18446744073710
 // ms to a positive 0.45 ms (a swarm that gave its agents no time at all).
 // The bounds themselves are taken.

@@ -15,7 +15,7 @@ const configTemplate = `# nova-node configuration. Every setting can also be giv
 # environment, which wins over this file. See docs/configuration.md.
 
 # Swarm name: nodes only talk to nodes of the same swarm. (NOVA_SWARM)
-swarm: default
+swarm: %s
 
 # Addresses to listen on: TCP, QUIC and WebSocket. Port 0 picks a free port.
 # (NOVA_LISTEN=a,b,c or NOVA_PORT=N / --port N to move the default ports)
@@ -24,7 +24,7 @@ listen:
 # Peers to connect to at start and keep connected, as multiaddrs ending in
 # /p2p/<peerID> (print them with ` + "`nova-node id`" + ` on the other node).
 # (NOVA_PEERS=a,b or --peer, repeatable)
-peers: []
+peers:%s
 
 # Swarm members to join the DHT through, and relays for when this node is
 # behind a NAT that hole punching cannot cross. nova-node join fills these.
@@ -66,7 +66,7 @@ deliveryTTL: 24h
 metricsListen: 127.0.0.1:0
 
 # debug, info, warn or error. (NOVA_LOG_LEVEL)
-logLevel: info
+logLevel: %s
 
 # The audit log (audit.jsonl): rotated when it reaches maxSizeMiB, keeping the
 # maxBackups newest rotated files (gzipped if compress), so it takes at most
@@ -78,7 +78,13 @@ audit:
 `
 
 func renderConfig(cfg Config) string {
-	var listen, agents strings.Builder
+	var listen, peers, agents strings.Builder
+	for _, a := range cfg.Peers {
+		fmt.Fprintf(&peers, "\n  - %s", a)
+	}
+	if len(cfg.Peers) == 0 {
+		peers.WriteString(" []")
+	}
 	for _, a := range cfg.Listen {
 		fmt.Fprintf(&listen, "  - %s\n", a)
 	}
@@ -98,25 +104,33 @@ func renderConfig(cfg Config) string {
 			fmt.Fprintf(&agents, "      - %s\n", c.ID)
 		}
 	}
-	return fmt.Sprintf(configTemplate, listen.String(), agents.String())
+	swarm, logLevel := cfg.Swarm, cfg.LogLevel
+	if swarm == "" {
+		swarm = DefaultConfig().Swarm
+	}
+	if logLevel == "" {
+		logLevel = "info"
+	}
+	return fmt.Sprintf(configTemplate, swarm, listen.String(), peers.String(), agents.String(), logLevel)
 }
 
-// writeConfigTemplate writes config.yaml unless it exists.
-func writeConfigTemplate(cfg Config) error {
+// writeConfigTemplate writes config.yaml unless it exists, and reports
+// whether it wrote it.
+func writeConfigTemplate(cfg Config) (bool, error) {
 	f, err := os.OpenFile(ConfigPath(cfg.DataDir), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 	if errors.Is(err, fs.ErrExist) {
-		return nil
+		return false, nil
 	}
 	if err != nil {
-		return fmt.Errorf("node: write config: %w", err)
+		return false, fmt.Errorf("node: write config: %w", err)
 	}
 	if _, err := f.WriteString(renderConfig(cfg)); err != nil {
 		f.Close()
-		return fmt.Errorf("node: write config: %w", err)
+		return false, fmt.Errorf("node: write config: %w", err)
 	}
 	if err := f.Sync(); err != nil {
 		f.Close()
-		return err
+		return false, err
 	}
-	return f.Close()
+	return true, f.Close()
 }

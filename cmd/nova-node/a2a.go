@@ -70,6 +70,12 @@ agent succeeded.`,
 			res := a2ahttp.NewClient(opts...).Send(cmd.Context(), a[0], a2ahttp.Message{Text: msg, ContextID: contextID, TaskID: taskID})
 			if !res.Success {
 				e := &exitError{code: 1, err: &codedError{res.Code, res.Error}, result: res}
+				if inner, rest, ok := trailingCode(res.Error); ok && res.Code == a2ahttp.CodeTaskFailed {
+					// A nova-node gateway's task failed with a mesh error, whose
+					// code ends its text: that code is the cause, and the
+					// error carries it alone, with its advice.
+					e.err = &codedError{inner, rest}
+				}
 				if res.HTTPStatus == http.StatusUnauthorized {
 					e.hint = "the agent needs a bearer token: give it with --token; a nova-node gateway on this machine takes " +
 						"the local token of its data dir, which this command sends by itself with --data-dir set to that data dir " +

@@ -23,7 +23,7 @@ are signed by the publishing node; a node that receives a broadcast whose
 sender is not hosted by its publisher rejects it and logs a security event.
 
 Nobody can answer a broadcast, so the types that ask for an answer
-(request, task-proposal) are refused (INVALID_ENVELOPE, exit 2): send those
+(request, task-proposal) are refused (USAGE, exit 2): send those
 to one agent with ` + "`nova-node send`" + `.`,
 		Example: `  nova-node broadcast --payload '"deploy finished"'
   nova-node broadcast --from sun --type notification --payload '{"directive":"pause"}'
@@ -32,10 +32,10 @@ to one agent with ` + "`nova-node send`" + `.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			t, err := envelope.ParseType(typ)
 			if err != nil {
-				return &exitError{code: 2, err: err, hint: "--type is one of: " + broadcastTypeList()}
+				return usageHint(fmt.Sprintf("--type %q is not a message type", typ), "--type is one of: "+broadcastTypeList())
 			}
 			if err := envelope.CheckBroadcastType(t); err != nil {
-				return &exitError{code: 2, err: err, hint: fmt.Sprintf("to ask for an answer, send to one agent: `nova-node send --to AGENT --type %s` (or --capability ID); broadcast only types nobody answers, like notification", t)}
+				return &exitError{code: 2, err: fmt.Errorf("--type %s: a %s asks for an answer, and a broadcast cannot be answered", t, t), hint: fmt.Sprintf("to ask for an answer, send to one agent: `nova-node send --to AGENT --type %s` (or --capability ID); broadcast only types nobody answers, like notification", t)}
 			}
 			req.Type, req.To = t, envelope.Broadcast
 			return sendAndReport(cmd, g, req, payload, func(res localapi.SendResult) {

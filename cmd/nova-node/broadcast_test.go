@@ -7,17 +7,18 @@ import (
 
 // TestBroadcastRefusesQuestions: a broadcast cannot be answered, so the
 // types that ask for an answer are refused before the node is asked (no
-// node runs here): exit 2, the code, and what to use instead.
+// node runs here): exit 2 with USAGE, as every command-line mistake, and
+// what to use instead.
 func TestBroadcastRefusesQuestions(t *testing.T) {
 	dir := t.TempDir()
 	for _, typ := range []string{"request", "task-proposal"} {
 		_, errOut, code := runCLI(t, "broadcast", "--data-dir", dir, "--type", typ, "--payload", `"who is there?"`)
-		if code != 2 || !strings.HasPrefix(errOut, "error: ") || !strings.Contains(errOut, "INVALID_ENVELOPE") ||
+		if code != 2 || !strings.HasPrefix(errOut, "error: ") || !strings.Contains(errOut, "(USAGE)") ||
 			!strings.Contains(errOut, "cannot be answered") || !strings.Contains(errOut, "nova-node send --to AGENT --type "+typ) {
 			t.Errorf("broadcast --type %s: exit %d, stderr %q", typ, code, errOut)
 		}
 		out, _, code := runCLI(t, "broadcast", "--data-dir", dir, "--type", typ, "--json")
-		if e := jsonError(t, out); code != 2 || e.Code != "INVALID_ENVELOPE" || !strings.Contains(e.Hint, "nova-node send") {
+		if e := jsonError(t, out); code != 2 || e.Code != codeUsage || !strings.Contains(e.Hint, "nova-node send") {
 			t.Errorf("broadcast --type %s --json: exit %d, %q", typ, code, out)
 		}
 	}

@@ -158,6 +158,21 @@ func report(g *globals, cmd *cobra.Command, jsonOut bool, err error) int {
 	return exit
 }
 
+// trailingCode splits "message (CODE)", where CODE is an error code
+// (upper-case letters and underscores).
+func trailingCode(msg string) (code, rest string, ok bool) {
+	msg = strings.TrimSpace(msg)
+	i := strings.LastIndex(msg, " (")
+	if i < 0 || !strings.HasSuffix(msg, ")") {
+		return "", msg, false
+	}
+	code = msg[i+2 : len(msg)-1]
+	if len(code) < 3 || strings.Trim(code, "ABCDEFGHIJKLMNOPQRSTUVWXYZ_") != "" {
+		return "", msg, false
+	}
+	return code, msg[:i], true
+}
+
 // marshal is json.Marshal without HTML escaping: messages say "L3 -> L0".
 func marshal(v any) []byte {
 	var b bytes.Buffer
@@ -169,8 +184,8 @@ func marshal(v any) []byte {
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 }
 
-// codeOf is err's code: the seed's (or a package's) code when err carries
-// one, NO_NODE, USAGE for any other usage error (exit 2), one of the codes
+// codeOf is err's code: NO_NODE, USAGE for any usage error (exit 2), the
+// seed's (or a package's) code when err carries one, one of the codes
 // of a data dir the user can fix (localCode), else INTERNAL.
 func codeOf(err error, exit int) string {
 	var ae *localapi.APIError
@@ -179,12 +194,14 @@ func codeOf(err error, exit int) string {
 	switch {
 	case errors.Is(err, localapi.ErrNoNode):
 		return codeNoNode
+	case exit == 2:
+		// The command line is wrong, whichever package found it (an
+		// unknown --type is an envelope's INVALID_ENVELOPE too).
+		return codeUsage
 	case errors.As(err, &ae) && ae.Code != "":
 		return ae.Code
 	case errors.As(err, &c) && c.Code() != "":
 		return c.Code()
-	case exit == 2:
-		return codeUsage
 	case errors.As(err, &ce):
 		return codeConfigInvalid
 	}
@@ -306,6 +323,9 @@ func hintFor(cmd *cobra.Command, code string) string {
 		}
 		return "an L2/L3 agent proposing a task to an L0/L1 agent must justify the escalation: " +
 			"use `nova-node tasks propose` or `nova-node send --type task-proposal` with --justification \"WHY\""
+	case "PEER_UNREACHABLE":
+		return "is the other node running, and does this one know its address? `nova-node peers` lists the connected ones; " +
+			"give an address with `nova-node run --peer ADDR` (its `nova-node id` prints them), and check firewalls and the swarm secret (`nova-node join`)"
 	case protocol.CodeChannelNotFound:
 		return "`nova-node channels` lists the open channels with their ids"
 	case protocol.CodePeerAway:

@@ -105,15 +105,49 @@ func (g *globals) mcpSession(ctx context.Context) (*mcp.ClientSession, error) {
 // is not in the swarm.
 func mcpErr(err error) error {
 	code := mcpbridge.CodeOf(err)
-	if code == mcpbridge.CodeToolFailed {
-		return err
-	}
 	msg := err.Error()
 	var je *jsonrpc.Error
 	if errors.As(err, &je) && je.Message != "" {
-		msg = strings.TrimPrefix(je.Message, code+": ")
+		msg = je.Message
+	}
+	// The SDK prefixes `calling "prompts/get": `, once per session the
+	// request crossed (a peer's server, then the node's face), and a
+	// peer's refusal may carry its code only at the start of the text.
+	msg = stripCalling(msg)
+	if c, rest, ok := leadingCode(msg); ok {
+		if code == mcpbridge.CodeToolFailed {
+			code = c
+		}
+		if c == code {
+			msg = rest
+		}
+	}
+	if code == mcpbridge.CodeToolFailed && (je == nil || len(je.Data) == 0) && !strings.HasPrefix(err.Error(), "calling ") {
+		return err // no MCP error: the session's own failure
 	}
 	return &exitError{code: 1, err: &codedError{code, msg}, hint: mcpHints[code]}
+}
+
+// stripCalling takes the SDK's `calling "METHOD": ` prefixes off msg.
+func stripCalling(msg string) string {
+	for strings.HasPrefix(msg, `calling "`) {
+		_, rest, ok := strings.Cut(msg, `": `)
+		if !ok {
+			break
+		}
+		msg = rest
+	}
+	return msg
+}
+
+// leadingCode splits "CODE: message", where CODE is an error code
+// (upper-case letters and underscores).
+func leadingCode(msg string) (code, rest string, ok bool) {
+	code, rest, ok = strings.Cut(msg, ": ")
+	if !ok || len(code) < 3 || strings.Trim(code, "ABCDEFGHIJKLMNOPQRSTUVWXYZ_") != "" {
+		return "", msg, false
+	}
+	return code, rest, true
 }
 
 // mcpHints is the advice for MCP failures by code.
@@ -194,21 +228,21 @@ TOOL_NOT_FOUND (exit 1): ` + "`nova-node tools list`" + ` lists them.`,
 				return mcpErr(err)
 			}
 			if res.IsError {
+				const hint = "the tool's own error: its arguments (`nova-node tools list --json` shows its input schema) or its server"
+				// The server's error text comes first, then the node's
+				// summary, which repeats it with the code and the agent.
+				content := withoutRepeats(res.Content)
 				if !g.json {
-					printContent(g.stdout, res.Content)
+					printContent(g.stdout, content)
+					fmt.Fprintln(g.stderr, "hint:", hint)
 					return &exitError{code: 1} // the content is the tool's error
 				}
-				return &exitError{code: 1, result: res, err: &codedError{mcpbridge.CodeToolFailed, "tool " + a[0] + " failed: " + contentText(res.Content)},
-					hint: "the tool's own error: its arguments (`nova-node tools list --json` shows its input schema) or its server"}
+				return &exitError{code: 1, result: res, err: &codedError{toolErrorCode(res), "tool " + a[0] + " failed: " + contentText(content)}, hint: hint}
 			}
 			if g.json {
 				return g.printJSON(res)
 			}
-			printContent(g.stdout, res.Content)
-			if res.StructuredContent != nil {
-				b, _ := json.MarshalIndent(res.StructuredContent, "", "  ")
-				fmt.Fprintln(g.stdout, string(b))
-			}
+			printResult(g.stdout, res)
 			return nil
 		},
 	}
@@ -231,6 +265,82 @@ func printContent(w io.Writer, cs []mcp.Content) {
 			fmt.Fprintln(w, string(b))
 		}
 	}
+}
+
+// printResult prints a tool's result once: a tool with structured output
+// sends it as JSON text too (as MCP asks), so the structured content is
+// printed indented in place of that text, and on its own only when no text
+// carries it.
+func printResult(w io.Writer, res *mcp.CallToolResult) {
+	if res.StructuredContent == nil {
+		printContent(w, res.Content)
+		return
+	}
+	structured, err := json.Marshal(res.StructuredContent)
+	if err != nil {
+		printContent(w, res.Content)
+		return
+	}
+	var rest []mcp.Content
+	for _, c := range res.Content {
+		if t, ok := c.(*mcp.TextContent); ok && sameJSON(t.Text, structured) {
+			continue
+		}
+		rest = append(rest, c)
+	}
+	printContent(w, rest)
+	b, _ := json.MarshalIndent(res.StructuredContent, "", "  ")
+	fmt.Fprintln(w, string(b))
+}
+
+// sameJSON reports whether text is JSON equal to b.
+func sameJSON(text string, b []byte) bool {
+	var x, y any
+	if json.Unmarshal([]byte(text), &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	xb, _ := json.Marshal(x)
+	yb, _ := json.Marshal(y)
+	return string(xb) == string(yb)
+}
+
+// withoutRepeats is cs without the texts that another text of cs
+// contains.
+func withoutRepeats(cs []mcp.Content) []mcp.Content {
+	var out []mcp.Content
+	for i, c := range cs {
+		t, ok := c.(*mcp.TextContent)
+		repeated := false
+		for j, o := range cs {
+			if ot, ok2 := o.(*mcp.TextContent); ok && ok2 && i != j && strings.TrimSpace(t.Text) != "" &&
+				len(ot.Text) > len(t.Text) && strings.Contains(ot.Text, strings.TrimSpace(t.Text)) {
+				repeated = true
+				break
+			}
+		}
+		if !repeated {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// toolErrorCode is the code of a failed tool call: the one the node put in
+// structuredContent.error, else TOOL_EXECUTION_FAILED.
+func toolErrorCode(res *mcp.CallToolResult) string {
+	b, err := json.Marshal(res.StructuredContent)
+	if err != nil {
+		return mcpbridge.CodeToolFailed
+	}
+	var v struct {
+		Error struct {
+			Code string `json:"code"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(b, &v) == nil && v.Error.Code != "" {
+		return v.Error.Code
+	}
+	return mcpbridge.CodeToolFailed
 }
 
 // contentText is cs as printContent prints it, on one line.

@@ -27,7 +27,11 @@ func newRunCmd(g *globals) *cobra.Command {
 ID and addresses, hosts the agents declared in config.yaml, connects to the
 given peers, and serves the local control API that the other commands use
 (a Unix socket in the data dir, reachable only by you). Ctrl-C stops it
-cleanly. On first run it creates the data dir, as ` + "`nova-node init`" + ` does.
+cleanly. On first run it creates the data dir, as ` + "`nova-node init`" + ` does,
+and once the node has started it writes the flags (--agent, --peer, --listen
+or --port, --swarm, --log-level) into config.yaml, so a plain run keeps them.
+An existing config.yaml is never rewritten: flags then apply to this run only,
+and run names them on stderr.
 
 By default it listens on all interfaces (0.0.0.0 and ::): TCP and QUIC on
 port 4710, WebSocket on 4711, so other machines can connect; and it finds
@@ -83,7 +87,9 @@ A problem in config.yaml or a NOVA_* variable fails with CONFIG_INVALID
 				return err
 			}
 			node.SetupLogging(cfg.LogLevel)
-			if _, err := node.EnsureDataDir(cfg); err != nil {
+			_, statErr := os.Stat(node.ConfigPath(cfg.DataDir))
+			configExisted := statErr == nil
+			if _, err := node.PrepareDataDir(cfg); err != nil {
 				return err
 			}
 			n, err := node.New(cfg)
@@ -94,6 +100,22 @@ A problem in config.yaml or a NOVA_* variable fails with CONFIG_INVALID
 			ctx := cmd.Context()
 			if err := n.Start(ctx); err != nil {
 				return err
+			}
+			// config.yaml is written once the node runs, so a setting it
+			// could not start with is not kept; an existing one is never
+			// rewritten, and the flags this run alone uses are named.
+			if !configExisted {
+				if _, err := node.WriteConfig(cfg); err != nil {
+					fmt.Fprintf(g.stderr, "warning: %v: the flags of this run are not kept for the next\n", err)
+				}
+			} else if notKept := runFlagsNotKept(f); len(notKept) > 0 {
+				verb, them := "apply", "them"
+				if len(notKept) == 1 {
+					verb, them = "applies", "it"
+				}
+				fmt.Fprintf(g.stderr, "note: %s %s to this run only: %s exists and run does not rewrite it;\n"+
+					"  to keep %s for a plain `nova-node run`, add %s there (peers:, agents:, listen:, swarm:, logLevel:)\n",
+					strings.Join(notKept, ", "), verb, node.ConfigPath(cfg.DataDir), them, them)
 			}
 			info := n.Info()
 			if g.json {
@@ -170,6 +192,18 @@ A problem in config.yaml or a NOVA_* variable fails with CONFIG_INVALID
 	f.StringVar(&swarm, "swarm", "", "swarm name")
 	f.StringVar(&logLevel, "log-level", "", "debug, info, warn or error")
 	return c
+}
+
+// runFlagsNotKept names the run flags given that a config.yaml does not
+// take (it exists, and run never rewrites it).
+func runFlagsNotKept(f interface{ Changed(string) bool }) []string {
+	var names []string
+	for _, name := range []string{"peer", "agent", "port", "listen", "swarm", "log-level"} {
+		if f.Changed(name) {
+			names = append(names, "--"+name)
+		}
+	}
+	return names
 }
 
 func peerID(k crypto.PrivKey) (string, error) {

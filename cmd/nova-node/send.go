@@ -57,7 +57,7 @@ Types: ` + typeList() + `.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			t, err := envelope.ParseType(typ)
 			if err != nil {
-				return &exitError{code: 2, err: err, hint: "--type is one of: " + typeList()}
+				return usageHint(fmt.Sprintf("--type %q is not a message type", typ), "--type is one of: "+typeList())
 			}
 			req.Type = t
 			switch {
@@ -297,8 +297,14 @@ column says so: "L3 (claims L0: no grant)". With --json, "basis",
 				return nil
 			}
 			fmt.Fprintf(g.stdout, "%-16s %-4s %-7s %-4s %-24s %-14s %s\n", "NAME", "TIER", "ORIGIN", "REV", "CAPABILITIES", "NODE", "ADDRESS")
+			anyCut := false
 			for _, c := range cards {
-				fmt.Fprintf(g.stdout, "%-16s %-4s %-7s %-4d %-24s %-14s %s\n", c.ID, tierCell(c, standing[c.Address()]), c.Origin, c.Revision, capIDs(c.Capabilities), node(c), c.Address())
+				caps, cut := capCell(c.Capabilities)
+				anyCut = anyCut || cut
+				fmt.Fprintf(g.stdout, "%-16s %-4s %-7s %-4d %-24s %-14s %s\n", c.ID, tierCell(c, standing[c.Address()]), c.Origin, c.Revision, caps, node(c), c.Address())
+			}
+			if anyCut {
+				fmt.Fprintln(g.stdout, capNote)
 			}
 			return nil
 		},
@@ -437,8 +443,14 @@ node's agents: a sandboxed agent only sees agents it may discover.`,
 				return nil
 			}
 			fmt.Fprintf(g.stdout, "%-16s %-4s %-7s %-24s %-14s %s\n", "NAME", "TIER", "ORIGIN", "CAPABILITIES", "NODE", "ADDRESS")
+			anyCut := false
 			for _, c := range cards {
-				fmt.Fprintf(g.stdout, "%-16s %-4s %-7s %-24s %-14s %s\n", c.ID, c.Tier, c.Origin, capIDs(c.Capabilities), node(c), c.Address())
+				caps, cut := capCell(c.Capabilities)
+				anyCut = anyCut || cut
+				fmt.Fprintf(g.stdout, "%-16s %-4s %-7s %-24s %-14s %s\n", c.ID, c.Tier, c.Origin, caps, node(c), c.Address())
+			}
+			if anyCut {
+				fmt.Fprintln(g.stdout, capNote)
 			}
 			return nil
 		},
@@ -505,6 +517,36 @@ the full address then); AGENT_NOT_FOUND when no node in reach hosts it.`,
 		},
 	}
 }
+
+// capWidth is the width of the CAPABILITIES column of agent tables.
+const capWidth = 24
+
+// capCell is cs for a table cell of at most capWidth characters: the ids
+// that fit, then "+N" for the others (an MCP agent has one capability per
+// tool), and whether some were left out.
+func capCell(cs []agentcard.Capability) (cell string, cut bool) {
+	full := capIDs(cs)
+	if len(full) <= capWidth || len(cs) == 1 {
+		return full, false
+	}
+	for n := len(cs) - 1; n >= 0; n-- {
+		more := fmt.Sprintf("+%d", len(cs)-n)
+		head := capIDs(cs[:n])
+		if n == 0 {
+			head = ""
+		}
+		if len(head)+1+len(more) <= capWidth || n == 0 {
+			if head == "" {
+				return fmt.Sprintf("%d capabilities", len(cs)), true
+			}
+			return head + "," + more, true
+		}
+	}
+	return full, false
+}
+
+// capNote is the line under an agent table whose capabilities were cut.
+const capNote = "(+N: more capabilities; `nova-node agents show NAME` or --json lists them all)"
 
 func capIDs(cs []agentcard.Capability) string {
 	if len(cs) == 0 {

@@ -55,6 +55,12 @@ Prometheus expects, so after a reset the two differ.`,
 			if st.MetricsURL != "" {
 				fmt.Fprintf(w, "metrics  %s\n", st.MetricsURL)
 			}
+			if st.MCPURL != "" {
+				fmt.Fprintf(w, "mcp      %s  (or: nova-node mcp)\n", st.MCPURL)
+			}
+			if st.A2AURL != "" {
+				fmt.Fprintf(w, "a2a      %s/a2a/<agent>/\n", st.A2AURL)
+			}
 			fmt.Fprintf(w, "\nPEERS (%d)\n", len(st.PeerList))
 			for _, p := range st.PeerList {
 				path := "direct"

@@ -40,7 +40,7 @@ func TestFormatEventNamesThePeer(t *testing.T) {
 		{e: localapi.Event{Type: protocol.EvtSecurityRaised, Time: now, Peer: p, Sender: "mallory@12D3KooWGcMQNpQQ9hKadKDs328GGAdLbFSwA8xFgCsHH6AMBhc6", Recipient: "alice@12D3KooWLRripXav4U71ekvfGCdbHHQH3HCXr2gR23TzkzN2YrTt",
 			MessageType: "request", Code: "UNAUTHORIZED_SENDER", Detail: "not hosted by the peer"},
 			want: []string{"mallory@", "-> alice@", "peer " + p.String(), "UNAUTHORIZED_SENDER: not hosted by the peer"}},
-		{e: localapi.Event{Type: localapi.EvtPeerGone, Time: now, Peer: p, Success: true, Detail: p.String() + " left: its running sub-tasks are reassigned"},
+		{e: localapi.Event{Type: localapi.EvtPeerGone, Time: now, Peer: p, Success: true, Detail: p.String() + " left: it stayed unreachable"},
 			want: []string{"peer-gone        " + p.String() + " left"}, not: []string{" : ", "peer " + p.String()}},
 		{e: localapi.Event{Type: protocol.EvtMessageReceived, Time: now, Peer: p, Sender: "bob@12D3KooWQkwHhGMHT4cVonXFECkPmn23L6LmpQLJtEu3FjKxG2WX", Recipient: "alice@12D3KooWGcMQNpQQ9hKadKDs328GGAdLbFSwA8xFgCsHH6AMBhc6", MessageType: "response", Path: "remote", Success: true},
 			not: []string{"peer "}},
@@ -284,4 +284,17 @@ func dyingNode(t *testing.T, dir, line string) {
 		fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n%s\n\r\n", len(line)+1, line)
 		c.Close()
 	}()
+}
+
+// status shows the MCP and A2A addresses in text too, as a2a call's hints
+// send the user to status for the gateway's address.
+func TestStatusShowsGatewayAddresses(t *testing.T) {
+	dir := t.TempDir()
+	n := startNode(t, 0, dir, node.DefaultAgent("alice"))
+	out, _, code := runCLI(t, "status", "--data-dir", dir)
+	info := n.Info()
+	if code != 0 || info.A2AURL == "" || !strings.Contains(out, "a2a      "+info.A2AURL+"/a2a/<agent>/") ||
+		(info.MCPURL != "" && !strings.Contains(out, "mcp      "+info.MCPURL)) {
+		t.Fatalf("status: exit %d, info %+v\n%s", code, info, out)
+	}
 }

@@ -150,6 +150,10 @@ when the token carries them.`,
 					tok.Bootstrap = append(tok.Bootstrap, a)
 				}
 			}
+			// Loopback addresses reach only this machine: a joiner on
+			// another would dial itself. They stay when there is nothing
+			// else (a token for this machine).
+			tok.Bootstrap = invite.ForOtherDevices(tok.Bootstrap)
 			s, err := tok.Encode()
 			if err != nil {
 				return err
@@ -178,7 +182,7 @@ when the token carries them.`,
 			for _, w := range warnings {
 				fmt.Fprintln(g.stderr, "warning:", w)
 			}
-			if !noQR {
+			if !noQR && isTerminal(g.stdout) {
 				if q, err := qrText(s); err == nil {
 					fmt.Fprintln(g.stdout, q)
 				}
@@ -201,7 +205,7 @@ when the token carries them.`,
 	c.Flags().StringVar(&f.expires, "expires", "", "with --max-tier: when the grant ends (720h, 30d, 2027-01-01; default never)")
 	c.Flags().BoolVar(&newSecret, "new-secret", false, "make the swarm private with a new secret (written into this node's config)")
 	c.Flags().StringArrayVar(&relays, "relay", nil, "relay multiaddr to put in the token (repeatable)")
-	c.Flags().BoolVar(&noQR, "no-qr", false, "do not draw the token as a QR code")
+	c.Flags().BoolVar(&noQR, "no-qr", false, "do not draw the token as a QR code (it is drawn only when stdout is a terminal)")
 	return c
 }
 
@@ -353,7 +357,10 @@ func newPingCmd(g *globals) *cobra.Command {
 or an agent (name or name@peerID) to ping the node hosting it, found in
 the swarm if this node does not know it yet. It connects first if needed,
 and prints the path (direct or relayed), the address used, each round trip
-and their average. It tells whether a node is reachable; whether an agent
+and their average. A peer this node could not dial a moment ago (it was
+restarting) is dialled again at once. An agent this node hosts is reachable
+with no round trip (path "local"). A node that cannot be reached fails with
+PEER_UNREACHABLE. It tells whether a node is reachable; whether an agent
 answers, ` + "`nova-node send`" + ` tells.`,
 			Example: `  nova-node ping bob
   nova-node ping 12D3KooWAbc... --count 5 --json`,
@@ -381,6 +388,10 @@ answers, ` + "`nova-node send`" + ` tells.`,
 				who := res.Peer
 				if res.Agent != "" {
 					who = res.Agent
+				}
+				if res.Path == "local" {
+					fmt.Fprintf(g.stdout, "%s is on this node: reachable, no network between (0 ms)\n", who)
+					return nil
 				}
 				fmt.Fprintf(g.stdout, "%s via %s (%s)\n", who, res.Path, res.Addr)
 				for i, r := range res.RTTs {

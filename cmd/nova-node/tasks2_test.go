@@ -40,8 +40,7 @@ func TestSwarmCreateRecruitTimeoutRange(t *testing.T) {
 }
 
 // TestSwarmFailedAtCreation: a swarm returned failed by create (without
-// --wait) exits 1 with SWARM_FAILED, its reason and a hint; it used to
-// exit 0.
+// --wait) exits 1 with SWARM_FAILED, its reason and a hint, not 0.
 func TestSwarmFailedAtCreation(t *testing.T) {
 	var out bytes.Buffer
 	g := &globals{stdout: &out, stderr: &out}

@@ -325,3 +325,21 @@ func TestValidSwarm(t *testing.T) {
 		}
 	}
 }
+
+// A token leaves loopback addresses out unless there are no others: a
+// joiner on another device would save addresses that reach itself.
+func TestForOtherDevices(t *testing.T) {
+	const p = "/p2p/12D3KooWJpzJ3Nn1Z6zNcbcbBv6K3q2bX1ZbtESv5qv7KUT7kqXx"
+	lan := "/ip4/192.168.1.20/tcp/4710" + p
+	loop := []string{"/ip4/127.0.0.1/tcp/4710" + p, "/ip6/::1/tcp/4710" + p}
+	got := invite.ForOtherDevices(append([]string{loop[0], lan}, loop[1]))
+	if len(got) != 1 || got[0] != lan {
+		t.Errorf("LAN and loopback: %v", got)
+	}
+	if got := invite.ForOtherDevices(loop); len(got) != 2 {
+		t.Errorf("loopback only: %v", got)
+	}
+	if got := invite.ForOtherDevices([]string{"/dns4/example.org/tcp/4710" + p}); len(got) != 1 {
+		t.Errorf("a DNS name: %v", got)
+	}
+}

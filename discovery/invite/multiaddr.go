@@ -142,3 +142,31 @@ func base58(s string) ([]byte, error) {
 	}
 	return append(make([]byte, zeros), num...), nil
 }
+
+// isLoopback reports whether the multiaddr a is on a loopback IP address
+// (/ip4/127.x.x.x or /ip6/::1).
+func isLoopback(a string) bool {
+	parts := strings.Split(a, "/")
+	if len(parts) < 3 || (parts[1] != "ip4" && parts[1] != "ip6") {
+		return false
+	}
+	ip, err := netip.ParseAddr(parts[2])
+	return err == nil && ip.IsLoopback()
+}
+
+// ForOtherDevices is addrs without the loopback ones, which reach only the
+// machine they are used on; all of addrs when there is nothing else (a
+// node that listens on loopback only, for a token used on its own
+// machine). Order is kept.
+func ForOtherDevices(addrs []string) []string {
+	var out []string
+	for _, a := range addrs {
+		if !isLoopback(a) {
+			out = append(out, a)
+		}
+	}
+	if len(out) == 0 {
+		return addrs
+	}
+	return out
+}

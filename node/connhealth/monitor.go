@@ -11,6 +11,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/peerstore"
 	"github.com/libp2p/go-libp2p/core/transport"
 	"github.com/libp2p/go-libp2p/p2p/host/eventbus"
 	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
@@ -112,6 +113,12 @@ func (m *Monitor) Attach(h host.Host) {
 		} else if known > 0 {
 			l.Debugw("peer addresses loaded", "peers", known)
 		}
+	}
+	// The configured peers' addresses are known from the start: a send
+	// made before the keeper's first dial completes (just after a restart)
+	// dials them too, rather than failing with "no addresses".
+	for _, ai := range m.cfg.peers {
+		h.Peerstore().AddAddrs(ai.ID, ai.Addrs, peerstore.PermanentAddrTTL)
 	}
 	m.mu.Lock()
 	m.h, m.log, m.book = h, l, book

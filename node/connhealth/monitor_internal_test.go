@@ -12,7 +12,7 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 )
 
-// The lifecycle of STYLE: Close is idempotent and safe before Start (and
+// The lifecycle of a service: Close is idempotent and safe before Start (and
 // before Attach); Start needs a host, does nothing the second time, and
 // refuses to run after Close.
 func TestMonitorLifecycle(t *testing.T) {
@@ -108,5 +108,22 @@ func TestMonitorDialsConfiguredPeers(t *testing.T) {
 		case <-timeout:
 			t.Fatal("the configured peer was not dialled")
 		}
+	}
+}
+
+// The configured peers' addresses are in the peerstore once the Monitor
+// is attached, before its first dial: a send made at once finds them.
+func TestMonitorKnowsConfiguredPeersAtAttach(t *testing.T) {
+	b, _ := monitoredHost(t)
+	m := New(WithPeers(peer.AddrInfo{ID: b.ID(), Addrs: b.Addrs()}))
+	a, err := libp2p.New(libp2p.NoListenAddrs, libp2p.Transport(m.TCPTransport))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	m.Attach(a)
+	t.Cleanup(func() { m.Close() })
+	if got := a.Peerstore().Addrs(b.ID()); len(got) != len(b.Addrs()) {
+		t.Fatalf("addresses of the configured peer before Start: %v, want %v", got, b.Addrs())
 	}
 }

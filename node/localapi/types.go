@@ -109,7 +109,8 @@ const (
 	EvtNodeStopped = "node-stopped"
 	// EvtPeerGone is the event type of a peer that left: it stayed
 	// disconnected for the node's TaskOptions.PeerGoneAfter and could not
-	// be dialled. Its running sub-tasks are reassigned.
+	// be dialled. The running sub-tasks of its agents are reassigned; the
+	// detail says how many, when there are any.
 	EvtPeerGone = "peer-gone"
 	// EvtMCPInvoked is the event of one MCP tool call made or served
 	// through the node (property 33).

@@ -3,6 +3,7 @@ package tasknode
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/event"
@@ -13,6 +14,7 @@ import (
 	"github.com/nova-node/nova-node/agentcard"
 	"github.com/nova-node/nova-node/node/localapi"
 	"github.com/nova-node/nova-node/protocol"
+	"github.com/nova-node/nova-node/protocol/task/taskswarm"
 	"github.com/nova-node/nova-node/sandbox"
 )
 
@@ -197,6 +199,35 @@ func (ts *Service) peerGone(p peer.ID) {
 		return
 	}
 	ts.cfg.Emit(localapi.Event{Type: localapi.EvtPeerGone, Time: time.Now(), Peer: p, Success: true,
-		Detail: fmt.Sprintf("%s left: its running sub-tasks are reassigned", p), SourceTier: -1, TargetTier: -1})
+		Detail: peerGoneDetail(p, runningOn(coord.List(), p)), SourceTier: -1, TargetTier: -1})
 	coord.PeerGone(p.String())
+}
+
+// runningOn counts the running sub-tasks of active swarms whose agent is
+// hosted by p.
+func runningOn(swarms []taskswarm.Swarm, p peer.ID) int {
+	suffix, n := "@"+p.String(), 0
+	for _, s := range swarms {
+		if s.Status != taskswarm.StatusActive {
+			continue
+		}
+		for _, st := range s.SubTasks {
+			if st.Status == taskswarm.SubTaskRunning && strings.HasSuffix(st.AssignedAgent, suffix) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// peerGoneDetail is the text of a peer-gone event: what leaves with the
+// peer, only when something does.
+func peerGoneDetail(p peer.ID, running int) string {
+	switch running {
+	case 0:
+		return fmt.Sprintf("%s left: it stayed unreachable", p)
+	case 1:
+		return fmt.Sprintf("%s left: its running sub-task is reassigned", p)
+	}
+	return fmt.Sprintf("%s left: its %d running sub-tasks are reassigned", p, running)
 }
