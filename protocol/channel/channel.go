@@ -15,8 +15,9 @@
 // restarting), so the channel parks and its items wait.
 //
 //	connecting/reconnecting --DialFailed x(Retries+1), items pending--> away
-//	away --RetryDue or Wake--> away, dialling --Connected--> open
+//	away --RetryDue--> away, dialling --Connected--> open
 //	away --DialFailed--> away                                      (the next poll is scheduled, twice as late, up to AwayMax)
+//	away --Wake--> reconnecting                                    (a dial now, then the redials; spent, away again)
 //	any but closed --Expire--> same                                (the named items fail: DELIVERY_FAILED; away with none left: closed)
 //
 // Parked items fail only when their owner says their time to live is over
@@ -374,11 +375,14 @@ func (m *Machine) Step(e Event) ([]Action, error) {
 		return []Action{Dial{}}, nil
 
 	case Wake:
+		// The peer was seen again, or someone waits: a full schedule of
+		// redials, as after a loss, rather than one poll.
 		if m.state != Away || m.dialing {
 			return nil, m.invalid(e)
 		}
-		m.dialing = true
-		return []Action{Dial{}}, nil
+		acts := m.to(Reconnecting, nil)
+		m.attempt, m.polls = 0, 0
+		return append(acts, Dial{}), nil
 
 	case Expire:
 		if m.state == Closed {

@@ -80,7 +80,7 @@ func TestProperty10_ChannelStateMachineValidity(t *testing.T) {
 		{channel.Reconnecting, channel.Closed}: true,
 		// Parked (Config.Park): redials spent with items pending.
 		{channel.Connecting, channel.Away}: true, {channel.Reconnecting, channel.Away}: true,
-		{channel.Away, channel.Open}: true, {channel.Away, channel.Closed}: true,
+		{channel.Away, channel.Open}: true, {channel.Away, channel.Closed}: true, {channel.Away, channel.Reconnecting}: true,
 	}
 	rapid.Check(t, func(t *rapid.T) {
 		park := rapid.Bool().Draw(t, "park")
@@ -523,14 +523,31 @@ func TestChannelParksWhileThePeerIsAway(t *testing.T) {
 			}
 			last = d
 			if rapid.Bool().Draw(t, "wake") {
-				mustStep(t, m, channel.Wake{})
+				// The peer seen again: a whole schedule of redials, all
+				// failing, then parked again with every item.
+				acts = mustStep(t, m, channel.Wake{})
+				if m.State() != channel.Reconnecting {
+					t.Fatalf("woken: %s", m.State())
+				}
+				for m.State() != channel.Away {
+					acts = mustStep(t, m, channel.DialFailed{})
+					for _, a := range acts {
+						if f, ok := a.(channel.Failed); ok {
+							t.Fatalf("items failed after a wake: %v", f)
+						}
+					}
+					if m.State() == channel.Reconnecting {
+						mustStep(t, m, channel.RetryDue{})
+					}
+				}
+				last = 0 // the polls start over
 			} else {
 				mustStep(t, m, channel.RetryDue{})
+				if _, err := m.Step(channel.Wake{}); err == nil {
+					t.Fatal("a second dial while one is under way")
+				}
+				acts = mustStep(t, m, channel.DialFailed{})
 			}
-			if _, err := m.Step(channel.Wake{}); err == nil {
-				t.Fatal("a second dial while one is under way")
-			}
-			acts = mustStep(t, m, channel.DialFailed{})
 			if m.State() != channel.Away || len(m.Pending()) != k {
 				t.Fatalf("after a failed poll: %s with %d of %d items", m.State(), len(m.Pending()), k)
 			}
