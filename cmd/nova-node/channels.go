@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -158,6 +159,12 @@ func uniquePrefix(ids []string, prefix string) (id string, several []string) {
 }
 
 // channelLine is one channel as status and channels print it.
+// A channel whose peer's node is away shows how long its oldest envelope
+// has waited for it.
 func channelLine(ch protocol.ChannelInfo) string {
-	return fmt.Sprintf("  %s  %-13s %s -> %s  pending %d (%d on disk)  next seq %d", ch.ID, ch.State, shortAddr(ch.From), shortAddr(ch.To), ch.Pending, ch.Stored, ch.NextSeq)
+	line := fmt.Sprintf("  %s  %-13s %s -> %s  pending %d (%d on disk)  next seq %d", ch.ID, ch.State, shortAddr(ch.From), shortAddr(ch.To), ch.Pending, ch.Stored, ch.NextSeq)
+	if ch.Pending > 0 && ch.OldestAgeMs > 0 && ch.State != "open" {
+		line += fmt.Sprintf("  oldest waiting %s", (time.Duration(ch.OldestAgeMs) * time.Millisecond).Round(time.Second))
+	}
+	return line
 }

@@ -68,3 +68,15 @@ func TestChannelsListAndClose(t *testing.T) {
 		t.Errorf("%d open channels after the next send, want 1:\n%s", open, out)
 	}
 }
+
+// A channel parked for a node that is away says how long its oldest
+// envelope has waited; an open one does not.
+func TestChannelLineShowsTheOldestWait(t *testing.T) {
+	away := channelLine(protocol.ChannelInfo{ID: "c1", State: "away", From: "a", To: "b", Pending: 3, Stored: 3, OldestAgeMs: 65_400})
+	if !strings.Contains(away, "away") || !strings.Contains(away, "oldest waiting 1m5s") {
+		t.Fatalf("away channel: %q", away)
+	}
+	if open := channelLine(protocol.ChannelInfo{ID: "c2", State: "open", Pending: 1, OldestAgeMs: 3}); strings.Contains(open, "oldest") {
+		t.Fatalf("open channel: %q", open)
+	}
+}
