@@ -144,3 +144,43 @@ func TestFullChannelIsQueueFull(t *testing.T) {
 		t.Fatalf("%d envelopes pending, want %d", pending, limit)
 	}
 }
+
+// BenchmarkAwayReturn: 10,000 notifications wait in the outbox while their
+// receiver's node is down; reported is the time from the node's return
+// (started and connected) to the last of them delivered, and the rate.
+func BenchmarkAwayReturn(b *testing.B) {
+	const n = 10000
+	for b.Loop() {
+		b.StopTimer()
+		rec := &recorder{}
+		net := testnet.New(b, 2, withTTL(time.Hour))
+		rec.register(b)(net.Nodes[1])
+		net.Connect(0, 1)
+		net.WaitForCards()
+		cfg := net.Nodes[1].Config()
+		cfg.Listen = nil
+		for _, a := range net.Nodes[1].Host().Addrs() {
+			cfg.Listen = append(cfg.Listen, a.String())
+		}
+		net.Kill(1)
+		for i := 0; i < n; i++ {
+			env, err := net.Nodes[0].NewEnvelope("a0", "sink", envelope.TypeNotification, i)
+			if err == nil {
+				_, err = net.Nodes[0].Router().Post(b.Context(), env)
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+		net.Start(1, cfg, rec.register(b))
+		b.StartTimer()
+		start := time.Now()
+		net.Connect(0, 1)
+		for rec.len() < n {
+			time.Sleep(time.Millisecond)
+		}
+		took := time.Since(start)
+		b.ReportMetric(float64(took.Milliseconds()), "ms-return-to-last")
+		b.ReportMetric(n/took.Seconds(), "msgs/s")
+	}
+}

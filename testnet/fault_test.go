@@ -64,7 +64,7 @@ func (r *recorder) exactlyOnceInOrder(t *testing.T, n int) {
 	}
 }
 
-func (r *recorder) register(t *testing.T) func(*node.Node) {
+func (r *recorder) register(t testing.TB) func(*node.Node) {
 	return func(n *node.Node) {
 		card := node.AgentConfig{Name: "sink", Capabilities: []node.CapabilityConfig{{ID: "sink"}}}.Card()
 		if _, err := n.RegisterAgent(card, r.handle); err != nil {
