@@ -55,6 +55,7 @@ type outChannel struct {
 	metaSaved bool
 	settled   []uint64    // persisted items settled since the last persist
 	jbuf      []byte      // under mu: the journal record being written
+	jgen      uint64      // under mu: the journal generation holding this channel's addresses (0: none)
 	closed    atomic.Bool // the machine reached Closed (final): read under Router.mu, which must not wait for mu
 
 	// Frames leave in two steps, so that no one waits for the peer to read
@@ -199,9 +200,20 @@ func (c *outChannel) enqueue(env *envelope.Envelope, raw []byte, buf *[]byte, ur
 	if j := c.r.o.journal; j != nil {
 		// In the journal before Post returns: a crash from here on loses
 		// nothing accepted.
-		c.jbuf = appendPutRec(c.jbuf[:0], c.id, c.from, c.to, c.m.NextSeq(), expires, raw)
-		if err := j.Append(c.jbuf); err != nil {
-			return &queueFullError{Target: c.to, Reason: fmt.Sprintf("the outbox journal is full until the node writes it out: %v", err)}
+		// The channel's addresses go in its first record of each
+		// generation of the journal only.
+		written := false
+		if c.jgen != 0 {
+			c.jbuf = appendPutRec(c.jbuf[:0], c.id, "", "", c.m.NextSeq(), expires, raw)
+			written = j.AppendIn(c.jgen, c.jbuf)
+		}
+		if !written {
+			c.jbuf = appendPutRec(c.jbuf[:0], c.id, c.from, c.to, c.m.NextSeq(), expires, raw)
+			gen, err := j.Append(c.jbuf)
+			if err != nil {
+				return &queueFullError{Target: c.to, Reason: fmt.Sprintf("the outbox journal is full until the node writes it out: %v", err)}
+			}
+			c.jgen = gen
 		}
 	}
 	fresh := c.m.Fresh()

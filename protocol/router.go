@@ -85,23 +85,24 @@ type Router struct {
 	journalWarned atomic.Bool  // a journal record was left out since the last checkpoint
 	// journalRelease frees the journal's old part once a full persist
 	// succeeds (the persister's only).
-	journalRelease func()
-	persistKick    chan struct{}             // wakes an idle persister; holds one
-	pmu            orderedMutex[lockPending] // guards pending and expiry: taken for every request and answer
-	pending        map[pendingKey]*pendingReq
-	pendingIDs     map[string]pendingKey // requests inside a thread, by their own ID
-	expiry         expiry
-	answerable     askSet                    // every request/proposal sent or received
-	peerIDs        *bounded[string, peer.ID] // card host string -> decoded peer ID
-	seen           seenSet                   // envelopes delivered here
-	answered       seenSet                   // questions sent from here whose answer came (they arrived, acked or not)
-	sealed         map[string]sealedCard
-	rosterMu       orderedMutex[lockRoster] // orders roster snapshots: a higher rosterSeq is a later snapshot
-	rosterSeq      uint64
-	rosterBoot     uint64                        // random per Router: a restarted peer's sequence starts again
-	rosters        *bounded[peer.ID, rosterMark] // the newest roster applied per peer (see retainCards)
-	threads        *envelope.Threads
-	routes         routeCache // resolutions of direct envelopes (see resolve)
+	journalRelease  func()
+	journalSyncedAt time.Time                 // the persister's last journal Sync
+	persistKick     chan struct{}             // wakes an idle persister; holds one
+	pmu             orderedMutex[lockPending] // guards pending and expiry: taken for every request and answer
+	pending         map[pendingKey]*pendingReq
+	pendingIDs      map[string]pendingKey // requests inside a thread, by their own ID
+	expiry          expiry
+	answerable      askSet                    // every request/proposal sent or received
+	peerIDs         *bounded[string, peer.ID] // card host string -> decoded peer ID
+	seen            seenSet                   // envelopes delivered here
+	answered        seenSet                   // questions sent from here whose answer came (they arrived, acked or not)
+	sealed          map[string]sealedCard
+	rosterMu        orderedMutex[lockRoster] // orders roster snapshots: a higher rosterSeq is a later snapshot
+	rosterSeq       uint64
+	rosterBoot      uint64                        // random per Router: a restarted peer's sequence starts again
+	rosters         *bounded[peer.ID, rosterMark] // the newest roster applied per peer (see retainCards)
+	threads         *envelope.Threads
+	routes          routeCache // resolutions of direct envelopes (see resolve)
 
 	ctx    context.Context
 	cancel context.CancelFunc

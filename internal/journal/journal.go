@@ -109,28 +109,44 @@ func (j *Journal) Reset() error {
 // not released the older one yet. Try again once it has.
 var ErrFull = errors.New("journal: full until the owner's checkpoint")
 
-// Append writes rec; with both segments full it fails with ErrFull rather
-// than wait (its caller may hold what the checkpoint needs).
-func (j *Journal) Append(rec []byte) error {
+// Append writes rec and returns the generation it went into (a new one
+// starts with each segment); with both segments full it fails with ErrFull
+// rather than wait (its caller may hold what the checkpoint needs).
+func (j *Journal) Append(rec []byte) (gen uint64, err error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.closed {
-		return ErrClosed
+		return 0, ErrClosed
 	}
 	s := j.segs[j.cur]
 	if len(rec) > len(s.m)-headerSize-recHeader {
-		return fmt.Errorf("journal: a %d-byte record is larger than a segment", len(rec))
+		return 0, fmt.Errorf("journal: a %d-byte record is larger than a segment", len(rec))
 	}
 	if s.off+recHeader+len(rec) > len(s.m) {
 		if !j.free[1-j.cur] {
-			return ErrFull
+			return 0, ErrFull
 		}
 		j.switchLocked()
 		s = j.segs[j.cur]
 	}
 	s.append(j.gen, rec)
 	j.dirty = true
-	return nil
+	return j.gen, nil
+}
+
+// AppendIn writes rec only if it goes into generation gen: the journal is
+// still in it and rec fits. A record that leans on an earlier one of the
+// same generation (which a reader of that generation then has) uses it.
+func (j *Journal) AppendIn(gen uint64, rec []byte) bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	s := j.segs[j.cur]
+	if j.closed || j.gen != gen || s.off+recHeader+len(rec) > len(s.m) {
+		return false
+	}
+	s.append(j.gen, rec)
+	j.dirty = true
+	return true
 }
 
 // switchLocked starts appending to the other (free) segment.

@@ -25,7 +25,7 @@ func open(t *testing.T, dir string, size int) (*journal.Journal, []string) {
 func appendAll(t *testing.T, j *journal.Journal, recs ...string) {
 	t.Helper()
 	for _, r := range recs {
-		if err := j.Append([]byte(r)); err != nil {
+		if _, err := j.Append([]byte(r)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -41,7 +41,7 @@ func TestRecordsSurviveAndResetForgets(t *testing.T) {
 	if len(got) != 0 {
 		t.Fatalf("a new journal holds %q", got)
 	}
-	if err := j.Append([]byte("x")); err == nil {
+	if _, err := j.Append([]byte("x")); err == nil {
 		t.Fatal("Append before Reset succeeded")
 	}
 	j.Reset()
@@ -98,7 +98,7 @@ func TestRotateAndRelease(t *testing.T) {
 				t.Fatal("the old segment was released: Rotate must succeed")
 			}
 		}
-		full = j.Append([]byte(fmt.Sprintf("fill%03d", i)))
+		_, full = j.Append([]byte(fmt.Sprintf("fill%03d", i)))
 		if i > 100 {
 			t.Fatal("never full")
 		}
@@ -120,5 +120,27 @@ func TestDamagedRecordEndsTheLog(t *testing.T) {
 	_, got := open(t, dir, 4096)
 	if !slices.Equal(got, []string{"one"}) {
 		t.Fatalf("read back %q, want only the record before the damage", got)
+	}
+}
+
+// AppendIn writes only into the generation it names.
+func TestAppendIn(t *testing.T) {
+	dir := t.TempDir()
+	j, _ := open(t, dir, 4096)
+	j.Reset()
+	gen, err := j.Append([]byte("meta"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !j.AppendIn(gen, []byte("same")) {
+		t.Fatal("AppendIn of the current generation failed")
+	}
+	j.Rotate()
+	if j.AppendIn(gen, []byte("stale")) {
+		t.Fatal("AppendIn of an older generation succeeded")
+	}
+	_, got := open(t, dir, 4096)
+	if !slices.Equal(got, []string{"meta", "same"}) {
+		t.Fatalf("read back %q", got)
 	}
 }
