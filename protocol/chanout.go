@@ -142,8 +142,9 @@ func noWait(error) {}
 // maxOutbox those of all channels together (what waits for a node that is
 // away included). Beyond either, a send fails with QUEUE_FULL.
 const (
-	maxPending = 10000
-	maxOutbox  = 100000
+	maxPending     = 10000
+	maxPeerPending = 50000 // on all channels to one peer
+	maxOutbox      = 100000
 )
 
 func (r *Router) newOutChannel(from, to string, p peer.ID) *outChannel {
@@ -194,6 +195,10 @@ func (c *outChannel) enqueue(env *envelope.Envelope, raw []byte, buf *[]byte, ur
 	if c.r.outboxLen.Load() >= maxOutbox {
 		return &queueFullError{Target: c.to, Reason: fmt.Sprintf("the outbox holds %d envelopes, its limit", maxOutbox)}
 	}
+	peerLen := c.r.peerOutbox(c.p)
+	if peerLen.Load() >= maxPeerPending {
+		return &queueFullError{Target: c.to, Reason: fmt.Sprintf("%d envelopes already wait for that agent's node", maxPeerPending)}
+	}
 	if c.m.State() == channel.Closed {
 		return fmt.Errorf("%w: the channel closed", ErrChannelClosed)
 	}
@@ -223,6 +228,7 @@ func (c *outChannel) enqueue(env *envelope.Envelope, raw []byte, buf *[]byte, ur
 		return fmt.Errorf("%w: %v", ErrChannelClosed, err)
 	}
 	c.r.outboxLen.Add(1)
+	peerLen.Add(1)
 	c.r.wakePersister()
 	if c.m.State() == channel.Away {
 		// The peer is away: a waiting sender hears so now, and the
@@ -249,6 +255,17 @@ func (c *outChannel) enqueue(env *envelope.Envelope, raw []byte, buf *[]byte, ur
 		c.stepLocked(channel.RetryDue{})
 	}
 	return nil
+}
+
+// peerOutbox is the count of envelopes pending on every channel to p. The
+// entry stays while the Router lives: one per peer ever sent to, which
+// the channel bounds keep in proportion.
+func (r *Router) peerOutbox(p peer.ID) *atomic.Int64 {
+	if v, ok := r.peerQueued.Load(p); ok {
+		return v.(*atomic.Int64)
+	}
+	v, _ := r.peerQueued.LoadOrStore(p, new(atomic.Int64))
+	return v.(*atomic.Int64)
 }
 
 // parkItemLocked tells the sender waiting for item it's acknowledgement
@@ -517,6 +534,7 @@ func (c *outChannel) perform(acts []channel.Action) {
 			}
 		case channel.Delivered:
 			c.r.outboxLen.Add(-int64(len(a.Items)))
+			c.r.peerOutbox(c.p).Add(-int64(len(a.Items)))
 			c.journalSettled(a.Items)
 			var now time.Time
 			for _, it := range a.Items {
@@ -538,6 +556,7 @@ func (c *outChannel) perform(acts []channel.Action) {
 			}
 		case channel.Failed:
 			c.r.outboxLen.Add(-int64(len(a.Items)))
+			c.r.peerOutbox(c.p).Add(-int64(len(a.Items)))
 			c.journalSettled(a.Items)
 			for _, it := range a.Items {
 				oi := it.Data.(*outItem)

@@ -462,6 +462,7 @@ func (r *Router) restoreLocked(oc OutboxChannel) {
 		items = append(items, channel.Item{Seq: it.Seq, Data: &outItem{env: env, raw: it.Env, persisted: true, stored: true, enq: clock.Now(), expires: expires}})
 	}
 	r.outboxLen.Add(int64(len(items)))
+	r.peerOutbox(p).Add(int64(len(items)))
 	c := &outChannel{r: r, id: oc.ID, from: oc.From, to: oc.To, p: p, metaSaved: true}
 	r.outByID[c.id] = c
 	r.outByPair[agentPair{c.from, c.to}] = c

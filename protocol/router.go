@@ -82,6 +82,7 @@ type Router struct {
 	watermarksAt  time.Time    // last write of watermarks alone (persist; its callers do not overlap)
 	persistIdle   atomic.Bool  // the persister sleeps until persistKick (see persistLoop)
 	outboxLen     atomic.Int64 // envelopes pending on every outbound channel (maxOutbox)
+	peerQueued    sync.Map     // peer.ID -> *atomic.Int64: envelopes pending to that peer (maxPeerPending)
 	journalWarned atomic.Bool  // a journal record was left out since the last checkpoint
 	// journalRelease frees the journal's old part once a full persist
 	// succeeds (the persister's only).

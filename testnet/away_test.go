@@ -20,7 +20,7 @@ func withTTL(ttl time.Duration) testnet.Option {
 
 // TestAwayNodeGetsItsEnvelopesWhenItReturns: the receiving node is down
 // (stopped, then started again from its data dir) for longer than the
-// channel's redials, while the sender posts 2,000 notifications. None
+// channel's redials, while the sender posts 10,000 notifications. None
 // fails; the channel parks ("away"), and once the node is back every
 // envelope arrives exactly once, in order. A sender waiting for the
 // acknowledgement of a notification meanwhile hears PEER_AWAY, and that
@@ -56,16 +56,16 @@ func TestAwayNodeGetsItsEnvelopesWhenItReturns(t *testing.T) {
 	if _, err := net.Nodes[0].Router().Send(t.Context(), env); !errors.As(err, &away) || protocol.CodeOf(err) != protocol.CodePeerAway || away.Until.IsZero() {
 		t.Fatalf("a waiting send to the away node: %v, want PEER_AWAY with its time to live", err)
 	}
-	postN(t, net.Nodes[0], 1001, 2000)
+	postN(t, net.Nodes[0], 1001, 10000)
 	net.Start(1, cfg, rec.register(t))
 	net.Connect(0, 1) // the node is back: the sender dials at once
 	waitfor.Eventually(t, 30*time.Second, func() error {
-		if got := rec.len(); got < 2000 {
-			return fmt.Errorf("%d of 2000 received after the node came back", got)
+		if got := rec.len(); got < 10000 {
+			return fmt.Errorf("%d of 10000 received after the node came back", got)
 		}
 		return nil
 	})
-	rec.exactlyOnceInOrder(t, 2000)
+	rec.exactlyOnceInOrder(t, 10000)
 	if n := deliveryFailures(net.Nodes[0]); n != 0 {
 		t.Fatalf("%d DELIVERY_FAILED", n)
 	}
