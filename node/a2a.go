@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -76,6 +77,9 @@ func (n *Node) startA2A(ctx context.Context) error {
 	cfg.BaseURL = n.cfg.A2A.BaseURL
 	cfg.TokenHashes = n.cfg.A2A.TokenHashes
 	cfg.PushAllowHosts = n.cfg.A2A.PushAllowHosts
+	if n.cfg.A2A.PushSecret != "" {
+		cfg.PushSecret, _ = hex.DecodeString(n.cfg.A2A.PushSecret) // checked by Validate
+	}
 	cfg.NodeName, cfg.NodeVersion = "nova-node "+shortPeer(n.id.String()), Version
 	cfg.NodeDescription = "A nova-node mesh node: every agent of swarm " + n.cfg.Swarm + ", reachable over A2A."
 	if n.cfg.A2A.TaskTimeout > 0 {

@@ -187,6 +187,11 @@ type A2AConfig struct {
 	// PushAllowHosts may receive push notifications on private, loopback
 	// or link-local addresses (IPs, CIDRs, host names, *.domain).
 	PushAllowHosts []string `yaml:"pushAllowHosts,omitempty"`
+	// PushSecret (hex, at least 16 bytes) is the HMAC-SHA256 key that
+	// signs webhook deliveries (X-Nova-Signature), shared with webhook
+	// owners out of band. Without it a delivery is signed with its push
+	// config's token, or not at all.
+	PushSecret string `yaml:"pushSecret,omitempty"`
 	// TaskTimeout fails a task working longer (default 5m); MaxTasks caps
 	// stored tasks (default 1000, terminal ones pruned oldest first).
 	TaskTimeout time.Duration `yaml:"taskTimeout,omitempty"`
@@ -380,6 +385,11 @@ func (c *Config) Validate() error {
 			if len(a.MCPServers) > 0 && !mcpbridge.ValidAgentName(a.Name) {
 				bad(f+".name", "%q cannot prefix tool names (agent.tool): use letters, digits, '_' and '-'", a.Name)
 			}
+		}
+	}
+	if c.A2A.PushSecret != "" {
+		if b, err := hex.DecodeString(c.A2A.PushSecret); err != nil || len(b) < 16 {
+			bad("a2a.pushSecret", "must be at least 32 hex digits (16 bytes), like the output of `openssl rand -hex 32`")
 		}
 	}
 	if c.A2A.Listen != "" && c.A2A.Listen != "off" {

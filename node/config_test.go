@@ -42,6 +42,8 @@ func TestValidateNamesTheField(t *testing.T) {
 		"maxFrameSize":              func(c *node.Config) { c.MaxFrameSize = 10 },
 		"requestTimeout":            func(c *node.Config) { c.RequestTimeout = 0 },
 		"logLevel":                  func(c *node.Config) { c.LogLevel = "loud" },
+		"deliveryTTL":               func(c *node.Config) { c.DeliveryTTL = -time.Second },
+		"a2a.pushSecret":            func(c *node.Config) { c.A2A.PushSecret = "abcd" },
 	}
 	for field, mutate := range cases {
 		t.Run(field, func(t *testing.T) {
