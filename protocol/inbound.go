@@ -198,8 +198,11 @@ func (rd *inReader) frame(body []byte, at time.Time) (ic *inChannel, ask bool, e
 			return nil, false, err
 		}
 		if m.Full {
-			r.retainCards(p, m.Roster, rosterMark{boot: m.Boot, seq: m.Seq})
+			r.retainCards(p, m.Roster, rosterMark{boot: m.Boot, seq: m.Seq, feat: m.Feat})
 		}
+		return nil, false, nil
+	case kindCancel:
+		r.cancelFromPeer(p, m.From, m.ID)
 		return nil, false, nil
 	case kindOpen:
 		w, taken, err := r.openIn(p, pStr, m, out)
@@ -713,7 +716,7 @@ func (r *Router) attributeAddr(p peer.ID, pStr, addr string) (agentcard.Card, er
 
 // rosterMark orders the rosters of one peer: its Router's boot and the
 // roster's sequence in it.
-type rosterMark struct{ boot, seq uint64 }
+type rosterMark struct{ boot, seq, feat uint64 }
 
 // retainCards drops the cards of agents p no longer hosts: roster is
 // every agent p hosts now, by its own word on its own connection, so it
@@ -807,7 +810,7 @@ func (r *Router) helloFrames() ([][]byte, error) {
 		frames = append(frames, b)
 	}
 	if full {
-		b, err := encodeMsg(&wireMsg{Kind: kindHello, Full: true, Roster: roster, Boot: r.rosterBoot, Seq: seq})
+		b, err := encodeMsg(&wireMsg{Kind: kindHello, Full: true, Roster: roster, Boot: r.rosterBoot, Seq: seq, Feat: featCancel})
 		if err != nil {
 			return nil, err
 		}

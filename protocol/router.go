@@ -82,8 +82,10 @@ type Router struct {
 	watermarksAt  time.Time    // last write of watermarks alone (persist; its callers do not overlap)
 	persistIdle   atomic.Bool  // the persister sleeps until persistKick (see persistLoop)
 	outboxLen     atomic.Int64 // envelopes pending on every outbound channel (maxOutbox)
-	peerQueued    sync.Map     // peer.ID -> *atomic.Int64: envelopes pending to that peer (maxPeerPending)
-	journalWarned atomic.Bool  // a journal record was left out since the last checkpoint
+	runMu         sync.Mutex
+	runningReqs   map[runKey]*handlerCtx // requests whose handler runs here (see cancel.go); as many as handler slots
+	peerQueued    sync.Map               // peer.ID -> *atomic.Int64: envelopes pending to that peer (maxPeerPending)
+	journalWarned atomic.Bool            // a journal record was left out since the last checkpoint
 	// journalRelease frees the journal's old part once a full persist
 	// succeeds (the persister's only).
 	journalRelease  func()
@@ -600,6 +602,7 @@ func (r *Router) RequestWithin(ctx context.Context, env *envelope.Envelope, time
 		}
 		return got.env, res, nil
 	case <-ctx.Done():
+		r.cancelRequest(from.Address(), env.ID, to.Host) // nobody waits for the answer: its handler may stop
 		return nil, res, fmt.Errorf("protocol: waiting for the answer of %s: %w", env.Recipient, ctx.Err())
 	}
 }
@@ -1162,6 +1165,10 @@ func (r *Router) emitReceivedAt(env *envelope.Envelope, from, to agentcard.Card,
 func (r *Router) runHandler(h Handler, env *envelope.Envelope, from, to agentcard.Card, asked, own bool, at time.Time) {
 	ctx := newHandlerCtx(r.ctx, at, r.o.requestTimeout)
 	defer ctx.release()
+	if env.Type == envelope.TypeRequest {
+		k := r.startRun(from.Address(), env, ctx)
+		defer r.endRun(k, ctx)
+	}
 	reply, herr := safeCall(ctx, h, env, own)
 	if env.Type != envelope.TypeRequest {
 		if herr != nil {

@@ -23,7 +23,13 @@ const (
 	kindNack     uint8 = 4 // channel Ch: sequence Seq refused (Code, Msg); Seq 0 refuses the open
 	kindOpen     uint8 = 5 // open channel Ch from agent From to agent To
 	kindOpened   uint8 = 6 // channel Ch accepted; W is the receiver's watermark, Seq the highest sequence it has queued
+	kindCancel   uint8 = 7 // the opener's agent From no longer waits for the answer to its request ID: stop its handler (best effort)
 )
+
+// Features a node states in the last frame of its hello (Feat): what it
+// understands beyond the frames above, so a peer sends it nothing an older
+// node would take for a protocol error.
+const featCancel uint64 = 1 // kindCancel
 
 // maxHelloCards caps the cards in one hello frame, and the names in a
 // hello's roster.
@@ -60,6 +66,10 @@ type wireMsg struct {
 	// grants, in that order. Nodes before it ignore the field, and a node
 	// without an authority treats a hello without it as ungranted.
 	Auth [][]byte `cbor:"g,omitempty"`
+	// ID is the envelope a cancel frame names.
+	ID string `cbor:"i,omitempty"`
+	// Feat, in the last hello frame, is the sender's features (featCancel).
+	Feat uint64 `cbor:"v,omitempty"`
 }
 
 // envMsg is an envelope frame as sent: the envelope is already encoded
@@ -95,6 +105,8 @@ type inMsg struct {
 	Roster []string  `cbor:"r,omitempty"`
 	Boot   uint64    `cbor:"b,omitempty"`
 	Auth   [][]byte  `cbor:"g,omitempty"`
+	ID     string    `cbor:"i,omitempty"`
+	Feat   uint64    `cbor:"v,omitempty"`
 
 	// env is Env already decoded and checked (by decodeEnvFrame), or nil.
 	env *envelope.Envelope
@@ -310,6 +322,11 @@ func decodeMsgStrict(b []byte) (*inMsg, error) {
 			return nil, fmt.Errorf("%w: open frame without agents", ErrProtocol)
 		}
 		return &m, needCh()
+	case kindCancel:
+		if m.From == "" || len(m.From) > envelope.MaxAgentLen || m.ID == "" || len(m.ID) > envelope.MaxIDLen {
+			return nil, fmt.Errorf("%w: cancel frame without its agent and envelope", ErrProtocol)
+		}
+		return &m, nil
 	default:
 		return nil, fmt.Errorf("%w: unknown frame kind %d", ErrProtocol, m.Kind)
 	}

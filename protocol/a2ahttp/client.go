@@ -478,7 +478,8 @@ func parseCard(body []byte, cardURL string) (*RemoteCard, error) {
 // Send sends msg to the agent at baseURL and follows the task to a terminal
 // state (or input-required), by stream when the agent streams, else by a
 // non-blocking send and tasks/get polling, within the client's timeout.
-// Failures are results with a Code; a timed-out remote task is canceled.
+// Failures are results with a Code; a remote task that timed out, or whose
+// caller's ctx was canceled, is canceled.
 func (c *Client) Send(ctx context.Context, baseURL string, msg Message) *Result {
 	card, err := c.Card(ctx, baseURL)
 	if err != nil {
@@ -512,8 +513,14 @@ func (c *Client) Send(ctx context.Context, baseURL string, msg Message) *Result 
 	switch {
 	case err == nil:
 	case ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded):
+		code, text := CodeTimeout, "Timed out"
+		if errors.Is(ctx.Err(), context.Canceled) {
+			// The caller stopped waiting (a canceled A2A task, a request
+			// whose requester gave up): the remote task is canceled too.
+			code, text = CodeTaskFailed, "Canceled by the caller"
+		}
 		res = &Result{
-			Code: CodeTimeout, Error: fmt.Sprintf("Timed out after %dms", c.now().Sub(start).Milliseconds()),
+			Code: code, Error: fmt.Sprintf("%s after %dms", text, c.now().Sub(start).Milliseconds()),
 			TaskID: res.TaskID, ContextID: res.ContextID, State: res.State, Agent: card.Name, Version: card.ProtocolVersion,
 		}
 		if res.TaskID != "" {

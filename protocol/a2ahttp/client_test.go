@@ -1,9 +1,12 @@
 package a2ahttp_test
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -312,5 +315,57 @@ func TestClientErrorBodyInert(t *testing.T) {
 		if !strings.HasSuffix(msg, tail) {
 			t.Errorf("%s: error %q, want it to end %q", path, msg, tail)
 		}
+	}
+}
+
+// A caller that stops waiting (its context canceled: a canceled task, a
+// requester that gave up) has the remote task canceled too. The client
+// polls (no streaming); the test cancels at its first poll, when it knows
+// the task.
+func TestClientCancelCancelsRemoteTask(t *testing.T) {
+	e := newEnv(t, nil)
+	polled := make(chan struct{}, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			if bytes.Contains(body, []byte(`"tasks/get"`)) || bytes.Contains(body, []byte(`"GetTask"`)) {
+				select {
+				case polled <- struct{}{}:
+				default:
+				}
+			}
+		}
+		e.gw.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	for v, url := range map[string]string{
+		a2ahttp.Version10: srv.URL + "/a2a/wait/",
+		a2ahttp.Version03: srv.URL + "/a2a/wait/.well-known/agent.json",
+	} {
+		select {
+		case <-polled: // the last round's
+		default:
+		}
+		c := a2ahttp.NewClient(a2ahttp.WithPollInterval(20*time.Millisecond), a2ahttp.WithStreaming(false))
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan *a2ahttp.Result, 1)
+		go func() { done <- c.Send(ctx, url, a2ahttp.Message{Text: "x"}) }()
+		<-polled
+		cancel()
+		r := <-done
+		if r.Code != a2ahttp.CodeTaskFailed || !strings.HasPrefix(r.Error, "Canceled by the caller") || r.TaskID == "" {
+			t.Fatalf("%s: %+v", v, r)
+		}
+		waitfor.Eventually(t, 5*time.Second, func() error {
+			task, err := c.GetTask(t.Context(), url, r.TaskID)
+			if err != nil {
+				return err
+			}
+			if task.Status.State != "canceled" {
+				return fmt.Errorf("state %s", task.Status.State)
+			}
+			return nil
+		})
 	}
 }
