@@ -61,7 +61,8 @@ func TestAntiEntropyWakesOnlyForHeldUpdates(t *testing.T) {
 	case <-time.After(700 * time.Millisecond):
 	}
 	d.mu.Lock()
-	d.held = append(d.held, held{})
+	waiting := &Update{Raw: []byte{1}, Hash: Hash{1}, Doc: "doc", First: 2, Last: 2, Prev: Hash{9}} // its prev never comes
+	d.log.hold(waiting, "p", false)
 	d.mu.Unlock()
 	m.kickHeld()
 	start := time.Now()
@@ -79,7 +80,7 @@ func TestAntiEntropyWakesOnlyForHeldUpdates(t *testing.T) {
 		t.Fatalf("three rounds took %v, want about 600 ms", took)
 	}
 	d.mu.Lock()
-	d.held = nil
+	d.log.unhold(d.log.pending[waiting.Hash])
 	d.mu.Unlock()
 	<-rounds // the round that finds nothing held
 	select {

@@ -2,6 +2,7 @@ package crdt
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -17,33 +18,53 @@ import (
 	"github.com/nova-node/nova-node/internal/wirecodec"
 )
 
-// catch-up frames: one request, one answer, then the stream closes.
+// Catch-up: the asker sends one request frame, {doc, what it holds per
+// replica (highest dot, digest of its updates' hashes)}; the server answers
+// with one frame per signed update the asker lacks (docLog.since), in the
+// order the server applied them (so each arrives after what it names),
+// then an end frame. Every update is verified and checked against the
+// write rule as if it came by gossip.
 type catchupReq struct {
-	Doc   string              `cbor:"d"`
-	Clock delta.VersionVector `cbor:"c"`
+	Doc     string        `cbor:"d"`
+	Holding []summaryWire `cbor:"h,omitempty"`
 }
 
-type catchupResp struct {
-	Delta []byte `cbor:"x,omitempty"`
-	Err   string `cbor:"e,omitempty"`
+type summaryWire struct {
+	_       struct{} `cbor:",toarray"`
+	Replica string
+	Last    uint64
+	Digest  []byte
+}
+
+type catchupFrame struct {
+	Update []byte `cbor:"u,omitempty"`
+	End    bool   `cbor:"z,omitempty"`
+	Err    string `cbor:"e,omitempty"`
 }
 
 // The catch-up frames' size caps: a request is a document name and a
-// clock; an answer is a delta, capped as deltas are.
+// summary of at most delta.MaxClockEntries replicas; an answer frame is
+// one signed update; an answer holds at most catchupMaxUpdates frames.
 const (
-	catchupRequestMax  = 1 << 20
-	catchupResponseMax = delta.MaxEncodedSize
+	catchupRequestMax = 8 << 20
+	catchupFrameMax   = MaxUpdateSize + 64
+	catchupMaxUpdates = 1 << 20
 )
 
 var errBadDocName = errors.New("crdt: bad document name")
 
 // readCatchupRequest reads one catch-up request from r (a peer's stream)
-// and checks it: size, CBOR limits, a valid document name.
+// and checks it: size, CBOR limits, a valid document name, a summary
+// sorted by replica with valid ids, seqs and digests.
 func readCatchupRequest(r io.Reader) (catchupReq, error) {
 	body, err := frame.NewReader(bufio.NewReader(r), catchupRequestMax).Next()
 	if err != nil {
 		return catchupReq{}, err
 	}
+	return decodeCatchupRequest(body)
+}
+
+func decodeCatchupRequest(body []byte) (catchupReq, error) {
 	var req catchupReq
 	if err := decMode.Unmarshal(body, &req); err != nil {
 		return catchupReq{}, err
@@ -51,21 +72,76 @@ func readCatchupRequest(r io.Reader) (catchupReq, error) {
 	if !ValidName(req.Doc) {
 		return catchupReq{}, errBadDocName
 	}
+	if len(req.Holding) > delta.MaxClockEntries {
+		return catchupReq{}, errors.New("crdt: catch-up request names too many replicas")
+	}
+	for i, h := range req.Holding {
+		if (i > 0 && req.Holding[i-1].Replica >= h.Replica) || h.Replica == "" || len(h.Replica) > maxReplicaLen ||
+			h.Last > MaxSeq || len(h.Digest) != len(Hash{}) {
+			return catchupReq{}, errors.New("crdt: bad catch-up request summary")
+		}
+	}
 	return req, nil
 }
 
-// readCatchupResponse reads one catch-up answer from r (a peer's stream),
-// up to its delta's bytes, which delta.DecodeDelta checks.
-func readCatchupResponse(r io.Reader) (catchupResp, error) {
-	body, err := frame.NewReader(bufio.NewReader(r), catchupResponseMax).Next()
+func (req catchupReq) summary() []replicaSummary {
+	out := make([]replicaSummary, len(req.Holding))
+	for i, h := range req.Holding {
+		out[i] = replicaSummary{Replica: h.Replica, Last: h.Last}
+		copy(out[i].Digest[:], h.Digest)
+	}
+	return out
+}
+
+func summaryToWire(s []replicaSummary) []summaryWire {
+	out := make([]summaryWire, len(s))
+	for i, r := range s {
+		out[i] = summaryWire{Replica: r.Replica, Last: r.Last, Digest: bytes.Clone(r.Digest[:])}
+	}
+	return out
+}
+
+// answerReader reads a catch-up answer's frames.
+type answerReader struct {
+	fr *frame.Reader
+	n  int
+}
+
+func newAnswerReader(r io.Reader) *answerReader {
+	return &answerReader{fr: frame.NewReader(bufio.NewReader(r), catchupFrameMax)}
+}
+
+// next returns the next signed update of the answer, or done at its end.
+func (a *answerReader) next() (update []byte, done bool, err error) {
+	body, err := a.fr.Next()
 	if err != nil {
-		return catchupResp{}, err
+		return nil, false, err
 	}
-	var resp catchupResp
-	if err := decMode.Unmarshal(body, &resp); err != nil {
-		return catchupResp{}, undecodable{err}
+	f, err := decodeCatchupFrame(body)
+	if err != nil {
+		return nil, false, err
 	}
-	return resp, nil
+	switch {
+	case f.Err != "":
+		return nil, true, nil
+	case f.End:
+		return nil, true, nil
+	}
+	if a.n++; a.n > catchupMaxUpdates {
+		return nil, false, undecodable{errors.New("too many updates in one answer")}
+	}
+	return f.Update, false, nil
+}
+
+func decodeCatchupFrame(body []byte) (catchupFrame, error) {
+	var f catchupFrame
+	if err := decMode.Unmarshal(body, &f); err != nil {
+		return catchupFrame{}, undecodable{err}
+	}
+	if !f.End && f.Err == "" && len(f.Update) == 0 {
+		return catchupFrame{}, undecodable{errors.New("empty frame")}
+	}
+	return f, nil
 }
 
 // undecodable is a frame that arrived whole and does not decode: the
@@ -76,14 +152,17 @@ type undecodable struct{ err error }
 func (e undecodable) Error() string { return CodeDeserializationFailed + ": " + e.err.Error() }
 func (e undecodable) Unwrap() error { return e.err }
 
-// The catch-up frames' codec: a request nests two levels (the request, its
-// clock of at most delta.MaxClockEntries entries), an answer one.
+// The catch-up frames' codec: a request nests three levels (the request,
+// its summary, an entry).
 var (
 	encMode = wirecodec.EncMode()
-	decMode = wirecodec.NewDecMode(wirecodec.Limits{MaxNestedLevels: 8, MaxArrayElements: 1 << 16, MaxMapPairs: delta.MaxClockEntries})
+	decMode = wirecodec.NewDecMode(wirecodec.Limits{MaxNestedLevels: 8, MaxArrayElements: delta.MaxClockEntries, MaxMapPairs: delta.MaxClockEntries})
 )
 
-// catchUp asks p for what this document lacks and joins it.
+// catchUp asks p for the updates this document lacks and adds each, as
+// it arrives, as if it came by gossip: verified, checked against the write
+// rule, held until what it names is here. An update that fails those
+// checks ends the answer and is reported (the peer sent it).
 func (d *Doc) catchUp(ctx context.Context, p peer.ID) error {
 	if p == d.m.h.ID() {
 		return nil
@@ -101,7 +180,10 @@ func (d *Doc) catchUp(ctx context.Context, p peer.ID) error {
 	}
 	defer mem.Release()
 	defer s.Close()
-	req, err := encMode.Marshal(catchupReq{Doc: d.name, Clock: d.Clock()})
+	d.mu.Lock()
+	holding := d.log.summary()
+	d.mu.Unlock()
+	req, err := encMode.Marshal(catchupReq{Doc: d.name, Holding: summaryToWire(holding)})
 	if err != nil {
 		s.Reset()
 		return err
@@ -111,61 +193,52 @@ func (d *Doc) catchUp(ctx context.Context, p peer.ID) error {
 		return err
 	}
 	_ = s.CloseWrite()
-	resp, err := readCatchupResponse(mem.CountReads(s, catchupResponseMax+frame.MaxVarintLen))
-	if err != nil {
-		s.Reset()
-		if errors.As(err, new(undecodable)) {
-			d.m.rejected.Add(1)
+	ar := newAnswerReader(mem.CountReads(s, catchupFrameMax+frame.MaxVarintLen))
+	for {
+		b, done, err := ar.next()
+		if err != nil {
+			s.Reset()
+			if errors.As(err, new(undecodable)) {
+				d.m.rejected.Add(1)
+			}
+			return fmt.Errorf("crdt: catch-up answer from %s: %w", p, err)
 		}
+		if done {
+			return nil
+		}
+		if err := d.addCaughtUp(b, p); err != nil {
+			s.Reset()
+			return err
+		}
+	}
+}
+
+// addCaughtUp verifies and adds one update of a catch-up answer from p.
+func (d *Doc) addCaughtUp(b []byte, p peer.ID) error {
+	u, err := DecodeUpdate(b)
+	if err == nil && u.Doc != d.name {
+		err = updateErr(CodeInvalidUpdate, nil, "update of document %q in an answer for %q", u.Doc, d.name)
+	}
+	if err == nil && d.m.check != nil {
+		if cerr := d.m.check(d.name, u.Agent, u.Signer); cerr != nil && !errors.Is(cerr, ErrUnverifiable) {
+			d.m.log.Debugw("caught-up update refused by the write rule", "doc", d.name, "source", u.Agent, "peer", p, "err", cerr)
+			return nil // not applied; the answer may go on (the server may not enforce the rule)
+		}
+	}
+	if err != nil {
+		d.m.refuse(d.name, p, err)
 		return fmt.Errorf("crdt: catch-up answer from %s: %w", p, err)
 	}
-	if resp.Err != "" || len(resp.Delta) == 0 {
-		return nil
-	}
-	x, err := delta.DecodeDelta(resp.Delta)
-	if err != nil {
-		d.m.rejected.Add(1)
-		return fmt.Errorf("crdt: %s: catch-up delta from %s: %w", CodeDeserializationFailed, p, err)
-	}
-	// A peer may tell us about our own replica's dots only if we minted them.
-	own := d.m.replica
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.stopped {
-		return nil
+	if _, err := d.addLocked(u, p, true); err != nil {
+		d.m.refuse(d.name, p, err)
+		return fmt.Errorf("crdt: catch-up answer from %s: %w", p, err)
 	}
-	if x.Context().Max(own) > d.d.Context().Max(own) {
-		return errors.New("crdt: catch-up answer claims updates of this replica it never made")
-	}
-	if c := d.m.replicaCheck; c != nil {
-		for _, r := range x.Context().Replicas() {
-			if r == own {
-				continue
-			}
-			if err := c(d.name, r); err != nil {
-				d.m.log.Debugw("catch-up answer refused", "doc", d.name, "peer", p, "replica", r, "err", err)
-				return fmt.Errorf("crdt: catch-up answer from %s refused: %w", p, err)
-			}
-		}
-	}
-	// Always join (join is idempotent): a catch-up delta can carry removals
-	// and overwrites whose dots this replica has seen, which Seen, looking
-	// only at minted dots, would call old news.
-	if !x.IsEmpty() {
-		before := d.d.Context()
-		d.d.Join(x)
-		if !d.d.Context().Equal(before) || len(x.Paths()) > 0 {
-			if err := d.persistLocked(x); err != nil {
-				d.m.log.Errorw("cannot persist a caught-up state", "doc", d.name, "err", err)
-			}
-			d.notifyLocked(Change{Doc: d.name, Source: "catch-up:" + p.String(), Paths: x.Paths(), Clock: d.d.Clock(), Remote: true})
-		}
-	}
-	d.drainHeldLocked()
 	return nil
 }
 
-// serve answers one catch-up request: the delta the asker lacks.
+// serve answers one catch-up request: the signed updates the asker lacks.
 func (m *Manager) serve(s network.Stream) {
 	p := s.Conn().RemotePeer()
 	mem, err := attachCatchup(s)
@@ -182,29 +255,36 @@ func (m *Manager) serve(s network.Stream) {
 		s.Reset()
 		return
 	}
-	resp := catchupResp{}
+	var ups []*Update
+	end := catchupFrame{End: true}
 	if d := m.doc(req.Doc); d == nil {
-		resp.Err = "unknown document"
+		end = catchupFrame{Err: "unknown document"}
 	} else {
 		d.mu.Lock()
-		x := d.d.DeltaSince(req.Clock.Context())
+		ups = d.log.since(req.summary())
 		d.mu.Unlock()
-		if b, err := delta.EncodeDelta(x); err == nil {
-			resp.Delta = b
-		} else {
-			resp.Err = err.Error()
+	}
+	held := mem.Held()
+	for _, u := range ups {
+		out, err := encMode.Marshal(catchupFrame{Update: u.Raw})
+		if err != nil {
+			s.Reset()
+			return
+		}
+		if len(out) > held {
+			if err := mem.Grow(len(out)); err != nil {
+				m.log.Debugw("cannot reserve memory for catch-up answer", "peer", p, "bytes", len(out), "err", err)
+				s.Reset()
+				return
+			}
+			held = len(out)
+		}
+		if err := frame.Write(s, out); err != nil {
+			s.Reset()
+			return
 		}
 	}
-	out, err := encMode.Marshal(resp)
-	if err != nil {
-		s.Reset()
-		return
-	}
-	if err := mem.Grow(mem.Held() + len(out)); err != nil {
-		m.log.Debugw("cannot reserve memory for catch-up answer", "peer", p, "bytes", len(out), "err", err)
-		s.Reset()
-		return
-	}
+	out, _ := encMode.Marshal(end)
 	if err := frame.Write(s, out); err != nil {
 		s.Reset()
 	}

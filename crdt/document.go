@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -15,9 +14,6 @@ import (
 
 	"github.com/nova-node/nova-node/crdt/delta"
 )
-
-// maxHeld bounds the deltas a document keeps while it waits for a catch-up.
-const maxHeld = 1024
 
 // Doc is one replicated document. Its state has one owner, mu.
 type Doc struct {
@@ -29,19 +25,12 @@ type Doc struct {
 	dsub   *pubsub.Subscription
 
 	mu       sync.Mutex
-	d        *delta.Doc
-	held     []held
+	log      *docLog
+	marked   bool // the store holds this document in the signed format
 	watchers map[*Watch]struct{}
 	stopped  bool
-	logged   int               // deltas in the store's log since the last snapshot
 	aheadBy  map[peer.ID]claim // what each peer's latest digest showed this node lacking (see claim)
 	catching map[peer.ID]bool  // catch-ups under way, and whether one more was asked for (see catchUpFrom)
-}
-
-type held struct {
-	clock delta.VersionVector
-	x     *delta.Delta
-	src   string
 }
 
 // Change is what a watcher sees: who changed the document, which paths, and
@@ -104,38 +93,38 @@ func (d *Doc) Name() string { return d.name }
 func (d *Doc) Get(path string) (json.RawMessage, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.d.Get(path)
+	return d.log.d.Get(path)
 }
 
 // Values returns every concurrent value at path, the winner first.
 func (d *Doc) Values(path string) []json.RawMessage {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.d.Values(path)
+	return d.log.d.Values(path)
 }
 
 // JSON returns the whole document.
 func (d *Doc) JSON() json.RawMessage {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.d.JSON()
+	return d.log.d.JSON()
 }
 
 // Clock returns the document's vector clock.
 func (d *Doc) Clock() delta.VersionVector {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.d.Clock()
+	return d.log.d.Clock()
 }
 
 // Set writes value (JSON) at path, on behalf of agent.
 func (d *Doc) Set(ctx context.Context, agent, path string, value json.RawMessage) error {
-	return d.mutate(ctx, agent, func() (*delta.Delta, error) { return d.d.Set(path, value) })
+	return d.mutate(ctx, agent, func() (*delta.Delta, error) { return d.log.d.Set(path, value) })
 }
 
 // Delete removes path and everything below it.
 func (d *Doc) Delete(ctx context.Context, agent, path string) error {
-	return d.mutate(ctx, agent, func() (*delta.Delta, error) { return d.d.Delete(path) })
+	return d.mutate(ctx, agent, func() (*delta.Delta, error) { return d.log.d.Delete(path) })
 }
 
 // SetAdd adds elem to the set at path. A path that holds something other
@@ -145,7 +134,7 @@ func (d *Doc) SetAdd(ctx context.Context, agent, path string, elem json.RawMessa
 		if err := d.checkKindLocked("add", path); err != nil {
 			return nil, err
 		}
-		return d.d.SetAdd(path, elem)
+		return d.log.d.SetAdd(path, elem)
 	})
 }
 
@@ -156,7 +145,7 @@ func (d *Doc) SetRemove(ctx context.Context, agent, path string, elem json.RawMe
 		if err := d.checkKindLocked("remove", path); err != nil {
 			return nil, err
 		}
-		return d.d.SetRemove(path, elem)
+		return d.log.d.SetRemove(path, elem)
 	})
 }
 
@@ -167,13 +156,13 @@ func (d *Doc) Incr(ctx context.Context, agent, path string, by int64) error {
 		if err := d.checkKindLocked("incr", path); err != nil {
 			return nil, err
 		}
-		return d.d.Incr(path, by)
+		return d.log.d.Incr(path, by)
 	})
 }
 
-// mutate makes one update: join, persist, notify, then publish. f runs
-// under d.mu, so a rule it checks (checkKindLocked) holds for the state it
-// changes.
+// mutate makes one update: sign, join, persist, notify, then publish. f
+// runs under d.mu, so a rule it checks (checkKindLocked) holds for the
+// state it changes.
 func (d *Doc) mutate(ctx context.Context, agent string, f func() (*delta.Delta, error)) error {
 	if d.m.check != nil {
 		if err := d.m.check(d.name, agent, d.m.h.ID()); err != nil {
@@ -190,52 +179,37 @@ func (d *Doc) mutate(ctx context.Context, agent string, f func() (*delta.Delta, 
 		d.mu.Unlock()
 		return err
 	}
-	d.d.Join(x)
-	if err := d.persistLocked(x); err != nil {
+	u, err := d.log.local(d.m.key, agent, x, time.Now().UnixMilli())
+	if err != nil {
 		d.mu.Unlock()
 		return err
 	}
-	clock := d.d.Clock()
-	d.notifyLocked(Change{Doc: d.name, Source: agent, Paths: x.Paths(), Clock: clock})
-	msg, err := delta.NewSyncMessage(agent, clock, x, time.Now().UnixMilli())
-	var data []byte
-	if err == nil {
-		data, err = delta.EncodeSyncMessage(msg)
-	}
-	d.mu.Unlock()
-	if err != nil {
+	if err := d.persistLocked(u); err != nil {
+		d.mu.Unlock()
 		return err
 	}
-	if err := d.topic.Publish(ctx, data); err != nil {
+	d.notifyLocked(Change{Doc: d.name, Source: agent, Paths: x.Paths(), Clock: d.log.d.Clock()})
+	d.mu.Unlock()
+	if err := d.topic.Publish(ctx, u.Raw); err != nil {
 		// Stored locally; peers will get it by catch-up.
 		d.m.log.Debugw("publish failed; peers will catch up", "doc", d.name, "err", err)
 	}
 	return nil
 }
 
-// persistLocked logs the joined delta x, or writes a snapshot (x == nil,
-// or every snapshotEvery deltas) which empties the log.
-func (d *Doc) persistLocked(x *delta.Delta) error {
-	if x != nil && d.logged < snapshotEvery {
-		b, err := delta.EncodeDelta(x)
-		if err == nil {
-			if err = d.m.store.AppendDelta(d.name, b); err == nil {
-				d.logged++
-				return nil
-			}
-		}
-		if err != nil {
+// persistLocked appends the signed update u to the document's log in the
+// store (the first time, marking the document as stored in the signed
+// format, which empties whatever an older format left).
+func (d *Doc) persistLocked(u *Update) error {
+	if !d.marked {
+		if err := d.m.store.SaveDoc(d.name, storeMarker(nil)); err != nil {
 			return fmt.Errorf("crdt: persist %s: %w", d.name, err)
 		}
+		d.marked = true
 	}
-	b, err := delta.EncodeDoc(d.d)
-	if err != nil {
-		return err
-	}
-	if err := d.m.store.SaveDoc(d.name, b); err != nil {
+	if err := d.m.store.AppendDelta(d.name, u.Raw); err != nil {
 		return fmt.Errorf("crdt: persist %s: %w", d.name, err)
 	}
-	d.logged = 0
 	return nil
 }
 
@@ -249,54 +223,38 @@ func (d *Doc) notifyLocked(c Change) {
 	}
 }
 
-type incoming struct {
-	msg *delta.SyncMessage
-	x   *delta.Delta
-}
-
-// validate is the topic validator (see the package doc).
+// validate is the topic validator: Reject what does not decode, is not
+// signed by the replica whose dots it mints, breaks a rule of updates
+// (DecodeUpdate) or the write rule, or belongs to another document; Ignore
+// what this node already has or cannot check yet (the source's card is
+// unknown here).
 func (d *Doc) validate(_ context.Context, _ peer.ID, pm *pubsub.Message) pubsub.ValidationResult {
 	publisher := pm.GetFrom()
-	msg, err := delta.DecodeSyncMessage(pm.Data)
-	var x *delta.Delta
-	if err == nil {
-		x, err = msg.Delta()
+	u, err := DecodeUpdate(pm.Data)
+	if err == nil && u.Doc != d.name {
+		err = updateErr(CodeInvalidUpdate, nil, "update of document %q on the topic of %q", u.Doc, d.name)
 	}
 	if err != nil {
-		d.m.rejected.Add(1)
-		src := "unknown"
-		if msg != nil {
-			src = msg.SourceAgentID
-		}
-		d.m.log.Debugw("skipping undecodable update", "code", CodeDeserializationFailed, "doc", d.name, "source", src, "peer", publisher, "err", err)
-		return pubsub.ValidationReject
-	}
-	for _, r := range x.Dots().Replicas() {
-		if r != publisher.String() {
-			d.m.log.Debugw("update minting another replica's dots refused", "doc", d.name, "peer", publisher, "replica", r)
-			return pubsub.ValidationReject
-		}
-	}
-	if _, host, ok := strings.Cut(msg.SourceAgentID, "@"); ok && host != publisher.String() {
-		d.m.log.Debugw("update from an agent the publisher does not host refused", "doc", d.name, "source", msg.SourceAgentID, "peer", publisher)
+		d.m.refuse(d.name, publisher, err)
 		return pubsub.ValidationReject
 	}
 	if d.m.check != nil {
-		if err := d.m.check(d.name, msg.SourceAgentID, publisher); err != nil {
+		if err := d.m.check(d.name, u.Agent, u.Signer); err != nil {
 			if errors.Is(err, ErrUnverifiable) {
 				return pubsub.ValidationIgnore
 			}
-			d.m.log.Debugw("update refused", "doc", d.name, "source", msg.SourceAgentID, "peer", publisher, "err", err)
+			d.m.log.Debugw("update refused by the write rule", "doc", d.name, "source", u.Agent, "peer", publisher, "err", err)
 			return pubsub.ValidationReject
 		}
 	}
 	d.mu.Lock()
-	seen := d.d.Seen(x)
+	_, seen := d.log.applied[u.Hash]
+	_, held := d.log.pending[u.Hash]
 	d.mu.Unlock()
-	if seen {
+	if seen || held {
 		return pubsub.ValidationIgnore
 	}
-	pm.ValidatorData = incoming{msg: msg, x: x}
+	pm.ValidatorData = u
 	return pubsub.ValidationAccept
 }
 
@@ -306,24 +264,17 @@ func (d *Doc) readLoop() {
 		if err != nil {
 			return
 		}
-		in, ok := pm.ValidatorData.(incoming)
+		u, ok := pm.ValidatorData.(*Update)
 		if !ok {
 			continue
 		}
-		gap := false
 		d.mu.Lock()
-		if !d.d.Seen(in.x) {
-			if d.d.Ready(in.msg.VectorClock, in.x) {
-				d.applyLocked(in.x, in.msg.SourceAgentID, true)
-				d.drainHeldLocked()
-			} else {
-				if len(d.held) < maxHeld {
-					d.held = append(d.held, held{clock: in.msg.VectorClock, x: in.x, src: in.msg.SourceAgentID})
-				}
-				gap = true
-			}
-		}
+		gap, err := d.addLocked(u, pm.ReceivedFrom, true)
 		d.mu.Unlock()
+		if err != nil {
+			d.m.refuse(d.name, pm.ReceivedFrom, err)
+			continue
+		}
 		if gap {
 			d.m.kickHeld()
 			// Ask the neighbour that forwarded the update (it is connected, and
@@ -341,39 +292,64 @@ func (d *Doc) readLoop() {
 	}
 }
 
-// applyLocked joins a remote delta, persists and notifies.
-func (d *Doc) applyLocked(x *delta.Delta, src string, remote bool) {
-	d.d.Join(x)
-	if err := d.persistLocked(x); err != nil {
-		d.m.log.Errorw("cannot persist a joined update", "doc", d.name, "err", err)
+// addLocked adds a received update to the log, persists and notifies what
+// it applied, and reports equivocations; gap reports that it is held
+// (it names updates this node lacks). Caller holds d.mu.
+func (d *Doc) addLocked(u *Update, from peer.ID, notify bool) (gap bool, err error) {
+	if d.stopped {
+		return false, nil
 	}
-	d.notifyLocked(Change{Doc: d.name, Source: src, Paths: x.Paths(), Clock: d.d.Clock(), Remote: remote})
+	res, err := d.log.add(u, from.String())
+	if err != nil {
+		return false, err
+	}
+	d.afterAddLocked(res, from, notify)
+	return res.pending && !res.duplicate, nil
+}
+
+func (d *Doc) afterAddLocked(res addResult, from peer.ID, notify bool) {
+	for _, a := range res.applied {
+		if err := d.persistLocked(a); err != nil {
+			d.m.log.Errorw("cannot persist a joined update", "doc", d.name, "err", err)
+		}
+		if notify {
+			d.notifyLocked(Change{Doc: d.name, Source: a.Agent, Paths: pathsOf(a), Clock: d.log.d.Clock(), Remote: true})
+		}
+	}
+	for _, r := range res.equivocate {
+		d.m.security(SecurityEvent{Code: CodeEquivocation, Doc: d.name, Peer: from, Replica: r,
+			Detail: fmt.Sprintf("replica %s signed two updates minting the same dots of %s; both are kept and relayed", r, d.name)})
+	}
+	if res.dropped > 0 {
+		d.m.log.Debugw("pending updates dropped", "doc", d.name, "peer", from, "dropped", res.dropped)
+	}
+}
+
+// pathsOf returns the paths an applied update wrote (decoded again from
+// its signed bytes: the log keeps only those).
+func pathsOf(u *Update) []string {
+	v, err := DecodeUpdate(u.Raw)
+	if err != nil || v.Delta == nil {
+		return nil
+	}
+	return v.Delta.Paths()
 }
 
 // holding reports whether d holds updates it cannot apply yet.
 func (d *Doc) holding() bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return len(d.held) > 0
+	return d.log.pendingCount() > 0
 }
 
-// drainHeldLocked joins held deltas that have become ready.
-func (d *Doc) drainHeldLocked() {
-	for progress := true; progress; {
-		progress = false
-		kept := d.held[:0]
-		for _, h := range d.held {
-			switch {
-			case d.d.Seen(h.x):
-			case d.d.Ready(h.clock, h.x):
-				d.applyLocked(h.x, h.src, true)
-				progress = true
-			default:
-				kept = append(kept, h)
-			}
-		}
-		d.held = kept
+// recheck retries held updates (a card they wait for may have arrived).
+func (d *Doc) recheck() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.stopped {
+		return
 	}
+	d.afterAddLocked(d.log.recheck(), "", true)
 }
 
 func (d *Doc) stop() {
@@ -407,13 +383,19 @@ type Info struct {
 	// PeersAhead: a peer's digest shows updates this node has not got yet
 	// (a catch-up is under way).
 	PeersAhead bool `json:"peersAhead"`
+	// Updates is the number of signed updates the document's log holds.
+	Updates int `json:"updates"`
+	// Equivocating lists replicas seen signing two updates with the same
+	// dots (a security event was raised for each).
+	Equivocating []string `json:"equivocating,omitempty"`
 }
 
 // Info returns the document's summary.
 func (d *Doc) Info() Info {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	clock := d.d.Clock()
+	clock := d.log.d.Clock()
 	ahead := d.peersAheadLocked(clock, time.Now())
-	return Info{Name: d.name, Clock: clock, Peers: len(d.topic.ListPeers()), Held: len(d.held), Paths: len(d.d.Paths()), PeersAhead: ahead}
+	return Info{Name: d.name, Clock: clock, Peers: len(d.topic.ListPeers()), Held: d.log.pendingCount(), Paths: len(d.log.d.Paths()),
+		PeersAhead: ahead, Updates: len(d.log.order), Equivocating: d.log.forkedList()}
 }
