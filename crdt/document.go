@@ -230,6 +230,9 @@ func (d *Doc) notifyLocked(c Change) {
 // unknown here).
 func (d *Doc) validate(_ context.Context, _ peer.ID, pm *pubsub.Message) pubsub.ValidationResult {
 	publisher := pm.GetFrom()
+	if publisher == d.m.h.ID() && pm.ReceivedFrom == d.m.h.ID() {
+		return pubsub.ValidationAccept // this node's own update, made and applied by mutate
+	}
 	u, err := DecodeUpdate(pm.Data)
 	if err == nil && u.Doc != d.name {
 		err = updateErr(CodeInvalidUpdate, nil, "update of document %q on the topic of %q", u.Doc, d.name)

@@ -321,6 +321,10 @@ func (m *Manager) openLocked(name string) (*Doc, error) {
 		_ = m.ps.UnregisterTopicValidator(topic)
 		return nil, fmt.Errorf("crdt: join %s: %w", topic, err)
 	}
+	// Rejected updates count against their sender's GossipSub score (when
+	// the node scores peers: otherwise this is refused, and ignored).
+	_ = t.SetScoreParams(&pubsub.TopicScoreParams{TopicWeight: 1, TimeInMeshQuantum: time.Second,
+		InvalidMessageDeliveriesWeight: -100, InvalidMessageDeliveriesDecay: 0.5})
 	sub, err := t.Subscribe(pubsub.WithBufferSize(4096))
 	if err != nil {
 		_ = t.Close()
