@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"github.com/nova-node/nova-node/internal/leakcheck"
 	"github.com/nova-node/nova-node/internal/waitfor"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fxamacker/cbor/v2"
 	"github.com/libp2p/go-libp2p"
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
 	"github.com/libp2p/go-libp2p/core/crypto"
@@ -19,6 +21,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/nova-node/nova-node/crdt"
+	"github.com/nova-node/nova-node/crdt/delta"
 )
 
 type memStore struct {
@@ -79,7 +82,7 @@ type replica struct {
 	stop  func()
 }
 
-func newReplica(t *testing.T, key crypto.PrivKey, store *memStore) *replica {
+func newReplica(t *testing.T, key crypto.PrivKey, store *memStore, opts ...crdt.Option) *replica {
 	t.Helper()
 	if key == nil {
 		key, _, _ = crypto.GenerateEd25519Key(rand.Reader)
@@ -96,7 +99,7 @@ func newReplica(t *testing.T, key crypto.PrivKey, store *memStore) *replica {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := crdt.New(h, ps, "test", store, crdt.WithCatchupInterval(200*time.Millisecond))
+	m, err := crdt.New(h, ps, "test", store, append([]crdt.Option{crdt.WithCatchupInterval(200 * time.Millisecond)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -320,6 +323,65 @@ func TestStoredLogIsSignedUpdates(t *testing.T) {
 	for i, b := range logged {
 		if u, err := crdt.DecodeUpdate(b); err != nil || u.Author != r.h.ID().String() {
 			t.Fatalf("stored entry %d: %v", i, err)
+		}
+	}
+}
+
+// TestLegacyDocumentRepairedOrRefused: a document stored unsigned (an
+// older version's snapshot and delta log, here with a clock claiming this
+// replica's dots up to 2^64-1, which wedged it) is refused with
+// CRDT_LEGACY_DOCUMENT, the store untouched, when no local agent may write
+// it; with one, its content is written again as one signed update, the
+// clock left behind, and the next writes succeed.
+func TestLegacyDocumentRepairedOrRefused(t *testing.T) {
+	key, _, _ := crypto.GenerateEd25519Key(rand.Reader)
+	self, _ := peer.IDFromPrivateKey(key)
+	legacy := func() *memStore {
+		old, _ := delta.New("someone")
+		if _, err := old.Apply(old.Set("/goal", json.RawMessage(`"ship"`))); err != nil {
+			t.Fatal(err)
+		}
+		// A wedge: a delta claiming this replica's dots up to 2^64-1.
+		const top = ^uint64(0)
+		logged, err := cbor.Marshal([]any{1, 2, []string{self.String()}, []uint64{0, 1, top}, []uint64{0, top, top}, 1,
+			[]any{[]any{"/n", []any{[]any{0, top, 1, "1"}}, []any{}, []any{}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if x, err := delta.DecodeDelta(logged); err != nil || x.Context().Max(self.String()) != top {
+			t.Fatalf("the wedging delta: %v", err)
+		}
+		state, _ := delta.EncodeDoc(old)
+		return &memStore{docs: map[string][]byte{"old": state}, logs: map[string][][]byte{"old": {logged}}}
+	}
+	st := legacy()
+	r := newReplica(t, key, st)
+	_, err := r.m.Open(context.Background(), "old")
+	var le *crdt.LegacyError
+	if !errors.As(err, &le) || le.Code() != crdt.CodeLegacyDocument {
+		t.Fatalf("opening an unsigned document without a repair agent: %v", err)
+	}
+	if _, logged, _ := st.LoadDoc("old"); len(logged) != 1 {
+		t.Fatal("the refused document's store was changed")
+	}
+	r.stop()
+
+	st = legacy()
+	r = newReplica(t, key, st, crdt.WithLegacyRepair(func(string) (string, bool) { return "w@" + self.String(), true }))
+	d := open(t, r, "old")
+	if got := string(d.JSON()); got != `{"goal":"ship","n":1}` {
+		t.Fatalf("repaired: %s", got)
+	}
+	if err := d.Set(context.Background(), "w@"+self.String(), "/goal", json.RawMessage(`"shipped"`)); err != nil {
+		t.Fatalf("a write after the repair: %v", err)
+	}
+	state, logged, _ := st.LoadDoc("old")
+	if _, err := delta.DecodeDoc(state); err == nil {
+		t.Fatal("the store still holds an unsigned state")
+	}
+	for _, b := range logged {
+		if _, err := crdt.DecodeUpdate(b); err != nil {
+			t.Fatalf("a logged entry after the repair: %v", err)
 		}
 	}
 }
