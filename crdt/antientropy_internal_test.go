@@ -15,6 +15,7 @@ type nopStore struct{}
 
 func (nopStore) LoadDoc(string) ([]byte, [][]byte, error) { return nil, nil, nil }
 func (nopStore) AppendDelta(string, []byte) error         { return nil }
+func (nopStore) AppendDeltas(string, [][]byte) error      { return nil }
 func (nopStore) SaveDoc(string, []byte) error             { return nil }
 func (nopStore) DocNames() ([]string, error)              { return nil, nil }
 
@@ -62,7 +63,7 @@ func TestAntiEntropyWakesOnlyForHeldUpdates(t *testing.T) {
 	}
 	d.mu.Lock()
 	waiting := &Update{Raw: []byte{1}, Hash: Hash{1}, Doc: "doc", First: 2, Last: 2, Prev: Hash{9}} // its prev never comes
-	d.log.hold(waiting, "p", false)
+	d.log.hold(waiting, "p", false, waiting.Prev)
 	d.mu.Unlock()
 	m.kickHeld()
 	start := time.Now()

@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
@@ -27,6 +29,9 @@ import (
 type catchupReq struct {
 	Doc     string        `cbor:"d"`
 	Holding []summaryWire `cbor:"h,omitempty"`
+	// Pending are the hashes of updates the asker holds already but
+	// cannot apply yet (it lacks what they name): not to be sent again.
+	Pending [][]byte `cbor:"p,omitempty"`
 }
 
 type summaryWire struct {
@@ -34,6 +39,8 @@ type summaryWire struct {
 	Replica string
 	Last    uint64
 	Digest  []byte
+	Head    []byte
+	Forked  bool
 }
 
 type catchupFrame struct {
@@ -49,6 +56,7 @@ const (
 	catchupRequestMax = 8 << 20
 	catchupFrameMax   = MaxUpdateSize + 64
 	catchupMaxUpdates = 1 << 20
+	catchupReadWindow = 1 << 20
 )
 
 var errBadDocName = errors.New("crdt: bad document name")
@@ -75,9 +83,17 @@ func decodeCatchupRequest(body []byte) (catchupReq, error) {
 	if len(req.Holding) > delta.MaxClockEntries {
 		return catchupReq{}, errors.New("crdt: catch-up request names too many replicas")
 	}
+	if len(req.Pending) > maxPending {
+		return catchupReq{}, errors.New("crdt: catch-up request names too many pending updates")
+	}
+	for _, h := range req.Pending {
+		if len(h) != len(Hash{}) {
+			return catchupReq{}, errors.New("crdt: bad pending hash in catch-up request")
+		}
+	}
 	for i, h := range req.Holding {
 		if (i > 0 && req.Holding[i-1].Replica >= h.Replica) || h.Replica == "" || len(h.Replica) > maxReplicaLen ||
-			h.Last > MaxSeq || len(h.Digest) != len(Hash{}) {
+			h.Last > MaxSeq || len(h.Digest) != len(Hash{}) || len(h.Head) != len(Hash{}) {
 			return catchupReq{}, errors.New("crdt: bad catch-up request summary")
 		}
 	}
@@ -87,8 +103,9 @@ func decodeCatchupRequest(body []byte) (catchupReq, error) {
 func (req catchupReq) summary() []replicaSummary {
 	out := make([]replicaSummary, len(req.Holding))
 	for i, h := range req.Holding {
-		out[i] = replicaSummary{Replica: h.Replica, Last: h.Last}
+		out[i] = replicaSummary{Replica: h.Replica, Last: h.Last, Forked: h.Forked}
 		copy(out[i].Digest[:], h.Digest)
+		copy(out[i].Head[:], h.Head)
 	}
 	return out
 }
@@ -96,7 +113,7 @@ func (req catchupReq) summary() []replicaSummary {
 func summaryToWire(s []replicaSummary) []summaryWire {
 	out := make([]summaryWire, len(s))
 	for i, r := range s {
-		out[i] = summaryWire{Replica: r.Replica, Last: r.Last, Digest: bytes.Clone(r.Digest[:])}
+		out[i] = summaryWire{Replica: r.Replica, Last: r.Last, Digest: bytes.Clone(r.Digest[:]), Head: bytes.Clone(r.Head[:]), Forked: r.Forked}
 	}
 	return out
 }
@@ -182,8 +199,12 @@ func (d *Doc) catchUp(ctx context.Context, p peer.ID) error {
 	defer s.Close()
 	d.mu.Lock()
 	holding := d.log.summary()
+	var pending [][]byte
+	for h := range d.log.pending {
+		pending = append(pending, bytes.Clone(h[:]))
+	}
 	d.mu.Unlock()
-	req, err := encMode.Marshal(catchupReq{Doc: d.name, Holding: summaryToWire(holding)})
+	req, err := encMode.Marshal(catchupReq{Doc: d.name, Holding: summaryToWire(holding), Pending: pending})
 	if err != nil {
 		s.Reset()
 		return err
@@ -193,7 +214,9 @@ func (d *Doc) catchUp(ctx context.Context, p peer.ID) error {
 		return err
 	}
 	_ = s.CloseWrite()
-	ar := newAnswerReader(mem.CountReads(s, catchupFrameMax+frame.MaxVarintLen))
+	// The reservation follows what is read, up to catchupReadWindow: the
+	// answer is read one frame at a time, most of them small.
+	ar := newAnswerReader(mem.CountReads(s, catchupReadWindow))
 	for {
 		b, done, err := ar.next()
 		if err != nil {
@@ -204,6 +227,7 @@ func (d *Doc) catchUp(ctx context.Context, p peer.ID) error {
 			return fmt.Errorf("crdt: catch-up answer from %s: %w", p, err)
 		}
 		if done {
+			d.flush()
 			return nil
 		}
 		if err := d.addCaughtUp(b, p); err != nil {
@@ -215,6 +239,12 @@ func (d *Doc) catchUp(ctx context.Context, p peer.ID) error {
 
 // addCaughtUp verifies and adds one update of a catch-up answer from p.
 func (d *Doc) addCaughtUp(b []byte, p peer.ID) error {
+	d.mu.Lock()
+	known := d.log.has(sha256.Sum256(b))
+	d.mu.Unlock()
+	if known {
+		return nil
+	}
 	u, err := DecodeUpdate(b)
 	if err == nil && u.Doc != d.name {
 		err = updateErr(CodeInvalidUpdate, nil, "update of document %q in an answer for %q", u.Doc, d.name)
@@ -263,29 +293,41 @@ func (m *Manager) serve(s network.Stream) {
 		d.mu.Lock()
 		ups = d.log.since(req.summary())
 		d.mu.Unlock()
+		if len(req.Pending) > 0 {
+			skip := make(map[Hash]bool, len(req.Pending))
+			for _, h := range req.Pending {
+				skip[Hash(h)] = true
+			}
+			ups = slices.DeleteFunc(ups, func(u *Update) bool { return skip[u.Hash] })
+		}
 	}
 	held := mem.Held()
+	bw := bufio.NewWriterSize(s, 64<<10)
 	for _, u := range ups {
 		out, err := encMode.Marshal(catchupFrame{Update: u.Raw})
 		if err != nil {
 			s.Reset()
 			return
 		}
-		if len(out) > held {
-			if err := mem.Grow(len(out)); err != nil {
+		if len(out)+bw.Size() > held {
+			if err := mem.Grow(len(out) + bw.Size()); err != nil {
 				m.log.Debugw("cannot reserve memory for catch-up answer", "peer", p, "bytes", len(out), "err", err)
 				s.Reset()
 				return
 			}
-			held = len(out)
+			held = len(out) + bw.Size()
 		}
-		if err := frame.Write(s, out); err != nil {
+		if err := frame.Write(bw, out); err != nil {
 			s.Reset()
 			return
 		}
 	}
 	out, _ := encMode.Marshal(end)
-	if err := frame.Write(s, out); err != nil {
+	if err := frame.Write(bw, out); err != nil {
+		s.Reset()
+		return
+	}
+	if err := bw.Flush(); err != nil {
 		s.Reset()
 	}
 }

@@ -2,6 +2,7 @@ package crdt
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,7 +10,6 @@ import (
 	"time"
 
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
-	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/nova-node/nova-node/crdt/delta"
@@ -31,6 +31,19 @@ type Doc struct {
 	stopped  bool
 	aheadBy  map[peer.ID]claim // what each peer's latest digest showed this node lacking (see claim)
 	catching map[peer.ID]bool  // catch-ups under way, and whether one more was asked for (see catchUpFrom)
+	gapPeer  peer.ID           // the neighbour that forwarded the last update held for a gap
+	unsaved  [][]byte          // received updates applied, not yet in the store (see flushLocked)
+	saved    time.Time         // when unsaved was last written
+}
+
+// takeGapPeer returns and forgets the neighbour that forwarded the last
+// update held for a gap.
+func (d *Doc) takeGapPeer() peer.ID {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	p := d.gapPeer
+	d.gapPeer = ""
+	return p
 }
 
 // Change is what a watcher sees: who changed the document, which paths, and
@@ -197,20 +210,66 @@ func (d *Doc) mutate(ctx context.Context, agent string, f func() (*delta.Delta, 
 	return nil
 }
 
-// persistLocked appends the signed update u to the document's log in the
-// store (the first time, marking the document as stored in the signed
-// format, which empties whatever an older format left).
+// persistLocked appends this node's signed update u to the document's
+// log in the store, with the received updates not written yet, before u
+// is published: a replica's own dots are never published unpersisted.
 func (d *Doc) persistLocked(u *Update) error {
+	d.unsaved = append(d.unsaved, u.Raw)
+	return d.flushLocked()
+}
+
+// Received updates are written in batches (flushLocked): at most
+// saveBatch of them, or saveEvery after the first, and at the end of each
+// catch-up answer, each anti-entropy round and when the document stops. A
+// node that crashes loses at most those, which its peers still hold and
+// catch-up brings back; one store transaction per received update made
+// the store, not the network, the bottleneck of a busy document.
+const (
+	saveBatch = 256
+	saveEvery = 100 * time.Millisecond
+)
+
+// queueLocked records a received update applied, writing the batch when
+// it is due.
+func (d *Doc) queueLocked(u *Update) {
+	if len(d.unsaved) == 0 {
+		d.saved = time.Now()
+	}
+	d.unsaved = append(d.unsaved, u.Raw)
+	if len(d.unsaved) >= saveBatch || time.Since(d.saved) >= saveEvery {
+		if err := d.flushLocked(); err != nil {
+			d.m.log.Errorw("cannot persist joined updates", "doc", d.name, "err", err)
+		}
+	}
+}
+
+// flushLocked writes the unsaved updates to the store (the first time,
+// marking the document as stored in the signed format, which empties
+// whatever an older format left).
+func (d *Doc) flushLocked() error {
+	if len(d.unsaved) == 0 {
+		return nil
+	}
 	if !d.marked {
 		if err := d.m.store.SaveDoc(d.name, storeMarker(nil)); err != nil {
 			return fmt.Errorf("crdt: persist %s: %w", d.name, err)
 		}
 		d.marked = true
 	}
-	if err := d.m.store.AppendDelta(d.name, u.Raw); err != nil {
+	if err := d.m.store.AppendDeltas(d.name, d.unsaved); err != nil {
 		return fmt.Errorf("crdt: persist %s: %w", d.name, err)
 	}
+	d.unsaved = nil
 	return nil
+}
+
+// flush writes the unsaved updates.
+func (d *Doc) flush() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.flushLocked(); err != nil {
+		d.m.log.Errorw("cannot persist joined updates", "doc", d.name, "err", err)
+	}
 }
 
 func (d *Doc) notifyLocked(c Change) {
@@ -233,6 +292,12 @@ func (d *Doc) validate(_ context.Context, _ peer.ID, pm *pubsub.Message) pubsub.
 	if publisher == d.m.h.ID() && pm.ReceivedFrom == d.m.h.ID() {
 		return pubsub.ValidationAccept // this node's own update, made and applied by mutate
 	}
+	d.mu.Lock()
+	known := d.log.has(sha256.Sum256(pm.Data))
+	d.mu.Unlock()
+	if known {
+		return pubsub.ValidationIgnore // before paying for the signature
+	}
 	u, err := DecodeUpdate(pm.Data)
 	if err == nil && u.Doc != d.name {
 		err = updateErr(CodeInvalidUpdate, nil, "update of document %q on the topic of %q", u.Doc, d.name)
@@ -249,13 +314,6 @@ func (d *Doc) validate(_ context.Context, _ peer.ID, pm *pubsub.Message) pubsub.
 			d.m.log.Debugw("update refused by the write rule", "doc", d.name, "source", u.Agent, "peer", publisher, "err", err)
 			return pubsub.ValidationReject
 		}
-	}
-	d.mu.Lock()
-	_, seen := d.log.applied[u.Hash]
-	_, held := d.log.pending[u.Hash]
-	d.mu.Unlock()
-	if seen || held {
-		return pubsub.ValidationIgnore
 	}
 	pm.ValidatorData = u
 	return pubsub.ValidationAccept
@@ -279,18 +337,14 @@ func (d *Doc) readLoop() {
 			continue
 		}
 		if gap {
-			d.m.kickHeld()
-			// Ask the neighbour that forwarded the update (it is connected, and
-			// has what the update depends on, or will soon), and the publisher
-			// too when it is a direct peer.
-			for _, p := range []peer.ID{pm.ReceivedFrom, pm.GetFrom()} {
-				if p != "" && d.m.h.Network().Connectedness(p) == network.Connected {
-					d.catchUpFrom(p)
-				}
-				if pm.ReceivedFrom == pm.GetFrom() {
-					break
-				}
-			}
+			// What the update names is most likely still on its way by
+			// gossip: the next fast anti-entropy round (200 ms) asks the
+			// neighbour that forwarded it (connected, and holding what it
+			// names, or soon) for whatever is still missing then. Asking at
+			// once fetched, under load, mostly updates already in flight.
+			d.mu.Lock()
+			d.gapPeer = pm.ReceivedFrom
+			d.mu.Unlock()
 		}
 	}
 }
@@ -307,14 +361,16 @@ func (d *Doc) addLocked(u *Update, from peer.ID, notify bool) (gap bool, err err
 		return false, err
 	}
 	d.afterAddLocked(res, from, notify)
-	return res.pending && !res.duplicate, nil
+	gap = res.pending && !res.duplicate
+	if gap {
+		d.m.kickHeld() // fast anti-entropy rounds retry it while it waits
+	}
+	return gap, nil
 }
 
 func (d *Doc) afterAddLocked(res addResult, from peer.ID, notify bool) {
 	for _, a := range res.applied {
-		if err := d.persistLocked(a); err != nil {
-			d.m.log.Errorw("cannot persist a joined update", "doc", d.name, "err", err)
-		}
+		d.queueLocked(a)
 		if notify {
 			d.notifyLocked(Change{Doc: d.name, Source: a.Agent, Paths: pathsOf(a), Clock: d.log.d.Clock(), Remote: true})
 		}
@@ -328,15 +384,8 @@ func (d *Doc) afterAddLocked(res addResult, from peer.ID, notify bool) {
 	}
 }
 
-// pathsOf returns the paths an applied update wrote (decoded again from
-// its signed bytes: the log keeps only those).
-func pathsOf(u *Update) []string {
-	v, err := DecodeUpdate(u.Raw)
-	if err != nil || v.Delta == nil {
-		return nil
-	}
-	return v.Delta.Paths()
-}
+// pathsOf returns the paths an applied update wrote.
+func pathsOf(u *Update) []string { return u.paths }
 
 // holding reports whether d holds updates it cannot apply yet.
 func (d *Doc) holding() bool {
@@ -362,6 +411,9 @@ func (d *Doc) stop() {
 		return
 	}
 	d.stopped = true
+	if err := d.flushLocked(); err != nil {
+		d.m.log.Errorw("cannot persist joined updates", "doc", d.name, "err", err)
+	}
 	for w := range d.watchers {
 		delete(d.watchers, w)
 		close(w.c)

@@ -323,13 +323,13 @@ func TestCatchupDecodeLimits(t *testing.T) {
 	}
 }
 
-// padTo encodes m with an extra byte-string field "p" that makes it exactly
+// padTo encodes m with an extra byte-string field "pad" that makes it exactly
 // size bytes long (decoders skip fields they do not know).
 func padTo(tb testing.TB, m map[string]any, size int) []byte {
 	tb.Helper()
 	pad := size
 	for range 4 {
-		m["p"] = make([]byte, max(pad, 0))
+		m["pad"] = make([]byte, max(pad, 0))
 		b := mustCBOR(tb, m)
 		if len(b) == size {
 			return b

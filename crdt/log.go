@@ -45,6 +45,7 @@ type docLog struct {
 	digests  map[string]digestOf  // cache of replicaDigest
 
 	pending     map[Hash]*pend
+	waitingOn   map[Hash][]*pend // held updates by the first update they lack
 	arrivals    uint64
 	pendingSize int
 	perPeer     map[string]*peerShare
@@ -59,6 +60,7 @@ type pend struct {
 	from    string
 	arrival uint64
 	waiting bool // the write rule could not be checked yet
+	on      Hash // else: the update it waits for (see waitingOn)
 }
 
 type peerShare struct{ n, bytes int }
@@ -74,7 +76,7 @@ func newDocLog(doc, self string) (*docLog, error) {
 		return nil, err
 	}
 	return &docLog{doc: doc, self: self, d: d, applied: map[Hash]*Update{}, byAuthor: map[string][]*Update{},
-		forked: map[string]bool{}, digests: map[string]digestOf{}, pending: map[Hash]*pend{}, perPeer: map[string]*peerShare{}}, nil
+		forked: map[string]bool{}, digests: map[string]digestOf{}, pending: map[Hash]*pend{}, waitingOn: map[Hash][]*pend{}, perPeer: map[string]*peerShare{}}, nil
 }
 
 // addResult is what add did with an update.
@@ -104,56 +106,93 @@ func (l *docLog) add(u *Update, from string) (addResult, error) {
 		res.duplicate, res.pending = true, true
 		return res, nil
 	}
-	waiting := false
 	if l.allow != nil {
 		if err := l.allow(u); errors.Is(err, ErrUnverifiable) {
-			waiting = true
+			res.pending = true
+			res.dropped = l.hold(u, from, true, Hash{})
+			return res, nil
 		} else if err != nil {
 			return res, err
 		}
 	}
-	if !waiting {
-		ready, err := l.ready(u)
-		if err != nil {
-			return res, err
-		}
-		if ready {
-			l.apply(u, &res)
-			l.drain(&res)
-			return res, nil
-		}
+	lack, ok, err := l.missing(u)
+	if err != nil {
+		return res, err
+	}
+	if ok {
+		l.apply(u, &res)
+		return res, nil
+	}
+	if !l.forked[u.Author] && u.First <= l.digest(u.Author).last {
+		// A second update of dots this node holds another update of.
+		l.forked[u.Author] = true
+		res.equivocate = append(res.equivocate, u.Author)
 	}
 	res.pending = true
-	res.dropped = l.hold(u, from, waiting)
+	res.dropped = l.hold(u, from, false, lack)
 	return res, nil
 }
 
-// ready reports whether l holds u's Prev and every Dep, each the update
-// it claims to be (an error when one is not).
-func (l *docLog) ready(u *Update) (bool, error) {
+// missing returns the first of u's Prev and Deps that l lacks (ok false),
+// having checked that each it holds is the update u claims (an error when
+// one is not).
+func (l *docLog) missing(u *Update) (lack Hash, ok bool, err error) {
 	if u.First > 1 {
 		p, ok := l.applied[u.Prev]
 		if !ok {
-			return false, nil
+			return u.Prev, false, nil
 		}
 		if p.Author != u.Author || p.Last != u.First-1 {
-			return false, updateErr(CodeInvalidUpdate, nil, "prev %s is not %.16s's update ending at %d", u.Prev, u.Author, u.First-1)
+			return Hash{}, false, updateErr(CodeInvalidUpdate, nil, "prev %s is not %.16s's update ending at %d", u.Prev, u.Author, u.First-1)
 		}
 	}
 	for _, d := range u.Deps {
 		p, ok := l.applied[d.Hash]
 		if !ok {
-			return false, nil
+			return d.Hash, false, nil
 		}
 		if p.Author != d.Replica || d.Seq < p.First || d.Seq > p.Last {
-			return false, updateErr(CodeInvalidUpdate, nil, "dep %s is not %.16s's update holding %d", d.Hash, d.Replica, d.Seq)
+			return Hash{}, false, updateErr(CodeInvalidUpdate, nil, "dep %s is not %.16s's update holding %d", d.Hash, d.Replica, d.Seq)
 		}
 	}
-	return true, nil
+	return Hash{}, true, nil
 }
 
+// apply joins u, then every held update it makes ready, in turn.
 func (l *docLog) apply(u *Update, res *addResult) {
-	l.d.Join(u.Delta)
+	l.applyOne(u, res)
+	queue := []Hash{u.Hash}
+	for len(queue) > 0 {
+		h := queue[0]
+		queue = queue[1:]
+		ps := l.waitingOn[h]
+		delete(l.waitingOn, h)
+		for _, p := range ps {
+			if l.pending[p.u.Hash] != p {
+				continue
+			}
+			p.on = Hash{}
+			lack, ok, err := l.missing(p.u)
+			switch {
+			case err != nil:
+				l.unhold(p)
+			case ok:
+				l.unhold(p)
+				l.applyOne(p.u, res)
+				queue = append(queue, p.u.Hash)
+			default:
+				p.on = lack
+				l.waitingOn[lack] = append(l.waitingOn[lack], p)
+			}
+		}
+	}
+}
+
+func (l *docLog) applyOne(u *Update, res *addResult) {
+	if u.Delta != nil {
+		u.paths = u.Delta.Paths()
+		l.d.Join(u.Delta)
+	}
 	u.Delta = nil // the joined state holds it; Raw is what is kept
 	l.applied[u.Hash] = u
 	l.order = append(l.order, u)
@@ -165,16 +204,10 @@ func (l *docLog) apply(u *Update, res *addResult) {
 	l.byAuthor[u.Author] = list
 	delete(l.digests, u.Author)
 	if !l.forked[u.Author] {
-		for j := i - 1; j >= 0; j-- {
-			if o := list[j]; o.Last >= u.First {
-				l.forked[u.Author] = true
-				break
-			}
-			if !l.forked[u.Author] {
-				break
-			}
+		if i > 0 && list[i-1].Last >= u.First {
+			l.forked[u.Author] = true
 		}
-		if j := i + 1; j < len(list) && list[j].First <= u.Last {
+		if i+1 < len(list) && list[i+1].First <= u.Last {
 			l.forked[u.Author] = true
 		}
 		if l.forked[u.Author] {
@@ -184,17 +217,17 @@ func (l *docLog) apply(u *Update, res *addResult) {
 	res.applied = append(res.applied, u)
 }
 
-// hold keeps u pending, dropping the oldest pending updates (of from, then
-// of the document) beyond the bounds; it returns how many it dropped.
-func (l *docLog) hold(u *Update, from string, waiting bool) int {
+// hold keeps u pending, waiting for the update hashed on (or, waiting,
+// for the write rule to be checkable), dropping the oldest pending updates
+// (of from, then of the document) beyond the bounds; it returns how many
+// it dropped.
+func (l *docLog) hold(u *Update, from string, waiting bool, on Hash) int {
 	dropped := 0
 	size := len(u.Raw)
-	share := l.perPeer[from]
-	if share == nil {
-		share = &peerShare{}
-		l.perPeer[from] = share
+	if size > maxPendingPeerBytes {
+		return 0
 	}
-	for share.n > 0 && (share.n+1 > maxPendingPeer || share.bytes+size > maxPendingPeerBytes) {
+	for l.perPeer[from] != nil && (l.perPeer[from].n+1 > maxPendingPeer || l.perPeer[from].bytes+size > maxPendingPeerBytes) {
 		l.dropOldest(from)
 		dropped++
 	}
@@ -202,11 +235,18 @@ func (l *docLog) hold(u *Update, from string, waiting bool) int {
 		l.dropOldest("")
 		dropped++
 	}
-	if size > maxPendingPeerBytes {
-		return dropped
+	share := l.perPeer[from]
+	if share == nil {
+		share = &peerShare{}
+		l.perPeer[from] = share
 	}
 	l.arrivals++
-	l.pending[u.Hash] = &pend{u: u, from: from, arrival: l.arrivals, waiting: waiting}
+	p := &pend{u: u, from: from, arrival: l.arrivals, waiting: waiting}
+	l.pending[u.Hash] = p
+	if !waiting {
+		p.on = on
+		l.waitingOn[on] = append(l.waitingOn[on], p)
+	}
 	l.pendingSize += size
 	share.n++
 	share.bytes += size
@@ -227,6 +267,14 @@ func (l *docLog) dropOldest(from string) {
 
 func (l *docLog) unhold(p *pend) {
 	delete(l.pending, p.u.Hash)
+	if ws, ok := l.waitingOn[p.on]; ok {
+		ws = slices.DeleteFunc(ws, func(q *pend) bool { return q == p })
+		if len(ws) == 0 {
+			delete(l.waitingOn, p.on)
+		} else {
+			l.waitingOn[p.on] = ws
+		}
+	}
 	l.pendingSize -= len(p.u.Raw)
 	if s := l.perPeer[p.from]; s != nil {
 		s.n--
@@ -237,44 +285,43 @@ func (l *docLog) unhold(p *pend) {
 	}
 }
 
-// drain applies pending updates that have become ready, and drops those
-// found invalid or refused.
-func (l *docLog) drain(res *addResult) {
-	for progress := true; progress; {
-		progress = false
-		ps := make([]*pend, 0, len(l.pending))
-		for _, p := range l.pending {
-			ps = append(ps, p)
-		}
-		slices.SortFunc(ps, func(a, b *pend) int { return cmp.Compare(a.arrival, b.arrival) })
-		for _, p := range ps {
-			if p.waiting {
-				if err := l.allow(p.u); errors.Is(err, ErrUnverifiable) {
-					continue
-				} else if err != nil {
-					l.unhold(p)
-					continue
-				}
-				p.waiting = false
-			}
-			ready, err := l.ready(p.u)
-			if err != nil {
-				l.unhold(p)
-				continue
-			}
-			if ready {
-				l.unhold(p)
-				l.apply(p.u, res)
-				progress = true
-			}
-		}
-	}
-}
-
-// recheck retries the pending updates (a card may have arrived).
+// recheck retries the held updates that wait for the write rule (a card
+// may have arrived): each now allowed waits for what it names, or
+// applies; each now refused is dropped.
 func (l *docLog) recheck() addResult {
 	var res addResult
-	l.drain(&res)
+	var ps []*pend
+	for _, p := range l.pending {
+		if p.waiting {
+			ps = append(ps, p)
+		}
+	}
+	slices.SortFunc(ps, func(a, b *pend) int { return cmp.Compare(a.arrival, b.arrival) })
+	for _, p := range ps {
+		if l.pending[p.u.Hash] != p {
+			continue
+		}
+		err := l.allow(p.u)
+		if errors.Is(err, ErrUnverifiable) {
+			continue
+		}
+		if err != nil {
+			l.unhold(p)
+			continue
+		}
+		p.waiting = false
+		lack, ok, err := l.missing(p.u)
+		switch {
+		case err != nil:
+			l.unhold(p)
+		case ok:
+			l.unhold(p)
+			l.apply(p.u, &res)
+		default:
+			p.on = lack
+			l.waitingOn[lack] = append(l.waitingOn[lack], p)
+		}
+	}
 	return res
 }
 
@@ -331,26 +378,41 @@ func (l *docLog) local(key crypto.PrivKey, agent string, x *delta.Delta, now int
 	}
 	var res addResult
 	l.apply(u, &res)
-	l.drain(&res)
 	return u, nil
 }
 
-// summary is what a catch-up request says this node holds: per replica,
-// the highest dot of its applied updates and the digest of their hashes.
+// replicaSummary is what a catch-up request says this node holds of one
+// replica: the highest dot of its applied updates, the digest of their
+// hashes, the hash of the update holding that dot (its head), and whether
+// it has seen the replica equivocate.
 type replicaSummary struct {
 	Replica string
 	Last    uint64
 	Digest  Hash
+	Head    Hash
+	Forked  bool
 }
 
 func (l *docLog) summary() []replicaSummary {
 	out := make([]replicaSummary, 0, len(l.byAuthor))
 	for r := range l.byAuthor {
 		dg := l.digest(r)
-		out = append(out, replicaSummary{Replica: r, Last: dg.last, Digest: dg.sum})
+		out = append(out, replicaSummary{Replica: r, Last: dg.last, Digest: dg.sum, Head: l.head(r).Hash, Forked: l.forked[r]})
 	}
 	slices.SortFunc(out, func(a, b replicaSummary) int { return cmp.Compare(a.Replica, b.Replica) })
 	return out
+}
+
+// head returns the applied update of r holding r's highest dot (of two,
+// the one sorted last).
+func (l *docLog) head(r string) *Update {
+	var h *Update
+	for _, u := range l.byAuthor[r] {
+		if h == nil || u.Last >= h.Last {
+			h = u
+		}
+	}
+	return h
 }
 
 // digest returns r's highest dot and the SHA-256 of the sorted hashes of
@@ -359,66 +421,76 @@ func (l *docLog) digest(r string) digestOf {
 	if dg, ok := l.digests[r]; ok {
 		return dg
 	}
-	dg := digestUpTo(l.byAuthor[r], MaxSeq+1)
-	l.digests[r] = dg
-	return dg
-}
-
-// digestUpTo digests the updates of list ending at or below last.
-func digestUpTo(list []*Update, last uint64) digestOf {
+	list := l.byAuthor[r]
 	hs := make([]Hash, 0, len(list))
 	var top uint64
 	for _, u := range list {
-		if u.Last <= last {
-			hs = append(hs, u.Hash)
-			top = max(top, u.Last)
-		}
+		hs = append(hs, u.Hash)
+		top = max(top, u.Last)
 	}
 	slices.SortFunc(hs, func(a, b Hash) int { return bytes.Compare(a[:], b[:]) })
 	h := sha256.New()
 	for _, x := range hs {
 		h.Write(x[:])
 	}
-	var dg digestOf
-	dg.last = top
+	dg := digestOf{last: top}
 	copy(dg.sum[:], h.Sum(nil))
+	l.digests[r] = dg
 	return dg
 }
 
 // since returns, in applied order, the updates a node whose summary is
-// theirs lacks: per replica, those past its highest dot when it holds the
-// same updates up to there, else all of that replica's (it holds a
-// different history: one of them equivocated, and both must end with
-// every update).
+// theirs lacks. Per replica r:
+//   - it holds none of r's: all of them;
+//   - the same updates (equal digests): none;
+//   - either side has seen r equivocate: all of r's (so both end with
+//     every history of r; the receiver skips what it holds by hash);
+//   - this node holds their head: they hold a chain this node holds, so
+//     the updates past their highest dot;
+//   - else they are ahead, or on another history of r: this node's head
+//     of r alone, which they either hold or, holding another update of
+//     those dots, see as an equivocation (and ask again for all of r's).
 func (l *docLog) since(theirs []replicaSummary) []*Update {
 	have := make(map[string]replicaSummary, len(theirs))
 	for _, s := range theirs {
 		have[s.Replica] = s
 	}
 	from := make(map[string]uint64, len(l.byAuthor)) // send r's updates ending above from[r]
+	only := map[Hash]bool{}
 	for r := range l.byAuthor {
 		s, ok := have[r]
 		switch {
 		case !ok:
 			from[r] = 0
 		case s.Digest == l.digest(r).sum:
-			continue
-		case digestUpTo(l.byAuthor[r], s.Last) == digestOf{last: s.Last, sum: s.Digest}:
+		case s.Forked || l.forked[r]:
+			from[r] = 0
+		case l.applied[s.Head] != nil && l.applied[s.Head].Author == r:
 			from[r] = s.Last
 		default:
-			from[r] = 0
+			only[l.head(r).Hash] = true
 		}
 	}
-	var out []*Update
-	if len(from) == 0 {
+	if len(from) == 0 && len(only) == 0 {
 		return nil
 	}
+	var out []*Update
 	for _, u := range l.order {
-		if f, ok := from[u.Author]; ok && u.Last > f {
+		if f, ok := from[u.Author]; (ok && u.Last > f) || only[u.Hash] {
 			out = append(out, u)
 		}
 	}
 	return out
+}
+
+// has reports whether l holds (applied or pending) the update whose signed
+// bytes hash to h: a receiver checks this before paying for verification.
+func (l *docLog) has(h Hash) bool {
+	_, ok := l.applied[h]
+	if !ok {
+		_, ok = l.pending[h]
+	}
+	return ok
 }
 
 // pendingCount is how many updates wait.

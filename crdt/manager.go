@@ -15,6 +15,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/event"
 	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
 	"go.uber.org/zap"
@@ -55,6 +56,8 @@ type Store interface {
 	LoadDoc(name string) (state []byte, deltas [][]byte, err error)
 	// AppendDelta logs one entry: a signed update.
 	AppendDelta(name string, delta []byte) error
+	// AppendDeltas logs entries in order, in one transaction.
+	AppendDeltas(name string, deltas [][]byte) error
 	// SaveDoc replaces the state record and empties the log, atomically.
 	SaveDoc(name string, state []byte) error
 	DocNames() ([]string, error)
@@ -407,6 +410,7 @@ func (m *Manager) antiEntropy() {
 		}
 		holding := false
 		for _, d := range m.Docs() {
+			d.flush()
 			h := d.holding()
 			if due || h {
 				d.recheck()
@@ -414,6 +418,10 @@ func (m *Manager) antiEntropy() {
 			}
 			holding = holding || h
 			if !due && !h {
+				continue
+			}
+			if p := d.takeGapPeer(); h && p != "" && m.h.Network().Connectedness(p) == network.Connected {
+				d.catchUpFrom(p)
 				continue
 			}
 			peers := d.topic.ListPeers()

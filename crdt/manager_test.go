@@ -48,6 +48,15 @@ func (s *memStore) AppendDelta(n string, b []byte) error {
 	return nil
 }
 
+func (s *memStore) AppendDeltas(n string, bs [][]byte) error {
+	for _, b := range bs {
+		if err := s.AppendDelta(n, b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // size is the bytes stored for a document: snapshot plus log.
 func (s *memStore) size(n string) int {
 	s.mu.Lock()

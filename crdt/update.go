@@ -47,6 +47,8 @@ type Update struct {
 	Time   int64               // the author's time, Unix milliseconds
 	Delta  *delta.Delta
 	Signer peer.ID
+
+	paths []string // what it wrote, kept once Delta is joined and dropped
 }
 
 // Hash is the SHA-256 of an update's signed bytes.
