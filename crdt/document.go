@@ -32,8 +32,9 @@ type Doc struct {
 	aheadBy  map[peer.ID]claim // what each peer's latest digest showed this node lacking (see claim)
 	catching map[peer.ID]bool  // catch-ups under way, and whether one more was asked for (see catchUpFrom)
 	gapPeer  peer.ID           // the neighbour that forwarded the last update held for a gap
-	unsaved  [][]byte          // received updates applied, not yet in the store (see flushLocked)
-	saved    time.Time         // when unsaved was last written
+	unsaved  [][]byte          // received updates applied, not yet in the store (see flush)
+	saved    time.Time         // when the first of unsaved was applied
+	saveMu   sync.Mutex        // one flush at a time; taken before mu, never under it
 }
 
 // takeGapPeer returns and forgets the neighbour that forwarded the last
@@ -218,9 +219,9 @@ func (d *Doc) persistLocked(u *Update) error {
 	return d.flushLocked()
 }
 
-// Received updates are written in batches (flushLocked): at most
-// saveBatch of them, or saveEvery after the first, and at the end of each
-// catch-up answer, each anti-entropy round and when the document stops. A
+// Received updates are written in batches (flush): at most saveBatch of
+// them, or saveEvery after the first, and at the end of each catch-up
+// answer, each anti-entropy round and when the document stops. A
 // node that crashes loses at most those, which its peers still hold and
 // catch-up brings back; one store transaction per received update made
 // the store, not the network, the bottleneck of a busy document.
@@ -229,18 +230,20 @@ const (
 	saveEvery = 100 * time.Millisecond
 )
 
-// queueLocked records a received update applied, writing the batch when
-// it is due.
+// queueLocked records a received update applied, to be written by the
+// next flush.
 func (d *Doc) queueLocked(u *Update) {
 	if len(d.unsaved) == 0 {
 		d.saved = time.Now()
 	}
 	d.unsaved = append(d.unsaved, u.Raw)
-	if len(d.unsaved) >= saveBatch || time.Since(d.saved) >= saveEvery {
-		if err := d.flushLocked(); err != nil {
-			d.m.log.Errorw("cannot persist joined updates", "doc", d.name, "err", err)
-		}
-	}
+}
+
+// flushDue reports whether the unsaved updates are due to be written.
+func (d *Doc) flushDue() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.unsaved) >= saveBatch || (len(d.unsaved) > 0 && time.Since(d.saved) >= saveEvery)
 }
 
 // flushLocked writes the unsaved updates to the store (the first time,
@@ -263,12 +266,32 @@ func (d *Doc) flushLocked() error {
 	return nil
 }
 
-// flush writes the unsaved updates.
+// flush writes the unsaved updates, outside d.mu (a store transaction
+// waits for the disk; writers and readers of the document need not).
+// saveMu keeps one flush at a time.
 func (d *Doc) flush() {
+	d.saveMu.Lock()
+	defer d.saveMu.Unlock()
 	d.mu.Lock()
-	defer d.mu.Unlock()
-	if err := d.flushLocked(); err != nil {
-		d.m.log.Errorw("cannot persist joined updates", "doc", d.name, "err", err)
+	batch, marked := d.unsaved, d.marked
+	d.unsaved = nil
+	d.mu.Unlock()
+	if len(batch) == 0 {
+		return
+	}
+	var err error
+	if !marked {
+		if err = d.m.store.SaveDoc(d.name, storeMarker(nil)); err == nil {
+			d.mu.Lock()
+			d.marked = true
+			d.mu.Unlock()
+		}
+	}
+	if err == nil {
+		err = d.m.store.AppendDeltas(d.name, batch)
+	}
+	if err != nil {
+		d.m.log.Errorw("cannot persist joined updates; peers will send them again", "doc", d.name, "err", err)
 	}
 }
 
@@ -285,8 +308,9 @@ func (d *Doc) notifyLocked(c Change) {
 // validate is the topic validator: Reject what does not decode, is not
 // signed by the replica whose dots it mints, breaks a rule of updates
 // (DecodeUpdate) or the write rule, or belongs to another document; Ignore
-// what this node already has or cannot check yet (the source's card is
-// unknown here).
+// what this node already holds; Accept (relay) the rest, including what
+// the write rule cannot check yet here (the source's card is unknown),
+// which is held until it can.
 func (d *Doc) validate(_ context.Context, _ peer.ID, pm *pubsub.Message) pubsub.ValidationResult {
 	publisher := pm.GetFrom()
 	if publisher == d.m.h.ID() && pm.ReceivedFrom == d.m.h.ID() {
@@ -307,10 +331,10 @@ func (d *Doc) validate(_ context.Context, _ peer.ID, pm *pubsub.Message) pubsub.
 		return pubsub.ValidationReject
 	}
 	if d.m.check != nil {
-		if err := d.m.check(d.name, u.Agent, u.Signer); err != nil {
-			if errors.Is(err, ErrUnverifiable) {
-				return pubsub.ValidationIgnore
-			}
+		// An update whose source's card is unknown here is relayed (nodes
+		// that know the card apply it) and held, not applied, until the
+		// card arrives (docLog.add).
+		if err := d.m.check(d.name, u.Agent, u.Signer); err != nil && !errors.Is(err, ErrUnverifiable) {
 			d.m.log.Debugw("update refused by the write rule", "doc", d.name, "source", u.Agent, "peer", publisher, "err", err)
 			return pubsub.ValidationReject
 		}
@@ -332,6 +356,9 @@ func (d *Doc) readLoop() {
 		d.mu.Lock()
 		gap, err := d.addLocked(u, pm.ReceivedFrom, true)
 		d.mu.Unlock()
+		if d.flushDue() {
+			d.flush()
+		}
 		if err != nil {
 			d.m.refuse(d.name, pm.ReceivedFrom, err)
 			continue

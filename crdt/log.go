@@ -15,11 +15,13 @@ import (
 )
 
 // Pending bounds: a document holds at most maxPending updates (and
-// maxPendingBytes) waiting for what they name, at most maxPendingPeer
-// (and maxPendingPeerBytes) of them from one peer. Beyond, the oldest
-// (of that peer, or of the document) is dropped: catch-up fetches it
-// again if it is real, and an update naming what does not exist never
-// becomes ready and costs at most its share of these bounds.
+// maxPendingBytes) waiting for what they name or for the write rule, at
+// most maxPendingPeer (and maxPendingPeerBytes) of them by one author (a
+// peer: the share is the author's, not the relaying neighbour's, so a
+// peer flooding updates that never become ready evicts its own). Beyond,
+// the oldest (of that author, or of the document) is dropped: catch-up
+// fetches it again if it is real, and an update naming what does not
+// exist never becomes ready and costs at most its share of these bounds.
 const (
 	maxPending          = 1024
 	maxPendingBytes     = 16 << 20
@@ -221,7 +223,8 @@ func (l *docLog) applyOne(u *Update, res *addResult) {
 // for the write rule to be checkable), dropping the oldest pending updates
 // (of from, then of the document) beyond the bounds; it returns how many
 // it dropped.
-func (l *docLog) hold(u *Update, from string, waiting bool, on Hash) int {
+func (l *docLog) hold(u *Update, _ string, waiting bool, on Hash) int {
+	from := u.Author
 	dropped := 0
 	size := len(u.Raw)
 	if size > maxPendingPeerBytes {
