@@ -7,9 +7,11 @@ import (
 	"math"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/fxamacker/cbor/v2"
 	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/record"
 	"pgregory.net/rapid"
 
@@ -428,5 +430,25 @@ func TestAttacksRefused(t *testing.T) {
 	}
 	if !slices.Equal(reported, []string{b}) {
 		t.Fatalf("equivocation reported as %v", reported)
+	}
+}
+
+// TestDistrustBounded: a peer whose catch-up answer was refused is not
+// asked again; the table holds at most maxDistrusted peers.
+func TestDistrustBounded(t *testing.T) {
+	m := &Manager{}
+	m.distrust("bad")
+	if !m.distrusted("bad") || m.distrusted("good") {
+		t.Fatal("distrust not recorded")
+	}
+	for i := range 2 * maxDistrusted {
+		m.distrust(peer.ID(fmt.Sprint("p", i)))
+	}
+	if len(m.distrusts) > maxDistrusted {
+		t.Fatalf("%d peers distrusted, at most %d", len(m.distrusts), maxDistrusted)
+	}
+	m.distrusts["old"] = time.Now().Add(-time.Second)
+	if m.distrusted("old") {
+		t.Fatal("an expired distrust still holds")
 	}
 }

@@ -181,7 +181,7 @@ var (
 // rule, held until what it names is here. An update that fails those
 // checks ends the answer and is reported (the peer sent it).
 func (d *Doc) catchUp(ctx context.Context, p peer.ID) error {
-	if p == d.m.h.ID() {
+	if p == d.m.h.ID() || d.m.distrusted(p) {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, catchupTimeout)
@@ -257,12 +257,14 @@ func (d *Doc) addCaughtUp(b []byte, p peer.ID) error {
 	}
 	if err != nil {
 		d.m.refuse(d.name, p, err)
+		d.m.distrust(p)
 		return fmt.Errorf("crdt: catch-up answer from %s: %w", p, err)
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if _, err := d.addLocked(u, p, true); err != nil {
 		d.m.refuse(d.name, p, err)
+		d.m.distrust(p)
 		return fmt.Errorf("crdt: catch-up answer from %s: %w", p, err)
 	}
 	return nil
@@ -330,6 +332,49 @@ func (m *Manager) serve(s network.Stream) {
 	if err := bw.Flush(); err != nil {
 		s.Reset()
 	}
+}
+
+// A peer whose catch-up answer held a forged or invalid update is not
+// asked again for distrustFor (its gossip is penalised by GossipSub's
+// score). At most maxDistrusted peers are remembered; beyond, the entry
+// closest to its end is forgotten.
+const (
+	distrustFor   = 10 * time.Minute
+	maxDistrusted = 1024
+)
+
+func (m *Manager) distrust(p peer.ID) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := time.Now()
+	if m.distrusts == nil {
+		m.distrusts = map[peer.ID]time.Time{}
+	}
+	if len(m.distrusts) >= maxDistrusted {
+		var soonest peer.ID
+		for q, until := range m.distrusts {
+			if until.Before(now) {
+				delete(m.distrusts, q)
+			} else if soonest == "" || until.Before(m.distrusts[soonest]) {
+				soonest = q
+			}
+		}
+		if len(m.distrusts) >= maxDistrusted {
+			delete(m.distrusts, soonest)
+		}
+	}
+	m.distrusts[p] = now.Add(distrustFor)
+}
+
+func (m *Manager) distrusted(p peer.ID) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	until, ok := m.distrusts[p]
+	if ok && time.Now().After(until) {
+		delete(m.distrusts, p)
+		return false
+	}
+	return ok
 }
 
 // ServiceName is the resource-manager service of /nova/crdt/1.0.0

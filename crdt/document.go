@@ -273,21 +273,20 @@ func (d *Doc) flush() {
 	d.saveMu.Lock()
 	defer d.saveMu.Unlock()
 	d.mu.Lock()
-	batch, marked := d.unsaved, d.marked
-	d.unsaved = nil
-	d.mu.Unlock()
-	if len(batch) == 0 {
-		return
-	}
 	var err error
-	if !marked {
+	if !d.marked && len(d.unsaved) > 0 {
+		// Under mu: marking empties the store's log, which must not race
+		// with persistLocked writing this node's own update.
 		if err = d.m.store.SaveDoc(d.name, storeMarker(nil)); err == nil {
-			d.mu.Lock()
 			d.marked = true
-			d.mu.Unlock()
 		}
 	}
+	batch := d.unsaved
 	if err == nil {
+		d.unsaved = nil
+	}
+	d.mu.Unlock()
+	if err == nil && len(batch) > 0 {
 		err = d.m.store.AppendDeltas(d.name, batch)
 	}
 	if err != nil {

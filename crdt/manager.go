@@ -154,8 +154,9 @@ type Manager struct {
 	started bool
 	closed  bool
 
-	heldKick   chan struct{}      // a document started holding updates (see antiEntropy)
-	afterRound func(holding bool) // tests: called after each anti-entropy round
+	distrusts  map[peer.ID]time.Time // peers not asked for catch-ups until then (see distrust)
+	heldKick   chan struct{}         // a document started holding updates (see antiEntropy)
+	afterRound func(holding bool)    // tests: called after each anti-entropy round
 	ctx        context.Context
 	cancel     context.CancelFunc
 	wg         sync.WaitGroup
