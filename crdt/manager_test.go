@@ -394,3 +394,108 @@ func TestLegacyDocumentRepairedOrRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestEquivocationDoesNotSplitReplicas: a replica signs two histories of
+// the same dots and shows each to a different node while they are apart.
+// Once connected, both nodes hold both histories (catch-up compares the
+// hashes held, not only clocks), end with the same document, report the
+// equivocation, and go on writing.
+func TestEquivocationDoesNotSplitReplicas(t *testing.T) {
+	var mu sync.Mutex
+	events := map[peer.ID][]crdt.SecurityEvent{}
+	record := func(self *peer.ID) crdt.Option {
+		return crdt.WithSecurityEvents(func(e crdt.SecurityEvent) {
+			mu.Lock()
+			defer mu.Unlock()
+			events[*self] = append(events[*self], e)
+		})
+	}
+	var idX, idY peer.ID
+	rx := newReplica(t, nil, nil, record(&idX))
+	ry := newReplica(t, nil, nil, record(&idY))
+	idX, idY = rx.h.ID(), ry.h.ID()
+	dx, dy := open(t, rx, "fork"), open(t, ry, "fork")
+
+	key, _, _ := crypto.GenerateEd25519Key(rand.Reader)
+	ah, err := libp2p.New(libp2p.Identity(key), libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ah.Close()
+	aps, err := pubsub.NewGossipSub(t.Context(), ah, pubsub.WithMessageSignaturePolicy(pubsub.StrictSign), pubsub.WithFloodPublish(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	topic, err := aps.Join(crdt.Topic("test", "fork"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, _ := topic.Subscribe()
+	defer sub.Cancel()
+	me := ah.ID().String()
+	history := func(v string) []byte {
+		d, _ := delta.New(me)
+		x, err := d.Set("/b", json.RawMessage(v))
+		if err != nil {
+			t.Fatal(err)
+		}
+		u, err := crdt.SignUpdate(key, crdt.UpdateFields{Doc: "fork", Agent: "m@" + me, Clock: delta.VersionVector{me: 1}, Time: 1}, x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return u.Raw
+	}
+	show := func(r *replica, d *crdt.Doc, v string) {
+		if err := ah.Connect(t.Context(), peer.AddrInfo{ID: r.h.ID(), Addrs: r.h.Addrs()}); err != nil {
+			t.Fatal(err)
+		}
+		waitfor.Eventually(t, 10*time.Second, func() error {
+			if len(topic.ListPeers()) == 0 {
+				return fmt.Errorf("no topic peer")
+			}
+			return nil
+		})
+		if err := topic.Publish(t.Context(), history(v)); err != nil {
+			t.Fatal(err)
+		}
+		waitfor.Eventually(t, 10*time.Second, func() error {
+			if got, _ := d.Get("/b"); string(got) != v {
+				return fmt.Errorf("/b is %s", got)
+			}
+			return nil
+		})
+		ah.Network().ClosePeer(r.h.ID())
+		waitfor.Eventually(t, 10*time.Second, func() error {
+			if len(topic.ListPeers()) != 0 {
+				return fmt.Errorf("still a topic peer")
+			}
+			return nil
+		})
+	}
+	show(rx, dx, `"A"`)
+	show(ry, dy, `"B"`)
+
+	connect(t, rx, ry)
+	waitfor.Eventually(t, 10*time.Second, func() error {
+		if err := converged(dx, dy); err != nil {
+			return err
+		}
+		for _, d := range []*crdt.Doc{dx, dy} {
+			if i := d.Info(); i.Updates != 2 || len(i.Equivocating) != 1 || i.Equivocating[0] != me {
+				return fmt.Errorf("%s holds %d updates, equivocating %v", d.Name(), i.Updates, i.Equivocating)
+			}
+		}
+		return nil
+	})
+	mu.Lock()
+	for _, id := range []peer.ID{idX, idY} {
+		if len(events[id]) == 0 || events[id][0].Code != crdt.CodeEquivocation || events[id][0].Replica != me {
+			t.Fatalf("node %s: events %+v, want %s naming the replica", id, events[id], crdt.CodeEquivocation)
+		}
+	}
+	mu.Unlock()
+	if err := dx.Set(context.Background(), "w@"+idX.String(), "/after", json.RawMessage(`1`)); err != nil {
+		t.Fatal(err)
+	}
+	waitfor.Eventually(t, 10*time.Second, func() error { return converged(dx, dy) })
+}
