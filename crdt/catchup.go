@@ -217,7 +217,14 @@ func (d *Doc) catchUp(ctx context.Context, p peer.ID) error {
 	// The reservation follows what is read, up to catchupReadWindow: the
 	// answer is read one frame at a time, most of them small.
 	ar := newAnswerReader(mem.CountReads(s, catchupReadWindow))
+	var dl streamscope.Deadline
+	started := time.Now()
 	for {
+		if time.Since(started) > catchupMaxDuration {
+			s.Reset()
+			return fmt.Errorf("crdt: catch-up answer from %s: longer than %v", p, catchupMaxDuration)
+		}
+		dl.Extend(catchupTimeout, s.SetReadDeadline) // a long answer goes on while frames come
 		b, done, err := ar.next()
 		if err != nil {
 			s.Reset()
@@ -305,7 +312,14 @@ func (m *Manager) serve(s network.Stream) {
 	}
 	held := mem.Held()
 	bw := bufio.NewWriterSize(s, 64<<10)
+	var dl streamscope.Deadline
+	started := time.Now()
 	for _, u := range ups {
+		if time.Since(started) > catchupMaxDuration {
+			s.Reset()
+			return
+		}
+		dl.Extend(catchupTimeout, s.SetWriteDeadline)
 		out, err := encMode.Marshal(catchupFrame{Update: u.Raw})
 		if err != nil {
 			s.Reset()
@@ -381,8 +395,13 @@ func (m *Manager) distrusted(p peer.ID) bool {
 // streams, both the ones a peer opens and the ones this node opens.
 const ServiceName = "nova.crdt"
 
-// catchupTimeout bounds a whole catch-up exchange, on either side.
-const catchupTimeout = 15 * time.Second
+// catchupTimeout bounds a catch-up's request and each stretch of its
+// answer without progress, on either side; catchupMaxDuration bounds the
+// whole answer (a 10,000-update document takes about a second).
+const (
+	catchupTimeout     = 15 * time.Second
+	catchupMaxDuration = 5 * time.Minute
+)
 
 // catchupBuffer is what a catch-up stream holds before its frame arrives:
 // the frame reader's buffer (bufio.NewReader's size). The frame's bytes
