@@ -15,6 +15,7 @@ type nopStore struct{}
 
 func (nopStore) LoadDoc(string) ([]byte, [][]byte, error) { return nil, nil, nil }
 func (nopStore) AppendDelta(string, []byte) error         { return nil }
+func (nopStore) AppendDeltas(string, [][]byte) error      { return nil }
 func (nopStore) SaveDoc(string, []byte) error             { return nil }
 func (nopStore) DocNames() ([]string, error)              { return nil, nil }
 
@@ -61,7 +62,8 @@ func TestAntiEntropyWakesOnlyForHeldUpdates(t *testing.T) {
 	case <-time.After(700 * time.Millisecond):
 	}
 	d.mu.Lock()
-	d.held = append(d.held, held{})
+	waiting := &Update{Raw: []byte{1}, Hash: Hash{1}, Doc: "doc", First: 2, Last: 2, Prev: Hash{9}} // its prev never comes
+	d.log.hold(waiting, "p", false, waiting.Prev)
 	d.mu.Unlock()
 	m.kickHeld()
 	start := time.Now()
@@ -79,7 +81,7 @@ func TestAntiEntropyWakesOnlyForHeldUpdates(t *testing.T) {
 		t.Fatalf("three rounds took %v, want about 600 ms", took)
 	}
 	d.mu.Lock()
-	d.held = nil
+	d.log.unhold(d.log.pending[waiting.Hash])
 	d.mu.Unlock()
 	<-rounds // the round that finds nothing held
 	select {

@@ -2,10 +2,13 @@ package crdt
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
@@ -17,33 +20,59 @@ import (
 	"github.com/nova-node/nova-node/internal/wirecodec"
 )
 
-// catch-up frames: one request, one answer, then the stream closes.
+// Catch-up: the asker sends one request frame, {doc, what it holds per
+// replica (highest dot, digest of its updates' hashes)}; the server answers
+// with one frame per signed update the asker lacks (docLog.since), in the
+// order the server applied them (so each arrives after what it names),
+// then an end frame. Every update is verified and checked against the
+// write rule as if it came by gossip.
 type catchupReq struct {
-	Doc   string              `cbor:"d"`
-	Clock delta.VersionVector `cbor:"c"`
+	Doc     string        `cbor:"d"`
+	Holding []summaryWire `cbor:"h,omitempty"`
+	// Pending are the hashes of updates the asker holds already but
+	// cannot apply yet (it lacks what they name): not to be sent again.
+	Pending [][]byte `cbor:"p,omitempty"`
 }
 
-type catchupResp struct {
-	Delta []byte `cbor:"x,omitempty"`
-	Err   string `cbor:"e,omitempty"`
+type summaryWire struct {
+	_       struct{} `cbor:",toarray"`
+	Replica string
+	Last    uint64
+	Digest  []byte
+	Head    []byte
+	Forked  bool
+}
+
+type catchupFrame struct {
+	Update []byte `cbor:"u,omitempty"`
+	End    bool   `cbor:"z,omitempty"`
+	Err    string `cbor:"e,omitempty"`
 }
 
 // The catch-up frames' size caps: a request is a document name and a
-// clock; an answer is a delta, capped as deltas are.
+// summary of at most delta.MaxClockEntries replicas; an answer frame is
+// one signed update; an answer holds at most catchupMaxUpdates frames.
 const (
-	catchupRequestMax  = 1 << 20
-	catchupResponseMax = delta.MaxEncodedSize
+	catchupRequestMax = 8 << 20
+	catchupFrameMax   = MaxUpdateSize + 64
+	catchupMaxUpdates = 1 << 20
+	catchupReadWindow = 1 << 20
 )
 
 var errBadDocName = errors.New("crdt: bad document name")
 
 // readCatchupRequest reads one catch-up request from r (a peer's stream)
-// and checks it: size, CBOR limits, a valid document name.
+// and checks it: size, CBOR limits, a valid document name, a summary
+// sorted by replica with valid ids, seqs and digests.
 func readCatchupRequest(r io.Reader) (catchupReq, error) {
 	body, err := frame.NewReader(bufio.NewReader(r), catchupRequestMax).Next()
 	if err != nil {
 		return catchupReq{}, err
 	}
+	return decodeCatchupRequest(body)
+}
+
+func decodeCatchupRequest(body []byte) (catchupReq, error) {
 	var req catchupReq
 	if err := decMode.Unmarshal(body, &req); err != nil {
 		return catchupReq{}, err
@@ -51,21 +80,85 @@ func readCatchupRequest(r io.Reader) (catchupReq, error) {
 	if !ValidName(req.Doc) {
 		return catchupReq{}, errBadDocName
 	}
+	if len(req.Holding) > delta.MaxClockEntries {
+		return catchupReq{}, errors.New("crdt: catch-up request names too many replicas")
+	}
+	if len(req.Pending) > maxPending {
+		return catchupReq{}, errors.New("crdt: catch-up request names too many pending updates")
+	}
+	for _, h := range req.Pending {
+		if len(h) != len(Hash{}) {
+			return catchupReq{}, errors.New("crdt: bad pending hash in catch-up request")
+		}
+	}
+	for i, h := range req.Holding {
+		if (i > 0 && req.Holding[i-1].Replica >= h.Replica) || h.Replica == "" || len(h.Replica) > maxReplicaLen ||
+			h.Last > MaxSeq || len(h.Digest) != len(Hash{}) || len(h.Head) != len(Hash{}) {
+			return catchupReq{}, errors.New("crdt: bad catch-up request summary")
+		}
+	}
 	return req, nil
 }
 
-// readCatchupResponse reads one catch-up answer from r (a peer's stream),
-// up to its delta's bytes, which delta.DecodeDelta checks.
-func readCatchupResponse(r io.Reader) (catchupResp, error) {
-	body, err := frame.NewReader(bufio.NewReader(r), catchupResponseMax).Next()
+func (req catchupReq) summary() []replicaSummary {
+	out := make([]replicaSummary, len(req.Holding))
+	for i, h := range req.Holding {
+		out[i] = replicaSummary{Replica: h.Replica, Last: h.Last, Forked: h.Forked}
+		copy(out[i].Digest[:], h.Digest)
+		copy(out[i].Head[:], h.Head)
+	}
+	return out
+}
+
+func summaryToWire(s []replicaSummary) []summaryWire {
+	out := make([]summaryWire, len(s))
+	for i, r := range s {
+		out[i] = summaryWire{Replica: r.Replica, Last: r.Last, Digest: bytes.Clone(r.Digest[:]), Head: bytes.Clone(r.Head[:]), Forked: r.Forked}
+	}
+	return out
+}
+
+// answerReader reads a catch-up answer's frames.
+type answerReader struct {
+	fr *frame.Reader
+	n  int
+}
+
+func newAnswerReader(r io.Reader) *answerReader {
+	return &answerReader{fr: frame.NewReader(bufio.NewReader(r), catchupFrameMax)}
+}
+
+// next returns the next signed update of the answer, or done at its end.
+func (a *answerReader) next() (update []byte, done bool, err error) {
+	body, err := a.fr.Next()
 	if err != nil {
-		return catchupResp{}, err
+		return nil, false, err
 	}
-	var resp catchupResp
-	if err := decMode.Unmarshal(body, &resp); err != nil {
-		return catchupResp{}, undecodable{err}
+	f, err := decodeCatchupFrame(body)
+	if err != nil {
+		return nil, false, err
 	}
-	return resp, nil
+	switch {
+	case f.Err != "":
+		return nil, true, nil
+	case f.End:
+		return nil, true, nil
+	}
+	if a.n++; a.n > catchupMaxUpdates {
+		return nil, false, undecodable{errors.New("too many updates in one answer")}
+	}
+	return f.Update, false, nil
+}
+
+func decodeCatchupFrame(body []byte) (catchupFrame, error) {
+	var f catchupFrame
+	if err := decMode.Unmarshal(body, &f); err != nil {
+		return catchupFrame{}, undecodable{err}
+	}
+	if !f.End && f.Err == "" && len(f.Update) == 0 {
+		return catchupFrame{}, undecodable{errors.New("empty frame")}
+	}
+	return f, nil
 }
 
 // undecodable is a frame that arrived whole and does not decode: the
@@ -76,16 +169,19 @@ type undecodable struct{ err error }
 func (e undecodable) Error() string { return CodeDeserializationFailed + ": " + e.err.Error() }
 func (e undecodable) Unwrap() error { return e.err }
 
-// The catch-up frames' codec: a request nests two levels (the request, its
-// clock of at most delta.MaxClockEntries entries), an answer one.
+// The catch-up frames' codec: a request nests three levels (the request,
+// its summary, an entry).
 var (
 	encMode = wirecodec.EncMode()
-	decMode = wirecodec.NewDecMode(wirecodec.Limits{MaxNestedLevels: 8, MaxArrayElements: 1 << 16, MaxMapPairs: delta.MaxClockEntries})
+	decMode = wirecodec.NewDecMode(wirecodec.Limits{MaxNestedLevels: 8, MaxArrayElements: delta.MaxClockEntries, MaxMapPairs: delta.MaxClockEntries})
 )
 
-// catchUp asks p for what this document lacks and joins it.
+// catchUp asks p for the updates this document lacks and adds each, as
+// it arrives, as if it came by gossip: verified, checked against the write
+// rule, held until what it names is here. An update that fails those
+// checks ends the answer and is reported (the peer sent it).
 func (d *Doc) catchUp(ctx context.Context, p peer.ID) error {
-	if p == d.m.h.ID() {
+	if p == d.m.h.ID() || d.m.distrusted(p) {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, catchupTimeout)
@@ -101,7 +197,14 @@ func (d *Doc) catchUp(ctx context.Context, p peer.ID) error {
 	}
 	defer mem.Release()
 	defer s.Close()
-	req, err := encMode.Marshal(catchupReq{Doc: d.name, Clock: d.Clock()})
+	d.mu.Lock()
+	holding := d.log.summary()
+	var pending [][]byte
+	for h := range d.log.pending {
+		pending = append(pending, bytes.Clone(h[:]))
+	}
+	d.mu.Unlock()
+	req, err := encMode.Marshal(catchupReq{Doc: d.name, Holding: summaryToWire(holding), Pending: pending})
 	if err != nil {
 		s.Reset()
 		return err
@@ -111,61 +214,70 @@ func (d *Doc) catchUp(ctx context.Context, p peer.ID) error {
 		return err
 	}
 	_ = s.CloseWrite()
-	resp, err := readCatchupResponse(mem.CountReads(s, catchupResponseMax+frame.MaxVarintLen))
-	if err != nil {
-		s.Reset()
-		if errors.As(err, new(undecodable)) {
-			d.m.rejected.Add(1)
+	// The reservation follows what is read, up to catchupReadWindow: the
+	// answer is read one frame at a time, most of them small.
+	ar := newAnswerReader(mem.CountReads(s, catchupReadWindow))
+	var dl streamscope.Deadline
+	started := time.Now()
+	for {
+		if time.Since(started) > catchupMaxDuration {
+			s.Reset()
+			return fmt.Errorf("crdt: catch-up answer from %s: longer than %v", p, catchupMaxDuration)
 		}
+		dl.Extend(catchupTimeout, s.SetReadDeadline) // a long answer goes on while frames come
+		b, done, err := ar.next()
+		if err != nil {
+			s.Reset()
+			if errors.As(err, new(undecodable)) {
+				d.m.rejected.Add(1)
+			}
+			return fmt.Errorf("crdt: catch-up answer from %s: %w", p, err)
+		}
+		if done {
+			d.flush()
+			return nil
+		}
+		if err := d.addCaughtUp(b, p); err != nil {
+			s.Reset()
+			return err
+		}
+	}
+}
+
+// addCaughtUp verifies and adds one update of a catch-up answer from p.
+func (d *Doc) addCaughtUp(b []byte, p peer.ID) error {
+	d.mu.Lock()
+	known := d.log.has(sha256.Sum256(b))
+	d.mu.Unlock()
+	if known {
+		return nil
+	}
+	u, err := DecodeUpdate(b)
+	if err == nil && u.Doc != d.name {
+		err = updateErr(CodeInvalidUpdate, nil, "update of document %q in an answer for %q", u.Doc, d.name)
+	}
+	if err == nil && d.m.check != nil {
+		if cerr := d.m.check(d.name, u.Agent, u.Signer); cerr != nil && !errors.Is(cerr, ErrUnverifiable) {
+			d.m.log.Debugw("caught-up update refused by the write rule", "doc", d.name, "source", u.Agent, "peer", p, "err", cerr)
+			return nil // not applied; the answer may go on (the server may not enforce the rule)
+		}
+	}
+	if err != nil {
+		d.m.refuse(d.name, p, err)
+		d.m.distrust(p)
 		return fmt.Errorf("crdt: catch-up answer from %s: %w", p, err)
 	}
-	if resp.Err != "" || len(resp.Delta) == 0 {
-		return nil
-	}
-	x, err := delta.DecodeDelta(resp.Delta)
-	if err != nil {
-		d.m.rejected.Add(1)
-		return fmt.Errorf("crdt: %s: catch-up delta from %s: %w", CodeDeserializationFailed, p, err)
-	}
-	// A peer may tell us about our own replica's dots only if we minted them.
-	own := d.m.replica
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.stopped {
-		return nil
+	if _, err := d.addLocked(u, p, true); err != nil {
+		d.m.refuse(d.name, p, err)
+		d.m.distrust(p)
+		return fmt.Errorf("crdt: catch-up answer from %s: %w", p, err)
 	}
-	if x.Context().Max(own) > d.d.Context().Max(own) {
-		return errors.New("crdt: catch-up answer claims updates of this replica it never made")
-	}
-	if c := d.m.replicaCheck; c != nil {
-		for _, r := range x.Context().Replicas() {
-			if r == own {
-				continue
-			}
-			if err := c(d.name, r); err != nil {
-				d.m.log.Debugw("catch-up answer refused", "doc", d.name, "peer", p, "replica", r, "err", err)
-				return fmt.Errorf("crdt: catch-up answer from %s refused: %w", p, err)
-			}
-		}
-	}
-	// Always join (join is idempotent): a catch-up delta can carry removals
-	// and overwrites whose dots this replica has seen, which Seen, looking
-	// only at minted dots, would call old news.
-	if !x.IsEmpty() {
-		before := d.d.Context()
-		d.d.Join(x)
-		if !d.d.Context().Equal(before) || len(x.Paths()) > 0 {
-			if err := d.persistLocked(x); err != nil {
-				d.m.log.Errorw("cannot persist a caught-up state", "doc", d.name, "err", err)
-			}
-			d.notifyLocked(Change{Doc: d.name, Source: "catch-up:" + p.String(), Paths: x.Paths(), Clock: d.d.Clock(), Remote: true})
-		}
-	}
-	d.drainHeldLocked()
 	return nil
 }
 
-// serve answers one catch-up request: the delta the asker lacks.
+// serve answers one catch-up request: the signed updates the asker lacks.
 func (m *Manager) serve(s network.Stream) {
 	p := s.Conn().RemotePeer()
 	mem, err := attachCatchup(s)
@@ -182,40 +294,114 @@ func (m *Manager) serve(s network.Stream) {
 		s.Reset()
 		return
 	}
-	resp := catchupResp{}
+	var ups []*Update
+	end := catchupFrame{End: true}
 	if d := m.doc(req.Doc); d == nil {
-		resp.Err = "unknown document"
+		end = catchupFrame{Err: "unknown document"}
 	} else {
 		d.mu.Lock()
-		x := d.d.DeltaSince(req.Clock.Context())
+		ups = d.log.since(req.summary())
 		d.mu.Unlock()
-		if b, err := delta.EncodeDelta(x); err == nil {
-			resp.Delta = b
-		} else {
-			resp.Err = err.Error()
+		if len(req.Pending) > 0 {
+			skip := make(map[Hash]bool, len(req.Pending))
+			for _, h := range req.Pending {
+				skip[Hash(h)] = true
+			}
+			ups = slices.DeleteFunc(ups, func(u *Update) bool { return skip[u.Hash] })
 		}
 	}
-	out, err := encMode.Marshal(resp)
-	if err != nil {
+	held := mem.Held()
+	bw := bufio.NewWriterSize(s, 64<<10)
+	var dl streamscope.Deadline
+	started := time.Now()
+	for _, u := range ups {
+		if time.Since(started) > catchupMaxDuration {
+			s.Reset()
+			return
+		}
+		dl.Extend(catchupTimeout, s.SetWriteDeadline)
+		out, err := encMode.Marshal(catchupFrame{Update: u.Raw})
+		if err != nil {
+			s.Reset()
+			return
+		}
+		if len(out)+bw.Size() > held {
+			if err := mem.Grow(len(out) + bw.Size()); err != nil {
+				m.log.Debugw("cannot reserve memory for catch-up answer", "peer", p, "bytes", len(out), "err", err)
+				s.Reset()
+				return
+			}
+			held = len(out) + bw.Size()
+		}
+		if err := frame.Write(bw, out); err != nil {
+			s.Reset()
+			return
+		}
+	}
+	out, _ := encMode.Marshal(end)
+	if err := frame.Write(bw, out); err != nil {
 		s.Reset()
 		return
 	}
-	if err := mem.Grow(mem.Held() + len(out)); err != nil {
-		m.log.Debugw("cannot reserve memory for catch-up answer", "peer", p, "bytes", len(out), "err", err)
-		s.Reset()
-		return
-	}
-	if err := frame.Write(s, out); err != nil {
+	if err := bw.Flush(); err != nil {
 		s.Reset()
 	}
+}
+
+// A peer whose catch-up answer held a forged or invalid update is not
+// asked again for distrustFor (its gossip is penalised by GossipSub's
+// score). At most maxDistrusted peers are remembered; beyond, the entry
+// closest to its end is forgotten.
+const (
+	distrustFor   = 10 * time.Minute
+	maxDistrusted = 1024
+)
+
+func (m *Manager) distrust(p peer.ID) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := time.Now()
+	if m.distrusts == nil {
+		m.distrusts = map[peer.ID]time.Time{}
+	}
+	if len(m.distrusts) >= maxDistrusted {
+		var soonest peer.ID
+		for q, until := range m.distrusts {
+			if until.Before(now) {
+				delete(m.distrusts, q)
+			} else if soonest == "" || until.Before(m.distrusts[soonest]) {
+				soonest = q
+			}
+		}
+		if len(m.distrusts) >= maxDistrusted {
+			delete(m.distrusts, soonest)
+		}
+	}
+	m.distrusts[p] = now.Add(distrustFor)
+}
+
+func (m *Manager) distrusted(p peer.ID) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	until, ok := m.distrusts[p]
+	if ok && time.Now().After(until) {
+		delete(m.distrusts, p)
+		return false
+	}
+	return ok
 }
 
 // ServiceName is the resource-manager service of /nova/crdt/1.0.0
 // streams, both the ones a peer opens and the ones this node opens.
 const ServiceName = "nova.crdt"
 
-// catchupTimeout bounds a whole catch-up exchange, on either side.
-const catchupTimeout = 15 * time.Second
+// catchupTimeout bounds a catch-up's request and each stretch of its
+// answer without progress, on either side; catchupMaxDuration bounds the
+// whole answer (a 10,000-update document takes about a second).
+const (
+	catchupTimeout     = 15 * time.Second
+	catchupMaxDuration = 5 * time.Minute
+)
 
 // catchupBuffer is what a catch-up stream holds before its frame arrives:
 // the frame reader's buffer (bufio.NewReader's size). The frame's bytes

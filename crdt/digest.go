@@ -1,7 +1,9 @@
 package crdt
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"time"
 
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
@@ -25,8 +27,26 @@ const (
 // DigestTopic is the companion topic of a document's clock digests.
 func DigestTopic(swarm, doc string) string { return Topic(swarm, doc) + "/clock" }
 
+// A digest is a document's clock and the digest of its whole signed log
+// (the hash of its per-replica digests): two nodes with equal clocks
+// but different logs (a replica equivocated) see that they differ.
 type digest struct {
 	Clock delta.VersionVector `cbor:"c"`
+	Sum   []byte              `cbor:"s,omitempty"`
+}
+
+// logSum returns the digest of the document's signed log.
+func (d *Doc) logSum() []byte {
+	d.mu.Lock()
+	s := d.log.summary()
+	d.mu.Unlock()
+	h := sha256.New()
+	for _, r := range s {
+		h.Write([]byte(r.Replica))
+		h.Write([]byte{0})
+		h.Write(r.Digest[:])
+	}
+	return h.Sum(nil)
 }
 
 func (d *Doc) startDigest() error {
@@ -50,6 +70,7 @@ func (d *Doc) digestLoop() {
 	t := time.NewTicker(digestEvery)
 	defer t.Stop()
 	var last delta.VersionVector
+	var lastSum []byte
 	lastSent := time.Time{}
 	for {
 		select {
@@ -58,16 +79,17 @@ func (d *Doc) digestLoop() {
 		case <-t.C:
 		}
 		clock := d.Clock()
-		if len(clock) == 0 || (clock.Compare(last) == delta.Equal && time.Since(lastSent) < digestForce) {
+		sum := d.logSum()
+		if len(clock) == 0 || (clock.Compare(last) == delta.Equal && bytes.Equal(sum, lastSum) && time.Since(lastSent) < digestForce) {
 			continue
 		}
-		b, err := encMode.Marshal(digest{Clock: clock})
+		b, err := encMode.Marshal(digest{Clock: clock, Sum: sum})
 		if err != nil {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(d.m.ctx, 5*time.Second)
 		if d.dtopic.Publish(ctx, b) == nil {
-			last, lastSent = clock, time.Now()
+			last, lastSum, lastSent = clock, sum, time.Now()
 		}
 		cancel()
 	}
@@ -99,11 +121,16 @@ func (d *Doc) digestReader() {
 			}
 		}
 		if len(ahead) == 0 {
-			continue
+			// Same clock, another log: one of us lacks a history of an
+			// equivocating replica.
+			if len(dg.Sum) == 0 || mine.Compare(dg.Clock) != delta.Equal || bytes.Equal(dg.Sum, d.logSum()) {
+				continue
+			}
+		} else {
+			d.mu.Lock()
+			d.claimLocked(from, claim{at: time.Now(), ahead: ahead})
+			d.mu.Unlock()
 		}
-		d.mu.Lock()
-		d.claimLocked(from, claim{at: time.Now(), ahead: ahead})
-		d.mu.Unlock()
 		target := from
 		if d.m.h.Network().Connectedness(from) != network.Connected {
 			target = pm.ReceivedFrom
@@ -124,7 +151,7 @@ func readDigest(data []byte) (dg digest, ok bool) {
 	if len(data) > digestMax {
 		return digest{}, false
 	}
-	if decMode.Unmarshal(data, &dg) != nil || len(dg.Clock) == 0 {
+	if decMode.Unmarshal(data, &dg) != nil || len(dg.Clock) == 0 || (len(dg.Sum) != 0 && len(dg.Sum) != sha256.Size) {
 		return digest{}, false
 	}
 	return dg, true

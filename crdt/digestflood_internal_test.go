@@ -54,7 +54,7 @@ func TestDigestFloodStartsOneCatchUpAtATime(t *testing.T) {
 			return
 		}
 		time.Sleep(200 * time.Millisecond) // the flooder's slow answer: part of the scenario
-		out, _ := encMode.Marshal(catchupResp{})
+		out, _ := encMode.Marshal(catchupFrame{End: true})
 		// The catch-up ends with this answer: the manager may start the
 		// next one as soon as it reads it, before this handler returns.
 		inFlight.Add(-1)

@@ -1,30 +1,55 @@
 // Package crdt shares replicated JSON documents between the nodes of a
-// swarm: the network layer over the pure delta-state CRDTs of crdt/delta.
+// swarm: the network layer over the pure delta-state CRDTs of crdt/delta,
+// made Byzantine fault tolerant (Kleppmann, "Making CRDTs Byzantine Fault
+// Tolerant", 2022).
 //
 // A Manager owns every open document of a node. Each document has one
-// GossipSub topic, nova/<swarm>/crdt/<name>, carrying the seed's
-// CRDTSyncMessage (source agent, non-empty vector clock, encoded delta,
-// timestamp), and one owner: its mutex, under which every mutation is
-// joined, persisted (Store) and only then published.
+// GossipSub topic, nova/<swarm>/crdt/<name>, and one owner: its mutex,
+// under which every write is signed, joined, persisted (Store) and only
+// then published.
 //
-// Receiving: a topic validator Rejects what cannot be decoded (logged with
-// the source agent as CRDT_DESERIALIZATION_FAILED and counted; processing
-// goes on) and updates that mint dots for a replica other than the peer that
-// signed the message, and Ignores updates already seen. A delta is joined
-// only when the document is Ready for it (no update it depends on is
-// missing); otherwise it is held and the document asks the publisher for a
-// catch-up.
+// Every write is an [Update]: the delta a mutator made, signed by its
+// author's key (a replica is its node's peer ID, so only that key mints
+// its dots), naming by hash the author's previous update and, for every
+// other replica whose dots its delta's context holds, the update holding
+// the highest of them. Gossip, catch-up answers and the store all carry
+// the signed bytes. [DecodeUpdate] checks one update without any state:
+// signature and signer, the dots it mints, a context no wider than what it
+// names, limits (no seq above [MaxSeq], so nothing received can make a
+// later write overflow). A document applies an update only once it holds
+// every update it names (causal delivery), so an update cannot remove
+// what does not exist or pre-empt another replica's future writes; until
+// then it is held, within bounds per peer and per document.
 //
-// Catch-up runs on /nova/crdt/1.0.0: one request frame {doc, clock} and one
-// answer frame {delta}, the delta being what the asker lacks (delta.Doc
-// DeltaSince). It runs when a document is opened, when a peer that speaks
-// the protocol connects, when a gap shows, and every CatchupInterval with a
-// random topic peer (the periodic digest), so a late joiner or a node back
-// from a partition is current after one round trip.
+// Receiving: the topic validator Rejects what does not decode
+// (CRDT_DESERIALIZATION_FAILED), is forged (CRDT_FORGED_UPDATE), breaks a
+// rule (CRDT_INVALID_UPDATE) or the write rule ([SourceCheck]); each is
+// counted and, when forged or invalid, a [SecurityEvent]. It Ignores what
+// the node holds already or cannot check yet (the source agent's card is
+// unknown). Two valid updates of one replica minting the same dots
+// (equivocation) are both kept and relayed (the delta join converges
+// whatever the order) and raise CRDT_EQUIVOCATION.
 //
-// Replica ids are peer IDs: a node's own dots are persisted before they are
-// published, and a node whose data dir is lost also loses its identity.
+// Catch-up runs on /nova/crdt/2.0.0: a request {doc, per replica: the
+// highest dot held and a digest of the hashes of its updates}, answered by
+// one frame per signed update the asker lacks, each checked as if it came
+// by gossip. A replica whose digests differ below the asker's highest dot
+// (an equivocating replica) is sent whole, so every honest node ends with
+// every valid update. Catch-up runs when a document is opened, when a peer
+// that speaks the protocol connects, when a gap shows, when a peer's
+// digest (clock and log digest, on <doc topic>/clock) differs, and every
+// CatchupInterval with a random topic peer.
 //
-// Dependencies: crdt/delta, libp2p (host, network, pubsub), internal/frame
-// for framing. No other package of ours.
+// Storage: each document is its signed log (Store: a state record marking
+// the format, then one signed update per entry, in the order applied),
+// verified again when loaded. A document stored by a version without
+// signed updates is written again as one signed update of a local agent
+// ([WithLegacyRepair]) or refused with a [*LegacyError].
+//
+// Replica ids are peer IDs: a node whose data dir is lost also loses its
+// identity.
+//
+// Dependencies: crdt/delta, libp2p (host, network, pubsub, record),
+// internal/frame, internal/streamscope and internal/wirecodec. No other
+// package of ours.
 package crdt

@@ -2,22 +2,18 @@ package crdt
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
-	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/nova-node/nova-node/crdt/delta"
 )
-
-// maxHeld bounds the deltas a document keeps while it waits for a catch-up.
-const maxHeld = 1024
 
 // Doc is one replicated document. Its state has one owner, mu.
 type Doc struct {
@@ -29,19 +25,26 @@ type Doc struct {
 	dsub   *pubsub.Subscription
 
 	mu       sync.Mutex
-	d        *delta.Doc
-	held     []held
+	log      *docLog
+	marked   bool // the store holds this document in the signed format
 	watchers map[*Watch]struct{}
 	stopped  bool
-	logged   int               // deltas in the store's log since the last snapshot
 	aheadBy  map[peer.ID]claim // what each peer's latest digest showed this node lacking (see claim)
 	catching map[peer.ID]bool  // catch-ups under way, and whether one more was asked for (see catchUpFrom)
+	gapPeer  peer.ID           // the neighbour that forwarded the last update held for a gap
+	unsaved  [][]byte          // received updates applied, not yet in the store (see flush)
+	saved    time.Time         // when the first of unsaved was applied
+	saveMu   sync.Mutex        // one flush at a time; taken before mu, never under it
 }
 
-type held struct {
-	clock delta.VersionVector
-	x     *delta.Delta
-	src   string
+// takeGapPeer returns and forgets the neighbour that forwarded the last
+// update held for a gap.
+func (d *Doc) takeGapPeer() peer.ID {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	p := d.gapPeer
+	d.gapPeer = ""
+	return p
 }
 
 // Change is what a watcher sees: who changed the document, which paths, and
@@ -104,38 +107,38 @@ func (d *Doc) Name() string { return d.name }
 func (d *Doc) Get(path string) (json.RawMessage, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.d.Get(path)
+	return d.log.d.Get(path)
 }
 
 // Values returns every concurrent value at path, the winner first.
 func (d *Doc) Values(path string) []json.RawMessage {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.d.Values(path)
+	return d.log.d.Values(path)
 }
 
 // JSON returns the whole document.
 func (d *Doc) JSON() json.RawMessage {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.d.JSON()
+	return d.log.d.JSON()
 }
 
 // Clock returns the document's vector clock.
 func (d *Doc) Clock() delta.VersionVector {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.d.Clock()
+	return d.log.d.Clock()
 }
 
 // Set writes value (JSON) at path, on behalf of agent.
 func (d *Doc) Set(ctx context.Context, agent, path string, value json.RawMessage) error {
-	return d.mutate(ctx, agent, func() (*delta.Delta, error) { return d.d.Set(path, value) })
+	return d.mutate(ctx, agent, func() (*delta.Delta, error) { return d.log.d.Set(path, value) })
 }
 
 // Delete removes path and everything below it.
 func (d *Doc) Delete(ctx context.Context, agent, path string) error {
-	return d.mutate(ctx, agent, func() (*delta.Delta, error) { return d.d.Delete(path) })
+	return d.mutate(ctx, agent, func() (*delta.Delta, error) { return d.log.d.Delete(path) })
 }
 
 // SetAdd adds elem to the set at path. A path that holds something other
@@ -145,7 +148,7 @@ func (d *Doc) SetAdd(ctx context.Context, agent, path string, elem json.RawMessa
 		if err := d.checkKindLocked("add", path); err != nil {
 			return nil, err
 		}
-		return d.d.SetAdd(path, elem)
+		return d.log.d.SetAdd(path, elem)
 	})
 }
 
@@ -156,7 +159,7 @@ func (d *Doc) SetRemove(ctx context.Context, agent, path string, elem json.RawMe
 		if err := d.checkKindLocked("remove", path); err != nil {
 			return nil, err
 		}
-		return d.d.SetRemove(path, elem)
+		return d.log.d.SetRemove(path, elem)
 	})
 }
 
@@ -167,13 +170,13 @@ func (d *Doc) Incr(ctx context.Context, agent, path string, by int64) error {
 		if err := d.checkKindLocked("incr", path); err != nil {
 			return nil, err
 		}
-		return d.d.Incr(path, by)
+		return d.log.d.Incr(path, by)
 	})
 }
 
-// mutate makes one update: join, persist, notify, then publish. f runs
-// under d.mu, so a rule it checks (checkKindLocked) holds for the state it
-// changes.
+// mutate makes one update: sign, join, persist, notify, then publish. f
+// runs under d.mu, so a rule it checks (checkKindLocked) holds for the
+// state it changes.
 func (d *Doc) mutate(ctx context.Context, agent string, f func() (*delta.Delta, error)) error {
 	if d.m.check != nil {
 		if err := d.m.check(d.name, agent, d.m.h.ID()); err != nil {
@@ -190,53 +193,105 @@ func (d *Doc) mutate(ctx context.Context, agent string, f func() (*delta.Delta, 
 		d.mu.Unlock()
 		return err
 	}
-	d.d.Join(x)
-	if err := d.persistLocked(x); err != nil {
+	u, err := d.log.local(d.m.key, agent, x, time.Now().UnixMilli())
+	if err != nil {
 		d.mu.Unlock()
 		return err
 	}
-	clock := d.d.Clock()
-	d.notifyLocked(Change{Doc: d.name, Source: agent, Paths: x.Paths(), Clock: clock})
-	msg, err := delta.NewSyncMessage(agent, clock, x, time.Now().UnixMilli())
-	var data []byte
-	if err == nil {
-		data, err = delta.EncodeSyncMessage(msg)
-	}
-	d.mu.Unlock()
-	if err != nil {
+	if err := d.persistLocked(u); err != nil {
+		d.mu.Unlock()
 		return err
 	}
-	if err := d.topic.Publish(ctx, data); err != nil {
+	d.notifyLocked(Change{Doc: d.name, Source: agent, Paths: x.Paths(), Clock: d.log.d.Clock()})
+	d.mu.Unlock()
+	if err := d.topic.Publish(ctx, u.Raw); err != nil {
 		// Stored locally; peers will get it by catch-up.
 		d.m.log.Debugw("publish failed; peers will catch up", "doc", d.name, "err", err)
 	}
 	return nil
 }
 
-// persistLocked logs the joined delta x, or writes a snapshot (x == nil,
-// or every snapshotEvery deltas) which empties the log.
-func (d *Doc) persistLocked(x *delta.Delta) error {
-	if x != nil && d.logged < snapshotEvery {
-		b, err := delta.EncodeDelta(x)
-		if err == nil {
-			if err = d.m.store.AppendDelta(d.name, b); err == nil {
-				d.logged++
-				return nil
-			}
-		}
-		if err != nil {
+// persistLocked appends this node's signed update u to the document's
+// log in the store, with the received updates not written yet, before u
+// is published: a replica's own dots are never published unpersisted.
+func (d *Doc) persistLocked(u *Update) error {
+	d.unsaved = append(d.unsaved, u.Raw)
+	return d.flushLocked()
+}
+
+// Received updates are written in batches (flush): at most saveBatch of
+// them, or saveEvery after the first, and at the end of each catch-up
+// answer, each anti-entropy round and when the document stops. A
+// node that crashes loses at most those, which its peers still hold and
+// catch-up brings back; one store transaction per received update made
+// the store, not the network, the bottleneck of a busy document.
+const (
+	saveBatch = 256
+	saveEvery = 100 * time.Millisecond
+)
+
+// queueLocked records a received update applied, to be written by the
+// next flush.
+func (d *Doc) queueLocked(u *Update) {
+	if len(d.unsaved) == 0 {
+		d.saved = time.Now()
+	}
+	d.unsaved = append(d.unsaved, u.Raw)
+}
+
+// flushDue reports whether the unsaved updates are due to be written.
+func (d *Doc) flushDue() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.unsaved) >= saveBatch || (len(d.unsaved) > 0 && time.Since(d.saved) >= saveEvery)
+}
+
+// flushLocked writes the unsaved updates to the store (the first time,
+// marking the document as stored in the signed format, which empties
+// whatever an older format left).
+func (d *Doc) flushLocked() error {
+	if len(d.unsaved) == 0 {
+		return nil
+	}
+	if !d.marked {
+		if err := d.m.store.SaveDoc(d.name, storeMarker(nil)); err != nil {
 			return fmt.Errorf("crdt: persist %s: %w", d.name, err)
 		}
+		d.marked = true
 	}
-	b, err := delta.EncodeDoc(d.d)
-	if err != nil {
-		return err
-	}
-	if err := d.m.store.SaveDoc(d.name, b); err != nil {
+	if err := d.m.store.AppendDeltas(d.name, d.unsaved); err != nil {
 		return fmt.Errorf("crdt: persist %s: %w", d.name, err)
 	}
-	d.logged = 0
+	d.unsaved = nil
 	return nil
+}
+
+// flush writes the unsaved updates, outside d.mu (a store transaction
+// waits for the disk; writers and readers of the document need not).
+// saveMu keeps one flush at a time.
+func (d *Doc) flush() {
+	d.saveMu.Lock()
+	defer d.saveMu.Unlock()
+	d.mu.Lock()
+	var err error
+	if !d.marked && len(d.unsaved) > 0 {
+		// Under mu: marking empties the store's log, which must not race
+		// with persistLocked writing this node's own update.
+		if err = d.m.store.SaveDoc(d.name, storeMarker(nil)); err == nil {
+			d.marked = true
+		}
+	}
+	batch := d.unsaved
+	if err == nil {
+		d.unsaved = nil
+	}
+	d.mu.Unlock()
+	if err == nil && len(batch) > 0 {
+		err = d.m.store.AppendDeltas(d.name, batch)
+	}
+	if err != nil {
+		d.m.log.Errorw("cannot persist joined updates; peers will send them again", "doc", d.name, "err", err)
+	}
 }
 
 func (d *Doc) notifyLocked(c Change) {
@@ -249,54 +304,41 @@ func (d *Doc) notifyLocked(c Change) {
 	}
 }
 
-type incoming struct {
-	msg *delta.SyncMessage
-	x   *delta.Delta
-}
-
-// validate is the topic validator (see the package doc).
+// validate is the topic validator: Reject what does not decode, is not
+// signed by the replica whose dots it mints, breaks a rule of updates
+// (DecodeUpdate) or the write rule, or belongs to another document; Ignore
+// what this node already holds; Accept (relay) the rest, including what
+// the write rule cannot check yet here (the source's card is unknown),
+// which is held until it can.
 func (d *Doc) validate(_ context.Context, _ peer.ID, pm *pubsub.Message) pubsub.ValidationResult {
 	publisher := pm.GetFrom()
-	msg, err := delta.DecodeSyncMessage(pm.Data)
-	var x *delta.Delta
-	if err == nil {
-		x, err = msg.Delta()
+	if publisher == d.m.h.ID() && pm.ReceivedFrom == d.m.h.ID() {
+		return pubsub.ValidationAccept // this node's own update, made and applied by mutate
+	}
+	d.mu.Lock()
+	known := d.log.has(sha256.Sum256(pm.Data))
+	d.mu.Unlock()
+	if known {
+		return pubsub.ValidationIgnore // before paying for the signature
+	}
+	u, err := DecodeUpdate(pm.Data)
+	if err == nil && u.Doc != d.name {
+		err = updateErr(CodeInvalidUpdate, nil, "update of document %q on the topic of %q", u.Doc, d.name)
 	}
 	if err != nil {
-		d.m.rejected.Add(1)
-		src := "unknown"
-		if msg != nil {
-			src = msg.SourceAgentID
-		}
-		d.m.log.Debugw("skipping undecodable update", "code", CodeDeserializationFailed, "doc", d.name, "source", src, "peer", publisher, "err", err)
-		return pubsub.ValidationReject
-	}
-	for _, r := range x.Dots().Replicas() {
-		if r != publisher.String() {
-			d.m.log.Debugw("update minting another replica's dots refused", "doc", d.name, "peer", publisher, "replica", r)
-			return pubsub.ValidationReject
-		}
-	}
-	if _, host, ok := strings.Cut(msg.SourceAgentID, "@"); ok && host != publisher.String() {
-		d.m.log.Debugw("update from an agent the publisher does not host refused", "doc", d.name, "source", msg.SourceAgentID, "peer", publisher)
+		d.m.refuse(d.name, publisher, err)
 		return pubsub.ValidationReject
 	}
 	if d.m.check != nil {
-		if err := d.m.check(d.name, msg.SourceAgentID, publisher); err != nil {
-			if errors.Is(err, ErrUnverifiable) {
-				return pubsub.ValidationIgnore
-			}
-			d.m.log.Debugw("update refused", "doc", d.name, "source", msg.SourceAgentID, "peer", publisher, "err", err)
+		// An update whose source's card is unknown here is relayed (nodes
+		// that know the card apply it) and held, not applied, until the
+		// card arrives (docLog.add).
+		if err := d.m.check(d.name, u.Agent, u.Signer); err != nil && !errors.Is(err, ErrUnverifiable) {
+			d.m.log.Debugw("update refused by the write rule", "doc", d.name, "source", u.Agent, "peer", publisher, "err", err)
 			return pubsub.ValidationReject
 		}
 	}
-	d.mu.Lock()
-	seen := d.d.Seen(x)
-	d.mu.Unlock()
-	if seen {
-		return pubsub.ValidationIgnore
-	}
-	pm.ValidatorData = incoming{msg: msg, x: x}
+	pm.ValidatorData = u
 	return pubsub.ValidationAccept
 }
 
@@ -306,74 +348,86 @@ func (d *Doc) readLoop() {
 		if err != nil {
 			return
 		}
-		in, ok := pm.ValidatorData.(incoming)
+		u, ok := pm.ValidatorData.(*Update)
 		if !ok {
 			continue
 		}
-		gap := false
 		d.mu.Lock()
-		if !d.d.Seen(in.x) {
-			if d.d.Ready(in.msg.VectorClock, in.x) {
-				d.applyLocked(in.x, in.msg.SourceAgentID, true)
-				d.drainHeldLocked()
-			} else {
-				if len(d.held) < maxHeld {
-					d.held = append(d.held, held{clock: in.msg.VectorClock, x: in.x, src: in.msg.SourceAgentID})
-				}
-				gap = true
-			}
-		}
+		gap, err := d.addLocked(u, pm.ReceivedFrom, true)
 		d.mu.Unlock()
+		if d.flushDue() {
+			d.flush()
+		}
+		if err != nil {
+			d.m.refuse(d.name, pm.ReceivedFrom, err)
+			continue
+		}
 		if gap {
-			d.m.kickHeld()
-			// Ask the neighbour that forwarded the update (it is connected, and
-			// has what the update depends on, or will soon), and the publisher
-			// too when it is a direct peer.
-			for _, p := range []peer.ID{pm.ReceivedFrom, pm.GetFrom()} {
-				if p != "" && d.m.h.Network().Connectedness(p) == network.Connected {
-					d.catchUpFrom(p)
-				}
-				if pm.ReceivedFrom == pm.GetFrom() {
-					break
-				}
-			}
+			// What the update names is most likely still on its way by
+			// gossip: the next fast anti-entropy round (200 ms) asks the
+			// neighbour that forwarded it (connected, and holding what it
+			// names, or soon) for whatever is still missing then. Asking at
+			// once fetched, under load, mostly updates already in flight.
+			d.mu.Lock()
+			d.gapPeer = pm.ReceivedFrom
+			d.mu.Unlock()
 		}
 	}
 }
 
-// applyLocked joins a remote delta, persists and notifies.
-func (d *Doc) applyLocked(x *delta.Delta, src string, remote bool) {
-	d.d.Join(x)
-	if err := d.persistLocked(x); err != nil {
-		d.m.log.Errorw("cannot persist a joined update", "doc", d.name, "err", err)
+// addLocked adds a received update to the log, persists and notifies what
+// it applied, and reports equivocations; gap reports that it is held
+// (it names updates this node lacks). Caller holds d.mu.
+func (d *Doc) addLocked(u *Update, from peer.ID, notify bool) (gap bool, err error) {
+	if d.stopped {
+		return false, nil
 	}
-	d.notifyLocked(Change{Doc: d.name, Source: src, Paths: x.Paths(), Clock: d.d.Clock(), Remote: remote})
+	res, err := d.log.add(u, from.String())
+	if err != nil {
+		return false, err
+	}
+	d.afterAddLocked(res, from, notify)
+	gap = res.pending && !res.duplicate
+	if gap {
+		d.m.kickHeld() // fast anti-entropy rounds retry it while it waits
+	}
+	return gap, nil
 }
+
+func (d *Doc) afterAddLocked(res addResult, from peer.ID, notify bool) {
+	for _, a := range res.applied {
+		d.queueLocked(a)
+		if notify {
+			d.notifyLocked(Change{Doc: d.name, Source: a.Agent, Paths: pathsOf(a), Clock: d.log.d.Clock(), Remote: true})
+		}
+	}
+	for _, r := range res.equivocate {
+		d.m.security(SecurityEvent{Code: CodeEquivocation, Doc: d.name, Peer: from, Replica: r,
+			Detail: fmt.Sprintf("replica %s signed two updates minting the same dots of %s; both are kept and relayed", r, d.name)})
+	}
+	if res.dropped > 0 {
+		d.m.log.Debugw("pending updates dropped", "doc", d.name, "peer", from, "dropped", res.dropped)
+	}
+}
+
+// pathsOf returns the paths an applied update wrote.
+func pathsOf(u *Update) []string { return u.paths }
 
 // holding reports whether d holds updates it cannot apply yet.
 func (d *Doc) holding() bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return len(d.held) > 0
+	return d.log.pendingCount() > 0
 }
 
-// drainHeldLocked joins held deltas that have become ready.
-func (d *Doc) drainHeldLocked() {
-	for progress := true; progress; {
-		progress = false
-		kept := d.held[:0]
-		for _, h := range d.held {
-			switch {
-			case d.d.Seen(h.x):
-			case d.d.Ready(h.clock, h.x):
-				d.applyLocked(h.x, h.src, true)
-				progress = true
-			default:
-				kept = append(kept, h)
-			}
-		}
-		d.held = kept
+// recheck retries held updates (a card they wait for may have arrived).
+func (d *Doc) recheck() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.stopped {
+		return
 	}
+	d.afterAddLocked(d.log.recheck(), "", true)
 }
 
 func (d *Doc) stop() {
@@ -383,6 +437,9 @@ func (d *Doc) stop() {
 		return
 	}
 	d.stopped = true
+	if err := d.flushLocked(); err != nil {
+		d.m.log.Errorw("cannot persist joined updates", "doc", d.name, "err", err)
+	}
 	for w := range d.watchers {
 		delete(d.watchers, w)
 		close(w.c)
@@ -407,13 +464,19 @@ type Info struct {
 	// PeersAhead: a peer's digest shows updates this node has not got yet
 	// (a catch-up is under way).
 	PeersAhead bool `json:"peersAhead"`
+	// Updates is the number of signed updates the document's log holds.
+	Updates int `json:"updates"`
+	// Equivocating lists replicas seen signing two updates with the same
+	// dots (a security event was raised for each).
+	Equivocating []string `json:"equivocating,omitempty"`
 }
 
 // Info returns the document's summary.
 func (d *Doc) Info() Info {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	clock := d.d.Clock()
+	clock := d.log.d.Clock()
 	ahead := d.peersAheadLocked(clock, time.Now())
-	return Info{Name: d.name, Clock: clock, Peers: len(d.topic.ListPeers()), Held: len(d.held), Paths: len(d.d.Paths()), PeersAhead: ahead}
+	return Info{Name: d.name, Clock: clock, Peers: len(d.topic.ListPeers()), Held: d.log.pendingCount(), Paths: len(d.log.d.Paths()),
+		PeersAhead: ahead, Updates: len(d.log.order), Equivocating: d.log.forkedList()}
 }

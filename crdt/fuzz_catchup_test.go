@@ -2,25 +2,28 @@ package crdt
 
 import (
 	"bytes"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
-	"strings"
 	"testing"
 
 	"github.com/fxamacker/cbor/v2"
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/nova-node/nova-node/crdt/delta"
 	"github.com/nova-node/nova-node/internal/frame"
 )
 
-// The catch-up decoders read bytes from any peer on /nova/crdt/1.0.0:
-// readCatchupRequest (serve) and readCatchupResponse (catchUp): one frame
-// under its cap, decMode, and for a request the name check. Whatever the input, a decoder returns an error or a value that is within
-// its limits and re-encodes (encMode, as the sender does) to bytes that
-// decode to the same value. The seeds, added with f.Add, are the package's
-// own encodings plus truncated, oversized and hostile variants.
+// The catch-up decoders read bytes from any peer on /nova/crdt/2.0.0:
+// readCatchupRequest (serve), decodeCatchupFrame (catchUp) and
+// DecodeUpdate (every update, from gossip, catch-up and the store).
+// Whatever the input, a decoder returns an error or a value that is
+// within its limits and re-encodes to bytes that decode to the same value.
+// The seeds, added with f.Add, are the package's own encodings plus
+// truncated, oversized and hostile variants.
 
 // maxClockEntries is decMode's MaxMapPairs: the most replicas a clock may
 // list.
@@ -87,10 +90,9 @@ func hostileCBOR(tb testing.TB) [][]byte {
 		{0x9b, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, // an array claiming 2^64-1 items
 		nested,
 		[]byte("not cbor at all"),
-		mustCBOR(tb, map[string]any{"d": 1, "c": "x", "x": 7, "e": []int{1}}), // wrong types
-		mustCBOR(tb, map[string]any{"d": "notes", "c": map[string]any{"a": -1}}),
-		mustCBOR(tb, map[string]any{"d": "notes", "c": map[string]any{"a": 1.5}}),
-		mustCBOR(tb, map[string]any{"D": "notes", "C": map[string]uint64{"a": 1}, "X": []byte{1}, "E": "e"}),
+		mustCBOR(tb, map[string]any{"d": 1, "h": "x", "u": 7, "e": []int{1}}), // wrong types
+		mustCBOR(tb, map[string]any{"d": "notes", "h": []any{[]any{"a", -1, []byte{1}}}}),
+		mustCBOR(tb, map[string]any{"d": "notes", "h": []any{[]any{"a", 1.5, make([]byte, 32)}}}),
 		{0xa2, 0x61, 'd', 0x61, 'a', 0x61, 'd', 0x61, 'b'}, // {"d":"a","d":"b"}
 		{0xa1, 0x61, 'd', 0x62, 0xff, 0xfe},                // invalid UTF-8
 	}
@@ -107,19 +109,130 @@ func checkFrameCap(t *testing.T, body []byte, max int, err error) {
 	}
 }
 
-func FuzzCatchupRequest(f *testing.F) {
-	_, clocks := fuzzHistory(f)
-	for _, c := range clocks {
-		f.Add(mustCBOR(f, catchupReq{Doc: "notes", Clock: c}))
+// fuzzUpdates signs a short history of two replicas (the second depends
+// on the first), returning the updates' bytes.
+func fuzzUpdates(tb testing.TB) [][]byte {
+	tb.Helper()
+	var out [][]byte
+	ka, kb := fuzzKey(tb), fuzzKey(tb)
+	la, lb := fuzzLog(tb, ka), fuzzLog(tb, kb)
+	step := func(l *docLog, k crypto.PrivKey, mk func(d *delta.Doc) (*delta.Delta, error)) {
+		x, err := mk(l.d)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		u, err := l.local(k, "w@"+l.self, x, 1)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		out = append(out, u.Raw)
+		for _, o := range []*docLog{la, lb} {
+			if o != l {
+				v, _ := DecodeUpdate(u.Raw)
+				if _, err := o.add(v, "p"); err != nil {
+					tb.Fatal(err)
+				}
+			}
+		}
 	}
-	full := mustCBOR(f, catchupReq{Doc: "team.plan-2_v1", Clock: clocks[len(clocks)-1]})
+	step(la, ka, func(d *delta.Doc) (*delta.Delta, error) {
+		return d.Set("/cfg", json.RawMessage(`{"name":"x","n":[1,2]}`))
+	})
+	step(lb, kb, func(d *delta.Doc) (*delta.Delta, error) { return d.Set("/cfg/name", json.RawMessage(`"y"`)) })
+	step(la, ka, func(d *delta.Doc) (*delta.Delta, error) { return d.SetAdd("/tags", json.RawMessage(`"t"`)) })
+	step(lb, kb, func(d *delta.Doc) (*delta.Delta, error) { return d.Incr("/n", 3) })
+	return out
+}
+
+func fuzzKey(tb testing.TB) crypto.PrivKey {
+	tb.Helper()
+	k, _, err := crypto.GenerateEd25519Key(rand.Reader)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return k
+}
+
+func fuzzLog(tb testing.TB, k crypto.PrivKey) *docLog {
+	tb.Helper()
+	id, err := peer.IDFromPrivateKey(k)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	l, err := newDocLog("notes", id.String())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return l
+}
+
+// FuzzUpdate: DecodeUpdate accepts only updates that keep every rule of
+// one update (see Update), and what it accepts decodes again the same.
+func FuzzUpdate(f *testing.F) {
+	ups := fuzzUpdates(f)
+	for _, b := range ups {
+		f.Add(b)
+		f.Add(b[:len(b)/2])
+		f.Add(b[:len(b)-1])
+		flipped := bytes.Clone(b)
+		flipped[len(flipped)/2] ^= 1
+		f.Add(flipped)
+	}
+	for _, b := range hostileCBOR(f) {
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		u, err := DecodeUpdate(data)
+		if err != nil {
+			if ErrorCode(err) == "" {
+				t.Fatalf("refusal without a code: %v", err)
+			}
+			return
+		}
+		if len(data) > MaxUpdateSize || u.Author != u.Signer.String() || u.First < 1 || u.First > u.Last || u.Last > MaxSeq {
+			t.Fatalf("accepted an update out of bounds: %+v", u)
+		}
+		r, lo, hi, ok := u.Delta.MintedRange()
+		if !ok || r != u.Author || lo != u.First || hi != u.Last || !u.Delta.EntriesMinted() {
+			t.Fatal("accepted an update minting other dots")
+		}
+		ctx := u.Delta.Context()
+		for _, rep := range ctx.Replicas() {
+			if rep == u.Author {
+				if ctx.Max(rep) > u.Last {
+					t.Fatal("accepted a context beyond the author's last dot")
+				}
+				continue
+			}
+			found := false
+			for _, d := range u.Deps {
+				found = found || (d.Replica == rep && d.Seq >= ctx.Max(rep))
+			}
+			if !found {
+				t.Fatalf("accepted a context holding %s without a dep covering it", rep)
+			}
+		}
+		again, err := DecodeUpdate(u.Raw)
+		if err != nil || again.Hash != u.Hash || !reflect.DeepEqual(again.Deps, u.Deps) {
+			t.Fatalf("decoding again: %v", err)
+		}
+	})
+}
+
+// FuzzCatchupRequest: a request is within its limits and round-trips.
+func FuzzCatchupRequest(f *testing.F) {
+	l := fuzzLog(f, fuzzKey(f))
+	for _, b := range fuzzUpdates(f) {
+		u, _ := DecodeUpdate(b)
+		l.add(u, "p")
+	}
+	full := mustCBOR(f, catchupReq{Doc: "notes", Holding: summaryToWire(l.summary())})
 	for _, b := range [][]byte{
-		full[:len(full)/2], full[:len(full)-1], append(full[:len(full):len(full)], 0x00),
-		mustCBOR(f, catchupReq{Doc: "notes", Clock: delta.VersionVector{"a": 1 << 63, "z": ^uint64(0)}}),
-		mustCBOR(f, catchupReq{Doc: "notes", Clock: delta.VersionVector{"": 3, "a": 0, "\x01": 1}}),
-		mustCBOR(f, catchupReq{Doc: "notes", Clock: delta.VersionVector{}}),
-		mustCBOR(f, catchupReq{Doc: "../etc", Clock: clocks[1]}),
-		mustCBOR(f, catchupReq{Doc: strings.Repeat("n", 65)}),
+		full, full[:len(full)/2], full[:len(full)-1], append(full[:len(full):len(full)], 0x00),
+		mustCBOR(f, catchupReq{Doc: "notes"}),
+		mustCBOR(f, catchupReq{Doc: "notes", Holding: []summaryWire{{Replica: "b", Last: 1, Digest: make([]byte, 32)}, {Replica: "a", Last: 1, Digest: make([]byte, 32)}}}),
+		mustCBOR(f, catchupReq{Doc: "notes", Holding: []summaryWire{{Replica: "a", Last: 1 << 60, Digest: make([]byte, 32)}}}),
+		mustCBOR(f, catchupReq{Doc: "../etc"}),
 		mustCBOR(f, catchupReq{}),
 	} {
 		f.Add(b)
@@ -127,71 +240,36 @@ func FuzzCatchupRequest(f *testing.F) {
 	for _, b := range hostileCBOR(f) {
 		f.Add(b)
 	}
-	server, _ := fuzzHistory(f)
 	f.Fuzz(func(t *testing.T, body []byte) {
 		req, err := readCatchupRequest(bytes.NewReader(framed(body)))
 		checkFrameCap(t, body, catchupRequestMax, err)
 		if err != nil {
 			return
 		}
-		if !ValidName(req.Doc) || len(req.Clock) > maxClockEntries {
-			t.Fatalf("accepted a request outside the limits: %q, %d clock entries", req.Doc, len(req.Clock))
+		if !ValidName(req.Doc) || len(req.Holding) > maxClockEntries {
+			t.Fatalf("accepted %q with %d replicas", req.Doc, len(req.Holding))
 		}
-		enc, err := encMode.Marshal(req)
-		if err != nil {
-			t.Fatalf("re-encoding an accepted request: %v", err)
+		for i, h := range req.Holding {
+			if h.Last > MaxSeq || len(h.Digest) != 32 || (i > 0 && req.Holding[i-1].Replica >= h.Replica) {
+				t.Fatalf("accepted a bad summary entry %+v", h)
+			}
 		}
-		again, err := readCatchupRequest(bytes.NewReader(framed(enc)))
-		if err != nil || !reflect.DeepEqual(again, req) {
-			t.Fatalf("round trip: %+v -> %x -> %+v (%v)", req, enc, again, err)
+		again, err := readCatchupRequest(bytes.NewReader(framed(mustCBOR(t, req))))
+		if err != nil || again.Doc != req.Doc || len(again.Holding) != len(req.Holding) {
+			t.Fatalf("round trip: %v", err)
 		}
-		if enc2 := mustCBOR(t, again); !bytes.Equal(enc, enc2) {
-			t.Fatal("encoding not stable")
-		}
-		// Answer it as serve does; the asker must decode the answer to
-		// the very delta that was sent.
-		x := server.Clone().DeltaSince(req.Clock.Context())
-		b, err := delta.EncodeDelta(x)
-		if err != nil {
-			t.Fatalf("encoding the answer: %v", err)
-		}
-		resp, err := readCatchupResponse(bytes.NewReader(framed(mustCBOR(t, catchupResp{Delta: b}))))
-		if err != nil {
-			t.Fatalf("decoding the answer: %v", err)
-		}
-		if len(resp.Delta) == 0 {
-			return // an empty delta is sent as no delta
-		}
-		y, err := delta.DecodeDelta(resp.Delta)
-		if err != nil || !y.Equal(x) {
-			t.Fatalf("the answer does not decode to the delta sent (%v)", err)
-		}
+		_ = l.since(req.summary()) // what serve does next
 	})
 }
 
-func FuzzCatchupResponse(f *testing.F) {
-	server, clocks := fuzzHistory(f)
-	var answers [][]byte
-	for _, c := range clocks {
-		b, err := delta.EncodeDelta(server.DeltaSince(c.Context()))
-		if err != nil {
-			f.Fatal(err)
-		}
-		answers = append(answers, mustCBOR(f, catchupResp{Delta: b}))
+// FuzzCatchupFrame: an answer frame is an update, an end, or an error.
+func FuzzCatchupFrame(f *testing.F) {
+	for _, b := range fuzzUpdates(f) {
+		f.Add(mustCBOR(f, catchupFrame{Update: b}))
 	}
-	for _, b := range answers {
-		f.Add(b)
-	}
-	full := answers[0]
 	for _, b := range [][]byte{
-		full[:len(full)/2], full[:len(full)-1], append(full[:len(full):len(full)], 0x00),
-		mustCBOR(f, catchupResp{Err: "unknown document"}),
-		mustCBOR(f, catchupResp{}),
-		mustCBOR(f, catchupResp{Delta: []byte("garbage"), Err: "x"}),
-		mustCBOR(f, catchupResp{Delta: []byte("garbage")}),
-		mustCBOR(f, map[string]any{"x": []byte{}}),
-		mustCBOR(f, map[string]any{"x": "a text string"}),
-		mustCBOR(f, map[string]any{"x": []int{1, 2, 3}}),
+		mustCBOR(f, catchupFrame{End: true}), mustCBOR(f, catchupFrame{Err: "unknown document"}), mustCBOR(f, catchupFrame{}),
+		mustCBOR(f, catchupFrame{Update: []byte("garbage")}),
 	} {
 		f.Add(b)
 	}
@@ -199,96 +277,59 @@ func FuzzCatchupResponse(f *testing.F) {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		resp, err := readCatchupResponse(bytes.NewReader(framed(body)))
-		checkFrameCap(t, body, catchupResponseMax, err)
+		ar := newAnswerReader(bytes.NewReader(framed(body)))
+		u, done, err := ar.next()
+		checkFrameCap(t, body, catchupFrameMax, err)
 		if err != nil {
-			return
-		}
-		enc, err := encMode.Marshal(resp)
-		if err != nil {
-			t.Fatalf("re-encoding an accepted answer: %v", err)
-		}
-		again, err := readCatchupResponse(bytes.NewReader(framed(enc)))
-		// omitempty: an empty delta comes back as none.
-		if err != nil || !bytes.Equal(again.Delta, resp.Delta) || again.Err != resp.Err {
-			t.Fatalf("round trip: %+v -> %x -> %+v (%v)", resp, enc, again, err)
-		}
-		if enc2 := mustCBOR(t, again); !bytes.Equal(enc, enc2) {
-			t.Fatal("encoding not stable")
-		}
-		if resp.Err != "" || len(resp.Delta) == 0 {
-			return
-		}
-		// What catchUp does next: decode the delta, check whose dots it
-		// claims, join it.
-		x, err := delta.DecodeDelta(resp.Delta)
-		if err != nil {
-			if !errors.Is(err, delta.ErrDeserialization) {
-				t.Fatalf("delta error without code: %v", err)
+			if !errors.As(err, new(undecodable)) && !errors.Is(err, frame.ErrTooLarge) {
+				t.Fatalf("an undecodable frame not marked as such: %v", err)
 			}
 			return
 		}
-		own := "a"
-		local := fuzzReplica(t, own)
-		_ = x.Context().Max(own)
-		_ = x.Context().Replicas()
-		local.Join(x)
-		if o := local.Context().Compare(x.Context()); o != delta.Equal && o != delta.After {
-			t.Fatalf("after the join the replica does not cover the delta: %v", o)
+		if !done && len(u) == 0 {
+			t.Fatal("an empty update accepted")
+		}
+		if !done {
+			_, _ = DecodeUpdate(u) // what catchUp does next
 		}
 	})
 }
 
 // TestCatchupDecodeLimits feeds the catch-up decoders inputs at and just
-// over each cap: the frame sizes, and decMode's clock size and nesting.
+// over each cap.
 func TestCatchupDecodeLimits(t *testing.T) {
-	req := padTo(t, map[string]any{"d": "notes", "c": map[string]uint64{"a": 1}}, catchupRequestMax)
+	req := padTo(t, map[string]any{"d": "notes"}, catchupRequestMax)
 	if _, err := readCatchupRequest(bytes.NewReader(framed(req))); err != nil {
 		t.Fatalf("a request of exactly the cap: %v", err)
 	}
-	req = padTo(t, map[string]any{"d": "notes", "c": map[string]uint64{"a": 1}}, catchupRequestMax+1)
+	req = padTo(t, map[string]any{"d": "notes"}, catchupRequestMax+1)
 	if _, err := readCatchupRequest(bytes.NewReader(framed(req))); !errors.Is(err, frame.ErrTooLarge) {
 		t.Fatalf("a request over the cap: %v", err)
 	}
-	resp := padTo(t, map[string]any{"e": "unknown document"}, catchupResponseMax)
-	if _, err := readCatchupResponse(bytes.NewReader(framed(resp))); err != nil {
-		t.Fatalf("an answer of exactly the cap: %v", err)
-	}
-	resp = padTo(t, map[string]any{"e": "unknown document"}, catchupResponseMax+1)
-	if _, err := readCatchupResponse(bytes.NewReader(framed(resp))); !errors.Is(err, frame.ErrTooLarge) {
-		t.Fatalf("an answer over the cap: %v", err)
-	}
-	// A frame announcing 4 GiB is refused after its length prefix.
 	huge := []byte{0xff, 0xff, 0xff, 0xff, 0x0f, 0xa0}
-	if _, err := readCatchupResponse(bytes.NewReader(huge)); !errors.Is(err, frame.ErrTooLarge) {
+	if _, _, err := newAnswerReader(bytes.NewReader(huge)).next(); !errors.Is(err, frame.ErrTooLarge) {
 		t.Fatalf("a 4 GiB length prefix: %v", err)
 	}
-
-	if r, err := readCatchupRequest(bytes.NewReader(framed(mustCBOR(t, catchupReq{Doc: "notes", Clock: bigClock(maxClockEntries)})))); err != nil || len(r.Clock) != maxClockEntries {
-		t.Fatalf("a clock of %d replicas: %v", maxClockEntries, err)
+	big := make([]summaryWire, maxClockEntries+1)
+	for i := range big {
+		big[i] = summaryWire{Replica: fmt.Sprintf("r%08x", i), Last: 1, Digest: make([]byte, 32)}
 	}
-	_, err := readCatchupRequest(bytes.NewReader(framed(mustCBOR(t, catchupReq{Doc: "notes", Clock: bigClock(maxClockEntries + 1)}))))
-	if e := (*cbor.MaxMapPairsError)(nil); !errors.As(err, &e) {
-		t.Fatalf("a clock of %d replicas: %v", maxClockEntries+1, err)
+	_, err := readCatchupRequest(bytes.NewReader(framed(mustCBOR(t, catchupReq{Doc: "notes", Holding: big}))))
+	if e := (*cbor.MaxArrayElementsError)(nil); !errors.As(err, &e) {
+		t.Fatalf("a summary of %d replicas: %v", maxClockEntries+1, err)
 	}
-	for _, levels := range []int{8, 9} {
-		b := []byte{0xa1, 0x61, 'z'} // {"z": [[...[0]...]]}, a field no one reads
-		b = append(b, bytes.Repeat([]byte{0x81}, levels-1)...)
-		b = append(b, 0x00)
-		_, err := readCatchupResponse(bytes.NewReader(framed(b)))
-		if e := (*cbor.MaxNestedLevelError)(nil); (levels > 8) != errors.As(err, &e) {
-			t.Fatalf("%d levels of nesting: %v", levels, err)
-		}
+	if _, err := DecodeUpdate(make([]byte, MaxUpdateSize+1)); ErrorCode(err) != CodeDeserializationFailed {
+		t.Fatalf("an update over the cap: %v", err)
 	}
 }
 
-// padTo encodes m with an extra byte-string field "p" that makes it exactly
+// padTo encodes m with an extra byte-string field "pad" that makes it exactly
 // size bytes long (decoders skip fields they do not know).
 func padTo(tb testing.TB, m map[string]any, size int) []byte {
 	tb.Helper()
 	pad := size
 	for range 4 {
-		m["p"] = make([]byte, max(pad, 0))
+		m["pad"] = make([]byte, max(pad, 0))
 		b := mustCBOR(tb, m)
 		if len(b) == size {
 			return b

@@ -28,7 +28,7 @@ func FuzzDigest(f *testing.F) {
 		mustCBOR(f, digest{Clock: delta.VersionVector{"": 3, "a": 0, "\x01": 1}}),
 		mustCBOR(f, digest{Clock: delta.VersionVector{}}),
 		mustCBOR(f, digest{}),
-		mustCBOR(f, catchupReq{Doc: "notes", Clock: clocks[1]}), // a request on the wrong topic
+		mustCBOR(f, catchupReq{Doc: "notes", Holding: []summaryWire{{Replica: "a", Last: 1, Digest: make([]byte, 32)}}}), // a request on the wrong topic
 	} {
 		f.Add(b)
 	}

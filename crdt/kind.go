@@ -38,7 +38,7 @@ func (e *KindError) Error() string {
 // checkKindLocked returns a *KindError when op ("add", "remove" or "incr")
 // may not write at path as the document holds it. d.mu must be held.
 func (d *Doc) checkKindLocked(op, path string) error {
-	cur, ok := d.d.Get(path)
+	cur, ok := d.log.d.Get(path)
 	if !ok || len(cur) == 0 || string(cur) == "null" {
 		return nil
 	}

@@ -12,19 +12,19 @@ import (
 
 	golog "github.com/ipfs/go-log/v2"
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/event"
 	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
 	"go.uber.org/zap"
-
-	"github.com/nova-node/nova-node/crdt/delta"
 )
 
 var log = golog.Logger("nova/crdt")
 
 // ID is the catch-up protocol.
-const ID protocol.ID = "/nova/crdt/1.0.0"
+const ID protocol.ID = "/nova/crdt/2.0.0"
 
 // CodeDeserializationFailed is the seed's code for an undecodable update.
 const CodeDeserializationFailed = "CRDT_DESERIALIZATION_FAILED"
@@ -45,23 +45,23 @@ var docNameRe = regexp.MustCompile(DocNamePattern)
 // ([DocNamePattern]).
 func ValidName(name string) bool { return docNameRe.MatchString(name) }
 
-// Store persists each document as a snapshot plus a log of the deltas
-// joined since (so a write costs its delta, not the document). Calls come
-// under the document's lock, after each join and before anything is
-// published.
+// Store persists each document: a state record and a log of the signed
+// updates applied since (crdt keeps every signed update, in the order it
+// applied them, so it can serve catch-ups that any receiver can verify).
+// Calls come under the document's lock, after each join and before
+// anything is published.
 type Store interface {
-	// LoadDoc returns the snapshot (nil when none) and the deltas logged
-	// after it, in order.
+	// LoadDoc returns the state record (nil when none) and the entries
+	// logged after it, in order.
 	LoadDoc(name string) (state []byte, deltas [][]byte, err error)
-	// AppendDelta logs one joined delta.
+	// AppendDelta logs one entry: a signed update.
 	AppendDelta(name string, delta []byte) error
-	// SaveDoc replaces the snapshot and empties the log, atomically.
+	// AppendDeltas logs entries in order, in one transaction.
+	AppendDeltas(name string, deltas [][]byte) error
+	// SaveDoc replaces the state record and empties the log, atomically.
 	SaveDoc(name string, state []byte) error
 	DocNames() ([]string, error)
 }
-
-// snapshotEvery is how many logged deltas trigger a new snapshot.
-const snapshotEvery = 256
 
 // SourceCheck decides whether an update to document doc, made by agent
 // source (name@peerID) and published by peer publisher, may be applied. It
@@ -80,9 +80,10 @@ type Option func(*config) error
 
 // config is what the options set; New fills in the defaults.
 type config struct {
-	interval     time.Duration
-	check        SourceCheck
-	replicaCheck ReplicaCheck
+	interval time.Duration
+	check    SourceCheck
+	events   func(SecurityEvent)
+	repair   func(doc string) (string, bool)
 }
 
 // defaultCatchupInterval is the period of the background anti-entropy round.
@@ -100,15 +101,32 @@ func WithCatchupInterval(d time.Duration) Option {
 	}
 }
 
-// ReplicaCheck decides whether replica (a peer ID) may have written
-// document doc; it is applied to every replica whose dots a catch-up answer
-// carries, since a catch-up delta, unlike a broadcast update, names no
-// source agent. nil accepts, an error refuses the whole answer.
-type ReplicaCheck func(doc, replica string) error
+// SecurityEvent is a peer's misbehaviour seen on a document: a forged or
+// invalid update (Code CodeForgedUpdate, CodeInvalidUpdate) or a replica
+// signing two histories (CodeEquivocation, Replica names it). Peer is the
+// peer that sent it (for an equivocation: that sent the second history).
+type SecurityEvent struct {
+	Code    string
+	Doc     string
+	Peer    peer.ID
+	Replica string
+	Detail  string
+}
 
-// WithReplicaCheck sets the check of catch-up answers (default: none).
-func WithReplicaCheck(f ReplicaCheck) Option {
-	return func(c *config) error { c.replicaCheck = f; return nil }
+// WithSecurityEvents sets the function told of every SecurityEvent
+// (default: none). It is called under a document's lock and must not
+// block.
+func WithSecurityEvents(f func(SecurityEvent)) Option {
+	return func(c *config) error { c.events = f; return nil }
+}
+
+// WithLegacyRepair lets the Manager keep a document stored by a version
+// without signed updates: agent(doc) names the local agent (name@peer) in
+// whose name its content is written again, as one signed update of this
+// node (default: none, and such a document is refused with
+// CodeLegacyDocument). See docs/security.md.
+func WithLegacyRepair(agent func(doc string) (string, bool)) Option {
+	return func(c *config) error { c.repair = agent; return nil }
 }
 
 // WithSourceCheck sets the check of every update's source agent, local and
@@ -119,23 +137,26 @@ func WithSourceCheck(f SourceCheck) Option {
 
 // Manager owns the open documents of one node.
 type Manager struct {
-	h            host.Host
-	ps           *pubsub.PubSub
-	swarm        string
-	replica      string
-	store        Store
-	interval     time.Duration
-	log          *zap.SugaredLogger
-	check        SourceCheck
-	replicaCheck ReplicaCheck
+	h        host.Host
+	key      crypto.PrivKey
+	ps       *pubsub.PubSub
+	swarm    string
+	replica  string
+	store    Store
+	interval time.Duration
+	log      *zap.SugaredLogger
+	check    SourceCheck
+	events   func(SecurityEvent)
+	repair   func(doc string) (string, bool)
 
 	mu      sync.Mutex
 	docs    map[string]*Doc
 	started bool
 	closed  bool
 
-	heldKick   chan struct{}      // a document started holding updates (see antiEntropy)
-	afterRound func(holding bool) // tests: called after each anti-entropy round
+	distrusts  map[peer.ID]time.Time // peers not asked for catch-ups until then (see distrust)
+	heldKick   chan struct{}         // a document started holding updates (see antiEntropy)
+	afterRound func(holding bool)    // tests: called after each anti-entropy round
 	ctx        context.Context
 	cancel     context.CancelFunc
 	wg         sync.WaitGroup
@@ -145,8 +166,9 @@ type Manager struct {
 
 // New returns a Manager; it starts nothing. Defaults: anti-entropy every
 // 10 s ([WithCatchupInterval]), an update's source must be hosted by its
-// publisher ([WithSourceCheck]), catch-up answers are not checked further
-// ([WithReplicaCheck]).
+// publisher ([WithSourceCheck]), no security events ([WithSecurityEvents]),
+// no repair of documents stored unsigned ([WithLegacyRepair]). The host's
+// private key signs this node's updates.
 func New(h host.Host, ps *pubsub.PubSub, swarm string, store Store, opts ...Option) (*Manager, error) {
 	if h == nil || ps == nil || store == nil || swarm == "" {
 		return nil, errors.New("crdt: New needs a host, a pubsub, a swarm name and a store")
@@ -157,8 +179,12 @@ func New(h host.Host, ps *pubsub.PubSub, swarm string, store Store, opts ...Opti
 			return nil, fmt.Errorf("crdt: option %d: %w", i, err)
 		}
 	}
-	m := &Manager{h: h, ps: ps, swarm: swarm, replica: h.ID().String(), store: store, interval: c.interval,
-		check: c.check, replicaCheck: c.replicaCheck,
+	key := h.Peerstore().PrivKey(h.ID())
+	if key == nil {
+		return nil, errors.New("crdt: New needs the host's private key in its peerstore")
+	}
+	m := &Manager{h: h, key: key, ps: ps, swarm: swarm, replica: h.ID().String(), store: store, interval: c.interval,
+		check: c.check, events: c.events, repair: c.repair,
 		docs: map[string]*Doc{}, heldKick: make(chan struct{}, 1), log: log.With("self", h.ID().String()[len(h.ID().String())-6:])}
 	return m, nil
 }
@@ -222,7 +248,9 @@ func (m *Manager) Close() error {
 	return nil
 }
 
-// Rejected counts updates refused as undecodable (CRDT_DESERIALIZATION_FAILED).
+// Rejected counts updates refused: undecodable (CRDT_DESERIALIZATION_FAILED),
+// forged or invalid (CodeForgedUpdate, CodeInvalidUpdate), on gossip and
+// in catch-up answers.
 func (m *Manager) Rejected() uint64 { return m.rejected.Load() }
 
 // Replica is this node's replica id.
@@ -278,29 +306,16 @@ func (m *Manager) Open(ctx context.Context, name string) (*Doc, error) {
 }
 
 func (m *Manager) openLocked(name string) (*Doc, error) {
-	dd, err := delta.New(m.replica)
+	d, err := m.load(name)
 	if err != nil {
 		return nil, err
 	}
-	b, logged, err := m.store.LoadDoc(name)
-	if err != nil {
-		return nil, fmt.Errorf("crdt: load %s: %w", name, err)
-	}
-	if b != nil {
-		st, err := delta.DecodeDoc(b)
-		if err != nil {
-			return nil, fmt.Errorf("crdt: stored state of %s: %w", name, err)
+	d.log.allow = func(u *Update) error {
+		if m.check == nil {
+			return nil
 		}
-		dd.JoinDoc(st)
+		return m.check(name, u.Agent, u.Signer)
 	}
-	for i, lb := range logged {
-		x, err := delta.DecodeDelta(lb)
-		if err != nil {
-			return nil, fmt.Errorf("crdt: logged delta %d of %s: %w", i, name, err)
-		}
-		dd.Join(x)
-	}
-	d := &Doc{m: m, name: name, d: dd, watchers: map[*Watch]struct{}{}, logged: len(logged)}
 	topic := Topic(m.swarm, name)
 	if err := m.ps.RegisterTopicValidator(topic, d.validate); err != nil {
 		return nil, fmt.Errorf("crdt: validator for %s: %w", name, err)
@@ -310,6 +325,10 @@ func (m *Manager) openLocked(name string) (*Doc, error) {
 		_ = m.ps.UnregisterTopicValidator(topic)
 		return nil, fmt.Errorf("crdt: join %s: %w", topic, err)
 	}
+	// Rejected updates count against their sender's GossipSub score (when
+	// the node scores peers: otherwise this is refused, and ignored).
+	_ = t.SetScoreParams(&pubsub.TopicScoreParams{TopicWeight: 1, TimeInMeshQuantum: time.Second,
+		InvalidMessageDeliveriesWeight: -100, InvalidMessageDeliveriesDecay: 0.5})
 	sub, err := t.Subscribe(pubsub.WithBufferSize(4096))
 	if err != nil {
 		_ = t.Close()
@@ -392,9 +411,18 @@ func (m *Manager) antiEntropy() {
 		}
 		holding := false
 		for _, d := range m.Docs() {
+			d.flush()
 			h := d.holding()
+			if due || h {
+				d.recheck()
+				h = d.holding()
+			}
 			holding = holding || h
 			if !due && !h {
+				continue
+			}
+			if p := d.takeGapPeer(); h && p != "" && m.h.Network().Connectedness(p) == network.Connected {
+				d.catchUpFrom(p)
 				continue
 			}
 			peers := d.topic.ListPeers()

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"github.com/nova-node/nova-node/internal/leakcheck"
 	"github.com/nova-node/nova-node/internal/waitfor"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fxamacker/cbor/v2"
 	"github.com/libp2p/go-libp2p"
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
 	"github.com/libp2p/go-libp2p/core/crypto"
@@ -19,6 +21,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/nova-node/nova-node/crdt"
+	"github.com/nova-node/nova-node/crdt/delta"
 )
 
 type memStore struct {
@@ -42,6 +45,15 @@ func (s *memStore) AppendDelta(n string, b []byte) error {
 		s.docs[n] = nil
 	}
 	s.logs[n] = append(s.logs[n], append([]byte(nil), b...))
+	return nil
+}
+
+func (s *memStore) AppendDeltas(n string, bs [][]byte) error {
+	for _, b := range bs {
+		if err := s.AppendDelta(n, b); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -79,7 +91,7 @@ type replica struct {
 	stop  func()
 }
 
-func newReplica(t *testing.T, key crypto.PrivKey, store *memStore) *replica {
+func newReplica(t *testing.T, key crypto.PrivKey, store *memStore, opts ...crdt.Option) *replica {
 	t.Helper()
 	if key == nil {
 		key, _, _ = crypto.GenerateEd25519Key(rand.Reader)
@@ -96,7 +108,7 @@ func newReplica(t *testing.T, key crypto.PrivKey, store *memStore) *replica {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := crdt.New(h, ps, "test", store, crdt.WithCatchupInterval(200*time.Millisecond))
+	m, err := crdt.New(h, ps, "test", store, append([]crdt.Option{crdt.WithCatchupInterval(200 * time.Millisecond)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,25 +306,196 @@ func TestNoGoroutineOutlivesTheManager(t *testing.T) {
 	}
 }
 
-// TestStoredStateIsBoundedByLiveData: 10,000 overwrites of the same 100
-// keys leave a persisted state of the size of 100 keys, not of the history.
-func TestStoredStateIsBoundedByLiveData(t *testing.T) {
+// TestStoredLogIsSignedUpdates: the store holds each write as its signed
+// update (so a restarted node can serve catch-ups any receiver verifies),
+// at a bounded cost per write: 1,000 writes of small values cost under
+// 1 KB each, and every stored entry verifies.
+func TestStoredLogIsSignedUpdates(t *testing.T) {
 	r := newReplica(t, nil, nil)
 	d := open(t, r, "churn")
 	ctx := context.Background()
 	agent := "w@" + r.h.ID().String()
-	for k := 0; k < 100; k++ {
-		d.Set(ctx, agent, fmt.Sprintf("/k%d", k), json.RawMessage(`0`))
-	}
-	after100 := r.store.size("churn")
-	for i := 0; i < 10000; i++ {
+	for i := 0; i < 1000; i++ {
 		if err := d.Set(ctx, agent, fmt.Sprintf("/k%d", i%100), json.RawMessage(fmt.Sprint(i))); err != nil {
 			t.Fatal(err)
 		}
 	}
 	size := r.store.size("churn")
-	t.Logf("stored: %d bytes after 100 writes, %d after 10,100 (snapshot + at most %d logged deltas)", after100, size, 256)
-	if size > 4*after100+64<<10 {
-		t.Fatalf("state grew with history: %d bytes after 10,100 writes of 100 keys (%d after the first 100)", size, after100)
+	t.Logf("stored: %d bytes for 1,000 writes", size)
+	if size > 1000*1024 {
+		t.Fatalf("%d bytes stored for 1,000 small writes", size)
 	}
+	_, logged, _ := r.store.LoadDoc("churn")
+	if len(logged) != 1000 {
+		t.Fatalf("%d entries logged, want 1,000", len(logged))
+	}
+	for i, b := range logged {
+		if u, err := crdt.DecodeUpdate(b); err != nil || u.Author != r.h.ID().String() {
+			t.Fatalf("stored entry %d: %v", i, err)
+		}
+	}
+}
+
+// TestLegacyDocumentRepairedOrRefused: a document stored unsigned (an
+// older version's snapshot and delta log, here with a clock claiming this
+// replica's dots up to 2^64-1, which wedged it) is refused with
+// CRDT_LEGACY_DOCUMENT, the store untouched, when no local agent may write
+// it; with one, its content is written again as one signed update, the
+// clock left behind, and the next writes succeed.
+func TestLegacyDocumentRepairedOrRefused(t *testing.T) {
+	key, _, _ := crypto.GenerateEd25519Key(rand.Reader)
+	self, _ := peer.IDFromPrivateKey(key)
+	legacy := func() *memStore {
+		old, _ := delta.New("someone")
+		if _, err := old.Apply(old.Set("/goal", json.RawMessage(`"ship"`))); err != nil {
+			t.Fatal(err)
+		}
+		// A wedge: a delta claiming this replica's dots up to 2^64-1.
+		const top = ^uint64(0)
+		logged, err := cbor.Marshal([]any{1, 2, []string{self.String()}, []uint64{0, 1, top}, []uint64{0, top, top}, 1,
+			[]any{[]any{"/n", []any{[]any{0, top, 1, "1"}}, []any{}, []any{}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if x, err := delta.DecodeDelta(logged); err != nil || x.Context().Max(self.String()) != top {
+			t.Fatalf("the wedging delta: %v", err)
+		}
+		state, _ := delta.EncodeDoc(old)
+		return &memStore{docs: map[string][]byte{"old": state}, logs: map[string][][]byte{"old": {logged}}}
+	}
+	st := legacy()
+	r := newReplica(t, key, st)
+	_, err := r.m.Open(context.Background(), "old")
+	var le *crdt.LegacyError
+	if !errors.As(err, &le) || le.Code() != crdt.CodeLegacyDocument {
+		t.Fatalf("opening an unsigned document without a repair agent: %v", err)
+	}
+	if _, logged, _ := st.LoadDoc("old"); len(logged) != 1 {
+		t.Fatal("the refused document's store was changed")
+	}
+	r.stop()
+
+	st = legacy()
+	r = newReplica(t, key, st, crdt.WithLegacyRepair(func(string) (string, bool) { return "w@" + self.String(), true }))
+	d := open(t, r, "old")
+	if got := string(d.JSON()); got != `{"goal":"ship","n":1}` {
+		t.Fatalf("repaired: %s", got)
+	}
+	if err := d.Set(context.Background(), "w@"+self.String(), "/goal", json.RawMessage(`"shipped"`)); err != nil {
+		t.Fatalf("a write after the repair: %v", err)
+	}
+	state, logged, _ := st.LoadDoc("old")
+	if _, err := delta.DecodeDoc(state); err == nil {
+		t.Fatal("the store still holds an unsigned state")
+	}
+	for _, b := range logged {
+		if _, err := crdt.DecodeUpdate(b); err != nil {
+			t.Fatalf("a logged entry after the repair: %v", err)
+		}
+	}
+}
+
+// TestEquivocationDoesNotSplitReplicas: a replica signs two histories of
+// the same dots and shows each to a different node while they are apart.
+// Once connected, both nodes hold both histories (catch-up compares the
+// hashes held, not only clocks), end with the same document, report the
+// equivocation, and go on writing.
+func TestEquivocationDoesNotSplitReplicas(t *testing.T) {
+	var mu sync.Mutex
+	events := map[peer.ID][]crdt.SecurityEvent{}
+	record := func(self *peer.ID) crdt.Option {
+		return crdt.WithSecurityEvents(func(e crdt.SecurityEvent) {
+			mu.Lock()
+			defer mu.Unlock()
+			events[*self] = append(events[*self], e)
+		})
+	}
+	var idX, idY peer.ID
+	rx := newReplica(t, nil, nil, record(&idX))
+	ry := newReplica(t, nil, nil, record(&idY))
+	idX, idY = rx.h.ID(), ry.h.ID()
+	dx, dy := open(t, rx, "fork"), open(t, ry, "fork")
+
+	key, _, _ := crypto.GenerateEd25519Key(rand.Reader)
+	ah, err := libp2p.New(libp2p.Identity(key), libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ah.Close()
+	aps, err := pubsub.NewGossipSub(t.Context(), ah, pubsub.WithMessageSignaturePolicy(pubsub.StrictSign), pubsub.WithFloodPublish(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	topic, err := aps.Join(crdt.Topic("test", "fork"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, _ := topic.Subscribe()
+	defer sub.Cancel()
+	me := ah.ID().String()
+	history := func(v string) []byte {
+		d, _ := delta.New(me)
+		x, err := d.Set("/b", json.RawMessage(v))
+		if err != nil {
+			t.Fatal(err)
+		}
+		u, err := crdt.SignUpdate(key, crdt.UpdateFields{Doc: "fork", Agent: "m@" + me, Clock: delta.VersionVector{me: 1}, Time: 1}, x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return u.Raw
+	}
+	show := func(r *replica, d *crdt.Doc, v string) {
+		if err := ah.Connect(t.Context(), peer.AddrInfo{ID: r.h.ID(), Addrs: r.h.Addrs()}); err != nil {
+			t.Fatal(err)
+		}
+		waitfor.Eventually(t, 10*time.Second, func() error {
+			if len(topic.ListPeers()) == 0 {
+				return fmt.Errorf("no topic peer")
+			}
+			return nil
+		})
+		if err := topic.Publish(t.Context(), history(v)); err != nil {
+			t.Fatal(err)
+		}
+		waitfor.Eventually(t, 10*time.Second, func() error {
+			if got, _ := d.Get("/b"); string(got) != v {
+				return fmt.Errorf("/b is %s", got)
+			}
+			return nil
+		})
+		ah.Network().ClosePeer(r.h.ID())
+		waitfor.Eventually(t, 10*time.Second, func() error {
+			if len(topic.ListPeers()) != 0 {
+				return fmt.Errorf("still a topic peer")
+			}
+			return nil
+		})
+	}
+	show(rx, dx, `"A"`)
+	show(ry, dy, `"B"`)
+
+	connect(t, rx, ry)
+	waitfor.Eventually(t, 10*time.Second, func() error {
+		if err := converged(dx, dy); err != nil {
+			return err
+		}
+		for _, d := range []*crdt.Doc{dx, dy} {
+			if i := d.Info(); i.Updates != 2 || len(i.Equivocating) != 1 || i.Equivocating[0] != me {
+				return fmt.Errorf("%s holds %d updates, equivocating %v", d.Name(), i.Updates, i.Equivocating)
+			}
+		}
+		return nil
+	})
+	mu.Lock()
+	for _, id := range []peer.ID{idX, idY} {
+		if len(events[id]) == 0 || events[id][0].Code != crdt.CodeEquivocation || events[id][0].Replica != me {
+			t.Fatalf("node %s: events %+v, want %s naming the replica", id, events[id], crdt.CodeEquivocation)
+		}
+	}
+	mu.Unlock()
+	if err := dx.Set(context.Background(), "w@"+idX.String(), "/after", json.RawMessage(`1`)); err != nil {
+		t.Fatal(err)
+	}
+	waitfor.Eventually(t, 10*time.Second, func() error { return converged(dx, dy) })
 }

@@ -94,7 +94,7 @@ func TestCatchupOutboundCountsAgainstService(t *testing.T) {
 		case during <- scopetest.Stat(t, rm, ServiceName):
 		default:
 		}
-		b, _ := encMode.Marshal(catchupResp{})
+		b, _ := encMode.Marshal(catchupFrame{End: true})
 		_ = frame.Write(s, b)
 	})
 	// Connecting makes ma catch up with hb (followPeers).

@@ -3,39 +3,38 @@ package node
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/nova-node/nova-node/crdt"
-	"github.com/nova-node/nova-node/sandbox"
+	"github.com/nova-node/nova-node/protocol"
 )
 
-// docSourceCheck applies, to local writes and on every receiving node to
-// remote updates, who may change a replicated document:
-//   - the source must be an agent hosted by the publisher, with a signed
-//     card this node knows (else the update cannot be verified: it is not
-//     applied or forwarded when the document belongs to a sandbox, and is
-//     accepted for a shared document, its host being proven by the
-//     publisher's signature);
-//   - the sandbox rule sandbox.Policy.CheckWrite (a document
-//     "<sandbox>.<name>" belongs to that sandbox).
-func (n *Node) docSourceCheck(doc, source string, publisher peer.ID) error {
+// docSourceCheck is the write rule of replicated documents, applied to
+// local writes and, on every node, to every signed update it receives by
+// gossip or in a catch-up answer (author is the update's signer):
+//   - the source must be an agent hosted by the author, with a signed card
+//     this node knows: documents are open to the swarm's members, and an
+//     update whose source's card is unknown here is not applied (nor
+//     forwarded) until the card arrives (crdt.ErrUnverifiable);
+//   - the sandbox rule sandbox.Policy.CheckWrite on the card's effective
+//     sandbox (card.SandboxAgent()): a document "<sandbox>.<name>"
+//     belongs to that sandbox and only its agents write it.
+func (n *Node) docSourceCheck(doc, source string, author peer.ID) error {
 	id, host, qualified := strings.Cut(source, "@")
 	if !qualified {
-		if publisher != n.id {
+		if author != n.id {
 			return fmt.Errorf("node: update source %q is not an agent address", source)
 		}
 		source, host = id+"@"+n.id.String(), n.id.String()
 	}
-	if host != publisher.String() {
-		return fmt.Errorf("node: update source %s is not hosted by its publisher %s", source, publisher)
+	if host != author.String() {
+		return fmt.Errorf("node: update source %s is not hosted by its author %s", source, author)
 	}
 	card, ok := n.reg.Get(source)
 	if !ok {
-		if sandbox.DocumentSandbox(doc) != "" {
-			return crdt.ErrUnverifiable
-		}
-		return nil
+		return crdt.ErrUnverifiable
 	}
 	if d := n.cfg.Sandbox.CheckWrite(card.SandboxAgent(), doc); !d.Allowed {
 		return d.Err
@@ -43,19 +42,28 @@ func (n *Node) docSourceCheck(doc, source string, publisher peer.ID) error {
 	return nil
 }
 
-// docReplicaCheck: a replica may appear in a catch-up answer for a
-// sandbox's document only if this node knows a card of an agent it hosts
-// that may write the document. (A node hosting both such an agent and
-// others is trusted for all of them: a catch-up delta names replicas, not
-// agents.)
-func (n *Node) docReplicaCheck(doc, replica string) error {
-	if sandbox.DocumentSandbox(doc) == "" || !n.cfg.Sandbox.Enforced {
-		return nil
-	}
+// docRepairAgent names the local agent in whose name a document stored
+// without signatures is written again (crdt.WithLegacyRepair): the first
+// local agent that may write it.
+func (n *Node) docRepairAgent(doc string) (string, bool) {
 	for _, c := range n.reg.List() {
-		if c.Host == replica && n.cfg.Sandbox.CheckWrite(c.SandboxAgent(), doc).Allowed {
-			return nil
+		if c.Host != n.id.String() {
+			continue
+		}
+		if n.docSourceCheck(doc, c.Address(), n.id) == nil {
+			return c.Address(), true
 		}
 	}
-	return fmt.Errorf("node: replica %s hosts no agent that may write %s", replica, doc)
+	return "", false
+}
+
+// docSecurityEvent raises a document's security event (a forged or
+// invalid update, an equivocating replica) as the node's security event.
+func (n *Node) docSecurityEvent(e crdt.SecurityEvent) {
+	detail := e.Detail
+	if e.Replica != "" {
+		detail = "replica " + e.Replica + ": " + detail
+	}
+	n.obs.Emit(protocol.Event{Type: protocol.EvtSecurityRaised, Time: time.Now(), Code: e.Code, Peer: e.Peer,
+		Detail: "document " + e.Doc + ": " + detail, SourceTier: -1, TargetTier: -1})
 }

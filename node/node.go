@@ -232,7 +232,8 @@ func (n *Node) build(stack *closers) error {
 		return err
 	}
 	stack.push(r.Close)
-	docs, err := crdt.New(h, ps, n.cfg.Swarm, crdtStore{n.db}, crdt.WithSourceCheck(n.docSourceCheck), crdt.WithReplicaCheck(n.docReplicaCheck))
+	docs, err := crdt.New(h, ps, n.cfg.Swarm, crdtStore{n.db}, crdt.WithSourceCheck(n.docSourceCheck),
+		crdt.WithSecurityEvents(n.docSecurityEvent), crdt.WithLegacyRepair(n.docRepairAgent))
 	if err != nil {
 		return err
 	}

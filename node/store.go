@@ -371,6 +371,29 @@ func (c crdtStore) AppendDelta(name string, delta []byte) error {
 	})
 }
 
+func (c crdtStore) AppendDeltas(name string, deltas [][]byte) error {
+	return c.s.db.Update(func(tx *bolt.Tx) error {
+		b, err := c.doc(tx, name)
+		if err != nil {
+			return err
+		}
+		l, err := b.CreateBucketIfNotExists(bucketLog)
+		if err != nil {
+			return err
+		}
+		for _, delta := range deltas {
+			seq, err := l.NextSequence()
+			if err != nil {
+				return err
+			}
+			if err := l.Put(binary.BigEndian.AppendUint64(nil, seq), delta); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
 func (c crdtStore) SaveDoc(name string, state []byte) error {
 	return c.s.db.Update(func(tx *bolt.Tx) error {
 		b, err := c.doc(tx, name)

@@ -61,3 +61,35 @@ func (x *Delta) IsEmpty() bool { return x.state().ctx.IsEmpty() }
 func (x *Delta) Equal(y *Delta) bool {
 	return x.state().equal(y.state()) && x.minted.Equal(&y.minted)
 }
+
+// MintedRange returns the replica and the range lo..hi of the dots x
+// mints, with ok false unless x mints exactly one contiguous range of one
+// replica's dots (what every mutator of [Doc] produces).
+func (x *Delta) MintedRange() (replica string, lo, hi uint64, ok bool) {
+	if len(x.minted.m) != 1 {
+		return "", 0, 0, false
+	}
+	for r, ss := range x.minted.m {
+		if len(ss) != 1 {
+			return "", 0, 0, false
+		}
+		return r, ss[0].lo, ss[0].hi, true
+	}
+	return "", 0, 0, false
+}
+
+// EntriesMinted reports whether every entry x holds carries a dot x
+// mints: true of every delta a mutator of [Doc] returns, false of a delta
+// that carries entries written by other updates (a [Doc.DeltaSince], or a
+// forged update copying another replica's entries).
+func (x *Delta) EntriesMinted() bool {
+	for d := range x.state().index {
+		if !x.minted.Contains(d) {
+			return false
+		}
+	}
+	return true
+}
+
+// Lamport returns the greatest Lamport time x carries.
+func (x *Delta) Lamport() uint64 { return x.state().lamport }

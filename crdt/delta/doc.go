@@ -164,6 +164,16 @@
 //     [Doc.JoinDoc] of [DecodeDoc]. Prune a [Buffer] to the lowest number
 //     every known member has acknowledged.
 //
+// This contract trusts the peers: a delta's context says what it removes,
+// so a joined context claiming dots that were never made deletes what they
+// would have overwritten and pre-empts them. Between peers that may be
+// hostile, join only deltas whose minted dots and context are vouched for.
+// The network package crdt does so: each delta it joins is one update
+// signed by its author, minting exactly [Delta.MintedRange], holding only
+// entries it mints ([Delta.EntriesMinted]), with a context limited to
+// updates it names by hash; and its catch-ups carry those signed updates,
+// not DeltaSince.
+//
 // # Size
 //
 // A document's state is its live entries plus, per replica that ever
