@@ -391,7 +391,7 @@ func (m *Manager) distrusted(p peer.ID) bool {
 	return ok
 }
 
-// ServiceName is the resource-manager service of /nova/crdt/1.0.0
+// ServiceName is the resource-manager service of /nova/crdt/2.0.0
 // streams, both the ones a peer opens and the ones this node opens.
 const ServiceName = "nova.crdt"
 
