@@ -13,13 +13,10 @@ import (
 	"github.com/nova-node/nova-node/node/localapi"
 )
 
-// ApplyDocOp opens the document if needed and applies op.
+// ApplyDocOp opens the document if needed and applies op. The writing
+// agent and the document's write rule are checked first: a refused write
+// leaves no document behind.
 func (n *Node) ApplyDocOp(ctx context.Context, doc string, op localapi.DocOp) (localapi.DocView, error) {
-	m := n.docs
-	d, err := m.Open(ctx, doc)
-	if err != nil {
-		return localapi.DocView{}, err
-	}
 	agent := op.Agent
 	if agent == "" {
 		c, ok := n.defaultAgent()
@@ -33,6 +30,13 @@ func (n *Node) ApplyDocOp(ctx context.Context, doc string, op localapi.DocOp) (l
 		return localapi.DocView{}, fmt.Errorf("node: %q is not an agent of this node", agent)
 	}
 	agent = c.Address()
+	if err := n.docSourceCheck(doc, agent, n.id); err != nil {
+		return localapi.DocView{}, err
+	}
+	d, err := n.docs.Open(ctx, doc)
+	if err != nil {
+		return localapi.DocView{}, err
+	}
 	switch op.Op {
 	case "set":
 		err = d.Set(ctx, agent, op.Path, op.Value)
