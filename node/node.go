@@ -62,6 +62,7 @@ type Node struct {
 	// Built by New and never replaced: no accessor needs a nil check.
 	host   host.Host           // no listener until Start
 	listen []string            // the addresses Start listens on
+	relay  *relayService       // reach.go: circuit relay service while reachable
 	health *connhealth.Monitor // TCP timeouts, ack checks, address book, configured peers; started by Start
 	disc   *discovery.Service  // started by Start
 	router *protocol.Router    // started by Start
@@ -179,6 +180,17 @@ func (n *Node) build(stack *closers) error {
 		return err
 	}
 	stack.push(h.Close)
+	if n.relay, err = startRelayService(h); err != nil {
+		return err
+	}
+	stack.push(n.relay.close)
+	if len(n.cfg.Relays) > 0 {
+		closeClient, err := startRelayClient(h)
+		if err != nil {
+			return err
+		}
+		stack.push(closeClient)
+	}
 	n.health.Attach(h)
 	stack.push(n.health.Close)
 	boot, err := discovery.ParseAddrs(n.cfg.Bootstrap)
@@ -566,7 +578,8 @@ func (n *Node) newHost() (host.Host, error) {
 		libp2p.Ping(true),
 		libp2p.EnableHolePunching(),
 		libp2p.EnableAutoNATv2(),
-		libp2p.EnableRelayService(), // active only once AutoNAT finds this node publicly reachable
+		// Relay service: startRelayService (reach.go), once AutoNAT v2
+		// finds this node reachable.
 	}
 	// libp2p's default transports, with TCP sockets that drop a peer which
 	// stops acknowledging (connhealth.TCPUserTimeout).
@@ -586,7 +599,7 @@ func (n *Node) newHost() (host.Host, error) {
 			rm.Close()
 			return nil, fmt.Errorf("node: relays: %w", err)
 		}
-		opts = append(opts, libp2p.EnableAutoRelayWithStaticRelays(relays))
+		opts = append(opts, libp2p.EnableAutoRelayWithStaticRelays(relays, autorelayOptions()...))
 	}
 	if secret := n.cfg.Secret(); secret != nil {
 		psk, err := discovery.PSK(n.cfg.Swarm, secret)

@@ -1,0 +1,123 @@
+package node
+
+import (
+	"sync"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/event"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/p2p/host/autorelay"
+	"github.com/libp2p/go-libp2p/p2p/host/eventbus"
+	relayv2 "github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/relay"
+)
+
+// relayRetry is how soon a node behind NAT asks a configured relay for a
+// reservation again after it refused or could not be reached (go-libp2p
+// waits an hour). A relay refuses until AutoNAT has confirmed it reachable,
+// which takes the first few peers that connect to it: those peers are the
+// very laptops that want its reservations.
+const relayRetry = 10 * time.Second
+
+// autorelayOptions tune the relay client of a node with configured relays.
+func autorelayOptions() []autorelay.Option {
+	return []autorelay.Option{autorelay.WithBackoff(relayRetry), autorelay.WithMinInterval(relayRetry)}
+}
+
+// relayService is circuit relay v2 service, offered while the node is
+// reachable from the internet. go-libp2p's own switch (EnableRelayService)
+// waits for AutoNAT v1 to call the node public, which never happens in a
+// swarm of nova nodes: v1 needs peers that run its dial-back service, and
+// nova nodes run AutoNAT v2 instead. This one follows AutoNAT v2: a node
+// with at least one address that peers confirmed they could dial relays;
+// one with none (behind NAT, or all its addresses refused) does not. It
+// also follows v1 when something does run that, for a node whose reach is
+// forced.
+type relayService struct {
+	h    host.Host
+	sub  event.Subscription
+	done chan struct{}
+
+	mu    sync.Mutex
+	relay *relayv2.Relay
+}
+
+// startRelayService starts following h's reachability.
+func startRelayService(h host.Host) (*relayService, error) {
+	sub, err := h.EventBus().Subscribe([]any{new(event.EvtHostReachableAddrsChanged), new(event.EvtLocalReachabilityChanged)},
+		eventbus.Name("nova relay service"))
+	if err != nil {
+		return nil, err
+	}
+	s := &relayService{h: h, sub: sub, done: make(chan struct{})}
+	go s.follow()
+	return s, nil
+}
+
+func (s *relayService) follow() {
+	defer close(s.done)
+	for e := range s.sub.Out() {
+		switch e := e.(type) {
+		case event.EvtHostReachableAddrsChanged:
+			s.set(len(e.Reachable) > 0)
+		case event.EvtLocalReachabilityChanged:
+			if e.Reachability == network.ReachabilityPublic {
+				s.set(true)
+			}
+		}
+	}
+}
+
+// set starts or stops the relay.
+func (s *relayService) set(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case on && s.relay == nil:
+		r, err := relayv2.New(s.h)
+		if err != nil {
+			log.Warnw("relay service", "err", err)
+			return
+		}
+		s.relay = r
+		log.Infow("reachable from the internet: relaying for peers behind NAT (circuit relay v2)")
+	case !on && s.relay != nil:
+		_ = s.relay.Close()
+		s.relay = nil
+	}
+}
+
+// Relaying reports whether the node offers relay service now.
+func (s *relayService) Relaying() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.relay != nil
+}
+
+// close stops following and the relay.
+func (s *relayService) close() error {
+	_ = s.sub.Close()
+	<-s.done
+	s.set(false)
+	return nil
+}
+
+// startRelayClient sets go-libp2p's relay client (autorelay) looking for
+// reservations on the configured relays at once. It starts on an AutoNAT
+// v1 verdict of private or unknown, which, like the relay service's
+// public, never comes in a swarm of nova nodes: without this, a node
+// behind NAT never took a reservation, so nothing could reach it. A node
+// given relays is one its operator expects to sit behind NAT: unknown is
+// what it knows until AutoNAT v1 (if anything runs its service) says more.
+// The emitter is closed with the node.
+func startRelayClient(h host.Host) (func() error, error) {
+	em, err := h.EventBus().Emitter(new(event.EvtLocalReachabilityChanged), eventbus.Stateful)
+	if err != nil {
+		return nil, err
+	}
+	if err := em.Emit(event.EvtLocalReachabilityChanged{Reachability: network.ReachabilityUnknown}); err != nil {
+		_ = em.Close()
+		return nil, err
+	}
+	return em.Close, nil
+}
