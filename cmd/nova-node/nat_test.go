@@ -1,0 +1,315 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nova-node/nova-node/internal/waitfor"
+	"github.com/nova-node/nova-node/node/localapi"
+)
+
+// natBinary is nova-node built with -tags nattest (nattest_hook.go), which
+// counts the namespace internet's 198.18.0.0/15 as public, built once per
+// test process beside the plain binary.
+var natBinary = sync.OnceValues(func() (string, error) {
+	if _, err := builtBinary(); err != nil { // makes binDir, removed by TestMain
+		return "", err
+	}
+	bin := filepath.Join(binDir, "nova-node-nattest")
+	if out, err := exec.Command("go", "build", "-tags", "nattest", "-o", bin, ".").CombinedOutput(); err != nil {
+		return "", &buildError{err: err, out: out}
+	}
+	return bin, nil
+})
+
+// natKind is how a home router translates: endpoint-independent (plain
+// masquerade: a home's socket keeps its port towards every destination, so
+// hole punching works) or symmetric (random,fully-random: each destination
+// sees another port, so what one peer observed is useless to another).
+type natKind string
+
+const (
+	natEIM       natKind = "masquerade"
+	natSymmetric natKind = "masquerade random,fully-random"
+)
+
+// natNet is an internet in network namespaces: a bridge in its own
+// namespace is the internet (198.18.0.0/15), with one public node at
+// 198.18.0.2 and home routers at 198.18.k.1; each router is a namespace
+// that forwards for a home bridge (10.77.k.0/24) and masquerades it with
+// nftables, dropping what comes in unasked; each laptop is a namespace on
+// a home bridge whose default route is its router. Everything the fixture
+// makes lives in its namespaces (veths, bridges, nft tables, forwarding
+// sysctls), so deleting them, which the fixture does even when the test
+// fails, removes it all; the host's own network is not touched. The nodes
+// it starts it stops, by PID.
+type natNet struct {
+	t    *testing.T
+	tag  string
+	home string // HOME of every node process
+	bin  string
+	ns   map[string]string // node name -> namespace
+	dirs map[string]string // node name -> data dir
+	logs map[string]*syncBuffer
+	done []func()
+}
+
+const natPublicAddr = "198.18.0.2"
+
+// newNATNet builds the internet, the public node's namespace, and one home
+// per kinds[k] (router 198.18.<k+1>.1, home 10.77.<k+1>.0/24) holding the
+// laptops homes[k] names.
+func newNATNet(t *testing.T, kinds []natKind, homes [][]string) *natNet {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to create network namespaces")
+	}
+	for _, tool := range []string{"ip", "nft"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("needs %s (iproute2, nftables) to build a namespace internet with NAT routers", tool)
+		}
+	}
+	n := &natNet{t: t, tag: fmt.Sprintf("nt%d%d", os.Getpid()%100000, lans.Add(1)%10), home: t.TempDir(),
+		ns: map[string]string{}, dirs: map[string]string{}, logs: map[string]*syncBuffer{}}
+	t.Cleanup(func() {
+		for i := len(n.done) - 1; i >= 0; i-- {
+			n.done[i]()
+		}
+	})
+	inet := n.netns("inet")
+	n.must("-n", inet, "link", "add", "name", "net0", "type", "bridge")
+	n.must("-n", inet, "link", "set", "net0", "up")
+	pub := n.netns("pub")
+	n.ns["pub"], n.dirs["pub"] = pub, filepath.Join(n.home, "pub")
+	n.uplink(inet, pub, "p0", natPublicAddr)
+	for k, kind := range kinds {
+		r := n.netns(fmt.Sprintf("r%d", k+1))
+		n.uplink(inet, r, fmt.Sprintf("r%d", k+1), fmt.Sprintf("198.18.%d.1", k+1))
+		n.must("-n", r, "link", "add", "name", "home", "type", "bridge")
+		n.must("-n", r, "addr", "add", fmt.Sprintf("10.77.%d.1/24", k+1), "dev", "home")
+		n.must("-n", r, "link", "set", "home", "up")
+		if out, err := exec.Command("ip", "netns", "exec", r, "sysctl", "-qw", "net.ipv4.ip_forward=1").CombinedOutput(); err != nil {
+			t.Fatalf("forwarding in %s: %v: %s", r, err, out)
+		}
+		rules := fmt.Sprintf(`table ip nova_nat {
+	chain postrouting { type nat hook postrouting priority srcnat; policy accept; oifname "wan" %s; }
+	chain forward { type filter hook forward priority filter; policy drop; ct state established,related accept; iifname "home" accept; }
+}
+`, kind)
+		cmd := exec.Command("ip", "netns", "exec", r, "nft", "-f", "-")
+		cmd.Stdin = strings.NewReader(rules)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Skipf("nftables cannot NAT here: %v: %s", err, out)
+		}
+		for j, name := range homes[k] {
+			l := n.netns(name)
+			n.ns[name], n.dirs[name] = l, filepath.Join(n.home, name)
+			veth := fmt.Sprintf("l%d", j)
+			n.must("-n", r, "link", "add", "name", veth, "type", "veth", "peer", "name", "e0", "netns", l)
+			n.must("-n", r, "link", "set", veth, "master", "home", "up")
+			n.must("-n", l, "addr", "add", fmt.Sprintf("10.77.%d.%d/24", k+1, j+2), "dev", "e0")
+			n.must("-n", l, "link", "set", "e0", "up")
+			n.must("-n", l, "link", "set", "lo", "up")
+			n.must("-n", l, "route", "add", "default", "via", fmt.Sprintf("10.77.%d.1", k+1))
+		}
+	}
+	bin, err := natBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.bin = bin
+	return n
+}
+
+// netns creates namespace <tag>-<name>, deleted (with all in it) at cleanup.
+func (n *natNet) netns(name string) string {
+	ns := n.tag + "-" + name
+	if err := (&lan{}).ip("netns", "add", ns); err != nil {
+		n.t.Skipf("cannot create network namespaces here: %v", err)
+	}
+	n.done = append(n.done, func() { _ = (&lan{}).ip("netns", "del", ns) })
+	n.must("-n", ns, "link", "set", "lo", "up")
+	return ns
+}
+
+// uplink joins ns to the internet bridge as "wan" with addr.
+func (n *natNet) uplink(inet, ns, port, addr string) {
+	n.must("-n", inet, "link", "add", "name", port, "type", "veth", "peer", "name", "wan", "netns", ns)
+	n.must("-n", inet, "link", "set", port, "master", "net0", "up")
+	n.must("-n", ns, "addr", "add", addr+"/15", "dev", "wan")
+	n.must("-n", ns, "link", "set", "wan", "up")
+}
+
+func (n *natNet) must(args ...string) {
+	n.t.Helper()
+	if err := (&lan{}).ip(args...); err != nil {
+		n.t.Fatal(err)
+	}
+}
+
+// run starts `nova-node run` for node name in its namespace, hosting the
+// agent of the same name; the fixture stops it (SIGINT, then SIGKILL).
+func (n *natNet) run(name string, args ...string) {
+	args = append([]string{"netns", "exec", n.ns[name], n.bin, "run", "--data-dir", n.dirs[name], "--agent", name}, args...)
+	cmd := exec.Command("ip", args...)
+	cmd.Env = append(os.Environ(), "HOME="+n.home)
+	stderr := &syncBuffer{}
+	n.logs[name] = stderr
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		n.t.Fatal(err)
+	}
+	p := cmd.Process
+	n.done = append(n.done, func() {
+		_ = p.Signal(syscall.SIGINT)
+		done := make(chan struct{})
+		go func() { _, _ = p.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = p.Kill()
+			<-done
+		}
+		if n.t.Failed() {
+			n.t.Logf("%s stderr:\n%s", name, stderr.String())
+		}
+	})
+}
+
+// cli runs a nova-node command against node name.
+func (n *natNet) cli(name string, args ...string) (string, error) {
+	args = append(args[:1:1], append([]string{"--data-dir", n.dirs[name]}, args[1:]...)...)
+	cmd := exec.Command(n.bin, args...)
+	cmd.Env = append(os.Environ(), "HOME="+n.home)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// cliJSON runs a command with --json into v.
+func (n *natNet) cliJSON(name string, v any, args ...string) error {
+	out, err := n.cli(name, append(args, "--json")...)
+	if err != nil {
+		return fmt.Errorf("%v: %s", err, out)
+	}
+	if err := json.Unmarshal([]byte(out), v); err != nil {
+		return fmt.Errorf("%v: %s", err, out)
+	}
+	return nil
+}
+
+// ping pings agent to from node from.
+func (n *natNet) ping(from, to string) (localapi.PingResult, error) {
+	var res localapi.PingResult
+	err := n.cliJSON(from, &res, "ping", to, "--count", "5")
+	return res, err
+}
+
+// startPublic runs the public node and returns its `id` addresses.
+func (n *natNet) startPublic() []string {
+	n.run("pub")
+	var info localapi.IDInfo
+	waitfor.Eventually(n.t, 20*time.Second, func() error {
+		if err := n.cliJSON("pub", &info, "id"); err != nil {
+			return err
+		}
+		if len(info.Addrs) == 0 {
+			return fmt.Errorf("the public node is not listening yet")
+		}
+		return nil
+	})
+	return info.Addrs
+}
+
+// join runs `join token` for node name (its data dir is created).
+func (n *natNet) join(name, token string) {
+	if out, err := n.cli(name, "join", token); err != nil {
+		n.t.Fatalf("%s: join: %v\n%s", name, err, out)
+	}
+}
+
+// natSwarm follows the README's "Across the internet" on a namespace
+// internet: the public node runs and invites with itself as relay
+// (`invite --relay`), each laptop joins with the token and runs. It returns
+// when every laptop holds a reservation on the relay (a /p2p-circuit
+// address in `id`), and how long after `run` that took.
+func natSwarm(t *testing.T, n *natNet, laptops ...string) time.Duration {
+	addrs := n.startPublic()
+	var relays []string
+	for _, a := range addrs {
+		if strings.Contains(a, natPublicAddr) && (strings.Contains(a, "/tcp/4710/p2p/") || strings.Contains(a, "/quic-v1/p2p/")) {
+			relays = append(relays, "--relay", a)
+		}
+	}
+	var inv struct {
+		Token     string   `json:"token"`
+		Bootstrap []string `json:"bootstrap"`
+	}
+	if err := n.cliJSON("pub", &inv, append([]string{"invite", "--no-qr"}, relays...)...); err != nil {
+		t.Fatalf("invite: %v", err)
+	}
+	// What a joiner gets: the public node's every listen address, its
+	// loopback ones included (useless on another device, harmless).
+	t.Logf("token bootstrap: %v", inv.Bootstrap)
+	for _, l := range laptops {
+		n.join(l, inv.Token)
+	}
+	start := time.Now()
+	for _, l := range laptops {
+		n.run(l)
+	}
+	for _, l := range laptops {
+		waitfor.Eventually(t, 30*time.Second, func() error {
+			var info localapi.IDInfo
+			if err := n.cliJSON(l, &info, "id"); err != nil {
+				return err
+			}
+			for _, a := range info.Addrs {
+				if strings.Contains(a, "/p2p-circuit/") {
+					return nil
+				}
+			}
+			return fmt.Errorf("%s holds no reservation on the relay: %v", l, info.Addrs)
+		})
+	}
+	took := time.Since(start)
+	t.Logf("every laptop holds a reservation on the relay %s after run", took.Round(time.Millisecond))
+	return took
+}
+
+// Two laptops behind one home router (endpoint-independent NAT), and the
+// public node that invited them: each laptop takes a reservation on the
+// public node's relay (which it offers once AutoNAT v2 has confirmed it
+// reachable), and the two laptops talk directly over their LAN.
+func TestNATSameHome(t *testing.T) {
+	n := newNATNet(t, []natKind{natEIM}, [][]string{{"a1", "a2"}})
+	natSwarm(t, n, "a1", "a2")
+	for _, l := range []string{"a1", "a2"} {
+		var info localapi.IDInfo
+		if err := n.cliJSON(l, &info, "id"); err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range info.Addrs {
+			if strings.Contains(a, "/ip4/198.18.1.1/") {
+				t.Errorf("%s advertises its router's address %s, which no peer confirmed reachable", l, a)
+			}
+		}
+	}
+	start := time.Now()
+	waitfor.Eventually(t, 20*time.Second, func() error {
+		var res localapi.SendResult
+		return n.cliJSON("a1", &res, "send", "--to", "a2", "--payload", `"same home"`)
+	})
+	t.Logf("a1 -> a2 delivered %s after the reservations", time.Since(start).Round(time.Millisecond))
+	p, err := n.ping("a1", "a2")
+	if err != nil || p.Path != "direct" || !strings.Contains(p.Addr, "/ip4/10.77.1.") {
+		t.Fatalf("a1 -> a2 ping: want direct over the home LAN: %+v %v", p, err)
+	}
+	t.Logf("a1 -> a2 ping %s %s: avg %.3f ms", p.Path, p.Addr, p.Average)
+}
