@@ -255,12 +255,12 @@ func (n *Node) Status() localapi.Status {
 	h := n.host
 	for _, p := range h.Network().Peers() {
 		ps := localapi.PeerStatus{PeerID: p.String(), Agents: []string{}}
-		for _, c := range h.Network().ConnsToPeer(p) {
+		conns := h.Network().ConnsToPeer(p)
+		for _, c := range conns {
 			ps.Addrs = append(ps.Addrs, c.RemoteMultiaddr().String())
-			if c.Stat().Limited {
-				ps.Relayed = true
-			}
 		}
+		path, _ := connPath(conns) // direct once a hole punch succeeded, beside the lingering relayed connection
+		ps.Relayed = path == "relayed"
 		var bases []string
 		for _, c := range n.reg.Remote() {
 			if c.Host == p.String() {

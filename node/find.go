@@ -138,14 +138,6 @@ func (n *Node) Ping(ctx context.Context, target string, count int) (localapi.Pin
 		// To the microsecond, as each round trip is.
 		res.Average = math.Round(sum/float64(len(res.RTTs))*1000) / 1000
 	}
-	res.Path = "direct"
-	for _, c := range h.Network().ConnsToPeer(p) {
-		res.Addr = c.RemoteMultiaddr().String()
-		if c.Stat().Limited {
-			res.Path = "relayed"
-		} else {
-			break
-		}
-	}
+	res.Path, res.Addr = connPath(h.Network().ConnsToPeer(p))
 	return res, nil
 }

@@ -184,13 +184,6 @@ func (n *Node) build(stack *closers) error {
 		return err
 	}
 	stack.push(n.relay.close)
-	if len(n.cfg.Relays) > 0 {
-		closeClient, err := startRelayClient(h)
-		if err != nil {
-			return err
-		}
-		stack.push(closeClient)
-	}
 	n.health.Attach(h)
 	stack.push(n.health.Close)
 	boot, err := discovery.ParseAddrs(n.cfg.Bootstrap)
@@ -390,6 +383,16 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	}
 	if err := n.listenAll(); err != nil {
 		return err
+	}
+	// After listening: a connection to the relay dialled earlier would
+	// leave from another port than the listeners', so what the relay
+	// observes of it would be useless for hole punching.
+	if len(n.cfg.Relays) > 0 {
+		closeClient, err := startRelayClient(n.host)
+		if err != nil {
+			return err
+		}
+		n.stack.push(closeClient)
 	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	// Unwound first: the node's own goroutines end before the parts they use.

@@ -121,3 +121,21 @@ func startRelayClient(h host.Host) (func() error, error) {
 	}
 	return em.Close, nil
 }
+
+// connPath is how a node reaches a peer over conns: "direct" with the
+// address of a direct connection when it has one (go-libp2p opens new
+// streams on it), else "relayed" with the relayed connection's address,
+// which names the relay (/p2p/<relay>/p2p-circuit). A relayed connection
+// the hole punch (DCUtR) has superseded stays open beside the direct one
+// for a while.
+func connPath(conns []network.Conn) (path, addr string) {
+	for _, c := range conns {
+		if !c.Stat().Limited {
+			return "direct", c.RemoteMultiaddr().String()
+		}
+	}
+	if len(conns) > 0 {
+		return "relayed", conns[0].RemoteMultiaddr().String()
+	}
+	return "direct", ""
+}
