@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -52,14 +53,15 @@ const (
 // fails, removes it all; the host's own network is not touched. The nodes
 // it starts it stops, by PID.
 type natNet struct {
-	t    *testing.T
-	tag  string
-	home string // HOME of every node process
-	bin  string
-	ns   map[string]string // node name -> namespace
-	dirs map[string]string // node name -> data dir
-	logs map[string]*syncBuffer
-	done []func()
+	t     *testing.T
+	tag   string
+	home  string // HOME of every node process
+	bin   string
+	ns    map[string]string // node name -> namespace
+	dirs  map[string]string // node name -> data dir
+	logs  map[string]*syncBuffer
+	stops map[string]func()
+	done  []func()
 }
 
 const natPublicAddr = "198.18.0.2"
@@ -77,7 +79,7 @@ func newNATNet(t *testing.T, kinds []natKind, homes [][]string) *natNet {
 		}
 	}
 	n := &natNet{t: t, tag: fmt.Sprintf("nt%d%d", os.Getpid()%100000, lans.Add(1)%10), home: t.TempDir(),
-		ns: map[string]string{}, dirs: map[string]string{}, logs: map[string]*syncBuffer{}}
+		ns: map[string]string{}, dirs: map[string]string{}, logs: map[string]*syncBuffer{}, stops: map[string]func(){}}
 	t.Cleanup(func() {
 		for i := len(n.done) - 1; i >= 0; i-- {
 			n.done[i]()
@@ -168,7 +170,7 @@ func (n *natNet) run(name string, args ...string) {
 		n.t.Fatal(err)
 	}
 	p := cmd.Process
-	n.done = append(n.done, func() {
+	stop := sync.OnceFunc(func() {
 		_ = p.Signal(syscall.SIGINT)
 		done := make(chan struct{})
 		go func() { _, _ = p.Wait(); close(done) }()
@@ -182,7 +184,12 @@ func (n *natNet) run(name string, args ...string) {
 			n.t.Logf("%s stderr:\n%s", name, stderr.String())
 		}
 	})
+	n.stops[name] = stop
+	n.done = append(n.done, stop)
 }
+
+// stop stops node name's process (started by run).
+func (n *natNet) stop(name string) { n.stops[name]() }
 
 // cli runs a nova-node command against node name.
 func (n *natNet) cli(name string, args ...string) (string, error) {
@@ -241,6 +248,12 @@ func (n *natNet) join(name, token string) {
 // when every laptop holds a reservation on the relay (a /p2p-circuit
 // address in `id`), and how long after `run` that took.
 func natSwarm(t *testing.T, n *natNet, laptops ...string) time.Duration {
+	return natSwarmWith(t, n, nil, laptops...)
+}
+
+// natSwarmWith is natSwarm with more invite flags; with --new-secret the
+// public node is restarted after the invite, as the README says.
+func natSwarmWith(t *testing.T, n *natNet, flags []string, laptops ...string) time.Duration {
 	addrs := n.startPublic()
 	var relays []string
 	for _, a := range addrs {
@@ -252,8 +265,12 @@ func natSwarm(t *testing.T, n *natNet, laptops ...string) time.Duration {
 		Token     string   `json:"token"`
 		Bootstrap []string `json:"bootstrap"`
 	}
-	if err := n.cliJSON("pub", &inv, append([]string{"invite", "--no-qr"}, relays...)...); err != nil {
+	if err := n.cliJSON("pub", &inv, append(append([]string{"invite", "--no-qr"}, flags...), relays...)...); err != nil {
 		t.Fatalf("invite: %v", err)
+	}
+	if slices.Contains(flags, "--new-secret") {
+		n.stop("pub")
+		n.startPublic()
 	}
 	// What a joiner gets: the public node's every listen address, its
 	// loopback ones included (useless on another device, harmless).
