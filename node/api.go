@@ -252,6 +252,7 @@ func (n *Node) CloseChannel(id string) (protocol.ChannelInfo, error) {
 // Status gathers peers, channels, counters and recent errors.
 func (n *Node) Status() localapi.Status {
 	st := localapi.Status{IDInfo: n.Info(), PeerList: []localapi.PeerStatus{}, Channels: []protocol.ChannelInfo{}, RecentErrors: []localapi.Event{}, Metrics: n.obs.Metrics()}
+	st.Reach = n.reach()
 	h := n.host
 	for _, p := range h.Network().Peers() {
 		ps := localapi.PeerStatus{PeerID: p.String(), Agents: []string{}}

@@ -10,14 +10,19 @@ import (
 	"github.com/libp2p/go-libp2p/p2p/host/autorelay"
 	"github.com/libp2p/go-libp2p/p2p/host/eventbus"
 	relayv2 "github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/relay"
+	"github.com/multiformats/go-multiaddr"
+
+	"github.com/nova-node/nova-node/node/localapi"
 )
 
 // relayRetry is how soon a node behind NAT asks a configured relay for a
 // reservation again after it refused or could not be reached (go-libp2p
 // waits an hour). A relay refuses until AutoNAT has confirmed it reachable,
 // which takes the first few peers that connect to it: those peers are the
-// very laptops that want its reservations.
-const relayRetry = 10 * time.Second
+// very laptops that want its reservations, and the first ask of each is
+// refused. One reservation request every 3 s to a configured relay is
+// cheap.
+const relayRetry = 3 * time.Second
 
 // autorelayOptions tune the relay client of a node with configured relays.
 func autorelayOptions() []autorelay.Option {
@@ -138,4 +143,26 @@ func connPath(conns []network.Conn) (path, addr string) {
 		return "relayed", conns[0].RemoteMultiaddr().String()
 	}
 	return "direct", ""
+}
+
+// reach is what status says of how peers outside reach the node.
+func (n *Node) reach() localapi.Reach {
+	r := localapi.Reach{Reachable: []string{}, Unreachable: []string{}, RelayAddrs: []string{}, Relaying: n.relay.Relaying()}
+	if c, ok := n.host.(interface {
+		ConfirmedAddrs() (reachable, unreachable, unknown []multiaddr.Multiaddr)
+	}); ok {
+		reachable, unreachable, _ := c.ConfirmedAddrs()
+		for _, a := range reachable {
+			r.Reachable = append(r.Reachable, a.String())
+		}
+		for _, a := range unreachable {
+			r.Unreachable = append(r.Unreachable, a.String())
+		}
+	}
+	for _, a := range n.host.Addrs() {
+		if _, err := a.ValueForProtocol(multiaddr.P_CIRCUIT); err == nil {
+			r.RelayAddrs = append(r.RelayAddrs, a.String())
+		}
+	}
+	return r
 }

@@ -341,6 +341,32 @@ func TestNATInternet(t *testing.T) {
 		}
 	}
 
+	// AutoNAT v2: the public node confirmed reachable, and relaying; the
+	// laptops with nothing confirmed, reachable through the relay.
+	var st localapi.Status
+	if err := n.cliJSON("pub", &st, "status"); err != nil {
+		t.Fatal(err)
+	}
+	if !st.Reach.Relaying || len(st.Reach.Reachable) == 0 || !strings.Contains(strings.Join(st.Reach.Reachable, " "), natPublicAddr) {
+		t.Errorf("the public node's reach: want %s confirmed and relaying: %+v", natPublicAddr, st.Reach)
+	}
+	out, _ := n.cli("pub", "status")
+	t.Logf("pub status: %s", lineStarting(out, "reach"))
+	for _, l := range []string{"a1", "b1", "c1"} {
+		if err := n.cliJSON(l, &st, "status"); err != nil {
+			t.Fatal(err)
+		}
+		if st.Reach.Relaying || len(st.Reach.Reachable) > 0 || len(st.Reach.RelayAddrs) == 0 {
+			t.Errorf("%s's reach: want nothing confirmed, not relaying, relay addresses: %+v", l, st.Reach)
+		}
+		out, _ := n.cli(l, "status")
+		if line := lineStarting(out, "reach"); !strings.Contains(line, "behind NAT: through relay "+pub) {
+			t.Errorf("%s status: %q", l, line)
+		} else {
+			t.Logf("%s status: %s (unreachable: %v)", l, line, st.Reach.Unreachable)
+		}
+	}
+
 	t.Run("same home", func(t *testing.T) {
 		waitfor.Eventually(t, 20*time.Second, func() error {
 			var res localapi.SendResult
@@ -385,4 +411,14 @@ func TestNATInternet(t *testing.T) {
 		}
 		t.Logf("a1 -> c1 ping %s %s: %v ms, avg %.3f ms", p.Path, p.Addr, p.RTTs, p.Average)
 	})
+}
+
+// lineStarting is the first line of out that starts with prefix.
+func lineStarting(out, prefix string) string {
+	for line := range strings.Lines(out) {
+		if strings.HasPrefix(line, prefix) {
+			return strings.TrimSpace(line)
+		}
+	}
+	return ""
 }

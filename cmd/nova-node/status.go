@@ -55,6 +55,7 @@ Prometheus expects, so after a reset the two differ.`,
 			if st.MetricsURL != "" {
 				fmt.Fprintf(w, "metrics  %s\n", st.MetricsURL)
 			}
+			fmt.Fprintln(w, reachLine(st.Reach))
 			fmt.Fprintf(w, "\nPEERS (%d)\n", len(st.PeerList))
 			for _, p := range st.PeerList {
 				path := "direct"
