@@ -115,7 +115,11 @@ func (n *Node) Ping(ctx context.Context, target string, count int) (localapi.Pin
 	pctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	if h.Network().Connectedness(p) != network.Connected {
-		if err := h.Connect(pctx, peer.AddrInfo{ID: p}); err != nil {
+		ai := peer.AddrInfo{ID: p}
+		if len(h.Peerstore().Addrs(p)) == 0 {
+			ai = n.findPeer(pctx, p) // a peer ID never met: its addresses are in the DHT
+		}
+		if err := h.Connect(pctx, ai); err != nil {
 			return res, fmt.Errorf("node: cannot reach %s: %w", p, err)
 		}
 	}

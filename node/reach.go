@@ -1,12 +1,14 @@
 package node
 
 import (
+	"context"
 	"sync"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/event"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/p2p/host/autorelay"
 	"github.com/libp2p/go-libp2p/p2p/host/eventbus"
 	relayv2 "github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/relay"
@@ -165,4 +167,16 @@ func (n *Node) reach() localapi.Reach {
 		}
 	}
 	return r
+}
+
+// findPeer asks the swarm's DHT for p's addresses (its relay addresses,
+// for a node behind NAT): what `ping <peer ID>` dials when this node never
+// met p. Without an answer it returns p with no addresses.
+func (n *Node) findPeer(ctx context.Context, p peer.ID) peer.AddrInfo {
+	if d := n.disc.DHT(); d != nil {
+		if ai, err := d.FindPeer(ctx, p); err == nil {
+			return ai
+		}
+	}
+	return peer.AddrInfo{ID: p}
 }

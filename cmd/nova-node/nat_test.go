@@ -318,9 +318,10 @@ func (n *natNet) peerID(name string) string {
 //     it offers once AutoNAT v2 has confirmed it reachable; no laptop
 //     advertises its router's address, which no peer confirmed.
 //   - a1 and a2 talk directly over their home LAN.
-//   - a1 finds b1's agent by name through the DHT and sends to it: the
-//     laptops meet through the relay, DCUtR punches through both NATs,
-//     and status and ping report the path direct.
+//   - a1 sends to b1's agent by name, which it finds through the DHT
+//     (it has no other way to know it): the laptops meet through the
+//     relay, DCUtR punches through both NATs, and status and ping report
+//     the path direct. A broadcast and a document reach b1.
 //   - a1 reaches c1 (symmetric NAT: the hole punch cannot work) only
 //     through the relay: ping says relayed and names the relay. Nova's own
 //     traffic does not run on relayed connections (TestNATAcrossHomes,
@@ -401,6 +402,38 @@ func TestNATInternet(t *testing.T) {
 				t.Errorf("a1's status lists b1 relayed after the hole punch: %+v", ps)
 			}
 		}
+	})
+
+	// Broadcasts and documents travel by GossipSub: they reach b1, now
+	// directly connected to a1. c1 is connected to the public node, which
+	// forwards them, but holds no card of a1 (their only connection is
+	// relayed, where no cards go), and a node drops broadcasts from a
+	// sender it cannot check: logged, not required.
+	t.Run("broadcast and documents", func(t *testing.T) {
+		var res localapi.SendResult
+		if err := n.cliJSON("a1", &res, "broadcast", "--payload", `"to every home"`); err != nil || res.Sent == nil {
+			t.Fatalf("broadcast: %+v %v", res, err)
+		}
+		if out, err := n.cli("a1", "crdt", "set", "plan", "/goal", `"across NATs"`); err != nil {
+			t.Fatalf("crdt set: %v\n%s", err, out)
+		}
+		received := func(l string) error {
+			out, err := n.cli(l, "events", "--limit", "1000", "--json")
+			if err != nil || !strings.Contains(out, res.Sent.ID) {
+				return fmt.Errorf("%s has not received broadcast %s: %v", l, res.Sent.ID, err)
+			}
+			return nil
+		}
+		replicated := func(l string) error {
+			out, err := n.cli(l, "crdt", "get", "plan")
+			if err != nil || !strings.Contains(out, "across NATs") {
+				return fmt.Errorf("%s: document not replicated: %v %s", l, err, out)
+			}
+			return nil
+		}
+		waitfor.Eventually(t, 15*time.Second, func() error { return received("b1") })
+		waitfor.Eventually(t, 15*time.Second, func() error { return replicated("b1") })
+		t.Logf("c1 (symmetric NAT): broadcast: %v; document: %v", received("c1"), replicated("c1"))
 	})
 
 	t.Run("symmetric NAT", func(t *testing.T) {
