@@ -3,7 +3,6 @@
 package main
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -29,21 +28,4 @@ func TestNATAcrossHomes(t *testing.T) {
 		t.Skipf("known gap: a1 -> c1 (symmetric NAT, relay only) not delivered: %v", err)
 	}
 	t.Logf("a1 -> c1 delivered through the relay %s after the reservations", time.Since(start).Round(time.Millisecond))
-}
-
-// The README's private swarm (`invite --new-secret`): TCP only, so the
-// hole punch is a TCP simultaneous open through both NATs.
-func TestNATPrivateSwarmHolePunch(t *testing.T) {
-	n := newNATNet(t, []natKind{natEIM, natEIM}, [][]string{{"a1"}, {"b1"}})
-	natSwarmWith(t, n, []string{"--new-secret"}, "a1", "b1")
-	start := time.Now()
-	waitfor.Eventually(t, 30*time.Second, func() error {
-		var res localapi.SendResult
-		return n.cliJSON("a1", &res, "send", "--to", "b1", "--payload", `"private, through two NATs"`)
-	})
-	p, err := n.ping("a1", "b1")
-	t.Logf("a1 -> b1 delivered %s after the reservations; ping %s %s avg %.3f ms (%v)", time.Since(start).Round(time.Millisecond), p.Path, p.Addr, p.Average, err)
-	if err != nil || p.Path != "direct" || !strings.Contains(p.Addr, "/tcp/") {
-		t.Fatalf("want direct over TCP: %+v %v", p, err)
-	}
 }

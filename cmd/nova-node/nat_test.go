@@ -446,6 +446,23 @@ func TestNATInternet(t *testing.T) {
 	})
 }
 
+// The README's private swarm (`invite --new-secret`): TCP only, so the
+// hole punch is a TCP simultaneous open through both NATs.
+func TestNATPrivateSwarmHolePunch(t *testing.T) {
+	n := newNATNet(t, []natKind{natEIM, natEIM}, [][]string{{"a1"}, {"b1"}})
+	natSwarmWith(t, n, []string{"--new-secret"}, "a1", "b1")
+	start := time.Now()
+	waitfor.Eventually(t, 30*time.Second, func() error {
+		var res localapi.SendResult
+		return n.cliJSON("a1", &res, "send", "--to", "b1", "--payload", `"private, through two NATs"`)
+	})
+	p, err := n.ping("a1", "b1")
+	t.Logf("a1 -> b1 delivered %s after the reservations; ping %s %s avg %.3f ms (%v)", time.Since(start).Round(time.Millisecond), p.Path, p.Addr, p.Average, err)
+	if err != nil || p.Path != "direct" || !strings.Contains(p.Addr, "/tcp/") {
+		t.Fatalf("want direct over TCP: %+v %v", p, err)
+	}
+}
+
 // lineStarting is the first line of out that starts with prefix.
 func lineStarting(out, prefix string) string {
 	for line := range strings.Lines(out) {
