@@ -62,7 +62,7 @@ type Node struct {
 	// Built by New and never replaced: no accessor needs a nil check.
 	host   host.Host           // no listener until Start
 	listen []string            // the addresses Start listens on
-	relay  *relayService       // reach.go: circuit relay service while reachable
+	relay  *relayService       // reach.go: circuit relay service while reachable; from Start on
 	health *connhealth.Monitor // TCP timeouts, ack checks, address book, configured peers; started by Start
 	disc   *discovery.Service  // started by Start
 	router *protocol.Router    // started by Start
@@ -180,10 +180,6 @@ func (n *Node) build(stack *closers) error {
 		return err
 	}
 	stack.push(h.Close)
-	if n.relay, err = startRelayService(h); err != nil {
-		return err
-	}
-	stack.push(n.relay.close)
 	n.health.Attach(h)
 	stack.push(n.health.Close)
 	boot, err := discovery.ParseAddrs(n.cfg.Bootstrap)
@@ -387,7 +383,11 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	// After listening: a connection to the relay dialled earlier would
 	// leave from another port than the listeners', so what the relay
 	// observes of it would be useless for hole punching.
-	if len(n.cfg.Relays) > 0 {
+	if n.relay, err = startRelayService(n.host); err != nil {
+		return err
+	}
+	n.stack.push(n.relay.close)
+	if len(n.cfg.Relays)+len(n.cfg.Bootstrap) > 0 {
 		closeClient, err := startRelayClient(n.host)
 		if err != nil {
 			return err
@@ -596,12 +596,12 @@ func (n *Node) newHost() (host.Host, error) {
 	if n.cfg.ConnectionGater != nil {
 		opts = append(opts, libp2p.ConnectionGater(n.cfg.ConnectionGater))
 	}
-	if len(n.cfg.Relays) > 0 {
-		relays, err := discovery.ParseAddrs(n.cfg.Relays)
-		if err != nil {
-			rm.Close()
-			return nil, fmt.Errorf("node: relays: %w", err)
-		}
+	relays, err := relayCandidates(n.cfg)
+	if err != nil {
+		rm.Close()
+		return nil, err
+	}
+	if len(relays) > 0 {
 		opts = append(opts, libp2p.EnableAutoRelayWithStaticRelays(relays, autorelayOptions()...))
 	}
 	if secret := n.cfg.Secret(); secret != nil {

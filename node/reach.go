@@ -2,6 +2,8 @@ package node
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 	relayv2 "github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/relay"
 	"github.com/multiformats/go-multiaddr"
 
+	"github.com/nova-node/nova-node/discovery"
 	"github.com/nova-node/nova-node/node/localapi"
 )
 
@@ -25,6 +28,29 @@ import (
 // refused. One reservation request every 3 s to a configured relay is
 // cheap.
 const relayRetry = 3 * time.Second
+
+// relayCandidates are the peers a node asks for relay reservations: its
+// configured relays, then its bootstrap peers. A token from `invite` names
+// the inviting node as bootstrap peer; when that node is reachable from the
+// internet it relays (relayService), so a laptop behind NAT that joined
+// with a token made without --relay is reachable too. A bootstrap peer
+// that does not relay refuses, costing one request per relayRetry.
+func relayCandidates(cfg Config) ([]peer.AddrInfo, error) {
+	relays, err := discovery.ParseAddrs(cfg.Relays)
+	if err != nil {
+		return nil, fmt.Errorf("node: relays: %w", err)
+	}
+	boot, err := discovery.ParseAddrs(cfg.Bootstrap)
+	if err != nil {
+		return nil, fmt.Errorf("node: bootstrap: %w", err)
+	}
+	for _, b := range boot {
+		if !slices.ContainsFunc(relays, func(r peer.AddrInfo) bool { return r.ID == b.ID }) {
+			relays = append(relays, b)
+		}
+	}
+	return relays, nil
+}
 
 // autorelayOptions tune the relay client of a node with configured relays.
 func autorelayOptions() []autorelay.Option {
@@ -94,8 +120,12 @@ func (s *relayService) set(on bool) {
 	}
 }
 
-// Relaying reports whether the node offers relay service now.
+// Relaying reports whether the node offers relay service now (false
+// before Start).
 func (s *relayService) Relaying() bool {
+	if s == nil {
+		return false
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.relay != nil
@@ -110,13 +140,12 @@ func (s *relayService) close() error {
 }
 
 // startRelayClient sets go-libp2p's relay client (autorelay) looking for
-// reservations on the configured relays at once. It starts on an AutoNAT
-// v1 verdict of private or unknown, which, like the relay service's
-// public, never comes in a swarm of nova nodes: without this, a node
-// behind NAT never took a reservation, so nothing could reach it. A node
-// given relays is one its operator expects to sit behind NAT: unknown is
-// what it knows until AutoNAT v1 (if anything runs its service) says more.
-// The emitter is closed with the node.
+// reservations on its relay candidates (relayCandidates) at once. It
+// starts on an AutoNAT v1 verdict of private or unknown, which, like the
+// relay service's public, never comes in a swarm of nova nodes: without
+// this, a node behind NAT never took a reservation, so nothing could reach
+// it. Unknown is what the node knows until AutoNAT v1 (if anything runs
+// its service) says more. The emitter is closed with the node.
 func startRelayClient(h host.Host) (func() error, error) {
 	em, err := h.EventBus().Emitter(new(event.EvtLocalReachabilityChanged), eventbus.Stateful)
 	if err != nil {
