@@ -269,10 +269,14 @@ func connAddrs(conns []network.Conn) (addrs []string, relayed bool) {
 // Status gathers peers, channels, counters and recent errors.
 func (n *Node) Status() localapi.Status {
 	st := localapi.Status{IDInfo: n.Info(), PeerList: []localapi.PeerStatus{}, Channels: []protocol.ChannelInfo{}, RecentErrors: []localapi.Event{}, Metrics: n.obs.Metrics()}
+	st.Reach = n.reach()
 	h := n.host
 	for _, p := range h.Network().Peers() {
 		ps := localapi.PeerStatus{PeerID: p.String(), Agents: []string{}}
-		ps.Addrs, ps.Relayed = connAddrs(h.Network().ConnsToPeer(p))
+		conns := h.Network().ConnsToPeer(p)
+		ps.Addrs, _ = connAddrs(conns)
+		path, _ := connPath(conns) // direct once a hole punch succeeded, beside the lingering relayed connection
+		ps.Relayed = path == "relayed"
 		var bases []string
 		for _, c := range n.reg.Remote() {
 			if c.Host == p.String() {

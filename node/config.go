@@ -70,10 +70,12 @@ type Config struct {
 	Bootstrap []string `yaml:"bootstrap"`
 
 	// Relays are multiaddrs (with /p2p/<peerID>) of swarm members that relay
-	// for nodes behind NAT when hole punching fails (circuit relay v2). From
-	// an invite token (nova-node invite --relay). Publicly reachable nodes
-	// offer relay service themselves; with a swarm secret only members can
-	// connect to them at all.
+	// for this node when it is behind NAT (circuit relay v2): peers reach it
+	// through them, then punch through to a direct connection (DCUtR) where
+	// the NATs allow. From an invite token (nova-node invite --relay); the
+	// bootstrap peers are asked as well. Nodes that AutoNAT v2 finds
+	// reachable offer relay service themselves; with a swarm secret only
+	// members can connect to them at all.
 	Relays []string `yaml:"relays"`
 
 	// MDNS finds swarm members on the local network with zero configuration

@@ -126,7 +126,11 @@ func (n *Node) Ping(ctx context.Context, target string, count int) (localapi.Pin
 		if sw, ok := h.Network().(*swarm.Swarm); ok {
 			sw.Backoff().Clear(p)
 		}
-		if err := h.Connect(pctx, peer.AddrInfo{ID: p}); err != nil {
+		ai := peer.AddrInfo{ID: p}
+		if len(h.Peerstore().Addrs(p)) == 0 {
+			ai = n.findPeer(pctx, p) // a peer ID never met: its addresses are in the DHT
+		}
+		if err := h.Connect(pctx, ai); err != nil {
 			return res, &PeerUnreachableError{Peer: p, Err: err}
 		}
 	}
@@ -149,15 +153,7 @@ func (n *Node) Ping(ctx context.Context, target string, count int) (localapi.Pin
 		// To the microsecond, as each round trip is.
 		res.Average = math.Round(sum/float64(len(res.RTTs))*1000) / 1000
 	}
-	res.Path = "direct"
-	for _, c := range h.Network().ConnsToPeer(p) {
-		res.Addr = c.RemoteMultiaddr().String()
-		if c.Stat().Limited {
-			res.Path = "relayed"
-		} else {
-			break
-		}
-	}
+	res.Path, res.Addr = connPath(h.Network().ConnsToPeer(p))
 	return res, nil
 }
 

@@ -63,6 +63,7 @@ type Node struct {
 	// Built by New and never replaced: no accessor needs a nil check.
 	host   host.Host           // no listener until Start
 	listen []string            // the addresses Start listens on
+	relay  *relayService       // reach.go: circuit relay service while reachable; from Start on
 	health *connhealth.Monitor // TCP timeouts, ack checks, address book, configured peers; started by Start
 	disc   *discovery.Service  // started by Start
 	router *protocol.Router    // started by Start
@@ -390,6 +391,20 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	if err := n.listenAll(); err != nil {
 		return err
 	}
+	// After listening: a connection to the relay dialled earlier would
+	// leave from another port than the listeners', so what the relay
+	// observes of it would be useless for hole punching.
+	if n.relay, err = startRelayService(n.host); err != nil {
+		return err
+	}
+	n.stack.push(n.relay.close)
+	if len(n.cfg.Relays)+len(n.cfg.Bootstrap) > 0 {
+		closeClient, err := startRelayClient(n.host)
+		if err != nil {
+			return err
+		}
+		n.stack.push(closeClient)
+	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	// Unwound first: the node's own goroutines end before the parts they use.
 	n.stack.push(func() error { cancel(); n.wg.Wait(); return nil })
@@ -582,7 +597,8 @@ func (n *Node) newHost() (host.Host, error) {
 		libp2p.Ping(true),
 		libp2p.EnableHolePunching(),
 		libp2p.EnableAutoNATv2(),
-		libp2p.EnableRelayService(), // active only once AutoNAT finds this node publicly reachable
+		// Relay service: startRelayService (reach.go), once AutoNAT v2
+		// finds this node reachable.
 	}
 	// libp2p's default transports, with TCP sockets that drop a peer which
 	// stops acknowledging (connhealth.TCPUserTimeout).
@@ -596,13 +612,13 @@ func (n *Node) newHost() (host.Host, error) {
 	if n.cfg.ConnectionGater != nil {
 		opts = append(opts, libp2p.ConnectionGater(n.cfg.ConnectionGater))
 	}
-	if len(n.cfg.Relays) > 0 {
-		relays, err := discovery.ParseAddrs(n.cfg.Relays)
-		if err != nil {
-			rm.Close()
-			return nil, fmt.Errorf("node: relays: %w", err)
-		}
-		opts = append(opts, libp2p.EnableAutoRelayWithStaticRelays(relays))
+	relays, err := relayCandidates(n.cfg)
+	if err != nil {
+		rm.Close()
+		return nil, err
+	}
+	if len(relays) > 0 {
+		opts = append(opts, libp2p.EnableAutoRelayWithStaticRelays(relays, autorelayOptions()...))
 	}
 	if secret := n.cfg.Secret(); secret != nil {
 		psk, err := discovery.PSK(n.cfg.Swarm, secret)

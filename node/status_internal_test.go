@@ -8,16 +8,16 @@ import (
 	"github.com/multiformats/go-multiaddr"
 )
 
-// fakeConn is a connection with a remote address and a stat, all a
+// addrConn is a connection with a remote address and a stat, all a
 // status line reads.
-type fakeConn struct {
+type addrConn struct {
 	network.Conn
 	addr    multiaddr.Multiaddr
 	limited bool
 }
 
-func (c fakeConn) RemoteMultiaddr() multiaddr.Multiaddr { return c.addr }
-func (c fakeConn) Stat() network.ConnStats {
+func (c addrConn) RemoteMultiaddr() multiaddr.Multiaddr { return c.addr }
+func (c addrConn) Stat() network.ConnStats {
 	return network.ConnStats{Stats: network.Stats{Limited: c.limited}}
 }
 
@@ -26,11 +26,11 @@ func (c fakeConn) Stat() network.ConnStats {
 func TestConnAddrsOnce(t *testing.T) {
 	quic := multiaddr.StringCast("/ip4/127.0.0.1/udp/4710/quic-v1")
 	tcp := multiaddr.StringCast("/ip4/127.0.0.1/tcp/4710")
-	addrs, relayed := connAddrs([]network.Conn{fakeConn{addr: quic}, fakeConn{addr: quic}, fakeConn{addr: tcp}})
+	addrs, relayed := connAddrs([]network.Conn{addrConn{addr: quic}, addrConn{addr: quic}, addrConn{addr: tcp}})
 	if !slices.Equal(addrs, []string{quic.String(), tcp.String()}) || relayed {
 		t.Fatalf("addresses %v, relayed %v", addrs, relayed)
 	}
-	if _, relayed := connAddrs([]network.Conn{fakeConn{addr: tcp, limited: true}}); !relayed {
+	if _, relayed := connAddrs([]network.Conn{addrConn{addr: tcp, limited: true}}); !relayed {
 		t.Fatal("a limited connection is relayed")
 	}
 }

@@ -61,6 +61,7 @@ Prometheus expects, so after a reset the two differ.`,
 			if st.A2AURL != "" {
 				fmt.Fprintf(w, "a2a      %s/a2a/<agent>/\n", st.A2AURL)
 			}
+			fmt.Fprintln(w, reachLine(st.Reach))
 			fmt.Fprintf(w, "\nPEERS (%d)\n", len(st.PeerList))
 			for _, p := range st.PeerList {
 				path := "direct"

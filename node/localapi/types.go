@@ -70,9 +70,24 @@ type PeerStatus struct {
 	Expires time.Time `json:"expires,omitzero"`
 }
 
+// Reach is how peers outside the node's network reach it.
+type Reach struct {
+	// Reachable are the node's public addresses that peers confirmed they
+	// could dial (AutoNAT v2); Unreachable those they could not.
+	Reachable   []string `json:"reachable"`
+	Unreachable []string `json:"unreachable"`
+	// Relaying: the node offers circuit relay to peers behind NAT (it has
+	// a reachable address).
+	Relaying bool `json:"relaying"`
+	// RelayAddrs are the node's addresses through the relays it holds a
+	// reservation on (.../p2p/<relay>/p2p-circuit).
+	RelayAddrs []string `json:"relayAddrs"`
+}
+
 // Status is what `nova-node status` shows (GET /v1/status).
 type Status struct {
 	IDInfo
+	Reach        Reach                  `json:"reach"`
 	PeerList     []PeerStatus           `json:"peers"`
 	Channels     []protocol.ChannelInfo `json:"channels"`
 	Metrics      Metrics                `json:"metrics"`

@@ -1,0 +1,211 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/event"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/p2p/host/autorelay"
+	"github.com/libp2p/go-libp2p/p2p/host/eventbus"
+	relayv2 "github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/relay"
+	"github.com/multiformats/go-multiaddr"
+
+	"github.com/nova-node/nova-node/discovery"
+	"github.com/nova-node/nova-node/node/localapi"
+)
+
+// relayRetry is how soon a node behind NAT asks a configured relay for a
+// reservation again after it refused or could not be reached (go-libp2p
+// waits an hour). A relay refuses until AutoNAT has confirmed it reachable,
+// which takes the first few peers that connect to it: those peers are the
+// very laptops that want its reservations, and the first ask of each is
+// refused. One reservation request every 3 s to a configured relay is
+// cheap.
+const relayRetry = 3 * time.Second
+
+// relayCandidates are the peers a node asks for relay reservations: its
+// configured relays, then its bootstrap peers. A token from `invite` names
+// the inviting node as bootstrap peer; when that node is reachable from the
+// internet it relays (relayService), so a laptop behind NAT that joined
+// with a token made without --relay is reachable too. A bootstrap peer
+// that does not relay refuses, costing one request per relayRetry.
+func relayCandidates(cfg Config) ([]peer.AddrInfo, error) {
+	relays, err := discovery.ParseAddrs(cfg.Relays)
+	if err != nil {
+		return nil, fmt.Errorf("node: relays: %w", err)
+	}
+	boot, err := discovery.ParseAddrs(cfg.Bootstrap)
+	if err != nil {
+		return nil, fmt.Errorf("node: bootstrap: %w", err)
+	}
+	for _, b := range boot {
+		if !slices.ContainsFunc(relays, func(r peer.AddrInfo) bool { return r.ID == b.ID }) {
+			relays = append(relays, b)
+		}
+	}
+	return relays, nil
+}
+
+// autorelayOptions tune the relay client of a node with configured relays.
+func autorelayOptions() []autorelay.Option {
+	return []autorelay.Option{autorelay.WithBackoff(relayRetry), autorelay.WithMinInterval(relayRetry)}
+}
+
+// relayService is circuit relay v2 service, offered while the node is
+// reachable from the internet. go-libp2p's own switch (EnableRelayService)
+// waits for AutoNAT v1 to call the node public, which never happens in a
+// swarm of nova nodes: v1 needs peers that run its dial-back service, and
+// nova nodes run AutoNAT v2 instead. This one follows AutoNAT v2: a node
+// with at least one address that peers confirmed they could dial relays;
+// one with none (behind NAT, or all its addresses refused) does not. It
+// also follows v1 when something does run that, for a node whose reach is
+// forced.
+type relayService struct {
+	h    host.Host
+	sub  event.Subscription
+	done chan struct{}
+
+	mu    sync.Mutex
+	relay *relayv2.Relay
+}
+
+// startRelayService starts following h's reachability.
+func startRelayService(h host.Host) (*relayService, error) {
+	sub, err := h.EventBus().Subscribe([]any{new(event.EvtHostReachableAddrsChanged), new(event.EvtLocalReachabilityChanged)},
+		eventbus.Name("nova relay service"))
+	if err != nil {
+		return nil, err
+	}
+	s := &relayService{h: h, sub: sub, done: make(chan struct{})}
+	go s.follow()
+	return s, nil
+}
+
+func (s *relayService) follow() {
+	defer close(s.done)
+	for e := range s.sub.Out() {
+		switch e := e.(type) {
+		case event.EvtHostReachableAddrsChanged:
+			s.set(len(e.Reachable) > 0)
+		case event.EvtLocalReachabilityChanged:
+			if e.Reachability == network.ReachabilityPublic {
+				s.set(true)
+			}
+		}
+	}
+}
+
+// set starts or stops the relay.
+func (s *relayService) set(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case on && s.relay == nil:
+		r, err := relayv2.New(s.h)
+		if err != nil {
+			log.Warnw("relay service", "err", err)
+			return
+		}
+		s.relay = r
+		log.Infow("reachable from the internet: relaying for peers behind NAT (circuit relay v2)")
+	case !on && s.relay != nil:
+		_ = s.relay.Close()
+		s.relay = nil
+	}
+}
+
+// Relaying reports whether the node offers relay service now (false
+// before Start).
+func (s *relayService) Relaying() bool {
+	if s == nil {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.relay != nil
+}
+
+// close stops following and the relay.
+func (s *relayService) close() error {
+	_ = s.sub.Close()
+	<-s.done
+	s.set(false)
+	return nil
+}
+
+// startRelayClient sets go-libp2p's relay client (autorelay) looking for
+// reservations on its relay candidates (relayCandidates) at once. It
+// starts on an AutoNAT v1 verdict of private or unknown, which, like the
+// relay service's public, never comes in a swarm of nova nodes: without
+// this, a node behind NAT never took a reservation, so nothing could reach
+// it. Unknown is what the node knows until AutoNAT v1 (if anything runs
+// its service) says more. The emitter is closed with the node.
+func startRelayClient(h host.Host) (func() error, error) {
+	em, err := h.EventBus().Emitter(new(event.EvtLocalReachabilityChanged), eventbus.Stateful)
+	if err != nil {
+		return nil, err
+	}
+	if err := em.Emit(event.EvtLocalReachabilityChanged{Reachability: network.ReachabilityUnknown}); err != nil {
+		_ = em.Close()
+		return nil, err
+	}
+	return em.Close, nil
+}
+
+// connPath is how a node reaches a peer over conns: "direct" with the
+// address of a direct connection when it has one (go-libp2p opens new
+// streams on it), else "relayed" with the relayed connection's address,
+// which names the relay (/p2p/<relay>/p2p-circuit). A relayed connection
+// the hole punch (DCUtR) has superseded stays open beside the direct one
+// for a while.
+func connPath(conns []network.Conn) (path, addr string) {
+	for _, c := range conns {
+		if !c.Stat().Limited {
+			return "direct", c.RemoteMultiaddr().String()
+		}
+	}
+	if len(conns) > 0 {
+		return "relayed", conns[0].RemoteMultiaddr().String()
+	}
+	return "direct", ""
+}
+
+// reach is what status says of how peers outside reach the node.
+func (n *Node) reach() localapi.Reach {
+	r := localapi.Reach{Reachable: []string{}, Unreachable: []string{}, RelayAddrs: []string{}, Relaying: n.relay.Relaying()}
+	if c, ok := n.host.(interface {
+		ConfirmedAddrs() (reachable, unreachable, unknown []multiaddr.Multiaddr)
+	}); ok {
+		reachable, unreachable, _ := c.ConfirmedAddrs()
+		for _, a := range reachable {
+			r.Reachable = append(r.Reachable, a.String())
+		}
+		for _, a := range unreachable {
+			r.Unreachable = append(r.Unreachable, a.String())
+		}
+	}
+	for _, a := range n.host.Addrs() {
+		if _, err := a.ValueForProtocol(multiaddr.P_CIRCUIT); err == nil {
+			r.RelayAddrs = append(r.RelayAddrs, a.String())
+		}
+	}
+	return r
+}
+
+// findPeer asks the swarm's DHT for p's addresses (its relay addresses,
+// for a node behind NAT): what `ping <peer ID>` dials when this node never
+// met p. Without an answer it returns p with no addresses.
+func (n *Node) findPeer(ctx context.Context, p peer.ID) peer.AddrInfo {
+	if d := n.disc.DHT(); d != nil {
+		if ai, err := d.FindPeer(ctx, p); err == nil {
+			return ai
+		}
+	}
+	return peer.AddrInfo{ID: p}
+}
