@@ -74,14 +74,14 @@ type PeerStatus struct {
 type Reach struct {
 	// Reachable are the node's public addresses that peers confirmed they
 	// could dial (AutoNAT v2); Unreachable those they could not.
-	Reachable   []string `json:"reachable"`
-	Unreachable []string `json:"unreachable"`
+	Reachable   []string `json:"reachable,omitempty"`
+	Unreachable []string `json:"unreachable,omitempty"`
 	// Relaying: the node offers circuit relay to peers behind NAT (it has
 	// a reachable address).
 	Relaying bool `json:"relaying"`
 	// RelayAddrs are the node's addresses through the relays it holds a
 	// reservation on (.../p2p/<relay>/p2p-circuit).
-	RelayAddrs []string `json:"relayAddrs"`
+	RelayAddrs []string `json:"relayAddrs,omitempty"`
 }
 
 // Status is what `nova-node status` shows (GET /v1/status).
