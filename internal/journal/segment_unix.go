@@ -24,11 +24,9 @@ func openSegment(path string, size int) (*segment, error) {
 			return nil, fmt.Errorf("journal: size %s: %w", path, err)
 		}
 	}
-	flags := unix.MAP_SHARED
-	if populate != 0 {
-		flags |= populate // fault the pages in now, not one per append
-	}
-	m, err := unix.Mmap(int(f.Fd()), 0, size, unix.PROT_READ|unix.PROT_WRITE, flags)
+	// Pages are faulted in as appends reach them, not all at the start: a
+	// node that sends little touches little of its journal.
+	m, err := unix.Mmap(int(f.Fd()), 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("journal: map %s: %w", path, err)

@@ -1,3 +1,0 @@
-package journal
-
-const populate = 0

@@ -1,5 +1,0 @@
-//go:build unix && !linux
-
-package journal
-
-const populate = 0
