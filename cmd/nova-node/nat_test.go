@@ -357,6 +357,7 @@ func TestNATInternet(t *testing.T) {
 	out, _ := n.cli("pub", "status")
 	t.Logf("pub status: %s", lineStarting(out, "reach"))
 	for _, l := range []string{"a1", "b1", "c1"} {
+		st = localapi.Status{} // decode afresh: members left out would keep the last node's
 		if err := n.cliJSON(l, &st, "status"); err != nil {
 			t.Fatal(err)
 		}
