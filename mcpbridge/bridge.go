@@ -1,6 +1,7 @@
 package mcpbridge
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -399,7 +400,7 @@ func (b *Bridge) applyFace(old, next faceState) {
 		}
 		t := &mcp.Tool{Name: name, Title: e.Canonical, Description: e.Description, InputSchema: schema,
 			Meta: mcp.Meta{"nova/canonical": e.Canonical, "nova/agent": e.Agent}}
-		if len(e.output) > 0 && string(e.output) != "null" {
+		if hasSchema(e.output) {
 			t.OutputSchema = e.output
 		}
 		e := e
@@ -441,6 +442,12 @@ func (b *Bridge) applyFace(old, next faceState) {
 				return b.promptEntry(ctx, e, req.Params.Arguments)
 			})
 	}
+}
+
+// hasSchema reports whether a tool's output schema is declared.
+func hasSchema(s json.RawMessage) bool {
+	t := bytes.TrimSpace(s)
+	return len(t) > 0 && string(t) != "null"
 }
 
 func sameEntry(a, b Entry) bool {
@@ -582,7 +589,7 @@ func (b *Bridge) callEntry(ctx context.Context, e Entry, as string, args json.Ra
 		if err != nil {
 			return nil, RPCError(err)
 		}
-		return toMCPResult(res), nil
+		return toMCPResult(res, hasSchema(e.output)), nil
 	}
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, b.cfg.CallTimeout)
@@ -606,6 +613,7 @@ func (b *Bridge) callEntry(ctx context.Context, e Entry, as string, args json.Ra
 	if err != nil {
 		return nil, RPCError(err)
 	}
+	fitError(out, hasSchema(e.output))
 	return out, nil
 }
 

@@ -96,7 +96,7 @@ func (b *Bridge) fillPeerServer(srv *mcp.Server, p peer.ID) {
 			if err != nil {
 				return nil, RPCError(err)
 			}
-			return toMCPResult(res), nil
+			return toMCPResult(res, hasSchema(t.OutputSchema)), nil
 		}) {
 			tools = append(tools, t.Canonical)
 		}

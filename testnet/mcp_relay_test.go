@@ -1,0 +1,78 @@
+package testnet_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/nova-node/nova-node/mcpbridge"
+	"github.com/nova-node/nova-node/node"
+)
+
+// faceSession is an MCP client session on n's HTTP face.
+func faceSession(t *testing.T, n *node.Node, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	url := strings.TrimSuffix(n.MetricsURL(), "/metrics") + "/mcp"
+	c := mcp.NewClient(&mcp.Implementation{Name: "relay-test", Version: "1"}, opts)
+	cs, err := c.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: localClient(t, n)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
+// errorMeta is the node's error object in a result's _meta.
+func errorMeta(t *testing.T, r *mcp.CallToolResult) map[string]any {
+	t.Helper()
+	e, _ := r.Meta[mcpbridge.MetaError].(map[string]any)
+	if e == nil {
+		t.Fatalf("isError result without _meta %q: %+v", mcpbridge.MetaError, r)
+	}
+	return e
+}
+
+// TestMCPToolErrorFitsOutputSchema: a failing tool that declares an output
+// schema gives an isError result without structuredContent (MCP clients
+// check it against the schema and would refuse the result), with the code
+// and the source agent in _meta and in the text, on the hosting node's own
+// face and across the mesh; a tool without an output schema keeps
+// structuredContent.error as well.
+func TestMCPToolErrorFitsOutputSchema(t *testing.T) {
+	net := mcpNet(t, nil)
+	waitTool(t, net.Nodes[0], "toolsmith_divide")
+	for i, n := range []*node.Node{net.Nodes[1], net.Nodes[0]} {
+		cs := faceSession(t, n, nil)
+		tools := map[string]*mcp.Tool{}
+		for tl, err := range cs.Tools(t.Context(), nil) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			tools[tl.Name] = tl
+		}
+		if tools["toolsmith_divide"] == nil || tools["toolsmith_divide"].OutputSchema == nil {
+			t.Fatalf("node %d: toolsmith_divide without its output schema: %+v", i, tools["toolsmith_divide"])
+		}
+		res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "toolsmith_divide", Arguments: map[string]any{"a": 1, "b": 0}})
+		if err != nil || !res.IsError {
+			t.Fatalf("node %d: divide by zero: %v %+v", i, err, res)
+		}
+		if res.StructuredContent != nil {
+			t.Fatalf("node %d: isError result of a tool with an output schema carries structuredContent %v", i, res.StructuredContent)
+		}
+		e := errorMeta(t, res)
+		if e["code"] != mcpbridge.CodeToolFailed || e["agent"] != "toolsmith" || !strings.Contains(text(res), "division by zero") || !strings.Contains(text(res), mcpbridge.CodeToolFailed) {
+			t.Fatalf("node %d: error does not name code, agent and cause: %v %q", i, e, text(res))
+		}
+		res, err = cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "toolsmith_fail"})
+		if err != nil || !res.IsError {
+			t.Fatalf("node %d: fail: %v %+v", i, err, res)
+		}
+		sc, _ := json.Marshal(res.StructuredContent)
+		if errorMeta(t, res)["code"] != mcpbridge.CodeToolFailed || !strings.Contains(string(sc), `"agent":"toolsmith"`) {
+			t.Fatalf("node %d: tool without output schema: structuredContent %s", i, sc)
+		}
+	}
+}
