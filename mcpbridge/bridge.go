@@ -625,6 +625,9 @@ func (b *Bridge) callRemote(ctx context.Context, e Entry, as string, args json.R
 	if len(args) == 0 {
 		args = json.RawMessage(`{}`)
 	}
+	if len(args) > maxPeerResult {
+		return nil, &TooLargeError{What: "arguments of tool", Name: e.Canonical, Size: len(args)}
+	}
 	return pc.cs.CallTool(ctx, &mcp.CallToolParams{Meta: mcp.Meta{MetaCaller: as}, Name: e.remote, Arguments: args})
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
@@ -18,8 +19,52 @@ import (
 // JSON-RPC, the go-sdk's IOTransport framing, one line at most MaxLine bytes.
 const ProtocolID = "/nova/mcp/1.0.0"
 
-// MaxLine caps one JSON-RPC message on /nova/mcp/1.0.0.
-const MaxLine = 1 << 20
+// MaxLine caps one JSON-RPC message on /nova/mcp/1.0.0 and on the byte
+// streams of the local faces (`nova-node mcp`): 12 MiB, so that a stream's
+// longest line plus its buffers stays within libp2p's default memory limit
+// of one stream (16 MiB) with room for the muxer's receive window. A tool
+// result, resource or prompt larger than maxPeerResult is refused by the
+// node that hosts it with RESULT_TOO_LARGE, for that call alone: the
+// session, which other calls share, never sees an oversized line.
+const MaxLine = 12 << 20
+
+// maxPeerResult is the largest result (its JSON) sent to a peer: MaxLine
+// less room for the JSON-RPC envelope around it.
+const maxPeerResult = MaxLine - 16<<10
+
+// CodeResultTooLarge: a tool result, resource or prompt is too large to
+// cross to another node in one message (MaxLine).
+const CodeResultTooLarge = "RESULT_TOO_LARGE"
+
+// TooLargeError: the result of What (a tool, resource or prompt) named
+// Name is Size bytes of JSON, over the limit of one message between nodes.
+type TooLargeError struct {
+	What, Name string
+	Size       int
+}
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("mcpbridge: %s: the result of %s %q is %.1f MiB, over the %d MiB a message between nodes may carry; ask for less (a range, a page, a smaller file) or call it on the node that hosts it",
+		CodeResultTooLarge, e.What, e.Name, float64(e.Size)/(1<<20), MaxLine>>20)
+}
+func (e *TooLargeError) Code() string { return CodeResultTooLarge }
+
+// checkPeerSize is a *TooLargeError when v's JSON is over maxPeerResult.
+func checkPeerSize(what, name string, v any) error {
+	var c countWriter
+	if err := json.NewEncoder(&c).Encode(v); err != nil {
+		return nil // the SDK reports it
+	}
+	if c > maxPeerResult {
+		return &TooLargeError{What: what, Name: name, Size: int(c)}
+	}
+	return nil
+}
+
+// countWriter counts the bytes written to it.
+type countWriter int
+
+func (c *countWriter) Write(p []byte) (int, error) { *c += countWriter(len(p)); return len(p), nil }
 
 // peerProtocolVersion is spoken between nodes: the initialize handshake, so
 // list_changed notifications flow on the long-lived session.
@@ -96,7 +141,11 @@ func (b *Bridge) fillPeerServer(srv *mcp.Server, p peer.ID) {
 			if err != nil {
 				return nil, RPCError(err)
 			}
-			return toMCPResult(res, hasSchema(t.OutputSchema)), nil
+			out := toMCPResult(res, hasSchema(t.OutputSchema))
+			if err := checkPeerSize("tool", t.Canonical, out); err != nil {
+				return toMCPResult(Result{IsError: true, Error: &ToolError{ErrCode: CodeResultTooLarge, Message: strings.TrimPrefix(err.Error(), "mcpbridge: "+CodeResultTooLarge+": "), Agent: t.Agent, Tool: t.Canonical}}, hasSchema(t.OutputSchema)), nil
+			}
+			return out, nil
 		}) {
 			tools = append(tools, t.Canonical)
 		}
@@ -112,7 +161,11 @@ func (b *Bridge) fillPeerServer(srv *mcp.Server, p peer.ID) {
 				if err != nil {
 					return nil, RPCError(err)
 				}
-				return toResourceResult(rc), nil
+				out := toResourceResult(rc)
+				if err := checkPeerSize("resource", r.URI, out); err != nil {
+					return nil, RPCError(err)
+				}
+				return out, nil
 			})
 		uris = append(uris, r.URI)
 	}
@@ -127,7 +180,11 @@ func (b *Bridge) fillPeerServer(srv *mcp.Server, p peer.ID) {
 				if err != nil {
 					return nil, RPCError(err)
 				}
-				return &mcp.GetPromptResult{Description: pr.Description, Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: text}}}}, nil
+				out := &mcp.GetPromptResult{Description: pr.Description, Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: text}}}}
+				if err := checkPeerSize("prompt", pr.Canonical, out); err != nil {
+					return nil, RPCError(err)
+				}
+				return out, nil
 			})
 		prompts = append(prompts, pr.Canonical)
 	}

@@ -2,8 +2,11 @@ package testnet_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -74,5 +77,57 @@ func TestMCPToolErrorFitsOutputSchema(t *testing.T) {
 		if errorMeta(t, res)["code"] != mcpbridge.CodeToolFailed || !strings.Contains(string(sc), `"agent":"toolsmith"`) {
 			t.Fatalf("node %d: tool without output schema: structuredContent %s", i, sc)
 		}
+	}
+}
+
+// TestMCPLargeResultAcrossNodes: a 5 MB result (sent as text and again as
+// structured content, like a file read) crosses from the hosting node to
+// the calling node's face; a result too large for a message between nodes
+// fails only its own call, with RESULT_TOO_LARGE, while a call running at
+// the same time on the same node-to-node session completes.
+func TestMCPLargeResultAcrossNodes(t *testing.T) {
+	net := mcpNet(t, nil)
+	a := net.Nodes[0]
+	waitTool(t, a, "toolsmith_big")
+	cs := faceSession(t, a, nil)
+	const size = 5_000_000
+	start := time.Now()
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "toolsmith_big", Arguments: map[string]any{"bytes": size}})
+	if err != nil {
+		t.Fatalf("5 MB result: %v", err)
+	}
+	if res.IsError || len(text(res)) < size { // the go-sdk backend sends the structured output as JSON text
+		t.Fatalf("5 MB result: isError %v, %d bytes of text", res.IsError, len(text(res)))
+	}
+	sc, _ := res.StructuredContent.(map[string]any)
+	if s, _ := sc["text"].(string); len(s) != size {
+		t.Fatalf("5 MB result: structured content of %d bytes", len(s))
+	}
+
+	t.Logf("5 MB result across nodes in %v", time.Since(start))
+
+	// Too large (7 MB twice), with a call beside it on the same session.
+	var wg sync.WaitGroup
+	var sideErr error
+	wg.Go(func() {
+		for range 20 {
+			r, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "toolsmith_say", Arguments: map[string]any{"text": "beside"}})
+			if err != nil || r.IsError || text(r) != "beside" {
+				sideErr = fmt.Errorf("call beside the oversized one: %v %+v", err, r)
+				return
+			}
+		}
+	})
+	res, err = cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "toolsmith_big", Arguments: map[string]any{"bytes": 7_000_000}})
+	wg.Wait()
+	if sideErr != nil {
+		t.Fatal(sideErr)
+	}
+	if err != nil || !res.IsError || errorMeta(t, res)["code"] != mcpbridge.CodeResultTooLarge || !strings.Contains(text(res), "MiB") {
+		t.Fatalf("oversized result: %v %+v", err, res)
+	}
+	res, err = cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "toolsmith_say", Arguments: map[string]any{"text": "after"}})
+	if err != nil || res.IsError || text(res) != "after" {
+		t.Fatalf("call after the oversized one: %v %+v", err, res)
 	}
 }
