@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -81,12 +82,14 @@ type Backend struct {
 
 	mu       sync.Mutex
 	cs       *mcp.ClientSession
+	ln       *link           // cs's calls' notifications
 	tools    map[string]bool // canonical names registered
 	uris     map[string]bool
 	prompts  map[string]bool
 	restarts int
 	lastErr  string
 
+	calls  calls // calls in flight, for their notifications
 	resync chan struct{}
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -114,6 +117,18 @@ func StartBackend(agent, name string, cfg ServerConfig, reg *Registry, version s
 		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { kick() },
 		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { kick() },
 		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { kick() },
+		// Streamable HTTP servers' notifications; a stdio server's are
+		// relayed as they are read (notifyTransport).
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			if ln := b.linkOf(req.Session); ln != nil {
+				b.calls.progressTo(ln, req.Params)
+			}
+		},
+		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
+			if ln := b.linkOf(req.Session); ln != nil {
+				b.relayLog(ln, req.Params)
+			}
+		},
 	})
 	go b.run(ctx) // owned by the Backend: Close cancels and waits on done
 	return b, nil
@@ -201,6 +216,10 @@ func (b *Backend) session(ctx context.Context) error {
 		ownGroup(cmd) // its own process group: stopped with the node
 		t = &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
 	}
+	ln := &link{}
+	if cmd != nil {
+		t = notifyTransport{t, ln, func(ln *link, r *jsonrpc.Request) { b.calls.dispatch(ln, r, b.relayLog) }}
+	}
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	cs, err := b.client.Connect(cctx, t, &mcp.ClientSessionOptions{ProtocolVersion: backendProtocolVersion})
 	cancel()
@@ -208,15 +227,22 @@ func (b *Backend) session(ctx context.Context) error {
 		killGroup(cmd)
 		return fmt.Errorf("connect: %w", err)
 	}
+	if init := cs.InitializeResult(); init != nil && init.Capabilities != nil && init.Capabilities.Logging != nil {
+		lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		if err := cs.SetLoggingLevel(lctx, &mcp.SetLoggingLevelParams{Level: relayLevel}); err != nil {
+			log.Debugw("MCP server refused logging/setLevel", "agent", b.agent, "server", b.name, "err", err)
+		}
+		cancel()
+	}
 	b.mu.Lock()
-	b.cs = cs
+	b.cs, b.ln = cs, ln
 	b.lastErr = ""
 	b.mu.Unlock()
 	ended := make(chan error, 1)
 	go func() { ended <- cs.Wait() }() // ends when the session does; drained below
 	defer func() {
 		b.mu.Lock()
-		b.cs = nil
+		b.cs, b.ln = nil, nil
 		b.mu.Unlock()
 		b.reg.changed() // tools now show as unavailable
 		_ = cs.Close()
@@ -261,6 +287,47 @@ type logWriter struct{ agent, server string }
 func (w *logWriter) Write(p []byte) (int, error) {
 	log.Debugw("MCP server stderr", "agent", w.agent, "server", w.server, "line", string(p))
 	return len(p), nil
+}
+
+// relayLog passes a log message of the server to every call in flight on
+// its connection ln (each caller may call the agent, so may read its logs),
+// with the agent's name ahead of the logger's. A message that comes while
+// no call is in flight goes to the node's own log, at Debug.
+func (b *Backend) relayLog(ln *link, p *mcp.LoggingMessageParams) {
+	if p == nil {
+		return
+	}
+	q := *p
+	q.Logger = b.agent
+	if p.Logger != "" {
+		q.Logger += "/" + p.Logger
+	}
+	rs := b.calls.all(ln)
+	if len(rs) == 0 {
+		log.Debugw("MCP server log message", "agent", b.agent, "server", b.name, "level", p.Level, "logger", p.Logger, "data", p.Data)
+	}
+	for _, r := range rs {
+		r.log(&q)
+	}
+}
+
+// linkOf is the link of cs when it is the live session and its
+// notifications come through the SDK's handlers; nil otherwise.
+func (b *Backend) linkOf(cs *mcp.ClientSession) *link {
+	if ln := b.linkFor(cs); ln != nil && !ln.onRead {
+		return ln
+	}
+	return nil
+}
+
+// linkFor is the link of cs when it is the live session, else nil.
+func (b *Backend) linkFor(cs *mcp.ClientSession) *link {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.cs != cs {
+		return nil
+	}
+	return b.ln
 }
 
 // current returns the live session or a BACKEND_UNAVAILABLE error.
@@ -338,7 +405,16 @@ func (b *Backend) syncTools(ctx context.Context, cs *mcp.ClientSession) error {
 			if err != nil {
 				return Result{}, err
 			}
-			r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+			params := &mcp.CallToolParams{Name: name, Arguments: args}
+			if ln := b.linkFor(cs); ln != nil && relayFrom(ctx) != nil {
+				rl := relayFrom(ctx)
+				tok, done := b.calls.add(ln, rl)
+				defer done()
+				if rl.progress != nil {
+					params.SetProgressToken(tok)
+				}
+			}
+			r, err := cs.CallTool(ctx, params)
 			if err != nil {
 				return Result{}, err
 			}

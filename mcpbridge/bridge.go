@@ -97,6 +97,7 @@ type Bridge struct {
 	refreshMu   sync.Mutex
 	refreshed   time.Time
 	dirty       bool
+	calls       calls // remote calls in flight, for their notifications
 }
 
 // New returns a Bridge; Start serves it.
@@ -405,7 +406,7 @@ func (b *Bridge) applyFace(old, next faceState) {
 		}
 		e := e
 		safeAddTool(b.agg, t, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return b.callEntry(ctx, e, b.cfg.As(), req.Params.Arguments)
+			return b.callEntry(withRelay(ctx, serverRelay(ctx, req)), e, b.cfg.As(), req.Params.Arguments)
 		})
 	}
 	gone = gone[:0]
@@ -628,7 +629,26 @@ func (b *Bridge) callRemote(ctx context.Context, e Entry, as string, args json.R
 	if len(args) > maxPeerResult {
 		return nil, &TooLargeError{What: "arguments of tool", Name: e.Canonical, Size: len(args)}
 	}
-	return pc.cs.CallTool(ctx, &mcp.CallToolParams{Meta: mcp.Meta{MetaCaller: as}, Name: e.remote, Arguments: args})
+	params := &mcp.CallToolParams{Meta: mcp.Meta{MetaCaller: as}, Name: e.remote, Arguments: args}
+	if rl := relayFrom(ctx); rl != nil {
+		tok, done := b.calls.add(pc.ln, rl)
+		defer done()
+		params.Meta[metaCall] = tok
+		if rl.progress != nil {
+			params.SetProgressToken(tok)
+		}
+	}
+	return pc.cs.CallTool(ctx, params)
+}
+
+// peerNotified relays a progress notification or log message that a peer
+// sent on ln for one of this node's calls.
+func (b *Bridge) peerNotified(ln *link, r *jsonrpc.Request) {
+	b.calls.dispatch(ln, r, func(ln *link, p *mcp.LoggingMessageParams) {
+		if rl := b.calls.get(ln, p.Meta[metaCall]); rl != nil {
+			rl.log(p)
+		}
+	})
 }
 
 // ReadResource reads a resource of the swarm by URI, as the face's agent.

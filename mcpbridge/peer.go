@@ -137,7 +137,7 @@ func (b *Bridge) fillPeerServer(srv *mcp.Server, p peer.ID) {
 			if _, err := b.authorize(p, metaCaller(req), t.Agent); err != nil {
 				return nil, RPCError(err)
 			}
-			res, err := b.reg.CallTool(ctx, t.Canonical, req.Params.Arguments)
+			res, err := b.reg.CallTool(withRelay(ctx, serverRelay(ctx, req)), t.Canonical, req.Params.Arguments)
 			if err != nil {
 				return nil, RPCError(err)
 			}
@@ -306,6 +306,7 @@ func filter[T any](xs []T, keep func(T) bool) []T {
 type peerConn struct {
 	cs      *mcp.ClientSession
 	st      *sessionStream
+	ln      *link       // its calls' notifications
 	tools   []*mcp.Tool // cached list (nil: unknown)
 	res     []*mcp.Resource
 	prompts []*mcp.Prompt
@@ -377,12 +378,18 @@ func (b *Bridge) dial(ctx context.Context, p peer.ID) (*peerConn, error) {
 		_ = s.Reset()
 		return nil, err
 	}
-	cs, err := b.client.Connect(ctx, &mcp.IOTransport{Reader: st, Writer: st, MaxLineLength: MaxLine}, &mcp.ClientSessionOptions{ProtocolVersion: peerProtocolVersion})
+	ln := &link{}
+	cs, err := b.client.Connect(ctx, notifyTransport{&mcp.IOTransport{Reader: st, Writer: st, MaxLineLength: MaxLine}, ln, b.peerNotified}, &mcp.ClientSessionOptions{ProtocolVersion: peerProtocolVersion})
 	if err != nil {
 		st.end()
 		return nil, err
 	}
-	return &peerConn{cs: cs, st: st}, nil
+	// Every log message of a call comes back; the face filters by each
+	// client's level. A peer that does not log answers with an error.
+	if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: relayLevel}); err != nil {
+		log.Debugw("peer session without logging", "peer", p, "err", err)
+	}
+	return &peerConn{cs: cs, st: st, ln: ln}, nil
 }
 
 type unreachableError struct {

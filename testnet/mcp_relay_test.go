@@ -1,6 +1,7 @@
 package testnet_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -10,16 +11,19 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/nova-node/nova-node/internal/waitfor"
 	"github.com/nova-node/nova-node/mcpbridge"
 	"github.com/nova-node/nova-node/node"
 )
 
-// faceSession is an MCP client session on n's HTTP face.
+// faceSession is an MCP client session on n's HTTP face, in the protocol
+// version of the TypeScript SDK 1.32 (stateful: logging/setLevel, pushed
+// notifications).
 func faceSession(t *testing.T, n *node.Node, opts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
 	url := strings.TrimSuffix(n.MetricsURL(), "/metrics") + "/mcp"
 	c := mcp.NewClient(&mcp.Implementation{Name: "relay-test", Version: "1"}, opts)
-	cs, err := c.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: localClient(t, n)}, nil)
+	cs, err := c.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: localClient(t, n)}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,5 +133,79 @@ func TestMCPLargeResultAcrossNodes(t *testing.T) {
 	res, err = cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "toolsmith_say", Arguments: map[string]any{"text": "after"}})
 	if err != nil || res.IsError || text(res) != "after" {
 		t.Fatalf("call after the oversized one: %v %+v", err, res)
+	}
+}
+
+// TestMCPProgressAndLogsRelayed: a client that sends a progress token and
+// sets a logging level gets the backend's notifications/progress (with its
+// own token) and notifications/message (logger prefixed with the agent)
+// during a call, every one of them (each is relayed as it is read, ahead
+// of the result), on the hosting node's face and across the mesh; a client
+// at level "error" gets no info messages.
+func TestMCPProgressAndLogsRelayed(t *testing.T) {
+	net := mcpNet(t, nil)
+	waitTool(t, net.Nodes[0], "toolsmith_steps")
+	for i, n := range []*node.Node{net.Nodes[1], net.Nodes[0]} {
+		var mu sync.Mutex
+		var progress []*mcp.ProgressNotificationParams
+		var logs []*mcp.LoggingMessageParams
+		cs := faceSession(t, n, &mcp.ClientOptions{
+			ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+				mu.Lock()
+				progress = append(progress, req.Params)
+				mu.Unlock()
+			},
+			LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
+				mu.Lock()
+				logs = append(logs, req.Params)
+				mu.Unlock()
+			},
+		})
+		if err := cs.SetLoggingLevel(t.Context(), &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
+			t.Fatal(err)
+		}
+		params := &mcp.CallToolParams{Name: "toolsmith_steps", Arguments: map[string]any{"steps": 5}}
+		params.SetProgressToken("tok-" + fmt.Sprint(i))
+		res, err := cs.CallTool(t.Context(), params)
+		if err != nil || res.IsError {
+			t.Fatalf("node %d: steps: %v %+v", i, err, res)
+		}
+		waitfor.Eventually(t, 10*time.Second, func() error {
+			mu.Lock()
+			defer mu.Unlock()
+			if len(progress) < 5 || len(logs) < 5 {
+				return fmt.Errorf("node %d: %d progress notifications, %d log messages", i, len(progress), len(logs))
+			}
+			return nil
+		})
+		mu.Lock()
+		for _, p := range progress {
+			if p.ProgressToken != "tok-"+fmt.Sprint(i) || p.Total != 5 || p.Progress < 1 || p.Progress > 5 {
+				t.Errorf("node %d: progress %+v", i, p)
+			}
+		}
+		for _, l := range logs {
+			if l.Logger != "toolsmith/mcptest" || l.Level != "info" || !strings.HasPrefix(fmt.Sprint(l.Data), "step ") {
+				t.Errorf("node %d: log message %+v", i, l)
+			}
+		}
+		progress, logs = nil, nil
+		mu.Unlock()
+
+		// At level "error", no info message comes.
+		if err := cs.SetLoggingLevel(t.Context(), &mcp.SetLoggingLevelParams{Level: "error"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "toolsmith_steps", Arguments: map[string]any{"steps": 2}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := cs.Ping(t.Context(), nil); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		if len(logs) != 0 || len(progress) != 0 {
+			t.Errorf("node %d: at level error, without a progress token: %d log messages, %d progress", i, len(logs), len(progress))
+		}
+		mu.Unlock()
 	}
 }
