@@ -619,10 +619,11 @@ func (b *Bridge) callEntry(ctx context.Context, e Entry, as string, args json.Ra
 }
 
 func (b *Bridge) callRemote(ctx context.Context, e Entry, as string, args json.RawMessage) (*mcp.CallToolResult, error) {
-	pc, err := b.session(ctx, e.peer)
+	pc, err := b.acquire(ctx, e.peer)
 	if err != nil {
 		return nil, err
 	}
+	defer b.end(e.peer, pc)
 	if len(args) == 0 {
 		args = json.RawMessage(`{}`)
 	}
@@ -676,10 +677,11 @@ func (b *Bridge) readEntry(ctx context.Context, e Entry) (*mcp.ReadResourceResul
 		}
 		return toResourceResult(rc), nil
 	}
-	pc, err := b.session(ctx, e.peer)
+	pc, err := b.acquire(ctx, e.peer)
 	if err != nil {
 		return nil, RPCError(err)
 	}
+	defer b.end(e.peer, pc)
 	return pc.cs.ReadResource(ctx, &mcp.ReadResourceParams{Meta: mcp.Meta{MetaCaller: as}, URI: e.remote})
 }
 
@@ -716,10 +718,11 @@ func (b *Bridge) promptEntry(ctx context.Context, e Entry, args map[string]strin
 		}
 		return &mcp.GetPromptResult{Description: e.Description, Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: text}}}}, nil
 	}
-	pc, err := b.session(ctx, e.peer)
+	pc, err := b.acquire(ctx, e.peer)
 	if err != nil {
 		return nil, RPCError(err)
 	}
+	defer b.end(e.peer, pc)
 	return pc.cs.GetPrompt(ctx, &mcp.GetPromptParams{Meta: mcp.Meta{MetaCaller: as}, Name: e.remote, Arguments: args})
 }
 

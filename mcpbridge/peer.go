@@ -311,6 +311,54 @@ type peerConn struct {
 	res     []*mcp.Resource
 	prompts []*mcp.Prompt
 	fetched time.Time
+	calls   int  // calls in flight on it
+	retired bool // no new calls: closed when the last one ends
+}
+
+// retireLine: a session to a peer whose stream read a line longer than
+// this is retired once its calls end (the next call opens a new one),
+// since the SDK's decoder keeps its buffer, and the stream its memory
+// reservation, at the longest line read for as long as the session lives.
+const retireLine = 1 << 20
+
+// acquire is the session to p for one call, counted on it until end; a
+// retired session is never handed out.
+func (b *Bridge) acquire(ctx context.Context, p peer.ID) (*peerConn, error) {
+	for {
+		pc, err := b.session(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		b.mu.Lock()
+		ok := !pc.retired
+		if ok {
+			pc.calls++
+		}
+		b.mu.Unlock()
+		if ok {
+			return pc, nil
+		}
+	}
+}
+
+// end ends a call on pc. After a line over retireLine the session takes no
+// new calls, and is closed with its last one, freeing its buffers.
+func (b *Bridge) end(p peer.ID, pc *peerConn) {
+	b.mu.Lock()
+	pc.calls--
+	if !pc.retired && pc.st.peak.Load() > retireLine {
+		pc.retired = true
+		if b.peers[p] == pc {
+			delete(b.peers, p)
+		}
+	}
+	closeNow := pc.retired && pc.calls == 0
+	b.mu.Unlock()
+	if closeNow {
+		log.Debugw("MCP session to peer retired after a large message", "peer", p, "bytes", pc.st.peak.Load())
+		pc.st.retiring.Store(true)
+		_ = pc.cs.Close()
+	}
 }
 
 // session returns the long-lived session to p, opening it if needed.

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/nova-node/nova-node/internal/waitfor"
@@ -109,6 +110,19 @@ func TestMCPLargeResultAcrossNodes(t *testing.T) {
 	}
 
 	t.Logf("5 MB result across nodes in %v", time.Since(start))
+	// The session that carried it is retired with its call: the memory
+	// its stream held for the line goes back.
+	waitfor.Eventually(t, 10*time.Second, func() error {
+		var mem int64
+		_ = a.Host().Network().ResourceManager().ViewService(mcpbridge.ServiceName, func(s network.ServiceScope) error {
+			mem = s.Stat().Memory
+			return nil
+		})
+		if mem > 1<<20 {
+			return fmt.Errorf("node A's MCP streams hold %d bytes after the call", mem)
+		}
+		return nil
+	})
 
 	// Too large (7 MB twice), with a call beside it on the same session.
 	var wg sync.WaitGroup
