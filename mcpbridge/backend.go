@@ -85,6 +85,7 @@ type Backend struct {
 	ln       *link           // cs's calls' notifications
 	tools    map[string]bool // canonical names registered
 	uris     map[string]bool
+	tmpls    map[string]bool // resource templates registered
 	prompts  map[string]bool
 	restarts int
 	lastErr  string
@@ -105,7 +106,7 @@ func StartBackend(agent, name string, cfg ServerConfig, reg *Registry, version s
 		return nil, &NameError{Kind: "agent", Name: agent, Reason: "not a valid agent name for tools"}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	b := &Backend{agent: agent, name: name, cfg: cfg, reg: reg, tools: map[string]bool{}, uris: map[string]bool{}, prompts: map[string]bool{},
+	b := &Backend{agent: agent, name: name, cfg: cfg, reg: reg, tools: map[string]bool{}, uris: map[string]bool{}, tmpls: map[string]bool{}, prompts: map[string]bool{},
 		resync: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})}
 	kick := func() {
 		select {
@@ -147,9 +148,12 @@ func (b *Backend) Close() error {
 	b.cancel()
 	<-b.done
 	b.mu.Lock()
-	tools, uris, prompts := keys(b.tools), keys(b.uris), keys(b.prompts)
-	b.tools, b.uris, b.prompts = map[string]bool{}, map[string]bool{}, map[string]bool{}
+	tools, uris, tmpls, prompts := keys(b.tools), keys(b.uris), keys(b.tmpls), keys(b.prompts)
+	b.tools, b.uris, b.tmpls, b.prompts = map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}
 	b.mu.Unlock()
+	for _, t := range tmpls {
+		b.reg.UnregisterTemplate(t)
+	}
 	for _, t := range tools {
 		b.reg.UnregisterTool(t)
 	}
@@ -363,7 +367,7 @@ func (b *Backend) sync(ctx context.Context, cs *mcp.ClientSession) error {
 		errs = append(errs, b.syncTools(ctx, cs))
 	}
 	if caps != nil && caps.Resources != nil {
-		errs = append(errs, b.syncResources(ctx, cs))
+		errs = append(errs, b.syncResources(ctx, cs), b.syncTemplates(ctx, cs))
 	}
 	if caps != nil && caps.Prompts != nil {
 		errs = append(errs, b.syncPrompts(ctx, cs))
@@ -495,6 +499,59 @@ func (b *Backend) syncResources(ctx context.Context, cs *mcp.ClientSession) erro
 	b.mu.Unlock()
 	for _, u := range gone {
 		b.reg.UnregisterResource(u)
+	}
+	return errors.Join(errs...)
+}
+
+func (b *Backend) syncTemplates(ctx context.Context, cs *mcp.ClientSession) error {
+	seen := map[string]bool{}
+	var errs []error
+	for t, err := range cs.ResourceTemplates(ctx, nil) {
+		if err != nil {
+			return err
+		}
+		seen[t.URITemplate] = true
+		b.mu.Lock()
+		had := b.tmpls[t.URITemplate]
+		b.mu.Unlock()
+		if had {
+			continue
+		}
+		name := t.Name
+		if name == "" {
+			name = t.URITemplate
+		}
+		err := b.reg.RegisterTemplate(ResourceTemplate{URITemplate: t.URITemplate, Name: name, Description: t.Description, MIMEType: t.MIMEType, Agent: b.agent},
+			func(ctx context.Context, uri string) (ResourceContent, error) {
+				cs, err := b.current()
+				if err != nil {
+					return ResourceContent{}, err
+				}
+				res, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+				if err != nil {
+					return ResourceContent{}, err
+				}
+				return fromResourceResult(uri, res), nil
+			})
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		b.mu.Lock()
+		b.tmpls[t.URITemplate] = true
+		b.mu.Unlock()
+	}
+	b.mu.Lock()
+	var gone []string
+	for u := range b.tmpls {
+		if !seen[u] {
+			gone = append(gone, u)
+			delete(b.tmpls, u)
+		}
+	}
+	b.mu.Unlock()
+	for _, u := range gone {
+		b.reg.UnregisterTemplate(u)
 	}
 	return errors.Join(errs...)
 }

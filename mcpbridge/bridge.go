@@ -254,11 +254,12 @@ type faceState struct {
 	tools     map[string]Entry    // wire -> entry
 	byCanon   map[string][]string // canonical -> wire names
 	resources map[string]Entry    // uri -> entry
+	templates map[string]Entry    // uri template -> entry
 	prompts   map[string]Entry
 }
 
 func newFaceState() faceState {
-	return faceState{tools: map[string]Entry{}, byCanon: map[string][]string{}, resources: map[string]Entry{}, prompts: map[string]Entry{}}
+	return faceState{tools: map[string]Entry{}, byCanon: map[string][]string{}, resources: map[string]Entry{}, templates: map[string]Entry{}, prompts: map[string]Entry{}}
 }
 
 // Entries returns the face's tools, resources and prompts, refreshed if
@@ -327,6 +328,9 @@ func (b *Bridge) refresh(ctx context.Context) {
 	for _, r := range b.reg.ListResources() {
 		next.resources[r.URI] = Entry{Kind: "resource", Name: r.URI, Agent: r.Agent + "@" + selfStr, Description: r.Name, MIMEType: r.MIMEType, Local: true, peer: b.self, remote: r.URI}
 	}
+	for _, tm := range b.reg.ListTemplates() {
+		next.templates[tm.URITemplate] = Entry{Kind: "resource-template", Name: tm.URITemplate, Agent: tm.Agent + "@" + selfStr, Description: tm.Name, MIMEType: tm.MIMEType, Local: true, peer: b.self, remote: tm.URITemplate}
+	}
 	for _, p := range b.reg.ListPrompts() {
 		addPrompt(Entry{Agent: p.Agent + "@" + selfStr, Description: p.Description, Local: true, peer: b.self, remote: p.Canonical, arguments: promptArgs(p.Arguments)}, p.Agent, p.Name)
 	}
@@ -337,8 +341,15 @@ func (b *Bridge) refresh(ctx context.Context) {
 			continue
 		}
 		b.mu.Lock()
-		tools, res, prompts := pc.tools, pc.res, pc.prompts
+		tools, res, tmpls, prompts := pc.tools, pc.res, pc.tmpls, pc.prompts
 		b.mu.Unlock()
+		for _, tm := range tmpls {
+			if _, dup := next.templates[tm.URITemplate]; dup {
+				continue // local first, then peers in ID order
+			}
+			agent, _ := tm.Meta["nova/agent"].(string)
+			next.templates[tm.URITemplate] = Entry{Kind: "resource-template", Name: tm.URITemplate, Agent: agent + "@" + p.String(), Description: tm.Name, MIMEType: tm.MIMEType, peer: p, remote: tm.URITemplate}
+		}
 		for _, t := range tools {
 			agent, name, err := SplitCanonical(t.Name)
 			if err != nil {
@@ -427,6 +438,23 @@ func (b *Bridge) applyFace(old, next faceState) {
 			})
 	}
 	gone = gone[:0]
+	for ut := range old.templates {
+		if _, ok := next.templates[ut]; !ok {
+			gone = append(gone, ut)
+		}
+	}
+	b.agg.RemoveResourceTemplates(gone...)
+	for ut, e := range next.templates {
+		if o, ok := old.templates[ut]; ok && sameEntry(o, e) {
+			continue
+		}
+		e := e
+		b.agg.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: ut, Name: e.Description, MIMEType: e.MIMEType, Meta: mcp.Meta{"nova/agent": e.Agent}},
+			func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+				return b.readTemplateEntry(ctx, e, req.Params.URI)
+			})
+	}
+	gone = gone[:0]
 	for name := range old.prompts {
 		if _, ok := next.prompts[name]; !ok {
 			gone = append(gone, name)
@@ -485,9 +513,20 @@ func (b *Bridge) faceMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 				b.ensureFresh(ctx)
 				b.mu.Lock()
 				_, known := b.face.resources[p.URI]
+				templated := len(b.face.templates) > 0
 				b.mu.Unlock()
-				if !known {
+				if !known && !templated {
 					return nil, resourceNotFound(p.URI)
+				}
+				if !known {
+					// A template may match it; the SDK's own not-found
+					// error becomes ours, with the code.
+					res, err := next(ctx, method, req)
+					var je *jsonrpc.Error
+					if errors.As(err, &je) && je.Code == mcp.CodeResourceNotFound && je.Message == "Resource not found" {
+						return nil, resourceNotFound(p.URI)
+					}
+					return res, err
 				}
 			}
 		case "prompts/get":
@@ -683,6 +722,29 @@ func (b *Bridge) readEntry(ctx context.Context, e Entry) (*mcp.ReadResourceResul
 	}
 	defer b.end(e.peer, pc)
 	return pc.cs.ReadResource(ctx, &mcp.ReadResourceParams{Meta: mcp.Meta{MetaCaller: as}, URI: e.remote})
+}
+
+// readTemplateEntry reads uri, which the face's template e matched: on
+// this node, or on e's peer with the caller's rights.
+func (b *Bridge) readTemplateEntry(ctx context.Context, e Entry, uri string) (*mcp.ReadResourceResult, error) {
+	as := b.cfg.As()
+	if e.Local {
+		agent := strings.SplitN(e.Agent, "@", 2)[0]
+		if _, err := b.authorize(b.self, as, agent); err != nil {
+			return nil, RPCError(err)
+		}
+		rc, err := b.reg.ReadTemplate(ctx, e.remote, uri)
+		if err != nil {
+			return nil, RPCError(err)
+		}
+		return toResourceResult(rc), nil
+	}
+	pc, err := b.acquire(ctx, e.peer)
+	if err != nil {
+		return nil, RPCError(err)
+	}
+	defer b.end(e.peer, pc)
+	return pc.cs.ReadResource(ctx, &mcp.ReadResourceParams{Meta: mcp.Meta{MetaCaller: as}, URI: uri})
 }
 
 // GetPrompt renders a prompt of the swarm by wire or canonical name.

@@ -169,6 +169,26 @@ func (b *Bridge) fillPeerServer(srv *mcp.Server, p peer.ID) {
 			})
 		uris = append(uris, r.URI)
 	}
+	var tmpls []string
+	for _, tm := range b.reg.ListTemplates() {
+		tm := tm
+		srv.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: tm.URITemplate, Name: tm.Name, Description: tm.Description, MIMEType: tm.MIMEType, Meta: mcp.Meta{"nova/agent": tm.Agent}},
+			func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+				if _, err := b.authorize(p, metaCaller(req), tm.Agent); err != nil {
+					return nil, RPCError(err)
+				}
+				rc, err := b.reg.ReadTemplate(ctx, tm.URITemplate, req.Params.URI)
+				if err != nil {
+					return nil, RPCError(err)
+				}
+				out := toResourceResult(rc)
+				if err := checkPeerSize("resource", req.Params.URI, out); err != nil {
+					return nil, RPCError(err)
+				}
+				return out, nil
+			})
+		tmpls = append(tmpls, tm.URITemplate)
+	}
 	for _, pr := range b.reg.ListPrompts() {
 		pr := pr
 		srv.AddPrompt(&mcp.Prompt{Name: pr.Canonical, Title: pr.Canonical, Description: pr.Description, Arguments: promptArgs(pr.Arguments), Meta: mcp.Meta{"nova/agent": pr.Agent}},
@@ -190,14 +210,15 @@ func (b *Bridge) fillPeerServer(srv *mcp.Server, p peer.ID) {
 	}
 	b.mu.Lock()
 	old := b.servedItems[srv]
-	b.servedItems[srv] = servedItems{tools: tools, uris: uris, prompts: prompts}
+	b.servedItems[srv] = servedItems{tools: tools, uris: uris, tmpls: tmpls, prompts: prompts}
 	b.mu.Unlock()
 	srv.RemoveTools(missing(old.tools, tools)...)
 	srv.RemoveResources(missing(old.uris, uris)...)
+	srv.RemoveResourceTemplates(missing(old.tmpls, tmpls)...)
 	srv.RemovePrompts(missing(old.prompts, prompts)...)
 }
 
-type servedItems struct{ tools, uris, prompts []string }
+type servedItems struct{ tools, uris, tmpls, prompts []string }
 
 // missing returns the elements of old that are not in now.
 func missing(old, now []string) []string {
@@ -309,6 +330,7 @@ type peerConn struct {
 	ln      *link       // its calls' notifications
 	tools   []*mcp.Tool // cached list (nil: unknown)
 	res     []*mcp.Resource
+	tmpls   []*mcp.ResourceTemplate
 	prompts []*mcp.Prompt
 	fetched time.Time
 	calls   int  // calls in flight on it
@@ -479,6 +501,13 @@ func (b *Bridge) peerLists(ctx context.Context, p peer.ID, caller string) (*peer
 		}
 		res = append(res, r)
 	}
+	var tmpls []*mcp.ResourceTemplate
+	for tm, err := range pc.cs.ResourceTemplates(ctx, &mcp.ListResourceTemplatesParams{Meta: meta}) {
+		if err != nil {
+			return nil, err
+		}
+		tmpls = append(tmpls, tm)
+	}
 	var prompts []*mcp.Prompt
 	for pr, err := range pc.cs.Prompts(ctx, &mcp.ListPromptsParams{Meta: meta}) {
 		if err != nil {
@@ -490,7 +519,7 @@ func (b *Bridge) peerLists(ctx context.Context, p peer.ID, caller string) (*peer
 		tools = []*mcp.Tool{}
 	}
 	b.mu.Lock()
-	pc.tools, pc.res, pc.prompts, pc.fetched = tools, res, prompts, time.Now()
+	pc.tools, pc.res, pc.tmpls, pc.prompts, pc.fetched = tools, res, tmpls, prompts, time.Now()
 	b.mu.Unlock()
 	return pc, nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/nova-node/nova-node/internal/waitfor"
 	"github.com/nova-node/nova-node/mcpbridge"
+	"github.com/nova-node/nova-node/mcpbridge/mcptest"
 	"github.com/nova-node/nova-node/node"
 )
 
@@ -221,5 +222,35 @@ func TestMCPProgressAndLogsRelayed(t *testing.T) {
 			t.Errorf("node %d: at level error, without a progress token: %d log messages, %d progress", i, len(logs), len(progress))
 		}
 		mu.Unlock()
+	}
+}
+
+// TestMCPResourceTemplatesAcrossNodes: a resource template of an MCP
+// server behind an agent on node B is listed on node A's face, and a URI
+// it matches is read through it; a URI no template or resource matches
+// is RESOURCE_NOT_FOUND.
+func TestMCPResourceTemplatesAcrossNodes(t *testing.T) {
+	net := mcpNet(t, nil)
+	for i, n := range []*node.Node{net.Nodes[1], net.Nodes[0]} {
+		cs := faceSession(t, n, nil)
+		waitfor.Eventually(t, 15*time.Second, func() error {
+			for tm, err := range cs.ResourceTemplates(t.Context(), nil) {
+				if err != nil {
+					return err
+				}
+				if tm.URITemplate == mcptest.EchoTemplate {
+					return nil
+				}
+			}
+			return fmt.Errorf("node %d: template %s not listed", i, mcptest.EchoTemplate)
+		})
+		res, err := cs.ReadResource(t.Context(), &mcp.ReadResourceParams{URI: "nova://mcptest/echo/hello"})
+		if err != nil || len(res.Contents) != 1 || res.Contents[0].Text != "echo: hello" {
+			t.Fatalf("node %d: read through the template: %v %+v", i, err, res)
+		}
+		_, err = cs.ReadResource(t.Context(), &mcp.ReadResourceParams{URI: "nova://nowhere/x"})
+		if mcpbridge.CodeOf(err) != mcpbridge.CodeResourceNotFound {
+			t.Fatalf("node %d: unknown URI: %v", i, err)
+		}
 	}
 }

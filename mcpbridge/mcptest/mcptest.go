@@ -1,5 +1,6 @@
 // Package mcptest is a small MCP server for tests, benchmarks and demos:
-// tools say, add, fail, divide, big, steps and crash, a resource and a prompt. A test binary
+// tools say, add, fail, divide, big, steps and crash, a resource, a
+// resource template and a prompt. A test binary
 // serves it on stdio when started with NOVA_MCPTEST_SERVE=1 (call
 // MaybeServe first thing in TestMain), so tests can declare it as a stdio
 // backend with Command os.Args[0].
@@ -19,6 +20,10 @@ const EnvServe = "NOVA_MCPTEST_SERVE"
 
 // ReadmeURI is the test server's resource.
 const ReadmeURI = "nova://mcptest/readme"
+
+// EchoTemplate is the test server's resource template: reading
+// nova://mcptest/echo/WORD gives "echo: WORD".
+const EchoTemplate = "nova://mcptest/echo/{word}"
 
 type sayIn struct {
 	Text string `json:"text" jsonschema:"the text to say back"`
@@ -97,6 +102,10 @@ func Server() *mcp.Server {
 	})
 	s.AddResource(&mcp.Resource{URI: ReadmeURI, Name: "readme", MIMEType: "text/markdown"}, func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: ReadmeURI, MIMEType: "text/markdown", Text: "# mcptest\nA test server.\n"}}}, nil
+	})
+	s.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: EchoTemplate, Name: "echo", MIMEType: "text/plain"}, func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		word := strings.TrimPrefix(req.Params.URI, "nova://mcptest/echo/")
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: "echo: " + word}}}, nil
 	})
 	s.AddPrompt(&mcp.Prompt{Name: "greet", Description: "Greets someone.", Arguments: []*mcp.PromptArgument{{Name: "name", Required: true}}},
 		func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
