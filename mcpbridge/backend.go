@@ -153,6 +153,7 @@ func (b *Backend) Close() error {
 	b.mu.Unlock()
 	for _, t := range tmpls {
 		b.reg.UnregisterTemplate(t)
+		b.reg.SetCompleter("ref/resource", t, nil)
 	}
 	for _, t := range tools {
 		b.reg.UnregisterTool(t)
@@ -162,8 +163,29 @@ func (b *Backend) Close() error {
 	}
 	for _, p := range prompts {
 		b.reg.UnregisterPrompt(p)
+		b.reg.SetCompleter("ref/prompt", p, nil)
 	}
 	return nil
+}
+
+// completes reports whether the server of cs offers completion/complete.
+func completes(cs *mcp.ClientSession) bool {
+	init := cs.InitializeResult()
+	return init != nil && init.Capabilities != nil && init.Capabilities.Completions != nil
+}
+
+// completer completes arguments of the server's item ref.
+func (b *Backend) completer(ref *mcp.CompleteReference) Completer {
+	return func(ctx context.Context, params *mcp.CompleteParams) (*mcp.CompleteResult, error) {
+		cs, err := b.current()
+		if err != nil {
+			return nil, err
+		}
+		q := *params
+		q.Ref = ref
+		q.Meta = nil
+		return cs.Complete(ctx, &q)
+	}
 }
 
 func keys(m map[string]bool) []string {
@@ -540,6 +562,10 @@ func (b *Backend) syncTemplates(ctx context.Context, cs *mcp.ClientSession) erro
 		b.mu.Lock()
 		b.tmpls[t.URITemplate] = true
 		b.mu.Unlock()
+		if completes(cs) {
+			ut := t.URITemplate
+			b.reg.SetCompleter("ref/resource", ut, b.completer(&mcp.CompleteReference{Type: "ref/resource", URI: ut}))
+		}
 	}
 	b.mu.Lock()
 	var gone []string
@@ -552,6 +578,7 @@ func (b *Backend) syncTemplates(ctx context.Context, cs *mcp.ClientSession) erro
 	b.mu.Unlock()
 	for _, u := range gone {
 		b.reg.UnregisterTemplate(u)
+		b.reg.SetCompleter("ref/resource", u, nil)
 	}
 	return errors.Join(errs...)
 }
@@ -600,6 +627,9 @@ func (b *Backend) syncPrompts(ctx context.Context, cs *mcp.ClientSession) error 
 		b.mu.Lock()
 		b.prompts[canon] = true
 		b.mu.Unlock()
+		if completes(cs) {
+			b.reg.SetCompleter("ref/prompt", canon, b.completer(&mcp.CompleteReference{Type: "ref/prompt", Name: name}))
+		}
 	}
 	b.mu.Lock()
 	var gone []string
@@ -612,6 +642,7 @@ func (b *Backend) syncPrompts(ctx context.Context, cs *mcp.ClientSession) error 
 	b.mu.Unlock()
 	for _, c := range gone {
 		b.reg.UnregisterPrompt(c)
+		b.reg.SetCompleter("ref/prompt", c, nil)
 	}
 	return errors.Join(errs...)
 }

@@ -142,7 +142,8 @@ func New(cfg Config) (*Bridge, error) {
 	})
 	b.agg = mcp.NewServer(&mcp.Implementation{Name: "nova-node", Title: "nova-node: every MCP tool of the swarm", Version: cfg.Version}, &mcp.ServerOptions{
 		HasTools: true, HasResources: true, HasPrompts: true,
-		Instructions: "Tools, resources and prompts of every agent in this nova-node swarm. Tool titles give the canonical agent.tool name; calls accept it too.",
+		CompletionHandler: b.completeFace,
+		Instructions:      "Tools, resources and prompts of every agent in this nova-node swarm. Tool titles give the canonical agent.tool name; calls accept it too.",
 	})
 	b.agg.AddReceivingMiddleware(b.faceMiddleware)
 	b.face = newFaceState()

@@ -116,6 +116,7 @@ func (b *Bridge) servePeer(s network.Stream) {
 func (b *Bridge) newPeerServer(p peer.ID) *mcp.Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "nova-node", Version: b.cfg.Version}, &mcp.ServerOptions{
 		HasTools: true, HasResources: true, HasPrompts: true,
+		CompletionHandler: b.completePeer(p),
 	})
 	srv.AddReceivingMiddleware(b.peerMiddleware(p))
 	return srv

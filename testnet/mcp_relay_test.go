@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -251,6 +252,35 @@ func TestMCPResourceTemplatesAcrossNodes(t *testing.T) {
 		_, err = cs.ReadResource(t.Context(), &mcp.ReadResourceParams{URI: "nova://nowhere/x"})
 		if mcpbridge.CodeOf(err) != mcpbridge.CodeResourceNotFound {
 			t.Fatalf("node %d: unknown URI: %v", i, err)
+		}
+	}
+}
+
+// TestMCPCompletionAcrossNodes: completion/complete of a prompt argument
+// (by wire name) and of a resource template's variable reaches the MCP
+// server behind an agent on node B from node A's face, and from B's own.
+func TestMCPCompletionAcrossNodes(t *testing.T) {
+	net := mcpNet(t, nil)
+	waitTool(t, net.Nodes[0], "toolsmith_say")
+	for i, n := range []*node.Node{net.Nodes[1], net.Nodes[0]} {
+		cs := faceSession(t, n, nil)
+		if cs.InitializeResult().Capabilities.Completions == nil {
+			t.Fatalf("node %d: the face does not declare completions", i)
+		}
+		res, err := cs.Complete(t.Context(), &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/prompt", Name: "toolsmith_greet"}, Argument: mcp.CompleteParamsArgument{Name: "name", Value: "A"}})
+		if err != nil || !slices.Equal(res.Completion.Values, []string{"Ada", "Alan"}) {
+			t.Fatalf("node %d: prompt completion: %v %+v", i, err, res)
+		}
+		waitfor.Eventually(t, 15*time.Second, func() error {
+			res, err = cs.Complete(t.Context(), &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/resource", URI: mcptest.EchoTemplate}, Argument: mcp.CompleteParamsArgument{Name: "word", Value: "hel"}})
+			if err != nil || !slices.Equal(res.Completion.Values, []string{"hello", "help"}) {
+				return fmt.Errorf("node %d: template completion: %v %+v", i, err, res)
+			}
+			return nil
+		})
+		_, err = cs.Complete(t.Context(), &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/prompt", Name: "nobody_greet"}, Argument: mcp.CompleteParamsArgument{Name: "name", Value: ""}})
+		if mcpbridge.CodeOf(err) != mcpbridge.CodePromptNotFound {
+			t.Fatalf("node %d: completion of an unknown prompt: %v", i, err)
 		}
 	}
 }

@@ -60,7 +60,7 @@ type stepsOut struct {
 
 // Server returns the test MCP server.
 func Server() *mcp.Server {
-	s := mcp.NewServer(&mcp.Implementation{Name: "mcptest", Version: "1.0.0"}, nil)
+	s := mcp.NewServer(&mcp.Implementation{Name: "mcptest", Version: "1.0.0"}, &mcp.ServerOptions{CompletionHandler: complete})
 	mcp.AddTool(s, &mcp.Tool{Name: "say", Description: "Says the text back."}, func(ctx context.Context, req *mcp.CallToolRequest, in sayIn) (*mcp.CallToolResult, any, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
 	})
@@ -112,6 +112,25 @@ func Server() *mcp.Server {
 			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "Hello, " + req.Params.Arguments["name"] + "!"}}}}, nil
 		})
 	return s
+}
+
+// complete offers names for greet's argument "name" and words for the echo
+// template's "word", those starting with the value typed so far.
+func complete(_ context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+	var all []string
+	switch {
+	case req.Params.Ref.Type == "ref/prompt" && req.Params.Ref.Name == "greet" && req.Params.Argument.Name == "name":
+		all = []string{"Ada", "Alan", "Grace"}
+	case req.Params.Ref.Type == "ref/resource" && req.Params.Ref.URI == EchoTemplate && req.Params.Argument.Name == "word":
+		all = []string{"hello", "help", "world"}
+	}
+	values := []string{}
+	for _, v := range all {
+		if strings.HasPrefix(v, req.Params.Argument.Value) {
+			values = append(values, v)
+		}
+	}
+	return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: values, Total: len(values)}}, nil
 }
 
 // MaybeServe serves Server on stdio and exits when EnvServe is set.
