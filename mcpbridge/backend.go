@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -81,12 +82,15 @@ type Backend struct {
 
 	mu       sync.Mutex
 	cs       *mcp.ClientSession
+	ln       *link           // cs's calls' notifications
 	tools    map[string]bool // canonical names registered
 	uris     map[string]bool
+	tmpls    map[string]bool // resource templates registered
 	prompts  map[string]bool
 	restarts int
 	lastErr  string
 
+	calls  calls // calls in flight, for their notifications
 	resync chan struct{}
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -102,7 +106,7 @@ func StartBackend(agent, name string, cfg ServerConfig, reg *Registry, version s
 		return nil, &NameError{Kind: "agent", Name: agent, Reason: "not a valid agent name for tools"}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	b := &Backend{agent: agent, name: name, cfg: cfg, reg: reg, tools: map[string]bool{}, uris: map[string]bool{}, prompts: map[string]bool{},
+	b := &Backend{agent: agent, name: name, cfg: cfg, reg: reg, tools: map[string]bool{}, uris: map[string]bool{}, tmpls: map[string]bool{}, prompts: map[string]bool{},
 		resync: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})}
 	kick := func() {
 		select {
@@ -114,6 +118,18 @@ func StartBackend(agent, name string, cfg ServerConfig, reg *Registry, version s
 		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { kick() },
 		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { kick() },
 		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { kick() },
+		// Streamable HTTP servers' notifications; a stdio server's are
+		// relayed as they are read (notifyTransport).
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			if ln := b.linkOf(req.Session); ln != nil {
+				b.calls.progressTo(ln, req.Params)
+			}
+		},
+		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
+			if ln := b.linkOf(req.Session); ln != nil {
+				b.relayLog(ln, req.Params)
+			}
+		},
 	})
 	go b.run(ctx) // owned by the Backend: Close cancels and waits on done
 	return b, nil
@@ -132,9 +148,13 @@ func (b *Backend) Close() error {
 	b.cancel()
 	<-b.done
 	b.mu.Lock()
-	tools, uris, prompts := keys(b.tools), keys(b.uris), keys(b.prompts)
-	b.tools, b.uris, b.prompts = map[string]bool{}, map[string]bool{}, map[string]bool{}
+	tools, uris, tmpls, prompts := keys(b.tools), keys(b.uris), keys(b.tmpls), keys(b.prompts)
+	b.tools, b.uris, b.tmpls, b.prompts = map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}
 	b.mu.Unlock()
+	for _, t := range tmpls {
+		b.reg.UnregisterTemplate(t)
+		b.reg.SetCompleter("ref/resource", t, nil)
+	}
 	for _, t := range tools {
 		b.reg.UnregisterTool(t)
 	}
@@ -143,8 +163,29 @@ func (b *Backend) Close() error {
 	}
 	for _, p := range prompts {
 		b.reg.UnregisterPrompt(p)
+		b.reg.SetCompleter("ref/prompt", p, nil)
 	}
 	return nil
+}
+
+// completes reports whether the server of cs offers completion/complete.
+func completes(cs *mcp.ClientSession) bool {
+	init := cs.InitializeResult()
+	return init != nil && init.Capabilities != nil && init.Capabilities.Completions != nil
+}
+
+// completer completes arguments of the server's item ref.
+func (b *Backend) completer(ref *mcp.CompleteReference) Completer {
+	return func(ctx context.Context, params *mcp.CompleteParams) (*mcp.CompleteResult, error) {
+		cs, err := b.current()
+		if err != nil {
+			return nil, err
+		}
+		q := *params
+		q.Ref = ref
+		q.Meta = nil
+		return cs.Complete(ctx, &q)
+	}
 }
 
 func keys(m map[string]bool) []string {
@@ -201,6 +242,10 @@ func (b *Backend) session(ctx context.Context) error {
 		ownGroup(cmd) // its own process group: stopped with the node
 		t = &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
 	}
+	ln := &link{}
+	if cmd != nil {
+		t = notifyTransport{t, ln, func(ln *link, r *jsonrpc.Request) { b.calls.dispatch(ln, r, b.relayLog) }}
+	}
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	cs, err := b.client.Connect(cctx, t, &mcp.ClientSessionOptions{ProtocolVersion: backendProtocolVersion})
 	cancel()
@@ -208,15 +253,22 @@ func (b *Backend) session(ctx context.Context) error {
 		killGroup(cmd)
 		return fmt.Errorf("connect: %w", err)
 	}
+	if init := cs.InitializeResult(); init != nil && init.Capabilities != nil && init.Capabilities.Logging != nil {
+		lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		if err := cs.SetLoggingLevel(lctx, &mcp.SetLoggingLevelParams{Level: relayLevel}); err != nil {
+			log.Debugw("MCP server refused logging/setLevel", "agent", b.agent, "server", b.name, "err", err)
+		}
+		cancel()
+	}
 	b.mu.Lock()
-	b.cs = cs
+	b.cs, b.ln = cs, ln
 	b.lastErr = ""
 	b.mu.Unlock()
 	ended := make(chan error, 1)
 	go func() { ended <- cs.Wait() }() // ends when the session does; drained below
 	defer func() {
 		b.mu.Lock()
-		b.cs = nil
+		b.cs, b.ln = nil, nil
 		b.mu.Unlock()
 		b.reg.changed() // tools now show as unavailable
 		_ = cs.Close()
@@ -263,6 +315,47 @@ func (w *logWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// relayLog passes a log message of the server to every call in flight on
+// its connection ln (each caller may call the agent, so may read its logs),
+// with the agent's name ahead of the logger's. A message that comes while
+// no call is in flight goes to the node's own log, at Debug.
+func (b *Backend) relayLog(ln *link, p *mcp.LoggingMessageParams) {
+	if p == nil {
+		return
+	}
+	q := *p
+	q.Logger = b.agent
+	if p.Logger != "" {
+		q.Logger += "/" + p.Logger
+	}
+	rs := b.calls.all(ln)
+	if len(rs) == 0 {
+		log.Debugw("MCP server log message", "agent", b.agent, "server", b.name, "level", p.Level, "logger", p.Logger, "data", p.Data)
+	}
+	for _, r := range rs {
+		r.log(&q)
+	}
+}
+
+// linkOf is the link of cs when it is the live session and its
+// notifications come through the SDK's handlers; nil otherwise.
+func (b *Backend) linkOf(cs *mcp.ClientSession) *link {
+	if ln := b.linkFor(cs); ln != nil && !ln.onRead {
+		return ln
+	}
+	return nil
+}
+
+// linkFor is the link of cs when it is the live session, else nil.
+func (b *Backend) linkFor(cs *mcp.ClientSession) *link {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.cs != cs {
+		return nil
+	}
+	return b.ln
+}
+
 // current returns the live session or a BACKEND_UNAVAILABLE error.
 func (b *Backend) current() (*mcp.ClientSession, error) {
 	b.mu.Lock()
@@ -296,7 +389,7 @@ func (b *Backend) sync(ctx context.Context, cs *mcp.ClientSession) error {
 		errs = append(errs, b.syncTools(ctx, cs))
 	}
 	if caps != nil && caps.Resources != nil {
-		errs = append(errs, b.syncResources(ctx, cs))
+		errs = append(errs, b.syncResources(ctx, cs), b.syncTemplates(ctx, cs))
 	}
 	if caps != nil && caps.Prompts != nil {
 		errs = append(errs, b.syncPrompts(ctx, cs))
@@ -338,7 +431,16 @@ func (b *Backend) syncTools(ctx context.Context, cs *mcp.ClientSession) error {
 			if err != nil {
 				return Result{}, err
 			}
-			r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+			params := &mcp.CallToolParams{Name: name, Arguments: args}
+			if ln := b.linkFor(cs); ln != nil && relayFrom(ctx) != nil {
+				rl := relayFrom(ctx)
+				tok, done := b.calls.add(ln, rl)
+				defer done()
+				if rl.progress != nil {
+					params.SetProgressToken(tok)
+				}
+			}
+			r, err := cs.CallTool(ctx, params)
 			if err != nil {
 				return Result{}, err
 			}
@@ -423,6 +525,64 @@ func (b *Backend) syncResources(ctx context.Context, cs *mcp.ClientSession) erro
 	return errors.Join(errs...)
 }
 
+func (b *Backend) syncTemplates(ctx context.Context, cs *mcp.ClientSession) error {
+	seen := map[string]bool{}
+	var errs []error
+	for t, err := range cs.ResourceTemplates(ctx, nil) {
+		if err != nil {
+			return err
+		}
+		seen[t.URITemplate] = true
+		b.mu.Lock()
+		had := b.tmpls[t.URITemplate]
+		b.mu.Unlock()
+		if had {
+			continue
+		}
+		name := t.Name
+		if name == "" {
+			name = t.URITemplate
+		}
+		err := b.reg.RegisterTemplate(ResourceTemplate{URITemplate: t.URITemplate, Name: name, Description: t.Description, MIMEType: t.MIMEType, Agent: b.agent},
+			func(ctx context.Context, uri string) (ResourceContent, error) {
+				cs, err := b.current()
+				if err != nil {
+					return ResourceContent{}, err
+				}
+				res, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+				if err != nil {
+					return ResourceContent{}, err
+				}
+				return fromResourceResult(uri, res), nil
+			})
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		b.mu.Lock()
+		b.tmpls[t.URITemplate] = true
+		b.mu.Unlock()
+		if completes(cs) {
+			ut := t.URITemplate
+			b.reg.SetCompleter("ref/resource", ut, b.completer(&mcp.CompleteReference{Type: "ref/resource", URI: ut}))
+		}
+	}
+	b.mu.Lock()
+	var gone []string
+	for u := range b.tmpls {
+		if !seen[u] {
+			gone = append(gone, u)
+			delete(b.tmpls, u)
+		}
+	}
+	b.mu.Unlock()
+	for _, u := range gone {
+		b.reg.UnregisterTemplate(u)
+		b.reg.SetCompleter("ref/resource", u, nil)
+	}
+	return errors.Join(errs...)
+}
+
 func (b *Backend) syncPrompts(ctx context.Context, cs *mcp.ClientSession) error {
 	seen := map[string]bool{}
 	var errs []error
@@ -467,6 +627,9 @@ func (b *Backend) syncPrompts(ctx context.Context, cs *mcp.ClientSession) error 
 		b.mu.Lock()
 		b.prompts[canon] = true
 		b.mu.Unlock()
+		if completes(cs) {
+			b.reg.SetCompleter("ref/prompt", canon, b.completer(&mcp.CompleteReference{Type: "ref/prompt", Name: name}))
+		}
 	}
 	b.mu.Lock()
 	var gone []string
@@ -479,6 +642,7 @@ func (b *Backend) syncPrompts(ctx context.Context, cs *mcp.ClientSession) error 
 	b.mu.Unlock()
 	for _, c := range gone {
 		b.reg.UnregisterPrompt(c)
+		b.reg.SetCompleter("ref/prompt", c, nil)
 	}
 	return errors.Join(errs...)
 }

@@ -1,6 +1,7 @@
 package mcpbridge
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -96,6 +97,7 @@ type Bridge struct {
 	refreshMu   sync.Mutex
 	refreshed   time.Time
 	dirty       bool
+	calls       calls // remote calls in flight, for their notifications
 }
 
 // New returns a Bridge; Start serves it.
@@ -140,7 +142,8 @@ func New(cfg Config) (*Bridge, error) {
 	})
 	b.agg = mcp.NewServer(&mcp.Implementation{Name: "nova-node", Title: "nova-node: every MCP tool of the swarm", Version: cfg.Version}, &mcp.ServerOptions{
 		HasTools: true, HasResources: true, HasPrompts: true,
-		Instructions: "Tools, resources and prompts of every agent in this nova-node swarm. Tool titles give the canonical agent.tool name; calls accept it too.",
+		CompletionHandler: b.completeFace,
+		Instructions:      "Tools, resources and prompts of every agent in this nova-node swarm. Tool titles give the canonical agent.tool name; calls accept it too.",
 	})
 	b.agg.AddReceivingMiddleware(b.faceMiddleware)
 	b.face = newFaceState()
@@ -252,11 +255,12 @@ type faceState struct {
 	tools     map[string]Entry    // wire -> entry
 	byCanon   map[string][]string // canonical -> wire names
 	resources map[string]Entry    // uri -> entry
+	templates map[string]Entry    // uri template -> entry
 	prompts   map[string]Entry
 }
 
 func newFaceState() faceState {
-	return faceState{tools: map[string]Entry{}, byCanon: map[string][]string{}, resources: map[string]Entry{}, prompts: map[string]Entry{}}
+	return faceState{tools: map[string]Entry{}, byCanon: map[string][]string{}, resources: map[string]Entry{}, templates: map[string]Entry{}, prompts: map[string]Entry{}}
 }
 
 // Entries returns the face's tools, resources and prompts, refreshed if
@@ -325,6 +329,9 @@ func (b *Bridge) refresh(ctx context.Context) {
 	for _, r := range b.reg.ListResources() {
 		next.resources[r.URI] = Entry{Kind: "resource", Name: r.URI, Agent: r.Agent + "@" + selfStr, Description: r.Name, MIMEType: r.MIMEType, Local: true, peer: b.self, remote: r.URI}
 	}
+	for _, tm := range b.reg.ListTemplates() {
+		next.templates[tm.URITemplate] = Entry{Kind: "resource-template", Name: tm.URITemplate, Agent: tm.Agent + "@" + selfStr, Description: tm.Name, MIMEType: tm.MIMEType, Local: true, peer: b.self, remote: tm.URITemplate}
+	}
 	for _, p := range b.reg.ListPrompts() {
 		addPrompt(Entry{Agent: p.Agent + "@" + selfStr, Description: p.Description, Local: true, peer: b.self, remote: p.Canonical, arguments: promptArgs(p.Arguments)}, p.Agent, p.Name)
 	}
@@ -335,8 +342,15 @@ func (b *Bridge) refresh(ctx context.Context) {
 			continue
 		}
 		b.mu.Lock()
-		tools, res, prompts := pc.tools, pc.res, pc.prompts
+		tools, res, tmpls, prompts := pc.tools, pc.res, pc.tmpls, pc.prompts
 		b.mu.Unlock()
+		for _, tm := range tmpls {
+			if _, dup := next.templates[tm.URITemplate]; dup {
+				continue // local first, then peers in ID order
+			}
+			agent, _ := tm.Meta["nova/agent"].(string)
+			next.templates[tm.URITemplate] = Entry{Kind: "resource-template", Name: tm.URITemplate, Agent: agent + "@" + p.String(), Description: tm.Name, MIMEType: tm.MIMEType, peer: p, remote: tm.URITemplate}
+		}
 		for _, t := range tools {
 			agent, name, err := SplitCanonical(t.Name)
 			if err != nil {
@@ -399,12 +413,12 @@ func (b *Bridge) applyFace(old, next faceState) {
 		}
 		t := &mcp.Tool{Name: name, Title: e.Canonical, Description: e.Description, InputSchema: schema,
 			Meta: mcp.Meta{"nova/canonical": e.Canonical, "nova/agent": e.Agent}}
-		if len(e.output) > 0 && string(e.output) != "null" {
+		if hasSchema(e.output) {
 			t.OutputSchema = e.output
 		}
 		e := e
 		safeAddTool(b.agg, t, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return b.callEntry(ctx, e, b.cfg.As(), req.Params.Arguments)
+			return b.callEntry(withRelay(ctx, serverRelay(ctx, req)), e, b.cfg.As(), req.Params.Arguments)
 		})
 	}
 	gone = gone[:0]
@@ -425,6 +439,23 @@ func (b *Bridge) applyFace(old, next faceState) {
 			})
 	}
 	gone = gone[:0]
+	for ut := range old.templates {
+		if _, ok := next.templates[ut]; !ok {
+			gone = append(gone, ut)
+		}
+	}
+	b.agg.RemoveResourceTemplates(gone...)
+	for ut, e := range next.templates {
+		if o, ok := old.templates[ut]; ok && sameEntry(o, e) {
+			continue
+		}
+		e := e
+		b.agg.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: ut, Name: e.Description, MIMEType: e.MIMEType, Meta: mcp.Meta{"nova/agent": e.Agent}},
+			func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+				return b.readTemplateEntry(ctx, e, req.Params.URI)
+			})
+	}
+	gone = gone[:0]
 	for name := range old.prompts {
 		if _, ok := next.prompts[name]; !ok {
 			gone = append(gone, name)
@@ -441,6 +472,12 @@ func (b *Bridge) applyFace(old, next faceState) {
 				return b.promptEntry(ctx, e, req.Params.Arguments)
 			})
 	}
+}
+
+// hasSchema reports whether a tool's output schema is declared.
+func hasSchema(s json.RawMessage) bool {
+	t := bytes.TrimSpace(s)
+	return len(t) > 0 && string(t) != "null"
 }
 
 func sameEntry(a, b Entry) bool {
@@ -477,9 +514,20 @@ func (b *Bridge) faceMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 				b.ensureFresh(ctx)
 				b.mu.Lock()
 				_, known := b.face.resources[p.URI]
+				templated := len(b.face.templates) > 0
 				b.mu.Unlock()
-				if !known {
+				if !known && !templated {
 					return nil, resourceNotFound(p.URI)
+				}
+				if !known {
+					// A template may match it; the SDK's own not-found
+					// error becomes ours, with the code.
+					res, err := next(ctx, method, req)
+					var je *jsonrpc.Error
+					if errors.As(err, &je) && je.Code == mcp.CodeResourceNotFound && je.Message == "Resource not found" {
+						return nil, resourceNotFound(p.URI)
+					}
+					return res, err
 				}
 			}
 		case "prompts/get":
@@ -582,7 +630,7 @@ func (b *Bridge) callEntry(ctx context.Context, e Entry, as string, args json.Ra
 		if err != nil {
 			return nil, RPCError(err)
 		}
-		return toMCPResult(res), nil
+		return toMCPResult(res, hasSchema(e.output)), nil
 	}
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, b.cfg.CallTimeout)
@@ -606,18 +654,42 @@ func (b *Bridge) callEntry(ctx context.Context, e Entry, as string, args json.Ra
 	if err != nil {
 		return nil, RPCError(err)
 	}
+	fitError(out, hasSchema(e.output))
 	return out, nil
 }
 
 func (b *Bridge) callRemote(ctx context.Context, e Entry, as string, args json.RawMessage) (*mcp.CallToolResult, error) {
-	pc, err := b.session(ctx, e.peer)
+	pc, err := b.acquire(ctx, e.peer)
 	if err != nil {
 		return nil, err
 	}
+	defer b.end(e.peer, pc)
 	if len(args) == 0 {
 		args = json.RawMessage(`{}`)
 	}
-	return pc.cs.CallTool(ctx, &mcp.CallToolParams{Meta: mcp.Meta{MetaCaller: as}, Name: e.remote, Arguments: args})
+	if len(args) > maxPeerResult {
+		return nil, &TooLargeError{What: "arguments of tool", Name: e.Canonical, Size: len(args)}
+	}
+	params := &mcp.CallToolParams{Meta: mcp.Meta{MetaCaller: as}, Name: e.remote, Arguments: args}
+	if rl := relayFrom(ctx); rl != nil {
+		tok, done := b.calls.add(pc.ln, rl)
+		defer done()
+		params.Meta[metaCall] = tok
+		if rl.progress != nil {
+			params.SetProgressToken(tok)
+		}
+	}
+	return pc.cs.CallTool(ctx, params)
+}
+
+// peerNotified relays a progress notification or log message that a peer
+// sent on ln for one of this node's calls.
+func (b *Bridge) peerNotified(ln *link, r *jsonrpc.Request) {
+	b.calls.dispatch(ln, r, func(ln *link, p *mcp.LoggingMessageParams) {
+		if rl := b.calls.get(ln, p.Meta[metaCall]); rl != nil {
+			rl.log(p)
+		}
+	})
 }
 
 // ReadResource reads a resource of the swarm by URI, as the face's agent.
@@ -645,11 +717,35 @@ func (b *Bridge) readEntry(ctx context.Context, e Entry) (*mcp.ReadResourceResul
 		}
 		return toResourceResult(rc), nil
 	}
-	pc, err := b.session(ctx, e.peer)
+	pc, err := b.acquire(ctx, e.peer)
 	if err != nil {
 		return nil, RPCError(err)
 	}
+	defer b.end(e.peer, pc)
 	return pc.cs.ReadResource(ctx, &mcp.ReadResourceParams{Meta: mcp.Meta{MetaCaller: as}, URI: e.remote})
+}
+
+// readTemplateEntry reads uri, which the face's template e matched: on
+// this node, or on e's peer with the caller's rights.
+func (b *Bridge) readTemplateEntry(ctx context.Context, e Entry, uri string) (*mcp.ReadResourceResult, error) {
+	as := b.cfg.As()
+	if e.Local {
+		agent := strings.SplitN(e.Agent, "@", 2)[0]
+		if _, err := b.authorize(b.self, as, agent); err != nil {
+			return nil, RPCError(err)
+		}
+		rc, err := b.reg.ReadTemplate(ctx, e.remote, uri)
+		if err != nil {
+			return nil, RPCError(err)
+		}
+		return toResourceResult(rc), nil
+	}
+	pc, err := b.acquire(ctx, e.peer)
+	if err != nil {
+		return nil, RPCError(err)
+	}
+	defer b.end(e.peer, pc)
+	return pc.cs.ReadResource(ctx, &mcp.ReadResourceParams{Meta: mcp.Meta{MetaCaller: as}, URI: uri})
 }
 
 // GetPrompt renders a prompt of the swarm by wire or canonical name.
@@ -685,10 +781,11 @@ func (b *Bridge) promptEntry(ctx context.Context, e Entry, args map[string]strin
 		}
 		return &mcp.GetPromptResult{Description: e.Description, Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: text}}}}, nil
 	}
-	pc, err := b.session(ctx, e.peer)
+	pc, err := b.acquire(ctx, e.peer)
 	if err != nil {
 		return nil, RPCError(err)
 	}
+	defer b.end(e.peer, pc)
 	return pc.cs.GetPrompt(ctx, &mcp.GetPromptParams{Meta: mcp.Meta{MetaCaller: as}, Name: e.remote, Arguments: args})
 }
 

@@ -10,12 +10,20 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
+// MetaError is the _meta key of a failed tool call's structured error
+// ({"code", "message", "agent", "tool"}), on every isError result the node
+// sends.
+const MetaError = "nova/error"
+
 // toMCPResult turns a registry Result into an MCP tool result. A backend's
 // result is stored as the JSON of an mcp.CallToolResult and comes back as
 // is; any other JSON becomes structured content plus its text. An isError
-// result names the code and the source agent (requirement 5.4), in the text
-// and in structuredContent.error.
-func toMCPResult(res Result) *mcp.CallToolResult {
+// result names the code and the source agent (requirement 5.4) in its text
+// and in _meta (MetaError); also in structuredContent.error, but only when
+// the tool declares no output schema (hasOutputSchema false): MCP clients
+// check structuredContent against a declared output schema, and would take
+// the error object for a malformed result.
+func toMCPResult(res Result, hasOutputSchema bool) *mcp.CallToolResult {
 	if res.IsError {
 		e := res.Error
 		if e == nil {
@@ -30,9 +38,11 @@ func toMCPResult(res Result) *mcp.CallToolResult {
 			}
 		}
 		out.Content = append(out.Content, &mcp.TextContent{Text: fmt.Sprintf("%s: %s (agent %s, tool %s)", e.ErrCode, e.Message, e.Agent, e.Tool)})
-		out.StructuredContent = map[string]any{"error": map[string]any{
-			"code": e.ErrCode, "message": e.Message, "agent": e.Agent, "tool": e.Tool,
-		}}
+		obj := map[string]any{"code": e.ErrCode, "message": e.Message, "agent": e.Agent, "tool": e.Tool}
+		out.Meta = mcp.Meta{MetaError: obj}
+		if !hasOutputSchema {
+			out.StructuredContent = map[string]any{"error": obj}
+		}
 		return out
 	}
 	if len(bytes.TrimSpace(res.Content)) == 0 {
@@ -81,21 +91,52 @@ func fromMCPResult(r *mcp.CallToolResult) (Result, error) {
 	res := Result{Content: raw, IsError: isErr}
 	if isErr {
 		res.Error = &ToolError{ErrCode: CodeToolFailed, Message: resultText(r)}
-		if m, ok := r.StructuredContent.(map[string]any); ok {
-			if e, ok := m["error"].(map[string]any); ok {
-				if code, _ := e["code"].(string); code != "" {
-					res.Error.ErrCode = code
-				}
-				if msg, _ := e["message"].(string); msg != "" {
-					res.Error.Message = msg
-				}
-				if a, _ := e["agent"].(string); a != "" {
-					res.Error.Agent = a
-				}
+		if e := resultError(r); e != nil {
+			if code, _ := e["code"].(string); code != "" {
+				res.Error.ErrCode = code
+			}
+			if msg, _ := e["message"].(string); msg != "" {
+				res.Error.Message = msg
+			}
+			if a, _ := e["agent"].(string); a != "" {
+				res.Error.Agent = a
 			}
 		}
 	}
 	return res, nil
+}
+
+// resultError is the node's error object of an isError result: in _meta
+// (MetaError), or in structuredContent.error as nodes put it for tools
+// without an output schema; nil when neither holds one.
+func resultError(r *mcp.CallToolResult) map[string]any {
+	if e, ok := r.Meta[MetaError].(map[string]any); ok {
+		return e
+	}
+	if m, ok := r.StructuredContent.(map[string]any); ok {
+		if e, ok := m["error"].(map[string]any); ok {
+			return e
+		}
+	}
+	return nil
+}
+
+// fitError makes a peer's isError result fit its tool's declared output
+// schema: a structuredContent, which a client would check against the
+// schema and refuse, is dropped, its error object kept in _meta.
+func fitError(r *mcp.CallToolResult, hasOutputSchema bool) {
+	if r == nil || !r.IsError || !hasOutputSchema || r.StructuredContent == nil {
+		return
+	}
+	if e := resultError(r); e != nil {
+		if r.Meta == nil {
+			r.Meta = mcp.Meta{}
+		}
+		if _, ok := r.Meta[MetaError]; !ok {
+			r.Meta[MetaError] = e
+		}
+	}
+	r.StructuredContent = nil
 }
 
 // resultText joins the text content of r, capped.

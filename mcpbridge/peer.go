@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
@@ -18,8 +19,52 @@ import (
 // JSON-RPC, the go-sdk's IOTransport framing, one line at most MaxLine bytes.
 const ProtocolID = "/nova/mcp/1.0.0"
 
-// MaxLine caps one JSON-RPC message on /nova/mcp/1.0.0.
-const MaxLine = 1 << 20
+// MaxLine caps one JSON-RPC message on /nova/mcp/1.0.0 and on the byte
+// streams of the local faces (`nova-node mcp`): 12 MiB, so that a stream's
+// longest line plus its buffers stays within libp2p's default memory limit
+// of one stream (16 MiB) with room for the muxer's receive window. A tool
+// result, resource or prompt larger than maxPeerResult is refused by the
+// node that hosts it with RESULT_TOO_LARGE, for that call alone: the
+// session, which other calls share, never sees an oversized line.
+const MaxLine = 12 << 20
+
+// maxPeerResult is the largest result (its JSON) sent to a peer: MaxLine
+// less room for the JSON-RPC envelope around it.
+const maxPeerResult = MaxLine - 16<<10
+
+// CodeResultTooLarge: a tool result, resource or prompt is too large to
+// cross to another node in one message (MaxLine).
+const CodeResultTooLarge = "RESULT_TOO_LARGE"
+
+// TooLargeError: the result of What (a tool, resource or prompt) named
+// Name is Size bytes of JSON, over the limit of one message between nodes.
+type TooLargeError struct {
+	What, Name string
+	Size       int
+}
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("mcpbridge: %s: the result of %s %q is %.1f MiB, over the %d MiB a message between nodes may carry; ask for less (a range, a page, a smaller file) or call it on the node that hosts it",
+		CodeResultTooLarge, e.What, e.Name, float64(e.Size)/(1<<20), MaxLine>>20)
+}
+func (e *TooLargeError) Code() string { return CodeResultTooLarge }
+
+// checkPeerSize is a *TooLargeError when v's JSON is over maxPeerResult.
+func checkPeerSize(what, name string, v any) error {
+	var c countWriter
+	if err := json.NewEncoder(&c).Encode(v); err != nil {
+		return nil // the SDK reports it
+	}
+	if c > maxPeerResult {
+		return &TooLargeError{What: what, Name: name, Size: int(c)}
+	}
+	return nil
+}
+
+// countWriter counts the bytes written to it.
+type countWriter int
+
+func (c *countWriter) Write(p []byte) (int, error) { *c += countWriter(len(p)); return len(p), nil }
 
 // peerProtocolVersion is spoken between nodes: the initialize handshake, so
 // list_changed notifications flow on the long-lived session.
@@ -71,6 +116,7 @@ func (b *Bridge) servePeer(s network.Stream) {
 func (b *Bridge) newPeerServer(p peer.ID) *mcp.Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "nova-node", Version: b.cfg.Version}, &mcp.ServerOptions{
 		HasTools: true, HasResources: true, HasPrompts: true,
+		CompletionHandler: b.completePeer(p),
 	})
 	srv.AddReceivingMiddleware(b.peerMiddleware(p))
 	return srv
@@ -92,11 +138,15 @@ func (b *Bridge) fillPeerServer(srv *mcp.Server, p peer.ID) {
 			if _, err := b.authorize(p, metaCaller(req), t.Agent); err != nil {
 				return nil, RPCError(err)
 			}
-			res, err := b.reg.CallTool(ctx, t.Canonical, req.Params.Arguments)
+			res, err := b.reg.CallTool(withRelay(ctx, serverRelay(ctx, req)), t.Canonical, req.Params.Arguments)
 			if err != nil {
 				return nil, RPCError(err)
 			}
-			return toMCPResult(res), nil
+			out := toMCPResult(res, hasSchema(t.OutputSchema))
+			if err := checkPeerSize("tool", t.Canonical, out); err != nil {
+				return toMCPResult(Result{IsError: true, Error: &ToolError{ErrCode: CodeResultTooLarge, Message: strings.TrimPrefix(err.Error(), "mcpbridge: "+CodeResultTooLarge+": "), Agent: t.Agent, Tool: t.Canonical}}, hasSchema(t.OutputSchema)), nil
+			}
+			return out, nil
 		}) {
 			tools = append(tools, t.Canonical)
 		}
@@ -112,9 +162,33 @@ func (b *Bridge) fillPeerServer(srv *mcp.Server, p peer.ID) {
 				if err != nil {
 					return nil, RPCError(err)
 				}
-				return toResourceResult(rc), nil
+				out := toResourceResult(rc)
+				if err := checkPeerSize("resource", r.URI, out); err != nil {
+					return nil, RPCError(err)
+				}
+				return out, nil
 			})
 		uris = append(uris, r.URI)
+	}
+	var tmpls []string
+	for _, tm := range b.reg.ListTemplates() {
+		tm := tm
+		srv.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: tm.URITemplate, Name: tm.Name, Description: tm.Description, MIMEType: tm.MIMEType, Meta: mcp.Meta{"nova/agent": tm.Agent}},
+			func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+				if _, err := b.authorize(p, metaCaller(req), tm.Agent); err != nil {
+					return nil, RPCError(err)
+				}
+				rc, err := b.reg.ReadTemplate(ctx, tm.URITemplate, req.Params.URI)
+				if err != nil {
+					return nil, RPCError(err)
+				}
+				out := toResourceResult(rc)
+				if err := checkPeerSize("resource", req.Params.URI, out); err != nil {
+					return nil, RPCError(err)
+				}
+				return out, nil
+			})
+		tmpls = append(tmpls, tm.URITemplate)
 	}
 	for _, pr := range b.reg.ListPrompts() {
 		pr := pr
@@ -127,20 +201,25 @@ func (b *Bridge) fillPeerServer(srv *mcp.Server, p peer.ID) {
 				if err != nil {
 					return nil, RPCError(err)
 				}
-				return &mcp.GetPromptResult{Description: pr.Description, Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: text}}}}, nil
+				out := &mcp.GetPromptResult{Description: pr.Description, Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: text}}}}
+				if err := checkPeerSize("prompt", pr.Canonical, out); err != nil {
+					return nil, RPCError(err)
+				}
+				return out, nil
 			})
 		prompts = append(prompts, pr.Canonical)
 	}
 	b.mu.Lock()
 	old := b.servedItems[srv]
-	b.servedItems[srv] = servedItems{tools: tools, uris: uris, prompts: prompts}
+	b.servedItems[srv] = servedItems{tools: tools, uris: uris, tmpls: tmpls, prompts: prompts}
 	b.mu.Unlock()
 	srv.RemoveTools(missing(old.tools, tools)...)
 	srv.RemoveResources(missing(old.uris, uris)...)
+	srv.RemoveResourceTemplates(missing(old.tmpls, tmpls)...)
 	srv.RemovePrompts(missing(old.prompts, prompts)...)
 }
 
-type servedItems struct{ tools, uris, prompts []string }
+type servedItems struct{ tools, uris, tmpls, prompts []string }
 
 // missing returns the elements of old that are not in now.
 func missing(old, now []string) []string {
@@ -249,10 +328,60 @@ func filter[T any](xs []T, keep func(T) bool) []T {
 type peerConn struct {
 	cs      *mcp.ClientSession
 	st      *sessionStream
+	ln      *link       // its calls' notifications
 	tools   []*mcp.Tool // cached list (nil: unknown)
 	res     []*mcp.Resource
+	tmpls   []*mcp.ResourceTemplate
 	prompts []*mcp.Prompt
 	fetched time.Time
+	calls   int  // calls in flight on it
+	retired bool // no new calls: closed when the last one ends
+}
+
+// retireLine: a session to a peer whose stream read a line longer than
+// this is retired once its calls end (the next call opens a new one),
+// since the SDK's decoder keeps its buffer, and the stream its memory
+// reservation, at the longest line read for as long as the session lives.
+const retireLine = 1 << 20
+
+// acquire is the session to p for one call, counted on it until end; a
+// retired session is never handed out.
+func (b *Bridge) acquire(ctx context.Context, p peer.ID) (*peerConn, error) {
+	for {
+		pc, err := b.session(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		b.mu.Lock()
+		ok := !pc.retired
+		if ok {
+			pc.calls++
+		}
+		b.mu.Unlock()
+		if ok {
+			return pc, nil
+		}
+	}
+}
+
+// end ends a call on pc. After a line over retireLine the session takes no
+// new calls, and is closed with its last one, freeing its buffers.
+func (b *Bridge) end(p peer.ID, pc *peerConn) {
+	b.mu.Lock()
+	pc.calls--
+	if !pc.retired && pc.st.peak.Load() > retireLine {
+		pc.retired = true
+		if b.peers[p] == pc {
+			delete(b.peers, p)
+		}
+	}
+	closeNow := pc.retired && pc.calls == 0
+	b.mu.Unlock()
+	if closeNow {
+		log.Debugw("MCP session to peer retired after a large message", "peer", p, "bytes", pc.st.peak.Load())
+		pc.st.retiring.Store(true)
+		_ = pc.cs.Close()
+	}
 }
 
 // session returns the long-lived session to p, opening it if needed.
@@ -320,12 +449,18 @@ func (b *Bridge) dial(ctx context.Context, p peer.ID) (*peerConn, error) {
 		_ = s.Reset()
 		return nil, err
 	}
-	cs, err := b.client.Connect(ctx, &mcp.IOTransport{Reader: st, Writer: st, MaxLineLength: MaxLine}, &mcp.ClientSessionOptions{ProtocolVersion: peerProtocolVersion})
+	ln := &link{}
+	cs, err := b.client.Connect(ctx, notifyTransport{&mcp.IOTransport{Reader: st, Writer: st, MaxLineLength: MaxLine}, ln, b.peerNotified}, &mcp.ClientSessionOptions{ProtocolVersion: peerProtocolVersion})
 	if err != nil {
 		st.end()
 		return nil, err
 	}
-	return &peerConn{cs: cs, st: st}, nil
+	// Every log message of a call comes back; the face filters by each
+	// client's level. A peer that does not log answers with an error.
+	if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: relayLevel}); err != nil {
+		log.Debugw("peer session without logging", "peer", p, "err", err)
+	}
+	return &peerConn{cs: cs, st: st, ln: ln}, nil
 }
 
 type unreachableError struct {
@@ -367,6 +502,13 @@ func (b *Bridge) peerLists(ctx context.Context, p peer.ID, caller string) (*peer
 		}
 		res = append(res, r)
 	}
+	var tmpls []*mcp.ResourceTemplate
+	for tm, err := range pc.cs.ResourceTemplates(ctx, &mcp.ListResourceTemplatesParams{Meta: meta}) {
+		if err != nil {
+			return nil, err
+		}
+		tmpls = append(tmpls, tm)
+	}
 	var prompts []*mcp.Prompt
 	for pr, err := range pc.cs.Prompts(ctx, &mcp.ListPromptsParams{Meta: meta}) {
 		if err != nil {
@@ -378,7 +520,7 @@ func (b *Bridge) peerLists(ctx context.Context, p peer.ID, caller string) (*peer
 		tools = []*mcp.Tool{}
 	}
 	b.mu.Lock()
-	pc.tools, pc.res, pc.prompts, pc.fetched = tools, res, prompts, time.Now()
+	pc.tools, pc.res, pc.tmpls, pc.prompts, pc.fetched = tools, res, tmpls, prompts, time.Now()
 	b.mu.Unlock()
 	return pc, nil
 }

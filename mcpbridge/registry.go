@@ -119,6 +119,8 @@ type Registry struct {
 	tools      map[string]*toolEntry // by canonical name
 	toolWire   *WireNames
 	resources  map[string]*resourceEntry // by URI
+	templates  map[string]*templateEntry // by URI template; nil until the first
+	completers map[string]Completer      // by completerKey; nil until the first
 	prompts    map[string]*promptEntry   // by canonical name
 	promptWire *WireNames
 	metrics    *Metrics

@@ -46,6 +46,9 @@ type sessionStream struct {
 	eof     atomic.Bool // the peer closed its side: the session ends cleanly
 	ended   atomic.Bool // Close ran: later calls do nothing
 
+	retiring atomic.Bool  // this node ends the session: it ends cleanly
+	peak     atomic.Int64 // reserved, for other goroutines
+
 	rdl, wdl streamscope.Deadline
 	got      bool // bytes were read: the idle timeout replaces streamFirstTimeout
 	line     int  // bytes of the line being read
@@ -94,6 +97,7 @@ func (ss *sessionStream) Read(p []byte) (int, error) {
 			return n, gerr
 		}
 		ss.reserved = r
+		ss.peak.Store(int64(r))
 	}
 	return n, err
 }
@@ -107,12 +111,13 @@ func (ss *sessionStream) Write(p []byte) (int, error) {
 // for each direction. A session ends cleanly when the peer closed the
 // stream or this bridge is closing; any other end (a malformed message,
 // an idle or write deadline, a refused reservation, an unanswered
-// keepalive ping) is a protocol error, and resets the stream.
+// keepalive ping) is a protocol error, and resets the stream. A session
+// this node retires (see retireLine) ends cleanly too.
 func (ss *sessionStream) Close() error {
 	if ss.ended.Swap(true) {
 		return nil
 	}
-	if ss.eof.Load() || ss.closing() {
+	if ss.eof.Load() || ss.closing() || ss.retiring.Load() {
 		return ss.s.Close()
 	}
 	log.Debugw("MCP session stream reset", "peer", ss.s.Conn().RemotePeer())

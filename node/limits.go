@@ -38,9 +38,11 @@ var lanPrefixes = []string{"127.0.0.0/8", "::1/128", "10.0.0.0/8", "172.16.0.0/1
 //     frame so far (at most 1 MiB by default).
 //   - nova.mcp (/nova/mcp/1.0.0, one long-lived MCP session per peer pair
 //     and direction): 4 in and 4 out per peer, leaving room for a session
-//     redialled while the old one ends, 8 MiB per peer; 512 in and 512 out
-//     in all (+256 each per GiB), 64 MiB (+32 MiB per GiB). A stream holds
-//     4 KiB plus its longest JSON-RPC line so far (at most 1 MiB).
+//     redialled while the old one ends, 32 MiB per peer (a session each way
+//     with a line at the cap); 512 in and 512 out in all (+256 each per
+//     GiB), 64 MiB (+32 MiB per GiB). A stream holds 4 KiB plus its longest
+//     JSON-RPC line so far (at most mcpbridge.MaxLine, 12 MiB: a large
+//     tool result).
 //   - nova.crdt (/nova/crdt/1.0.0, one catch-up per stream, at most 15 s;
 //     one at a time per peer and document, each document at once when a
 //     peer connects): 64 in and 64 out per peer, 64 MiB per peer; 1,024
@@ -60,7 +62,7 @@ var serviceLimits = []struct {
 	{mcpbridge.ServiceName,
 		rcmgr.BaseLimit{StreamsInbound: 512, StreamsOutbound: 512, Streams: 1024, Memory: 64 << 20},
 		rcmgr.BaseLimitIncrease{StreamsInbound: 256, StreamsOutbound: 256, Streams: 512, Memory: 32 << 20},
-		rcmgr.BaseLimit{StreamsInbound: 4, StreamsOutbound: 4, Streams: 8, Memory: 8 << 20}},
+		rcmgr.BaseLimit{StreamsInbound: 4, StreamsOutbound: 4, Streams: 8, Memory: 32 << 20}},
 	{crdt.ServiceName,
 		rcmgr.BaseLimit{StreamsInbound: 1024, StreamsOutbound: 1024, Streams: 2048, Memory: 256 << 20},
 		rcmgr.BaseLimitIncrease{StreamsInbound: 512, StreamsOutbound: 512, Streams: 1024, Memory: 64 << 20},

@@ -115,6 +115,57 @@ func (n *Node) startMCP(ctx context.Context) error {
 	return nil
 }
 
+// restartBackends replaces the MCP servers of agent with servers (none:
+// the agent serves no MCP any more): the old ones are stopped, their
+// items leave the registry, the new ones start, and the tool publisher
+// brings the agent's card in line (its tools as capabilities, or a plain
+// card when it serves nothing). The registry's changes reach peers and
+// the face's clients as list_changed. A declaration StartBackend refuses
+// is an error, after the servers before it started.
+func (n *Node) restartBackends(agent AgentConfig) error {
+	st := n.mcp
+	n.mu.Lock()
+	var keep, stop []*mcpbridge.Backend
+	for _, be := range st.backends {
+		if be.Status().Agent == agent.Name {
+			stop = append(stop, be)
+		} else {
+			keep = append(keep, be)
+		}
+	}
+	st.backends = keep
+	n.mu.Unlock()
+	for _, be := range stop {
+		be.Close()
+	}
+	names := make([]string, 0, len(agent.MCPServers))
+	for name := range agent.MCPServers {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var err error
+	for _, name := range names {
+		be, serr := mcpbridge.StartBackend(agent.Name, name, agent.MCPServers[name], st.reg, Version)
+		if serr != nil {
+			err = serr
+			break
+		}
+		n.mu.Lock()
+		st.backends = append(st.backends, be)
+		n.mu.Unlock()
+	}
+	if len(agent.MCPServers) == 0 {
+		if uerr := n.updateCard(agent.Card()); uerr != nil && err == nil {
+			err = uerr
+		}
+	}
+	select {
+	case st.kick <- struct{}{}:
+	default:
+	}
+	return err
+}
+
 // closeMCP stops the backends (their process groups) and the bridge.
 func (n *Node) closeMCP() {
 	// No n.mu here: Close calls this after its last use of the lock, and
@@ -173,7 +224,10 @@ func (n *Node) publishTools(ctx context.Context, st *mcpState) {
 		for _, p := range st.reg.ListPrompts() {
 			serves[p.Agent] = true
 		}
-		for _, a := range n.cfg.Agents {
+		n.mu.Lock() // Reload replaces the agents
+		agents := slices.Clone(n.cfg.Agents)
+		n.mu.Unlock()
+		for _, a := range agents {
 			if len(a.MCPServers) == 0 {
 				continue
 			}

@@ -314,9 +314,18 @@ func TestMCPToolsFollowGrants(t *testing.T) {
 		return err
 	}
 	waitTool(t, b, "labtools_say")
-	if err := call(); mcpbridge.CodeOf(err) != "SANDBOX_VIOLATION" {
-		t.Fatalf("ungranted claim of lab -> lab's tool: %v, want SANDBOX_VIOLATION", err)
-	}
+	// The face lists a tool as soon as the registry holds it; the peer's
+	// session gets it right after (unknown tool until then).
+	waitfor.Eventually(t, 5*time.Second, func() error {
+		err := call()
+		if err == nil {
+			t.Fatal("ungranted claim of lab -> lab's tool: the call went through, want SANDBOX_VIOLATION")
+		}
+		if mcpbridge.CodeOf(err) != "SANDBOX_VIOLATION" {
+			return fmt.Errorf("ungranted claim of lab -> lab's tool: %v, want SANDBOX_VIOLATION", err)
+		}
+		return nil
+	})
 	if _, err := b.AddAuthorityRecord(net.Grant(authority.Grant{Peer: a.ID(), MaxTier: tiers.L3, Sandboxes: []string{"lab"}})); err != nil {
 		t.Fatal(err)
 	}

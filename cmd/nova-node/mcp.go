@@ -325,24 +325,6 @@ func withoutRepeats(cs []mcp.Content) []mcp.Content {
 	return out
 }
 
-// toolErrorCode is the code of a failed tool call: the one the node put in
-// structuredContent.error, else TOOL_EXECUTION_FAILED.
-func toolErrorCode(res *mcp.CallToolResult) string {
-	b, err := json.Marshal(res.StructuredContent)
-	if err != nil {
-		return mcpbridge.CodeToolFailed
-	}
-	var v struct {
-		Error struct {
-			Code string `json:"code"`
-		} `json:"error"`
-	}
-	if json.Unmarshal(b, &v) == nil && v.Error.Code != "" {
-		return v.Error.Code
-	}
-	return mcpbridge.CodeToolFailed
-}
-
 // contentText is cs as printContent prints it, on one line.
 func contentText(cs []mcp.Content) string {
 	var b strings.Builder

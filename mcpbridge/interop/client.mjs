@@ -21,18 +21,24 @@
 //   MCP_ALLOW_TOOL_ERROR  "1": a CallToolResult with isError:true is reported
 //                   with exit 0 (default: it is a failure, exit 1)
 //   MCP_TIMEOUT_MS  per-request and overall timeout base (default 30000)
+//   MCP_PROGRESS    "1": the tool call sends a progress token; the
+//                   notifications/progress received go in "progress"
+//   MCP_LOG_LEVEL   a logging level to set (logging/setLevel) right after
+//                   connecting; the notifications/message received go in "logs"
 //
 // Output: {"transport","serverInfo","protocolVersion","capabilities",
 //          "tools":[wire names],"toolTitles":{name:title},
 //          "call":CallToolResult|null,"resources":[uris]|null,
 //          "resource":ReadResourceResult|null,"prompts":[names]|null,
-//          "prompt":GetPromptResult|null}
+//          "prompt":GetPromptResult|null,"progress":[params]|null,
+//          "logs":[params]|null}
 // stdout carries only that object; diagnostics (and a stdio server's stderr)
 // go to stderr.
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 
 const WIRE_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 
@@ -183,8 +189,16 @@ async function main() {
   client.onerror = (e) => process.stderr.write(`client.mjs: transport error: ${e?.message ?? e}\n`);
 
   const out = { transport: transportName };
+  const logLevel = process.env.MCP_LOG_LEVEL || null;
+  if (logLevel) {
+    out.logs = [];
+    client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
+      out.logs.push(n.params);
+    });
+  }
   try {
     await client.connect(transport, reqOpts);
+    if (logLevel) await client.setLoggingLevel(logLevel, reqOpts);
     out.serverInfo = client.getServerVersion() ?? null;
     out.protocolVersion = negotiatedVersion;
     const caps = client.getServerCapabilities() ?? {};
@@ -201,7 +215,12 @@ async function main() {
       if (!out.tools.includes(toolName)) {
         return fail(new Error(`tool ${JSON.stringify(toolName)} not in tools/list`), { tools: out.tools });
       }
-      out.call = await client.callTool({ name: toolName, arguments: toolArgs }, undefined, reqOpts);
+      let callOpts = reqOpts;
+      if (process.env.MCP_PROGRESS === '1') {
+        out.progress = [];
+        callOpts = { ...reqOpts, onprogress: (p) => out.progress.push(p) };
+      }
+      out.call = await client.callTool({ name: toolName, arguments: toolArgs }, undefined, callOpts);
       if (out.call.isError && process.env.MCP_ALLOW_TOOL_ERROR !== '1') {
         return fail(new Error(`tool ${toolName} returned isError: true`), { call: out.call });
       }

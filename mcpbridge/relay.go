@@ -1,0 +1,203 @@
+package mcpbridge
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// metaCall is the _meta key naming a call on a node-to-node session, so
+// that the log messages the hosting node relays for it find their way back
+// to the calling client. Its value is the calling node's own token.
+const metaCall = "nova/call"
+
+// relayLevel is the logging level asked of backends and of peers' sessions:
+// every message comes, and the face sends each client only what its own
+// logging/setLevel asks for.
+const relayLevel mcp.LoggingLevel = "debug"
+
+// relay carries the notifications of one tool call back toward the client
+// that made it: progress (only when that client sent a progress token) and
+// log messages (each client's level applies at the face).
+type relay struct {
+	progress func(*mcp.ProgressNotificationParams) // nil: the client asked for none
+	log      func(*mcp.LoggingMessageParams)
+}
+
+type relayKey struct{}
+
+// withRelay is ctx carrying r to the handler that runs the call.
+func withRelay(ctx context.Context, r *relay) context.Context {
+	return context.WithValue(ctx, relayKey{}, r)
+}
+
+// relayFrom is the relay of the call running under ctx, or nil.
+func relayFrom(ctx context.Context) *relay {
+	r, _ := ctx.Value(relayKey{}).(*relay)
+	return r
+}
+
+// serverRelay is the relay of a call that req brought to one of this
+// node's MCP servers (the face or a peer's session): progress goes back
+// with the client's own token, log messages through the session (whose
+// level the SDK applies), tagged with the caller's metaCall when a peer
+// sent one. hctx is the request's context, which ties notifications to
+// its HTTP response stream.
+func serverRelay(hctx context.Context, req *mcp.CallToolRequest) *relay {
+	ss := req.Session
+	r := &relay{}
+	if tok := req.Params.GetProgressToken(); tok != nil {
+		r.progress = func(p *mcp.ProgressNotificationParams) {
+			q := *p
+			q.ProgressToken = tok
+			q.Meta = nil
+			_ = ss.NotifyProgress(hctx, &q)
+		}
+	}
+	call, _ := req.Params.Meta[metaCall].(string)
+	r.log = func(p *mcp.LoggingMessageParams) {
+		q := *p
+		q.Meta = nil
+		if call != "" {
+			q.Meta = mcp.Meta{metaCall: call}
+		}
+		_ = ss.Log(hctx, &q)
+	}
+	return r
+}
+
+// calls tracks the calls in flight on a set of client connections, keyed
+// by the token this node gave each: progress notifications and log
+// messages that name a token go to its call's relay, and only when they
+// come on the connection the call was sent on.
+type calls struct {
+	next atomic.Uint64
+	mu   sync.Mutex
+	m    map[string]*tracked
+}
+
+type tracked struct {
+	r  *relay
+	ln *link
+}
+
+// add tracks a call sent on ln; the returned func forgets it.
+func (c *calls) add(ln *link, r *relay) (string, func()) {
+	tok := "nova-" + strconv.FormatUint(c.next.Add(1), 10)
+	c.mu.Lock()
+	if c.m == nil {
+		c.m = map[string]*tracked{}
+	}
+	c.m[tok] = &tracked{r: r, ln: ln}
+	c.mu.Unlock()
+	return tok, func() {
+		c.mu.Lock()
+		delete(c.m, tok)
+		c.mu.Unlock()
+	}
+}
+
+// get is the relay of the call tok sent on ln, or nil.
+func (c *calls) get(ln *link, tok any) *relay {
+	s, ok := tok.(string)
+	if !ok {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if t := c.m[s]; t != nil && t.ln == ln {
+		return t.r
+	}
+	return nil
+}
+
+// all is the relays of every call in flight on ln.
+func (c *calls) all(ln *link) []*relay {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []*relay
+	for _, t := range c.m {
+		if t.ln == ln {
+			out = append(out, t.r)
+		}
+	}
+	return out
+}
+
+// progressTo relays a progress notification that came on ln to its call.
+func (c *calls) progressTo(ln *link, p *mcp.ProgressNotificationParams) {
+	if p == nil {
+		return
+	}
+	if r := c.get(ln, p.ProgressToken); r != nil && r.progress != nil {
+		r.progress(p)
+	}
+}
+
+// dispatch relays a progress notification or log message read on ln:
+// progress to the call its token names, a log message to onLog.
+func (c *calls) dispatch(ln *link, r *jsonrpc.Request, onLog func(*link, *mcp.LoggingMessageParams)) {
+	switch r.Method {
+	case "notifications/progress":
+		var p mcp.ProgressNotificationParams
+		if json.Unmarshal(r.Params, &p) == nil {
+			c.progressTo(ln, &p)
+		}
+	case "notifications/message":
+		var p mcp.LoggingMessageParams
+		if json.Unmarshal(r.Params, &p) == nil {
+			onLog(ln, &p)
+		}
+	}
+}
+
+// link is one client connection (to a backend or a peer) whose calls'
+// notifications are relayed. With a byte-stream transport, notifications
+// are relayed as the connection reads them (see notifyTransport), before
+// the result that follows them; otherwise (streamable HTTP) through the
+// SDK's handlers, which run beside the delivery of results, so a
+// notification sent just before a result can come after it, and is then
+// dropped.
+type link struct {
+	onRead bool // notifyTransport relays; the SDK's handlers leave them
+}
+
+// notifyTransport is a client transport whose connection hands each
+// progress notification and log message to on as it reads it, on the
+// reading goroutine: the SDK delivers a result to its caller as soon as it
+// reads it, while its handlers of earlier notifications may still be
+// queued. Only for byte-stream connections, which hold no SDK state
+// beyond the mcp.Connection interface.
+type notifyTransport struct {
+	mcp.Transport
+	ln *link
+	on func(*link, *jsonrpc.Request)
+}
+
+func (t notifyTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := t.Transport.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	t.ln.onRead = true
+	return &notifyConn{Connection: c, ln: t.ln, on: t.on}, nil
+}
+
+type notifyConn struct {
+	mcp.Connection
+	ln *link
+	on func(*link, *jsonrpc.Request)
+}
+
+func (c *notifyConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	m, err := c.Connection.Read(ctx)
+	if r, ok := m.(*jsonrpc.Request); ok && err == nil && !r.IsCall() && (r.Method == "notifications/progress" || r.Method == "notifications/message") {
+		c.on(c.ln, r)
+	}
+	return m, err
+}
