@@ -20,11 +20,7 @@ func TestAwayFor8And60Seconds(t *testing.T) {
 	net := sinkPair(t, rec, withTTL(time.Hour))
 	total := 0
 	for _, away := range []time.Duration{8 * time.Second, 60 * time.Second} {
-		cfg := net.Nodes[1].Config()
-		cfg.Listen = nil
-		for _, a := range net.Nodes[1].Host().Addrs() {
-			cfg.Listen = append(cfg.Listen, a.String())
-		}
+		cfg := net.ConfigOf(1)
 		net.Kill(1)
 		const n = 10000
 		tick := time.NewTicker(away / n * 100) // 100 posts per tick

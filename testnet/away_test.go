@@ -30,11 +30,7 @@ func TestAwayNodeGetsItsEnvelopesWhenItReturns(t *testing.T) {
 	net := sinkPair(t, rec, withTTL(time.Hour))
 	postN(t, net.Nodes[0], 0, 10)
 	waitTakenAndAcked(t, net, rec, 10)
-	cfg := net.Nodes[1].Config()
-	cfg.Listen = nil
-	for _, a := range net.Nodes[1].Host().Addrs() {
-		cfg.Listen = append(cfg.Listen, a.String())
-	}
+	cfg := net.ConfigOf(1)
 	net.Kill(1)
 	postN(t, net.Nodes[0], 10, 1000)
 	waitfor.Eventually(t, 15*time.Second, func() error {
@@ -159,11 +155,7 @@ func BenchmarkAwayReturn(b *testing.B) {
 		rec.register(b)(net.Nodes[1])
 		net.Connect(0, 1)
 		net.WaitForCards()
-		cfg := net.Nodes[1].Config()
-		cfg.Listen = nil
-		for _, a := range net.Nodes[1].Host().Addrs() {
-			cfg.Listen = append(cfg.Listen, a.String())
-		}
+		cfg := net.ConfigOf(1)
 		net.Kill(1)
 		for i := 0; i < n; i++ {
 			env, err := net.Nodes[0].NewEnvelope("a0", "sink", envelope.TypeNotification, i)

@@ -36,11 +36,7 @@ func TestDocumentSurvivesRestart(t *testing.T) {
 		}
 		return nil
 	})
-	cfg := net.Nodes[1].Config()
-	cfg.Listen = nil
-	for _, a := range net.Nodes[1].Host().Addrs() {
-		cfg.Listen = append(cfg.Listen, a.String())
-	}
+	cfg := net.ConfigOf(1)
 	net.Kill(1)
 	// Written while node 1 is down.
 	net.Nodes[0].ApplyDocOp(ctx, "notes", localapi.DocOp{Op: "set", Path: "/b", Value: json.RawMessage(`2`)})

@@ -517,11 +517,7 @@ func TestReceiverBackBetweenRedials(t *testing.T) {
 	})
 	sub := net.Nodes[0].Observer().Subscribe(1000)
 	defer sub.Close()
-	cfg := net.Nodes[1].Config()
-	cfg.Listen = nil
-	for _, a := range net.Nodes[1].Host().Addrs() {
-		cfg.Listen = append(cfg.Listen, a.String())
-	}
+	cfg := net.ConfigOf(1)
 	net.Kill(1)
 	postN(t, net.Nodes[0], 10, 20)
 	waitChannelEvent(t, sub, "redial 2 in", 10*time.Second) // the first redial failed
@@ -599,11 +595,7 @@ func TestRedialWhenPeerSeenAgain(t *testing.T) {
 	waitTakenAndAcked(t, net, rec, 5)
 	sub := net.Nodes[0].Observer().Subscribe(1000)
 	defer sub.Close()
-	cfg := net.Nodes[1].Config()
-	cfg.Listen = nil
-	for _, a := range net.Nodes[1].Host().Addrs() {
-		cfg.Listen = append(cfg.Listen, a.String())
-	}
+	cfg := net.ConfigOf(1)
 	net.Kill(1)
 	waitChannelEvent(t, sub, "redial 1 in", 5*time.Second)
 	// Envelopes sent to the idle channel start their own schedule with a

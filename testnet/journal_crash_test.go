@@ -22,11 +22,7 @@ func TestSenderKilledRightAfterPosting(t *testing.T) {
 	rec := &recorder{}
 	net := testnet.New(t, 1, testnet.WithTransport(testnet.TCP))
 	rec.register(t)(net.Nodes[0])
-	cfg := net.Nodes[0].Config()
-	cfg.Listen = nil
-	for _, a := range net.Nodes[0].Host().Addrs() {
-		cfg.Listen = append(cfg.Listen, a.String())
-	}
+	cfg := net.ConfigOf(0)
 	recvAddr := func() string { return net.Nodes[0].Host().Addrs()[0].String() }
 
 	dir := t.TempDir()

@@ -268,11 +268,7 @@ func TestSwarmCoordinatorRestartResumes(t *testing.T) {
 		}
 		return nil
 	})
-	cfg := net.Nodes[0].Config()
-	cfg.Listen = nil
-	for _, a := range net.Nodes[0].Host().Addrs() {
-		cfg.Listen = append(cfg.Listen, a.String())
-	}
+	cfg := net.ConfigOf(0)
 	net.Kill(0)
 	close(release)
 	// Every participant answered, and its router gave up delivering the

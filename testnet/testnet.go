@@ -179,14 +179,21 @@ func New(t testing.TB, n int, opts ...Option) *Net {
 // returns the new node, which replaces the old one in n.Nodes.
 func (n *Net) Restart(i int, prepare func(*node.Node)) *node.Node {
 	n.t.Helper()
-	old := n.Nodes[i]
-	cfg := old.Config()
-	cfg.Listen = nil
-	for _, a := range old.Host().Addrs() {
-		cfg.Listen = append(cfg.Listen, a.String())
-	}
+	cfg := n.ConfigOf(i)
 	n.Kill(i)
 	return n.Start(i, cfg, prepare)
+}
+
+// ConfigOf returns node i's config listening on the addresses (ports) it
+// listens on now: what starts it again (Start) where its peers can redial
+// it.
+func (n *Net) ConfigOf(i int) node.Config {
+	cfg := n.Nodes[i].Config()
+	cfg.Listen = nil
+	for _, a := range n.Nodes[i].Host().Addrs() {
+		cfg.Listen = append(cfg.Listen, a.String())
+	}
+	return cfg
 }
 
 // Kill closes node i (its store keeps what it persisted).
