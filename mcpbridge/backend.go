@@ -457,15 +457,7 @@ func (b *Backend) syncTools(ctx context.Context, cs *mcp.ClientSession) error {
 			errs = append(errs, err) // DUPLICATE_TOOL, bad schema: refused, logged, the rest goes on
 		}
 	}
-	b.mu.Lock()
-	var gone []string
-	for canon := range b.tools {
-		if !seen[canon] {
-			gone = append(gone, canon)
-			delete(b.tools, canon)
-		}
-	}
-	b.mu.Unlock()
+	gone := b.dropUnseen(b.tools, seen)
 	for _, c := range gone {
 		b.reg.UnregisterTool(c)
 	}
@@ -510,15 +502,7 @@ func (b *Backend) syncResources(ctx context.Context, cs *mcp.ClientSession) erro
 		b.uris[uri] = true
 		b.mu.Unlock()
 	}
-	b.mu.Lock()
-	var gone []string
-	for u := range b.uris {
-		if !seen[u] {
-			gone = append(gone, u)
-			delete(b.uris, u)
-		}
-	}
-	b.mu.Unlock()
+	gone := b.dropUnseen(b.uris, seen)
 	for _, u := range gone {
 		b.reg.UnregisterResource(u)
 	}
@@ -567,15 +551,7 @@ func (b *Backend) syncTemplates(ctx context.Context, cs *mcp.ClientSession) erro
 			b.reg.SetCompleter("ref/resource", ut, b.completer(&mcp.CompleteReference{Type: "ref/resource", URI: ut}))
 		}
 	}
-	b.mu.Lock()
-	var gone []string
-	for u := range b.tmpls {
-		if !seen[u] {
-			gone = append(gone, u)
-			delete(b.tmpls, u)
-		}
-	}
-	b.mu.Unlock()
+	gone := b.dropUnseen(b.tmpls, seen)
 	for _, u := range gone {
 		b.reg.UnregisterTemplate(u)
 		b.reg.SetCompleter("ref/resource", u, nil)
@@ -631,18 +607,26 @@ func (b *Backend) syncPrompts(ctx context.Context, cs *mcp.ClientSession) error 
 			b.reg.SetCompleter("ref/prompt", canon, b.completer(&mcp.CompleteReference{Type: "ref/prompt", Name: name}))
 		}
 	}
-	b.mu.Lock()
-	var gone []string
-	for c := range b.prompts {
-		if !seen[c] {
-			gone = append(gone, c)
-			delete(b.prompts, c)
-		}
-	}
-	b.mu.Unlock()
+	gone := b.dropUnseen(b.prompts, seen)
 	for _, c := range gone {
 		b.reg.UnregisterPrompt(c)
 		b.reg.SetCompleter("ref/prompt", c, nil)
 	}
 	return errors.Join(errs...)
+}
+
+// dropUnseen removes from held (one of the backend's item sets, under
+// b.mu) what the server no longer lists (not in seen) and returns it, for
+// the caller to unregister.
+func (b *Backend) dropUnseen(held, seen map[string]bool) []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var gone []string
+	for k := range held {
+		if !seen[k] {
+			gone = append(gone, k)
+			delete(held, k)
+		}
+	}
+	return gone
 }
