@@ -438,22 +438,7 @@ func TestSenderKilledKeepsOutbox(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts node processes")
 	}
-	rec := &recorder{}
-	net := testnet.New(t, 1, testnet.WithTransport(testnet.TCP))
-	rec.register(t)(net.Nodes[0])
-	cfg := net.ConfigOf(0)
-	recvAddr := func() string { return net.Nodes[0].Host().Addrs()[0].String() }
-
-	dir := t.TempDir()
-	sender := startCrashChild(t, dir, "/ip4/127.0.0.1/tcp/0", crashSender+"=1")
-	sender.do(t, "connect %s %s", net.Nodes[0].ID(), recvAddr())
-	sender.do(t, "post 0 100")
-	waitfor.Eventually(t, 10*time.Second, func() error {
-		if rec.len() < 100 {
-			return fmt.Errorf("%d of 100 received", rec.len())
-		}
-		return nil
-	})
+	rec, net, cfg, recvAddr, dir, sender := crashSenderAndSink(t, 100)
 
 	net.Kill(0) // the receiver goes away
 	sender.do(t, "post 100 200")
@@ -470,4 +455,27 @@ func TestSenderKilledKeepsOutbox(t *testing.T) {
 		return nil
 	})
 	rec.exactlyOnceInOrder(t, 200)
+}
+
+// crashSenderAndSink starts a sink node in this process (rec's "sink"
+// agent; cfg starts it again on the same ports) and a sender node process
+// on dir connected to it, and has the sender post 0..n-1, all received.
+func crashSenderAndSink(t *testing.T, n int) (rec *recorder, net *testnet.Net, cfg node.Config, recvAddr func() string, dir string, sender *crashSink) {
+	t.Helper()
+	rec = &recorder{}
+	net = testnet.New(t, 1, testnet.WithTransport(testnet.TCP))
+	rec.register(t)(net.Nodes[0])
+	cfg = net.ConfigOf(0)
+	recvAddr = func() string { return net.Nodes[0].Host().Addrs()[0].String() }
+	dir = t.TempDir()
+	sender = startCrashChild(t, dir, "/ip4/127.0.0.1/tcp/0", crashSender+"=1")
+	sender.do(t, "connect %s %s", net.Nodes[0].ID(), recvAddr())
+	sender.do(t, "post 0 %d", n)
+	waitfor.Eventually(t, 10*time.Second, func() error {
+		if rec.len() < n {
+			return fmt.Errorf("%d of %d received", rec.len(), n)
+		}
+		return nil
+	})
+	return rec, net, cfg, recvAddr, dir, sender
 }

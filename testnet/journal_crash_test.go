@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/nova-node/nova-node/internal/waitfor"
-	"github.com/nova-node/nova-node/testnet"
 )
 
 // TestSenderKilledRightAfterPosting: a sender node process posts 5,000
@@ -19,22 +18,7 @@ func TestSenderKilledRightAfterPosting(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts node processes")
 	}
-	rec := &recorder{}
-	net := testnet.New(t, 1, testnet.WithTransport(testnet.TCP))
-	rec.register(t)(net.Nodes[0])
-	cfg := net.ConfigOf(0)
-	recvAddr := func() string { return net.Nodes[0].Host().Addrs()[0].String() }
-
-	dir := t.TempDir()
-	sender := startCrashChild(t, dir, "/ip4/127.0.0.1/tcp/0", crashSender+"=1")
-	sender.do(t, "connect %s %s", net.Nodes[0].ID(), recvAddr())
-	sender.do(t, "post 0 10")
-	waitfor.Eventually(t, 10*time.Second, func() error {
-		if rec.len() < 10 {
-			return fmt.Errorf("%d of 10 received", rec.len())
-		}
-		return nil
-	})
+	rec, net, cfg, recvAddr, dir, sender := crashSenderAndSink(t, 10)
 	net.Kill(0)
 	sender.do(t, "post 10 5000")
 	sender.kill()
