@@ -248,6 +248,9 @@ func (n *Node) build(stack *closers) error {
 	stack.push(func() error { n.closeMCP(); return nil })
 	stack.push(func() error { n.closeA2A(); return nil })
 	n.host, n.disc, n.router, n.docs = h, disc, r, docs
+	if err := n.obs.prom.reg.Register(serviceCollector{disc: disc, docs: docs}); err != nil {
+		return fmt.Errorf("node: metrics: %w", err)
+	}
 	return nil
 }
 
