@@ -254,16 +254,16 @@ func (n *Node) CloseChannel(id string) (protocol.ChannelInfo, error) {
 // connAddrs are the remote addresses of conns, each once (two QUIC
 // connections to a peer, one dialled each way, share one address), and
 // whether one of them is relayed.
-func connAddrs(conns []network.Conn) (addrs []string, relayed bool) {
+func connAddrs(conns []network.Conn) (addrs []string, isRelayed bool) {
 	for _, c := range conns {
 		if a := c.RemoteMultiaddr().String(); !slices.Contains(addrs, a) {
 			addrs = append(addrs, a)
 		}
-		if c.Stat().Limited {
-			relayed = true
+		if relayed(c) {
+			isRelayed = true
 		}
 	}
-	return addrs, relayed
+	return addrs, isRelayed
 }
 
 // Status gathers peers, channels, counters and recent errors.

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/connmgr"
 	"github.com/libp2p/go-libp2p/core/event"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
@@ -55,6 +56,47 @@ func relayCandidates(cfg Config) ([]peer.AddrInfo, error) {
 // autorelayOptions tune the relay client of a node with configured relays.
 func autorelayOptions() []autorelay.Option {
 	return []autorelay.Option{autorelay.WithBackoff(relayRetry), autorelay.WithMinInterval(relayRetry)}
+}
+
+// relayResources are the relay service's bounds. The circuits it carries
+// have no duration or data limit: a relayed connection with a limit is one
+// go-libp2p marks limited, on which it opens no stream for any protocol
+// that did not ask for it (the router, the card exchange, the DHT,
+// GossipSub), so a laptop behind a symmetric NAT, where the hole punch
+// cannot work and the relay is the only path, would be reachable by ping
+// alone. In exchange the relay carries only swarm members (relayACL). The
+// other bounds: 1,024 reservations in all and 32 per IP address (an
+// office behind one NAT), 16 circuits per peer, 16 KiB of buffer per
+// circuit and direction.
+func relayResources() relayv2.Resources {
+	rc := relayv2.DefaultResources()
+	rc.Limit = nil
+	rc.MaxReservations = 1024
+	rc.MaxReservationsPerIP = 32
+	rc.MaxReservationsPerASN = 0 // no ASN table in a swarm of private address ranges
+	rc.BufferSize = 16 << 10
+	return rc
+}
+
+// relayACL admits to the relay, for a reservation or a circuit, only the
+// peers that presented valid signed cards to this node (memberTag): the
+// swarm's members, each through its own signature, in a private swarm
+// past its secret as well. A peer asks for its reservation as soon as it
+// has connected, often before its cards arrived: it is refused once and
+// asks again relayRetry later. A circuit needs both ends to be members.
+type relayACL struct{ cm connmgr.ConnManager }
+
+func (a relayACL) member(p peer.ID) bool {
+	ti := a.cm.GetTagInfo(p)
+	return ti != nil && ti.Tags[memberTag] > 0
+}
+
+// AllowReserve implements relayv2.ACLFilter.
+func (a relayACL) AllowReserve(p peer.ID, _ multiaddr.Multiaddr) bool { return a.member(p) }
+
+// AllowConnect implements relayv2.ACLFilter.
+func (a relayACL) AllowConnect(src peer.ID, _ multiaddr.Multiaddr, dest peer.ID) bool {
+	return a.member(src) && a.member(dest)
 }
 
 // relayService is circuit relay v2 service, offered while the node is
@@ -107,13 +149,13 @@ func (s *relayService) set(on bool) {
 	defer s.mu.Unlock()
 	switch {
 	case on && s.relay == nil:
-		r, err := relayv2.New(s.h)
+		r, err := relayv2.New(s.h, relayv2.WithResources(relayResources()), relayv2.WithACL(relayACL{cm: s.h.ConnManager()}))
 		if err != nil {
 			log.Warnw("relay service", "err", err)
 			return
 		}
 		s.relay = r
-		log.Infow("reachable from the internet: relaying for peers behind NAT (circuit relay v2)")
+		log.Infow("reachable from the internet: relaying for swarm members behind NAT (circuit relay v2)")
 	case !on && s.relay != nil:
 		_ = s.relay.Close()
 		s.relay = nil
@@ -158,15 +200,26 @@ func startRelayClient(h host.Host) (func() error, error) {
 	return em.Close, nil
 }
 
+// relayed reports whether c runs through a relay: its remote address
+// names the relay (/p2p/<relay>/p2p-circuit), or go-libp2p marks it
+// limited, which only a relay does. A nova relay's circuits carry no limit
+// (relayResources), so Limited alone is not the test.
+func relayed(c network.Conn) bool {
+	if c.Stat().Limited {
+		return true
+	}
+	_, err := c.RemoteMultiaddr().ValueForProtocol(multiaddr.P_CIRCUIT)
+	return err == nil
+}
+
 // connPath is how a node reaches a peer over conns: "direct" with the
 // address of a direct connection when it has one (go-libp2p opens new
 // streams on it), else "relayed" with the relayed connection's address,
-// which names the relay (/p2p/<relay>/p2p-circuit). A relayed connection
-// the hole punch (DCUtR) has superseded stays open beside the direct one
-// for a while.
+// which names the relay. A relayed connection the hole punch (DCUtR) has
+// superseded stays open beside the direct one for a while.
 func connPath(conns []network.Conn) (path, addr string) {
 	for _, c := range conns {
-		if !c.Stat().Limited {
+		if !relayed(c) {
 			return "direct", c.RemoteMultiaddr().String()
 		}
 	}

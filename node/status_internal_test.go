@@ -33,4 +33,8 @@ func TestConnAddrsOnce(t *testing.T) {
 	if _, relayed := connAddrs([]network.Conn{addrConn{addr: tcp, limited: true}}); !relayed {
 		t.Fatal("a limited connection is relayed")
 	}
+	circuit := multiaddr.StringCast("/ip4/198.18.0.2/udp/4710/quic-v1/p2p/12D3KooWRDwca7FCvuczA5GAEZAyivH4CUFiJbV3XQkegHhkZzX2/p2p-circuit")
+	if _, relayed := connAddrs([]network.Conn{addrConn{addr: circuit}}); !relayed {
+		t.Fatal("a circuit without limit (a nova relay's) is relayed")
+	}
 }
