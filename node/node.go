@@ -620,8 +620,10 @@ func (n *Node) newHost() (host.Host, error) {
 		rm.Close()
 		return nil, err
 	}
+	var src *relaySource
 	if len(relays) > 0 {
-		opts = append(opts, libp2p.EnableAutoRelayWithStaticRelays(relays, autorelayOptions()...))
+		src = &relaySource{static: relays}
+		opts = append(opts, libp2p.EnableAutoRelayWithPeerSource(src.peers, autorelayOptions()...))
 	}
 	if secret := n.cfg.Secret(); secret != nil {
 		psk, err := discovery.PSK(n.cfg.Swarm, secret)
@@ -652,6 +654,9 @@ func (n *Node) newHost() (host.Host, error) {
 	if err != nil {
 		rm.Close()
 		return nil, fmt.Errorf("node: libp2p host: %w", err)
+	}
+	if src != nil {
+		src.h.Store(&h)
 	}
 	n.listen = listen
 	return h, nil

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/connmgr"
@@ -53,10 +54,59 @@ func relayCandidates(cfg Config) ([]peer.AddrInfo, error) {
 	return relays, nil
 }
 
-// autorelayOptions tune the relay client of a node with configured relays.
+// autorelayOptions tune the relay client of a node with configured relays:
+// a reservation on two relays when there are two (one left when the other
+// goes), asked for as soon as one candidate is known.
 func autorelayOptions() []autorelay.Option {
-	return []autorelay.Option{autorelay.WithBackoff(relayRetry), autorelay.WithMinInterval(relayRetry)}
+	return []autorelay.Option{autorelay.WithBackoff(relayRetry), autorelay.WithMinInterval(relayRetry),
+		autorelay.WithNumRelays(2), autorelay.WithMinCandidates(1), autorelay.WithBootDelay(0)}
 }
+
+// relaySource is where the relay client of a node behind NAT finds its
+// relays: the configured ones and the bootstrap peers first
+// (relayCandidates), then every connected swarm member that relays (it
+// speaks circuit relay v2's hop protocol, which a nova node does while
+// reachable: relayService). So when the relay of the token is gone for
+// good, another member with a public address carries the laptops.
+type relaySource struct {
+	static []peer.AddrInfo
+	h      atomic.Pointer[host.Host] // set once the host exists
+}
+
+// peers implements autorelay.PeerSource.
+func (s *relaySource) peers(ctx context.Context, num int) <-chan peer.AddrInfo {
+	out := make([]peer.AddrInfo, 0, num)
+	out = append(out, s.static[:min(num, len(s.static))]...)
+	if hp := s.h.Load(); hp != nil && len(out) < num {
+		h := *hp
+		cm := h.ConnManager()
+		for _, p := range h.Network().Peers() {
+			if len(out) == num {
+				break
+			}
+			if slices.ContainsFunc(out, func(a peer.AddrInfo) bool { return a.ID == p }) {
+				continue
+			}
+			if ok, _ := h.Peerstore().SupportsProtocols(p, relayHop); len(ok) == 0 {
+				continue
+			}
+			if ti := cm.GetTagInfo(p); ti == nil || ti.Tags[memberTag] == 0 {
+				continue
+			}
+			out = append(out, h.Peerstore().PeerInfo(p))
+		}
+	}
+	ch := make(chan peer.AddrInfo, len(out))
+	for _, a := range out {
+		ch <- a
+	}
+	close(ch)
+	return ch
+}
+
+// relayHop is circuit relay v2's protocol for reservations and circuits,
+// which a peer speaks only while it relays.
+const relayHop = "/libp2p/circuit/relay/0.2.0/hop"
 
 // relayResources are the relay service's bounds. The circuits it carries
 // have no duration or data limit: a relayed connection with a limit is one

@@ -46,3 +46,68 @@ func TestNATRelayRestart(t *testing.T) {
 		t.Fatalf("a1 -> c1 after the restart: %v", err)
 	}
 }
+
+// TestNATSecondRelay: the token's relay goes away for good; pub2, another
+// member with a public address, relays for the swarm, and the laptops
+// behind symmetric NATs, which took a reservation on it too, keep talking
+// through it.
+func TestNATSecondRelay(t *testing.T) {
+	n := newNATNet(t, []natKind{natSymmetric, natSymmetric}, [][]string{{"a1"}, {"c1"}})
+	n.addPublic("pub2", "198.18.0.3")
+	// pub2 joins first, so that it is a member the laptops meet.
+	addrs := n.startPublic()
+	var inv struct {
+		Token string `json:"token"`
+	}
+	var relays []string
+	for _, a := range addrs {
+		if strings.Contains(a, natPublicAddr) && strings.Contains(a, "/tcp/4710/p2p/") {
+			relays = append(relays, "--relay", a)
+		}
+	}
+	if err := n.cliJSON("pub", &inv, append([]string{"invite", "--no-qr"}, relays...)...); err != nil {
+		t.Fatalf("invite: %v", err)
+	}
+	for _, l := range []string{"pub2", "a1", "c1"} {
+		n.join(l, inv.Token)
+		n.run(l)
+	}
+	pub2 := n.peerID("pub2")
+	var st localapi.Status
+	waitfor.Eventually(t, 30*time.Second, func() error {
+		st = localapi.Status{}
+		if err := n.cliJSON("pub2", &st, "status"); err != nil || !st.Reach.Relaying {
+			return fmt.Errorf("pub2 does not relay yet: %+v %v", st.Reach, err)
+		}
+		return nil
+	})
+	for _, l := range []string{"a1", "c1"} {
+		waitfor.Eventually(t, 30*time.Second, func() error {
+			var info localapi.IDInfo
+			if err := n.cliJSON(l, &info, "id"); err != nil {
+				return err
+			}
+			for _, a := range info.Addrs {
+				if strings.Contains(a, "/p2p/"+pub2+"/p2p-circuit") {
+					return nil
+				}
+			}
+			return fmt.Errorf("%s holds no reservation on pub2: %v", l, info.Addrs)
+		})
+	}
+	waitfor.Eventually(t, 20*time.Second, func() error {
+		var res localapi.SendResult
+		return n.cliJSON("a1", &res, "send", "--to", "c1", "--payload", `"two relays"`)
+	})
+	n.stop("pub")
+	gone := time.Now()
+	waitfor.Eventually(t, 60*time.Second, func() error {
+		var res localapi.SendResult
+		return n.cliJSON("a1", &res, "send", "--to", "c1", "--payload", `"through pub2"`)
+	})
+	p, err := n.ping("a1", n.peerID("c1"))
+	if err != nil || p.Path != "relayed" || !strings.Contains(p.Addr, "/p2p/"+pub2+"/p2p-circuit") {
+		t.Fatalf("a1 -> c1 ping: want relayed through pub2: %+v %v", p, err)
+	}
+	t.Logf("a1 -> c1 through pub2 %s after the first relay went away; ping avg %.3f ms", time.Since(gone).Round(time.Millisecond), p.Average)
+}
