@@ -5,6 +5,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -110,4 +111,39 @@ func TestNATSecondRelay(t *testing.T) {
 		t.Fatalf("a1 -> c1 ping: want relayed through pub2: %+v %v", p, err)
 	}
 	t.Logf("a1 -> c1 through pub2 %s after the first relay went away; ping avg %.3f ms", time.Since(gone).Round(time.Millisecond), p.Average)
+}
+
+// TestNATMappingChange: c1's router gets a new public address and forgets
+// every mapping it held (a restart with a new DHCP lease): c1's packets
+// leave from a new address and port, and peers must reach c1 again. Its
+// QUIC connection to the relay follows the new mapping (QUIC tells a
+// connection by its ID, not its addresses), so delivery goes on at once.
+func TestNATMappingChange(t *testing.T) {
+	if _, err := exec.LookPath("conntrack"); err != nil {
+		t.Skip("needs conntrack (Debian's conntrack package) to make a router forget its mappings")
+	}
+	n := newNATNet(t, []natKind{natEIM, natSymmetric}, [][]string{{"a1"}, {"c1"}})
+	natSwarm(t, n, "a1", "c1")
+	waitfor.Eventually(t, 20*time.Second, func() error {
+		var res localapi.SendResult
+		return n.cliJSON("a1", &res, "send", "--to", "c1", "--payload", `"before the new address"`)
+	})
+	r2 := n.tag + "-r2"
+	n.must("-n", r2, "addr", "del", "198.18.2.1/15", "dev", "wan")
+	n.must("-n", r2, "addr", "add", "198.18.2.9/15", "dev", "wan")
+	// A restarted router has forgotten its mappings.
+	if out, err := exec.Command("ip", "netns", "exec", r2, "conntrack", "-F").CombinedOutput(); err != nil {
+		t.Fatalf("conntrack -F in c1's router: %v: %s", err, out)
+	}
+	changed := time.Now()
+	waitfor.Eventually(t, 90*time.Second, func() error {
+		var res localapi.SendResult
+		return n.cliJSON("a1", &res, "send", "--to", "c1", "--payload", `"after the new address"`)
+	})
+	t.Logf("a1 -> c1 delivered %s after c1's router changed its address", time.Since(changed).Round(time.Millisecond))
+	waitfor.Eventually(t, 90*time.Second, func() error {
+		var res localapi.SendResult
+		return n.cliJSON("c1", &res, "send", "--to", "a1", "--payload", `"back"`)
+	})
+	t.Logf("c1 -> a1 delivered %s after", time.Since(changed).Round(time.Millisecond))
 }
