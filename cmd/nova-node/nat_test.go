@@ -15,6 +15,7 @@ import (
 
 	"github.com/nova-node/nova-node/internal/waitfor"
 	"github.com/nova-node/nova-node/node/localapi"
+	"github.com/nova-node/nova-node/protocol/task/negotiation"
 )
 
 // natBinary is nova-node built with -tags nattest (nattest_hook.go), which
@@ -335,7 +336,8 @@ func (n *natNet) peerID(name string) string {
 //     NATs, and status and ping then report the path direct.
 //   - a1 reaches c1 (symmetric NAT: the hole punch cannot work) only
 //     through the relay: it finds c1's agent by name, sends to it and
-//     hears back, and ping and status say relayed and name the relay.
+//     hears back, negotiates a task with it, and ping and status say
+//     relayed and name the relay.
 //   - A broadcast and a document reach b1 and c1.
 func TestNATInternet(t *testing.T) {
 	n := newNATNet(t, []natKind{natEIM, natEIM, natSymmetric}, [][]string{{"a1", "a2"}, {"b1"}, {"c1"}})
@@ -451,6 +453,25 @@ func TestNATInternet(t *testing.T) {
 		if err := n.cliJSON("c1", &back, "send", "--to", "a1", "--payload", `"back through the relay"`); err != nil {
 			t.Fatalf("c1 -> a1 send: %v", err)
 		}
+		// A task negotiation, proposal and answer, through the relay.
+		var prop negotiation.Record
+		if err := n.cliJSON("a1", &prop, "tasks", "propose", "--to", "c1", "--task", "index the photos"); err != nil {
+			t.Fatalf("a1 proposes a task to c1: %v", err)
+		}
+		waitfor.Eventually(t, 15*time.Second, func() error {
+			out, err := n.cli("c1", "tasks", "accept", prop.ProposalID)
+			if err != nil {
+				return fmt.Errorf("c1 accepts %s: %v %s", prop.ProposalID, err, out)
+			}
+			return nil
+		})
+		waitfor.Eventually(t, 15*time.Second, func() error {
+			var rec negotiation.Record
+			if err := n.cliJSON("a1", &rec, "tasks", "show", prop.ProposalID); err != nil || rec.Status != negotiation.StatusAccepted {
+				return fmt.Errorf("a1 does not see its proposal accepted: %+v %v", rec.Status, err)
+			}
+			return nil
+		})
 		c1 := n.peerID("c1")
 		p, err := n.ping("a1", c1)
 		if err != nil || p.Path != "relayed" || !strings.Contains(p.Addr, "/p2p/"+pub+"/p2p-circuit") {
