@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/nova-node/nova-node/internal/waitfor"
+	"github.com/nova-node/nova-node/mcpbridge/mcptest"
 	"github.com/nova-node/nova-node/node/localapi"
 	"github.com/nova-node/nova-node/protocol/task/negotiation"
 )
@@ -63,6 +64,10 @@ type natNet struct {
 	logs  map[string]*syncBuffer
 	stops map[string]func()
 	done  []func()
+	// agents replaces the agents of a node's config.yaml (a YAML list,
+	// indented as under agents:) after join; such a node runs with its
+	// config's agents rather than --agent.
+	agents map[string]string
 }
 
 const natPublicAddr = "198.18.0.2"
@@ -80,7 +85,7 @@ func newNATNet(t *testing.T, kinds []natKind, homes [][]string) *natNet {
 		}
 	}
 	n := &natNet{t: t, tag: fmt.Sprintf("nt%d%d", os.Getpid()%100000, lans.Add(1)%10), home: t.TempDir(),
-		ns: map[string]string{}, dirs: map[string]string{}, logs: map[string]*syncBuffer{}, stops: map[string]func(){}}
+		ns: map[string]string{}, dirs: map[string]string{}, logs: map[string]*syncBuffer{}, stops: map[string]func(){}, agents: map[string]string{}}
 	t.Cleanup(func() {
 		for i := len(n.done) - 1; i >= 0; i-- {
 			n.done[i]()
@@ -169,7 +174,10 @@ func (n *natNet) must(args ...string) {
 // run starts `nova-node run` for node name in its namespace, hosting the
 // agent of the same name; the fixture stops it (SIGINT, then SIGKILL).
 func (n *natNet) run(name string, args ...string) {
-	args = append([]string{"netns", "exec", n.ns[name], n.bin, "run", "--data-dir", n.dirs[name], "--agent", name}, args...)
+	args = append([]string{"netns", "exec", n.ns[name], n.bin, "run", "--data-dir", n.dirs[name]}, args...)
+	if _, ok := n.agents[name]; !ok {
+		args = append(args, "--agent", name)
+	}
 	cmd := exec.Command("ip", args...)
 	cmd.Env = append(os.Environ(), "HOME="+n.home)
 	stderr := &syncBuffer{}
@@ -248,6 +256,23 @@ func (n *natNet) startPublic() []string {
 func (n *natNet) join(name, token string) {
 	if out, err := n.cli(name, "join", token); err != nil {
 		n.t.Fatalf("%s: join: %v\n%s", name, err, out)
+	}
+	agents, ok := n.agents[name]
+	if !ok {
+		return
+	}
+	path := filepath.Join(n.dirs[name], "config.yaml")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	before, rest, ok1 := strings.Cut(string(b), "\nagents:\n")
+	_, after, ok2 := strings.Cut(rest, "\nsandbox:")
+	if !ok1 || !ok2 {
+		n.t.Fatalf("%s: no agents: section followed by sandbox: in config.yaml:\n%s", name, b)
+	}
+	if err := os.WriteFile(path, []byte(before+"\nagents:\n"+agents+"\nsandbox:"+after), 0o600); err != nil {
+		n.t.Fatal(err)
 	}
 }
 
@@ -336,11 +361,26 @@ func (n *natNet) peerID(name string) string {
 //     NATs, and status and ping then report the path direct.
 //   - a1 reaches c1 (symmetric NAT: the hole punch cannot work) only
 //     through the relay: it finds c1's agent by name, sends to it and
-//     hears back, negotiates a task with it, and ping and status say
+//     hears back, calls a tool of its MCP server, negotiates a task with
+//     it, and ping and status say
 //     relayed and name the relay.
 //   - A broadcast and a document reach b1 and c1.
 func TestNATInternet(t *testing.T) {
 	n := newNATNet(t, []natKind{natEIM, natEIM, natSymmetric}, [][]string{{"a1", "a2"}, {"b1"}, {"c1"}})
+	// c1 hosts an MCP server too (this test binary, as mcptest's server).
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.agents["c1"] = fmt.Sprintf(`  - name: c1
+    capabilities: [echo]
+  - name: toolsmith
+    capabilities: [tools]
+    mcpServers:
+      test:
+        command: %q
+        env: {%s: "1"}
+`, exe, mcptest.EnvServe)
 	reserved := natSwarm(t, n, "a1", "a2", "b1", "c1")
 	pub := n.peerID("pub")
 	for _, l := range []string{"a1", "a2", "b1", "c1"} {
@@ -453,6 +493,14 @@ func TestNATInternet(t *testing.T) {
 		if err := n.cliJSON("c1", &back, "send", "--to", "a1", "--payload", `"back through the relay"`); err != nil {
 			t.Fatalf("c1 -> a1 send: %v", err)
 		}
+		// A tool of c1's MCP server, called from a1 through the relay.
+		waitfor.Eventually(t, 20*time.Second, func() error {
+			out, err := n.cli("a1", "tools", "call", "toolsmith.say", "--args", `{"text":"tool through the relay"}`)
+			if err != nil || !strings.Contains(out, "tool through the relay") {
+				return fmt.Errorf("a1 calls c1's tool: %v %s", err, out)
+			}
+			return nil
+		})
 		// A task negotiation, proposal and answer, through the relay.
 		var prop negotiation.Record
 		if err := n.cliJSON("a1", &prop, "tasks", "propose", "--to", "c1", "--task", "index the photos"); err != nil {
