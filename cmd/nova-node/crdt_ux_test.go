@@ -1,10 +1,16 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
 
+	"github.com/libp2p/go-libp2p"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/nova-node/nova-node/crdt"
 	"github.com/nova-node/nova-node/node"
 	"github.com/nova-node/nova-node/node/localapi"
 )
@@ -100,5 +106,38 @@ func TestCRDTAddRemoveSayWhatTheyDid(t *testing.T) {
 	var v localapi.DocView
 	if code != 0 || json.Unmarshal([]byte(out), &v) != nil || v.Doc != "plan" || v.Path != "/owners" || string(v.Value) != "[]" {
 		t.Errorf("crdt remove --json: exit %d, %q; want the document view with value []", code, out)
+	}
+}
+
+// TestCRDTDocsSaysCatchingUp: while a connected peer has not answered the
+// catch-up a document's opening sent, `crdt docs` says "catching up", not
+// "up to date with peers".
+func TestCRDTDocsSaysCatchingUp(t *testing.T) {
+	dir := t.TempDir()
+	n := startNode(t, 0, dir, node.DefaultAgent("alice"))
+	slow, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Close()
+	release := make(chan struct{})
+	defer close(release)
+	asked := make(chan struct{}, 1)
+	slow.SetStreamHandler(crdt.ID, func(s network.Stream) {
+		asked <- struct{}{}
+		<-release
+		s.Reset()
+	})
+	if err := n.Host().Connect(t.Context(), peer.AddrInfo{ID: slow.ID(), Addrs: slow.Addrs()}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	go func() { <-asked; cancel() }()
+	if _, err := n.Docs().Open(ctx, "plan"); err != nil {
+		t.Fatal(err)
+	}
+	out, _, code := runCLI(t, "crdt", "docs", "--data-dir", dir)
+	if code != 0 || !strings.Contains(out, "catching up") || strings.Contains(out, "up to date") {
+		t.Errorf("crdt docs while a peer has not answered: exit %d, %q", code, out)
 	}
 }
