@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -103,4 +104,47 @@ func TestForgetClosesAndDeletes(t *testing.T) {
 	if err := converged(da, again); err != nil {
 		t.Fatalf("reopened after Forget, not caught up from the peer: %v", err)
 	}
+}
+
+// TestLookupOpenForgetConcurrently: Lookups, Opens and Forgets of one
+// name at once never fail otherwise than with a NotFoundError (no topic
+// left joined twice, no validator registered twice), and a Lookup never
+// returns a document that was closed under it.
+func TestLookupOpenForgetConcurrently(t *testing.T) {
+	a, b := newReplica(t, nil, nil), newReplica(t, nil, nil)
+	connect(t, a, b)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for g := range 6 {
+		wg.Go(func() {
+			for i := range 8 {
+				switch (g + i) % 3 {
+				case 0:
+					d, err := b.m.Lookup(ctx, "x")
+					if err != nil && !errors.As(err, new(*crdt.NotFoundError)) {
+						t.Errorf("Lookup: %v", err)
+					}
+					if err == nil && d.Info().Name != "x" {
+						t.Error("Lookup returned another document")
+					}
+				case 1:
+					if _, err := b.m.Open(ctx, "x"); err != nil {
+						t.Errorf("Open: %v", err)
+					}
+				case 2:
+					if err := b.m.Forget("x"); err != nil && !errors.As(err, new(*crdt.NotFoundError)) {
+						t.Errorf("Forget: %v", err)
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	// Whatever happened, the name opens, takes a write and reaches a.
+	d := open(t, b, "x")
+	if err := d.Set(ctx, "w@"+b.h.ID().String(), "/k", json.RawMessage(`1`)); err != nil {
+		t.Fatal(err)
+	}
+	da := open(t, a, "x")
+	waitfor.Eventually(t, 5*time.Second, func() error { return converged(da, d) })
 }

@@ -305,8 +305,12 @@ func (m *Manager) Lookup(ctx context.Context, name string) (*Doc, error) {
 	}
 	d.waitReady(ctx)
 	m.mu.Lock()
-	drop := d.probe && m.docs[name] == d && d.unknown()
-	if !drop {
+	if m.docs[name] != d {
+		// Another Lookup found nothing and closed it, or Forget did.
+		m.mu.Unlock()
+		return nil, &NotFoundError{Doc: name}
+	}
+	if !d.probe || !d.unknown() {
 		d.probe = false
 		m.mu.Unlock()
 		return d, nil
