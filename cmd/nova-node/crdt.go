@@ -32,9 +32,10 @@ connects.
   del PATH           delete a value or a subtree ("deleted PATH from DOC")
   add / remove PATH JSON   add to / remove from a set (add wins); says what
                      it did and how many elements the set holds
-  get [PATH]         print a document; DOC_NOT_FOUND if no node near holds it
-  forget             close a document here and delete its local copy
   incr PATH [N]      add N (default 1, negative to subtract) to a counter
+  get [PATH]         print a document (DOC_NOT_FOUND, creating nothing, when
+                     neither this node nor a connected peer holds it)
+  forget             close a document here and delete this node's copy
 
 A path keeps its kind: add/remove on a path that holds a value other than a
 set, or incr on one that holds no integer, is refused (DOC_TYPE_MISMATCH);
