@@ -18,6 +18,7 @@ func (nopStore) AppendDelta(string, []byte) error         { return nil }
 func (nopStore) AppendDeltas(string, [][]byte) error      { return nil }
 func (nopStore) SaveDoc(string, []byte) error             { return nil }
 func (nopStore) DocNames() ([]string, error)              { return nil, nil }
+func (nopStore) DeleteDoc(string) error                   { return nil }
 
 // pubsubHost is a loopback host with GossipSub running until ctx ends; the
 // host closes with the test.

@@ -301,7 +301,14 @@ func (m *Manager) serve(s network.Stream) {
 	} else {
 		d.mu.Lock()
 		ups = d.log.since(req.summary())
+		ahead := askerAhead(req.Holding, d.log.d.Clock())
 		d.mu.Unlock()
+		if ahead {
+			// The question shows what the asker holds: what it has and
+			// this node lacks (an update it published before it could
+			// reach this node, say) is asked for at once.
+			d.catchUpFrom(p)
+		}
 		if len(req.Pending) > 0 {
 			skip := make(map[Hash]bool, len(req.Pending))
 			for _, h := range req.Pending {
@@ -346,6 +353,17 @@ func (m *Manager) serve(s network.Stream) {
 	if err := bw.Flush(); err != nil {
 		s.Reset()
 	}
+}
+
+// askerAhead reports whether a catch-up request's summary names, for some
+// replica, a higher update than clock holds.
+func askerAhead(holding []summaryWire, clock delta.VersionVector) bool {
+	for _, h := range holding {
+		if h.Last > clock[h.Replica] {
+			return true
+		}
+	}
+	return false
 }
 
 // A peer whose catch-up answer held a forged or invalid update is not

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"slices"
 	"time"
 
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
@@ -49,6 +50,11 @@ func (d *Doc) logSum() []byte {
 	return h.Sum(nil)
 }
 
+// joinDigestGap is the least time between two digests sent because
+// peers joined (a peer joining and leaving in a loop makes at most one
+// digest per gap).
+const joinDigestGap = 100 * time.Millisecond
+
 func (d *Doc) startDigest() error {
 	name := DigestTopic(d.m.swarm, d.name)
 	t, err := d.m.ps.Join(name)
@@ -61,9 +67,68 @@ func (d *Doc) startDigest() error {
 		return err
 	}
 	d.dtopic, d.dsub = t, sub
-	d.m.wg.Go(d.digestLoop)
-	d.m.wg.Go(d.digestReader)
+	for _, t := range []*pubsub.Topic{d.topic, d.dtopic} {
+		h, err := t.EventHandler()
+		if err != nil {
+			return err // stop cancels what started
+		}
+		d.joins = append(d.joins, h)
+		d.wg.Go(func() { d.followJoins(h) })
+	}
+	d.wg.Go(d.digestLoop)
+	d.wg.Go(d.digestReader)
 	return nil
+}
+
+// followJoins asks for a digest at once whenever a peer joins one of the
+// document's topics (h follows one) and this node wrote the document in
+// the last digestForce. An update this node published before it knew that
+// the peer follows the document never reached it; the digest shows the
+// peer what it lacks, and the peer asks for a catch-up then, not at the
+// next periodic digest. A peer's joins of the two topics may come in
+// either order, and far apart: a digest goes out on each. (An update
+// published before the peer could be sent anything at all, right after
+// connecting, is found by the catch-up each side asks of the other then:
+// see serve.)
+func (d *Doc) followJoins(h *pubsub.TopicEventHandler) {
+	for {
+		ev, err := h.NextPeerEvent(d.ctx)
+		if err != nil {
+			return
+		}
+		if ev.Type != pubsub.PeerJoin {
+			continue
+		}
+		// GossipSub learns a new peer's topics before it can send to the
+		// peer (it waits for its own identify of the peer): a digest sent
+		// then is lost. Wait until it can, up to joinSendableWait.
+		for wait := time.Millisecond; !slices.Contains(d.dtopic.ListPeers(), ev.Peer); wait *= 2 {
+			if wait > joinSendableWait {
+				break
+			}
+			select {
+			case <-d.ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+		}
+		select {
+		case d.digestNow <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// joinSendableWait bounds how long followJoins waits for a joining peer
+// to become reachable through GossipSub (about 1 s in all, in doubling
+// steps from 1 ms).
+const joinSendableWait = 512 * time.Millisecond
+
+// wroteSince reports whether this node wrote the document after t.
+func (d *Doc) wroteSince(t time.Time) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.lastLocal.After(t)
 }
 
 func (d *Doc) digestLoop() {
@@ -73,32 +138,45 @@ func (d *Doc) digestLoop() {
 	var lastSum []byte
 	lastSent := time.Time{}
 	for {
+		force := false
 		select {
-		case <-d.m.ctx.Done():
+		case <-d.ctx.Done():
 			return
 		case <-t.C:
+		case <-d.digestNow:
+			force = true
+		}
+		if force && !d.wroteSince(time.Now().Add(-digestForce)) {
+			continue
 		}
 		clock := d.Clock()
 		sum := d.logSum()
-		if len(clock) == 0 || (clock.Compare(last) == delta.Equal && bytes.Equal(sum, lastSum) && time.Since(lastSent) < digestForce) {
+		if len(clock) == 0 || (!force && clock.Compare(last) == delta.Equal && bytes.Equal(sum, lastSum) && time.Since(lastSent) < digestForce) {
 			continue
 		}
 		b, err := encMode.Marshal(digest{Clock: clock, Sum: sum})
 		if err != nil {
 			continue
 		}
-		ctx, cancel := context.WithTimeout(d.m.ctx, 5*time.Second)
+		ctx, cancel := context.WithTimeout(d.ctx, 5*time.Second)
 		if d.dtopic.Publish(ctx, b) == nil {
 			last, lastSum, lastSent = clock, sum, time.Now()
 		}
 		cancel()
+		if force {
+			select {
+			case <-d.ctx.Done():
+				return
+			case <-time.After(joinDigestGap):
+			}
+		}
 	}
 }
 
 func (d *Doc) digestReader() {
 	self := d.m.h.ID()
 	for {
-		pm, err := d.dsub.Next(d.m.ctx)
+		pm, err := d.dsub.Next(d.ctx)
 		if err != nil {
 			return
 		}
@@ -246,15 +324,15 @@ func (d *Doc) catchUpFrom(p peer.ID) {
 	}
 	d.catching[p] = false
 	d.mu.Unlock()
-	started := d.m.spawn(func() {
+	started := d.spawn(func() {
 		for {
 			asked := time.Now()
-			err := d.catchUp(d.m.ctx, p)
+			err := d.catchUp(d.ctx, p)
 			d.mu.Lock()
 			if c, ok := d.aheadBy[p]; ok && err == nil && c.at.Before(asked) {
 				delete(d.aheadBy, p) // a claim that came after the question stands
 			}
-			if !d.catching[p] || d.stopped || d.m.ctx.Err() != nil {
+			if !d.catching[p] || d.stopped || d.ctx.Err() != nil {
 				delete(d.catching, p)
 				d.mu.Unlock()
 				return

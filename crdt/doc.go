@@ -35,10 +35,19 @@
 // one frame per signed update the asker lacks, each checked as if it came
 // by gossip. A replica whose digests differ below the asker's highest dot
 // (an equivocating replica) is sent whole, so every honest node ends with
-// every valid update. Catch-up runs when a document is opened, when a peer
-// that speaks the protocol connects, when a gap shows, when a peer's
-// digest (clock and log digest, on <doc topic>/clock) differs, and every
-// CatchupInterval with a random topic peer.
+// every valid update. Catch-up runs when a document is opened (to every
+// connected peer at once; Open returns when they answered), when a peer
+// that speaks the protocol connects, when a gap shows, when a peer's digest
+// (clock and log digest, on <doc topic>/clock) differs, when a peer's own
+// catch-up question shows it holds updates this node lacks, and every
+// CatchupInterval with a random topic peer. A node that wrote a document in
+// the last 10 s also sends its digest when a peer joins the document's
+// topics: an update published before GossipSub could reach that peer is
+// found at once, not at the next periodic digest.
+//
+// A document stays open until Forget (which also deletes it from the
+// Store) or Close. Lookup opens a document only if this node or a
+// connected peer holds it, and leaves nothing behind otherwise.
 //
 // Storage: each document is its signed log (Store: a state record marking
 // the format, then one signed update per entry, in the order applied),

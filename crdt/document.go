@@ -24,17 +24,29 @@ type Doc struct {
 	dtopic *pubsub.Topic
 	dsub   *pubsub.Subscription
 
-	mu       sync.Mutex
-	log      *docLog
-	marked   bool // the store holds this document in the signed format
-	watchers map[*Watch]struct{}
-	stopped  bool
-	aheadBy  map[peer.ID]claim // what each peer's latest digest showed this node lacking (see claim)
-	catching map[peer.ID]bool  // catch-ups under way, and whether one more was asked for (see catchUpFrom)
-	gapPeer  peer.ID           // the neighbour that forwarded the last update held for a gap
-	unsaved  [][]byte          // received updates applied, not yet in the store (see flush)
-	saved    time.Time         // when the first of unsaved was applied
-	saveMu   sync.Mutex        // one flush at a time; taken before mu, never under it
+	ctx    context.Context    // ends when the document stops
+	cancel context.CancelFunc //
+	wg     sync.WaitGroup     // the document's goroutines (see spawn)
+	ready  chan struct{}      // closed when the first catch-up is answered (see startCatchUp)
+	// digestNow asks digestLoop for a digest at once: a peer joined the
+	// document's digest topic (see followJoins).
+	digestNow chan struct{}
+	joins     []*pubsub.TopicEventHandler // peers joining the document's topics (see followJoins)
+	probe     bool                        // opened by Lookup alone; under m.mu
+
+	mu        sync.Mutex
+	opening   int       // catch-ups of the first round not answered yet
+	lastLocal time.Time // when this node last wrote the document
+	log       *docLog
+	marked    bool // the store holds this document in the signed format
+	watchers  map[*Watch]struct{}
+	stopped   bool
+	aheadBy   map[peer.ID]claim // what each peer's latest digest showed this node lacking (see claim)
+	catching  map[peer.ID]bool  // catch-ups under way, and whether one more was asked for (see catchUpFrom)
+	gapPeer   peer.ID           // the neighbour that forwarded the last update held for a gap
+	unsaved   [][]byte          // received updates applied, not yet in the store (see flush)
+	saved     time.Time         // when the first of unsaved was applied
+	saveMu    sync.Mutex        // one flush at a time; taken before mu, never under it
 }
 
 // takeGapPeer returns and forgets the neighbour that forwarded the last
@@ -203,6 +215,7 @@ func (d *Doc) mutate(ctx context.Context, agent string, f func() (*delta.Delta, 
 		return err
 	}
 	d.notifyLocked(Change{Doc: d.name, Source: agent, Paths: x.Paths(), Clock: d.log.d.Clock()})
+	d.lastLocal = time.Now()
 	d.mu.Unlock()
 	if err := d.topic.Publish(ctx, u.Raw); err != nil {
 		// Stored locally; peers will get it by catch-up.
@@ -344,7 +357,7 @@ func (d *Doc) validate(_ context.Context, _ peer.ID, pm *pubsub.Message) pubsub.
 
 func (d *Doc) readLoop() {
 	for {
-		pm, err := d.sub.Next(d.m.ctx)
+		pm, err := d.sub.Next(d.ctx)
 		if err != nil {
 			return
 		}
@@ -430,6 +443,72 @@ func (d *Doc) recheck() {
 	d.afterAddLocked(d.log.recheck(), "", true)
 }
 
+// spawn runs f as one of the document's goroutines, unless it stopped.
+func (d *Doc) spawn(f func()) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.stopped {
+		return false
+	}
+	d.wg.Go(f)
+	return true
+}
+
+// startCatchUp sends the document's first catch-up, at once, to every
+// connected peer (a peer that does not hold the document answers so at
+// once), and closes d.ready when all have answered.
+func (d *Doc) startCatchUp() {
+	peers := d.m.h.Network().Peers()
+	d.mu.Lock()
+	d.opening = len(peers)
+	d.mu.Unlock()
+	for _, p := range peers {
+		if !d.spawn(func() {
+			_ = d.catchUp(d.ctx, p)
+			d.answered()
+		}) {
+			d.answered()
+		}
+	}
+	if len(peers) == 0 {
+		close(d.ready)
+	}
+}
+
+// answered counts one answer (or failure) of the first catch-up.
+func (d *Doc) answered() {
+	d.mu.Lock()
+	d.opening--
+	last := d.opening == 0
+	d.mu.Unlock()
+	if last {
+		close(d.ready)
+	}
+}
+
+// waitReady waits until the first catch-up is answered, openWait passed
+// or ctx ended.
+func (d *Doc) waitReady(ctx context.Context) {
+	t := time.NewTimer(openWait)
+	defer t.Stop()
+	select {
+	case <-d.ready:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// unknown reports whether the document holds nothing: no update applied
+// or held, nothing in the store.
+func (d *Doc) unknown() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.log.order) == 0 && d.log.pendingCount() == 0 && len(d.unsaved) == 0 && !d.marked
+}
+
+// stop ends the document: what was received and not stored yet is stored,
+// watchers end, its goroutines and catch-ups are told to stop (close
+// waits for them).
 func (d *Doc) stop() {
 	d.mu.Lock()
 	if d.stopped {
@@ -445,12 +524,45 @@ func (d *Doc) stop() {
 		close(w.c)
 	}
 	d.mu.Unlock()
+	d.cancel()
+	for _, h := range d.joins {
+		h.Cancel()
+	}
 	d.sub.Cancel()
 	_ = d.m.ps.UnregisterTopicValidator(Topic(d.m.swarm, d.name))
 	_ = d.topic.Close()
 	if d.dsub != nil {
 		d.dsub.Cancel()
 		_ = d.dtopic.Close()
+	}
+}
+
+// close stops the document, waits for its goroutines and for a store
+// write under way, and leaves its topics, so that it can be opened again.
+func (d *Doc) close() {
+	d.stop()
+	d.wg.Wait()
+	d.saveMu.Lock() // a flush that took its batch before stop writes it first
+	d.saveMu.Unlock()
+	leave(d.sub, d.topic)
+	if d.dsub != nil {
+		leave(d.dsub, d.dtopic)
+	}
+}
+
+// leave waits until GossipSub dropped the cancelled subscription sub (its
+// channel closes), then closes its topic: a topic with a subscription
+// left cannot close, and could not be joined again.
+func leave(sub *pubsub.Subscription, t *pubsub.Topic) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for {
+		if _, err := sub.Next(ctx); err != nil {
+			break
+		}
+	}
+	if err := t.Close(); err != nil {
+		log.Debugw("cannot leave document topic", "topic", t.String(), "err", err)
 	}
 }
 
@@ -469,6 +581,10 @@ type Info struct {
 	// Equivocating lists replicas seen signing two updates with the same
 	// dots (a security event was raised for each).
 	Equivocating []string `json:"equivocating,omitempty"`
+	// CatchingUp: a catch-up asked of a peer has not been answered yet
+	// (the one sent when the document opened, or a later one); until it
+	// is, the document may lack what that peer holds.
+	CatchingUp bool `json:"catchingUp"`
 }
 
 // Info returns the document's summary.
@@ -478,5 +594,5 @@ func (d *Doc) Info() Info {
 	clock := d.log.d.Clock()
 	ahead := d.peersAheadLocked(clock, time.Now())
 	return Info{Name: d.name, Clock: clock, Peers: len(d.topic.ListPeers()), Held: d.log.pendingCount(), Paths: len(d.log.d.Paths()),
-		PeersAhead: ahead, Updates: len(d.log.order), Equivocating: d.log.forkedList()}
+		PeersAhead: ahead, Updates: len(d.log.order), Equivocating: d.log.forkedList(), CatchingUp: d.opening > 0 || len(d.catching) > 0}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"regexp"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -61,6 +62,9 @@ type Store interface {
 	// SaveDoc replaces the state record and empties the log, atomically.
 	SaveDoc(name string, state []byte) error
 	DocNames() ([]string, error)
+	// DeleteDoc removes the document's state record and log (nothing
+	// when it holds none).
+	DeleteDoc(name string) error
 }
 
 // SourceCheck decides whether an update to document doc, made by agent
@@ -151,6 +155,7 @@ type Manager struct {
 
 	mu      sync.Mutex
 	docs    map[string]*Doc
+	closing map[string]chan struct{} // documents being closed; closed when done (see closeDoc)
 	started bool
 	closed  bool
 
@@ -185,7 +190,7 @@ func New(h host.Host, ps *pubsub.PubSub, swarm string, store Store, opts ...Opti
 	}
 	m := &Manager{h: h, key: key, ps: ps, swarm: swarm, replica: h.ID().String(), store: store, interval: c.interval,
 		check: c.check, events: c.events, repair: c.repair,
-		docs: map[string]*Doc{}, heldKick: make(chan struct{}, 1), log: log.With("self", h.ID().String()[len(h.ID().String())-6:])}
+		docs: map[string]*Doc{}, closing: map[string]chan struct{}{}, heldKick: make(chan struct{}, 1), log: log.With("self", h.ID().String()[len(h.ID().String())-6:])}
 	return m, nil
 }
 
@@ -221,7 +226,10 @@ func (m *Manager) Start(ctx context.Context) error {
 	return nil
 }
 
-// Close stops every document and waits for every goroutine. Idempotent.
+// Close stops every document (their goroutines, subscriptions and
+// catch-ups), stops serving catch-ups and following peers, and waits for
+// every goroutine it started. What was received and not stored yet is
+// stored first. Idempotent.
 func (m *Manager) Close() error {
 	m.mu.Lock()
 	if m.closed {
@@ -244,6 +252,9 @@ func (m *Manager) Close() error {
 	for _, d := range docs {
 		d.stop()
 	}
+	for _, d := range docs {
+		d.wg.Wait()
+	}
 	m.wg.Wait()
 	return nil
 }
@@ -256,54 +267,175 @@ func (m *Manager) Rejected() uint64 { return m.rejected.Load() }
 // Replica is this node's replica id.
 func (m *Manager) Replica() string { return m.replica }
 
-// Open returns the document name, opening it (from the store, then a
-// catch-up with the peers on its topic) on first use.
+// Open returns the document name, opening it on first use: from the
+// store, then a catch-up with every connected peer, sent at once. It
+// returns when those peers answered (or after openWait, or when ctx
+// ends): whoever opens a document sees it current. The document stays
+// open, listed and in sync until Forget or Close.
 func (m *Manager) Open(ctx context.Context, name string) (*Doc, error) {
+	d, err := m.open(name, false)
+	if err != nil {
+		return nil, err
+	}
+	d.waitReady(ctx)
+	return d, nil
+}
+
+// Watch opens name as Open does and subscribes to its changes before the
+// catch-up that opening sends: the watcher sees what it brings.
+func (m *Manager) Watch(ctx context.Context, name string, buffer int) (*Doc, *Watch, error) {
+	d, err := m.open(name, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	w := d.Watch(buffer)
+	d.waitReady(ctx)
+	return d, w, nil
+}
+
+// Lookup returns the document name if this node holds it or, once the
+// catch-up that opening sends has been answered, a connected peer does.
+// Otherwise it returns a *NotFoundError and leaves nothing behind: the
+// document is closed again, nothing was stored, it is not listed. A
+// document opened meanwhile by Open or Watch stays open.
+func (m *Manager) Lookup(ctx context.Context, name string) (*Doc, error) {
+	d, err := m.open(name, true)
+	if err != nil {
+		return nil, err
+	}
+	d.waitReady(ctx)
+	m.mu.Lock()
+	if m.docs[name] != d {
+		// Another Lookup found nothing and closed it, or Forget did.
+		m.mu.Unlock()
+		return nil, &NotFoundError{Doc: name}
+	}
+	if !d.probe || !d.unknown() {
+		d.probe = false
+		m.mu.Unlock()
+		return d, nil
+	}
+	delete(m.docs, name)
+	done := make(chan struct{})
+	m.closing[name] = done
+	m.mu.Unlock()
+	d.close()
+	m.mu.Lock()
+	delete(m.closing, name)
+	close(done)
+	m.mu.Unlock()
+	return nil, &NotFoundError{Doc: name}
+}
+
+// CodeDocNotFound: no document of that name on this node nor on its
+// connected peers (Lookup, Forget).
+const CodeDocNotFound = "DOC_NOT_FOUND"
+
+// NotFoundError is a document that neither this node nor, for Lookup, its
+// connected peers hold.
+type NotFoundError struct{ Doc string }
+
+func (e *NotFoundError) Error() string {
+	return fmt.Sprintf("crdt: no document %q on this node or its connected peers", e.Doc)
+}
+
+// Code is CodeDocNotFound.
+func (e *NotFoundError) Code() string { return CodeDocNotFound }
+
+// Forget closes the document name on this node and deletes what the node
+// stored of it: its goroutines and catch-ups stop, its watchers end, it
+// leaves its topics and is no longer listed. The other nodes keep their
+// copies; opening it again later catches up from them. A document neither
+// open nor stored is a *NotFoundError.
+func (m *Manager) Forget(name string) error {
+	if !ValidName(name) {
+		return fmt.Errorf("crdt: document name %q: letters, digits, '_', '.', '-', at most 64", name)
+	}
+	m.mu.Lock()
+	for {
+		if m.closed || !m.started {
+			m.mu.Unlock()
+			return errors.New("crdt: manager not running")
+		}
+		done, busy := m.closing[name]
+		if !busy {
+			break
+		}
+		m.mu.Unlock()
+		<-done
+		m.mu.Lock()
+	}
+	d := m.docs[name]
+	delete(m.docs, name)
+	done := make(chan struct{})
+	m.closing[name] = done
+	m.mu.Unlock()
+	defer func() {
+		m.mu.Lock()
+		delete(m.closing, name)
+		close(done)
+		m.mu.Unlock()
+	}()
+	if d == nil {
+		names, err := m.store.DocNames()
+		if err != nil {
+			return fmt.Errorf("crdt: list stored documents: %w", err)
+		}
+		if !slices.Contains(names, name) {
+			return &NotFoundError{Doc: name}
+		}
+	} else {
+		d.close()
+	}
+	if err := m.store.DeleteDoc(name); err != nil {
+		return fmt.Errorf("crdt: delete %s from the store: %w", name, err)
+	}
+	return nil
+}
+
+// open returns the open document name, or opens it and sends its first
+// catch-up. probe marks a document opened by Lookup (see there); any
+// other open clears the mark.
+func (m *Manager) open(name string, probe bool) (*Doc, error) {
 	if !ValidName(name) {
 		return nil, fmt.Errorf("crdt: document name %q: letters, digits, '_', '.', '-', at most 64", name)
 	}
 	m.mu.Lock()
-	if m.closed || !m.started {
+	for {
+		if m.closed || !m.started {
+			m.mu.Unlock()
+			return nil, errors.New("crdt: manager not running")
+		}
+		if d := m.docs[name]; d != nil {
+			if !probe {
+				d.probe = false
+			}
+			m.mu.Unlock()
+			return d, nil
+		}
+		done, busy := m.closing[name]
+		if !busy {
+			break
+		}
+		// Being forgotten: it leaves its topics first.
 		m.mu.Unlock()
-		return nil, errors.New("crdt: manager not running")
-	}
-	if d := m.docs[name]; d != nil {
-		m.mu.Unlock()
-		return d, nil
+		<-done
+		m.mu.Lock()
 	}
 	d, err := m.openLocked(name)
 	if err != nil {
 		m.mu.Unlock()
 		return nil, err
 	}
+	d.probe = probe
 	m.docs[name] = d
 	m.mu.Unlock()
-	// Catch up with whoever already has it, and wait (up to 2 s, or ctx) for
-	// those answers: whoever opens a document sees it current.
-	peers := m.h.Network().Peers()
-	done := make(chan struct{}, len(peers))
-	started := 0
-	for _, p := range peers {
-		if m.spawn(func() {
-			_ = d.catchUp(m.ctx, p)
-			done <- struct{}{}
-		}) {
-			started++
-		}
-	}
-	wait := time.NewTimer(2 * time.Second)
-	defer wait.Stop()
-	for ; started > 0; started-- {
-		select {
-		case <-done:
-		case <-wait.C:
-			return d, nil
-		case <-ctx.Done():
-			return d, nil
-		}
-	}
+	d.startCatchUp()
 	return d, nil
 }
+
+// openWait bounds how long Open waits for the first catch-up's answers.
+const openWait = 2 * time.Second
 
 func (m *Manager) openLocked(name string) (*Doc, error) {
 	d, err := m.load(name)
@@ -336,7 +468,8 @@ func (m *Manager) openLocked(name string) (*Doc, error) {
 		return nil, fmt.Errorf("crdt: subscribe %s: %w", topic, err)
 	}
 	d.topic, d.sub = t, sub
-	m.wg.Go(d.readLoop)
+	d.ctx, d.cancel = context.WithCancel(m.ctx)
+	d.wg.Go(d.readLoop)
 	if err := d.startDigest(); err != nil {
 		m.log.Warnw("no clock digests for this document", "doc", name, "err", err)
 	}
@@ -448,16 +581,6 @@ func (m *Manager) kickHeld() {
 	case m.heldKick <- struct{}{}:
 	default:
 	}
-}
-
-func (m *Manager) spawn(f func()) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.closed {
-		return false
-	}
-	m.wg.Go(f)
-	return true
 }
 
 func (m *Manager) doc(name string) *Doc {

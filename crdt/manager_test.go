@@ -74,6 +74,14 @@ func (s *memStore) SaveDoc(n string, b []byte) error {
 	delete(s.logs, n)
 	return nil
 }
+func (s *memStore) DeleteDoc(n string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.docs, n)
+	delete(s.logs, n)
+	return nil
+}
+
 func (s *memStore) DocNames() ([]string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -91,7 +99,7 @@ type replica struct {
 	stop  func()
 }
 
-func newReplica(t *testing.T, key crypto.PrivKey, store *memStore, opts ...crdt.Option) *replica {
+func newReplica(t testing.TB, key crypto.PrivKey, store *memStore, opts ...crdt.Option) *replica {
 	t.Helper()
 	if key == nil {
 		key, _, _ = crypto.GenerateEd25519Key(rand.Reader)
@@ -128,14 +136,14 @@ func newReplica(t *testing.T, key crypto.PrivKey, store *memStore, opts ...crdt.
 	return r
 }
 
-func connect(t *testing.T, a, b *replica) {
+func connect(t testing.TB, a, b *replica) {
 	t.Helper()
 	if err := a.h.Connect(context.Background(), peer.AddrInfo{ID: b.h.ID(), Addrs: b.h.Addrs()}); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func open(t *testing.T, r *replica, name string) *crdt.Doc {
+func open(t testing.TB, r *replica, name string) *crdt.Doc {
 	t.Helper()
 	d, err := r.m.Open(context.Background(), name)
 	if err != nil {

@@ -9,14 +9,21 @@ import (
 	"net/http"
 	"sort"
 
+	bolt "go.etcd.io/bbolt"
+
 	"github.com/nova-node/nova-node/crdt"
 	"github.com/nova-node/nova-node/node/localapi"
 )
 
-// ApplyDocOp opens the document if needed and applies op. The writing
-// agent and the document's write rule are checked first: a refused write
-// leaves no document behind.
+// ApplyDocOp opens the document if needed and applies op. The operation,
+// the writing agent and the document's write rule are checked first: a
+// refused write leaves no document behind.
 func (n *Node) ApplyDocOp(ctx context.Context, doc string, op localapi.DocOp) (localapi.DocView, error) {
+	switch op.Op {
+	case "set", "delete", "add", "remove", "incr":
+	default:
+		return localapi.DocView{}, fmt.Errorf("node: unknown document operation %q (set, delete, add, remove, incr)", op.Op)
+	}
 	agent := op.Agent
 	if agent == "" {
 		c, ok := n.defaultAgent()
@@ -48,8 +55,6 @@ func (n *Node) ApplyDocOp(ctx context.Context, doc string, op localapi.DocOp) (l
 		err = d.SetRemove(ctx, agent, op.Path, op.Value)
 	case "incr":
 		err = d.Incr(ctx, agent, op.Path, op.By)
-	default:
-		err = fmt.Errorf("node: unknown document operation %q (set, delete, add, remove, incr)", op.Op)
 	}
 	var kind *crdt.KindError
 	if errors.As(err, &kind) {
@@ -74,18 +79,43 @@ func (e *docError) Unwrap() error { return e.err }
 
 // ReadDoc returns the document's value at path ("" for all of it),
 // opening the document (from the store, then the connected peers) if
-// needed.
+// needed, and holding it from then on, as a watch does: for programs that
+// follow a document from before its first write. The local API reads with
+// LookupDoc.
 func (n *Node) ReadDoc(ctx context.Context, doc, path string) (localapi.DocView, error) {
-	m := n.docs
-	d, err := m.Open(ctx, doc)
+	d, err := n.docs.Open(ctx, doc)
 	if err != nil {
 		return localapi.DocView{}, err
 	}
+	return docView(d, doc, path), nil
+}
 
+// LookupDoc returns the document's value at path ("" for all of it), as
+// `crdt get` shows it. A document this node does not hold is fetched from
+// the connected peers and held from then on; one that none of them holds
+// either is a *crdt.NotFoundError (localapi.CodeDocNotFound), and nothing
+// is left behind: no document is stored or listed. A document the node
+// holds, written or not (a watch opened it), is read as it is.
+func (n *Node) LookupDoc(ctx context.Context, doc, path string) (localapi.DocView, error) {
+	d, err := n.docs.Lookup(ctx, doc)
+	if err != nil {
+		return localapi.DocView{}, err
+	}
+	return docView(d, doc, path), nil
+}
+
+// ForgetDoc closes the document on this node and deletes its local copy
+// (crdt.Manager.Forget): other nodes keep theirs, and opening it again
+// fetches it from them.
+func (n *Node) ForgetDoc(doc string) error {
+	return n.docs.Forget(doc)
+}
+
+func docView(d *crdt.Doc, doc, path string) localapi.DocView {
 	v := localapi.DocView{Doc: doc, Path: path, Clock: d.Clock()}
 	if path == "" {
 		v.Value = d.JSON()
-		return v, nil
+		return v
 	}
 	val, ok := d.Get(path)
 	if !ok {
@@ -95,7 +125,26 @@ func (n *Node) ReadDoc(ctx context.Context, doc, path string) (localapi.DocView,
 	if vals := d.Values(path); len(vals) > 1 {
 		v.Values = vals
 	}
-	return v, nil
+	return v
+}
+
+// DeleteDoc removes the document's bucket (crdt.Store).
+func (c crdtStore) DeleteDoc(name string) error {
+	return c.s.db.Update(func(tx *bolt.Tx) error {
+		root := tx.Bucket(bucketCRDT)
+		if root == nil || root.Bucket([]byte(name)) == nil {
+			return nil
+		}
+		return root.DeleteBucket([]byte(name))
+	})
+}
+
+// docStatus is the HTTP status of a document request's error.
+func docStatus(err error) int {
+	if _, ok := errors.AsType[*crdt.NotFoundError](err); ok {
+		return http.StatusNotFound
+	}
+	return http.StatusBadRequest
 }
 
 func (n *Node) registerDocRoutes(mux *http.ServeMux) {
@@ -109,12 +158,20 @@ func (n *Node) registerDocRoutes(mux *http.ServeMux) {
 		writeJSON(w, 200, infos)
 	})
 	mux.HandleFunc("GET /v1/crdt/{doc}", func(w http.ResponseWriter, r *http.Request) {
-		v, err := n.ReadDoc(r.Context(), r.PathValue("doc"), r.URL.Query().Get("path"))
+		v, err := n.LookupDoc(r.Context(), r.PathValue("doc"), r.URL.Query().Get("path"))
 		if err != nil {
-			writeJSON(w, 400, apiErr(err))
+			writeJSON(w, docStatus(err), apiErr(err))
 			return
 		}
 		writeJSON(w, 200, v)
+	})
+	mux.HandleFunc("DELETE /v1/crdt/{doc}", func(w http.ResponseWriter, r *http.Request) {
+		doc := r.PathValue("doc")
+		if err := n.ForgetDoc(doc); err != nil {
+			writeJSON(w, docStatus(err), apiErr(err))
+			return
+		}
+		writeJSON(w, 200, localapi.DocForgotten{Doc: doc, Forgotten: true})
 	})
 	mux.HandleFunc("POST /v1/crdt/{doc}", func(w http.ResponseWriter, r *http.Request) {
 		var op localapi.DocOp
@@ -130,13 +187,13 @@ func (n *Node) registerDocRoutes(mux *http.ServeMux) {
 		writeJSON(w, 200, v)
 	})
 	mux.HandleFunc("GET /v1/crdt/{doc}/watch", func(w http.ResponseWriter, r *http.Request) {
-		m := n.docs
-		d, err := m.Open(r.Context(), r.PathValue("doc"))
+		// Subscribed before the catch-up that opening sends: what it
+		// brings is shown as changes.
+		_, watch, err := n.docs.Watch(r.Context(), r.PathValue("doc"), 1024)
 		if err != nil {
 			writeJSON(w, 400, apiErr(err))
 			return
 		}
-		watch := d.Watch(1024)
 		defer watch.Close()
 		serveNDJSON(w, ndjsonStream[crdt.Change]{next: func() (crdt.Change, bool) {
 			select {

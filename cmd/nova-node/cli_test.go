@@ -370,9 +370,10 @@ func TestQRCodeRendersAndHasQuietZone(t *testing.T) {
 
 func TestCRDTCommands(t *testing.T) {
 	_, _, dirA, dirB := aliceAndBob(t)
-	// Both open the document; B watches it.
-	if _, _, code := runCLI(t, "crdt", "get", "--data-dir", dirB, "plan"); code != 0 {
-		t.Fatal("get on B")
+	// No node holds the document yet: get on B creates nothing (the
+	// watch below opens it).
+	if _, errOut, code := runCLI(t, "crdt", "get", "--data-dir", dirB, "plan"); code != 1 || !strings.Contains(errOut, "DOC_NOT_FOUND") {
+		t.Fatalf("get on B of a document nobody holds: exit %d, %q", code, errOut)
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	var w syncBuffer

@@ -30,8 +30,12 @@ connects.
 
   set PATH JSON      write a value (last writer wins; concurrent values kept)
   del PATH           delete a value or a subtree ("deleted PATH from DOC")
-  add / remove PATH JSON   add to / remove from a set (add wins)
+  add / remove PATH JSON   add to / remove from a set (add wins); says what
+                     it did and how many elements the set holds
   incr PATH [N]      add N (default 1, negative to subtract) to a counter
+  get [PATH]         print a document (DOC_NOT_FOUND, creating nothing, when
+                     neither this node nor a connected peer holds it)
+  forget             close a document here and delete this node's copy
 
 A path keeps its kind: add/remove on a path that holds a value other than a
 set, or incr on one that holds no integer, is refused (DOC_TYPE_MISMATCH);
@@ -44,7 +48,8 @@ is killed under it, it fails with NO_NODE (exit 1).`,
   nova-node crdt incr plan /done
   nova-node crdt get plan
   nova-node crdt watch plan --json
-  nova-node crdt docs`,
+  nova-node crdt docs
+  nova-node crdt forget scratch`,
 	}
 	asFlag := func(c *cobra.Command) *cobra.Command {
 		c.Flags().StringVar(&as, "as", "", "local agent the change is made as, which the document's write rules check (default: the node's first agent)")
@@ -98,6 +103,9 @@ is killed under it, it fails with NO_NODE (exit 1).`,
 					fmt.Fprintf(g.stdout, "deleted %s from %s\n", args[1], args[0])
 					return nil
 				}
+				if kind == "add" || kind == "remove" {
+					return printSetChange(g, kind, args, v)
+				}
 				return printDocView(g, v)
 			},
 		})
@@ -117,9 +125,11 @@ is killed under it, it fails with NO_NODE (exit 1).`,
 			Use:   "get DOC [PATH]",
 			Short: "Print a document, or the value at a path",
 			Long: `get prints a document (or the value at a JSON Pointer path in it). A document
-this node does not hold yet is opened: fetched from the connected peers, and held
-from then on (it is listed by ` + "`nova-node crdt docs`" + ` and kept in sync), empty ({})
-if no peer has written it.`,
+this node does not hold yet is fetched from the connected peers and held from then
+on (it is listed by ` + "`nova-node crdt docs`" + ` and kept in sync). A document that
+neither this node nor its connected peers hold is DOC_NOT_FOUND (exit 1), and
+nothing is created: ` + "`crdt set`" + ` creates a document, ` + "`crdt watch`" + ` waits for
+its first write.`,
 			Example: "  nova-node crdt get plan\n  nova-node crdt get plan /owners --json\n  nova-node crdt get swarm-3f2a... /status",
 			Args: func(cmd *cobra.Command, args []string) error {
 				if len(args) < 1 || len(args) > 2 {
@@ -140,10 +150,48 @@ if no peer has written it.`,
 					return err
 				}
 				v, err := cl.ReadDoc(cmd.Context(), args[0], path)
+				if codeOf(err, 1) == localapi.CodeDocNotFound {
+					return &exitError{code: 1, err: err, hint: fmt.Sprintf("`nova-node crdt set %s PATH JSON` creates it; "+
+						"`nova-node crdt watch %s` waits for its first write; `nova-node crdt docs` lists the documents this node holds", args[0], args[0])}
+				}
 				if err != nil {
 					return err
 				}
 				return printDocView(g, v)
+			},
+		},
+		&cobra.Command{
+			Use:   "forget DOC",
+			Short: "Close a document on this node and delete its local copy",
+			Long: `forget closes a document on this node: its watches end, the node stops
+following it and deletes what it stored of it, and ` + "`nova-node crdt docs`" + ` no
+longer lists it. The other nodes keep their copies: reading, writing or
+watching it again fetches it from them. A document this node does not hold
+is DOC_NOT_FOUND (exit 1).`,
+			Example: "  nova-node crdt forget scratch\n  nova-node crdt forget plan --json",
+			Args: func(cmd *cobra.Command, args []string) error {
+				if len(args) != 1 {
+					return &exitError{code: 2, err: fmt.Errorf("usage: nova-node crdt forget DOC")}
+				}
+				return nil
+			},
+			RunE: func(cmd *cobra.Command, args []string) error {
+				cl, err := g.client()
+				if err != nil {
+					return err
+				}
+				v, err := cl.ForgetDoc(cmd.Context(), args[0])
+				if codeOf(err, 1) == localapi.CodeDocNotFound {
+					return &exitError{code: 1, err: err, hint: "`nova-node crdt docs` lists the documents this node holds"}
+				}
+				if err != nil {
+					return err
+				}
+				if g.json {
+					return g.printJSON(v)
+				}
+				fmt.Fprintf(g.stdout, "forgot %s on this node (other nodes keep their copies)\n", args[0])
+				return nil
 			},
 		},
 		&cobra.Command{
@@ -247,6 +295,10 @@ fails with NO_NODE (exit 1).`,
 						behind = fmt.Sprintf("  peers are ahead (%d updates wait for a catch-up)", d.Held)
 					case d.PeersAhead:
 						behind = "  peers are ahead (catching up)"
+					case d.CatchingUp:
+						behind = "  catching up (a peer has not answered yet)"
+					case d.Peers == 0:
+						behind = "  no peer has it open"
 					}
 					fmt.Fprintf(g.stdout, "%-20s %d paths  %d peers  clock %s%s\n", d.Name, d.Paths, d.Peers, strings.Join(clock, " "), behind)
 				}
@@ -255,6 +307,37 @@ fails with NO_NODE (exit 1).`,
 		},
 	)
 	return root
+}
+
+// printSetChange prints what add or remove did: the element, the set and
+// how many elements it holds now. With --json, the document view, whose
+// value is the set ([] when it is empty).
+func printSetChange(g *globals, kind string, args []string, v localapi.DocView) error {
+	var elems []json.RawMessage
+	if string(v.Value) != "null" {
+		if err := json.Unmarshal(v.Value, &elems); err != nil {
+			return printDocView(g, v) // not a set: a concurrent write replaced it
+		}
+	}
+	if g.json {
+		if elems == nil {
+			v.Value = json.RawMessage("[]")
+		}
+		return g.printJSON(v)
+	}
+	verb, prep := "added", "to"
+	if kind == "remove" {
+		verb, prep = "removed", "from"
+	}
+	left := fmt.Sprintf("%d elements", len(elems))
+	switch len(elems) {
+	case 0:
+		left = "now empty"
+	case 1:
+		left = "1 element"
+	}
+	fmt.Fprintf(g.stdout, "%s %s %s %s in %s (%s)\n", verb, args[2], prep, args[1], args[0], left)
+	return nil
 }
 
 func printDocView(g *globals, v localapi.DocView) error {

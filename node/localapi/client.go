@@ -213,10 +213,18 @@ func (c *Client) Docs(ctx context.Context) ([]crdt.Info, error) {
 	return v, c.do(ctx, "GET", "/v1/crdt", nil, &v)
 }
 
-// ReadDoc reads a document at path.
+// ReadDoc reads a document at path. A document that neither the node nor
+// its connected peers hold is an error with code CodeDocNotFound.
 func (c *Client) ReadDoc(ctx context.Context, doc, path string) (DocView, error) {
 	var v DocView
 	return v, c.do(ctx, "GET", "/v1/crdt/"+doc+"?path="+url.QueryEscape(path), nil, &v)
+}
+
+// ForgetDoc closes a document on the node and deletes its local copy
+// (other nodes keep theirs).
+func (c *Client) ForgetDoc(ctx context.Context, doc string) (DocForgotten, error) {
+	var v DocForgotten
+	return v, c.do(ctx, "DELETE", "/v1/crdt/"+doc, nil, &v)
 }
 
 // ApplyDocOp changes a document.

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/nova-node/nova-node/crdt"
 	"github.com/nova-node/nova-node/protocol"
 )
 
@@ -37,6 +38,11 @@ var ErrNoNode = errors.New("node: no running nova-node on this data dir")
 // CodeDocTypeMismatch: a set or counter operation on a path that holds
 // another kind of value (crdt.KindError on the node).
 const CodeDocTypeMismatch = "DOC_TYPE_MISMATCH"
+
+// CodeDocNotFound: a read (GET /v1/crdt/{doc}) of a document that neither
+// the node nor its connected peers hold, or a forget of one the node does
+// not hold (crdt.NotFoundError on the node). Nothing is created.
+const CodeDocNotFound = crdt.CodeDocNotFound
 
 // streamBrokenError is an events stream cut off without the node saying it
 // stops. When the connection ended mid-stream (the node was killed or

@@ -150,6 +150,13 @@ type DocView struct {
 	Clock  map[string]uint64 `json:"clock"`
 }
 
+// DocForgotten is the answer to DELETE /v1/crdt/{doc} (`crdt forget`):
+// the document is closed on this node and its local copy deleted.
+type DocForgotten struct {
+	Doc       string `json:"doc"`
+	Forgotten bool   `json:"forgotten"`
+}
+
 // MCPUpgrade is the Upgrade token of the MCP relay (POST /v1/mcp): the
 // connection becomes newline-delimited JSON-RPC to the node's aggregated
 // MCP server.
