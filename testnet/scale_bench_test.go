@@ -1,0 +1,225 @@
+package testnet_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nova-node/nova-node/envelope"
+	"github.com/nova-node/nova-node/node"
+	"github.com/nova-node/nova-node/node/localapi"
+	"github.com/nova-node/nova-node/protocol"
+	"github.com/nova-node/nova-node/testnet"
+)
+
+// BenchmarkScale200 starts 200 real nodes in this process (TCP on
+// loopback; NOVA_SCALE_N changes the count) in a realistic topology: each
+// node knows only one of three bootstrap nodes, and discovery and the
+// connection manager do the rest, as for a swarm that grew from an
+// invite. It reports, once (use -benchtime 1x):
+//
+//   - findable-s: from the last node's start until every node finds three
+//     agents of other nodes, picked at random, by name;
+//   - lookup-p50-ms, lookup-p99-ms: name lookups of random agents from
+//     random nodes after that;
+//   - bcast-p50-ms, bcast-p99-ms: a broadcast until every other node
+//     delivered it (20 broadcasts, 200 ms apart);
+//   - doc-s: a document written on one node until every node holds the value;
+//   - heap-MiB/node, goroutines/node, conns/node: once idle.
+//
+// It takes several minutes on 2 cores and is never part of a plain test
+// run (benchmarks are not).
+func BenchmarkScale200(b *testing.B) {
+	n := 200
+	if v, err := strconv.Atoi(os.Getenv("NOVA_SCALE_N")); err == nil && v >= 4 {
+		n = v
+	}
+	for b.Loop() {
+		runtime.GC()
+		var before runtime.MemStats
+		runtime.ReadMemStats(&before)
+		goBefore := runtime.NumGoroutine()
+		net := testnet.New(b, n, testnet.WithTransport(testnet.TCP), testnet.WithoutLeakCheck(b),
+			testnet.WithConfig(func(i int, c *node.Config) { c.MetricsListen = "off" }))
+		started := time.Now()
+		for i := 3; i < n; i++ {
+			net.Connect(i, i%3)
+		}
+		net.Connect(1, 0)
+		net.Connect(2, 0)
+		ctx := context.Background()
+		rng := rand.New(rand.NewPCG(1, 2))
+		name := func(i int) string { return fmt.Sprintf("a%d", i) }
+
+		// Every node finds three random agents of others by name.
+		type want struct{ from, agent int }
+		var pending []want
+		for i := range n {
+			for range 3 {
+				j := rng.IntN(n - 1)
+				if j >= i {
+					j++
+				}
+				pending = append(pending, want{i, j})
+			}
+		}
+		deadline := time.Now().Add(10 * time.Minute)
+		for len(pending) > 0 && time.Now().Before(deadline) {
+			var wg sync.WaitGroup
+			var mu sync.Mutex
+			var left []want
+			sem := make(chan struct{}, 16)
+			for _, w := range pending {
+				wg.Go(func() {
+					sem <- struct{}{}
+					defer func() { <-sem }()
+					if _, err := net.Nodes[w.from].FindAgents(ctx, name(w.agent), "", "", ""); err != nil {
+						mu.Lock()
+						left = append(left, w)
+						mu.Unlock()
+					}
+				})
+			}
+			wg.Wait()
+			pending = left
+		}
+		if len(pending) > 0 {
+			b.Fatalf("%d of %d lookups still fail after 10 minutes, e.g. a%d from node %d", len(pending), 3*n, pending[0].agent, pending[0].from)
+		}
+		b.ReportMetric(time.Since(started).Seconds(), "findable-s")
+
+		// Lookup latency of random agents from random nodes.
+		var lookups []time.Duration
+		for range 200 {
+			i, j := rng.IntN(n), rng.IntN(n)
+			start := time.Now()
+			if _, err := net.Nodes[i].FindAgents(ctx, name(j), "", "", ""); err != nil {
+				b.Fatalf("lookup of a%d from node %d: %v", j, i, err)
+			}
+			lookups = append(lookups, time.Since(start))
+		}
+		reportPercentiles(b, lookups, "lookup")
+
+		// Broadcasts from node 0 until every other node delivered each.
+		got := make(map[string]map[int]time.Time)
+		var mu sync.Mutex
+		var subs []*node.Subscription
+		for i := 1; i < n; i++ {
+			sub := net.Nodes[i].Observer().Subscribe(1024, protocol.EvtMessageReceived)
+			subs = append(subs, sub)
+			go func() { // ends when sub closes
+				for e := range sub.C {
+					if e.Path != protocol.PathBroadcast {
+						continue
+					}
+					mu.Lock()
+					if got[e.EnvelopeID] == nil {
+						got[e.EnvelopeID] = map[int]time.Time{}
+					}
+					got[e.EnvelopeID][i] = time.Now()
+					mu.Unlock()
+				}
+			}()
+		}
+		var bcasts []time.Duration
+		for k := range 20 {
+			env, _ := net.Nodes[0].NewEnvelope("a0", envelope.Broadcast, envelope.TypeNotification, k)
+			start := time.Now()
+			if _, err := net.Nodes[0].Send(ctx, env); err != nil {
+				b.Fatal(err)
+			}
+			end := time.Now().Add(30 * time.Second)
+			for time.Now().Before(end) {
+				mu.Lock()
+				c := len(got[env.ID])
+				var last time.Time
+				if c == n-1 {
+					for _, t := range got[env.ID] {
+						if t.After(last) {
+							last = t
+						}
+					}
+				}
+				mu.Unlock()
+				if c == n-1 {
+					bcasts = append(bcasts, last.Sub(start))
+					break
+				}
+				time.Sleep(time.Millisecond)
+			}
+			if len(bcasts) != k+1 {
+				mu.Lock()
+				c := len(got[env.ID])
+				mu.Unlock()
+				b.Fatalf("broadcast %d reached %d of %d nodes in 30 s", k, c, n-1)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		for _, s := range subs {
+			s.Close()
+		}
+		reportPercentiles(b, bcasts, "bcast")
+
+		// A document: every node opens it, node 0 writes, until all hold it.
+		for _, nd := range net.Nodes {
+			if _, err := nd.ReadDoc(ctx, "scale", ""); err != nil {
+				b.Fatal(err)
+			}
+		}
+		start := time.Now()
+		if _, err := net.Nodes[0].ApplyDocOp(ctx, "scale", localapi.DocOp{Op: "set", Path: "/k", Value: json.RawMessage(`"v"`)}); err != nil {
+			b.Fatal(err)
+		}
+		left := slices.Collect(func(yield func(int) bool) {
+			for i := 1; i < n; i++ {
+				if !yield(i) {
+					return
+				}
+			}
+		})
+		for len(left) > 0 && time.Since(start) < 2*time.Minute {
+			left = slices.DeleteFunc(left, func(i int) bool {
+				v, err := net.Nodes[i].ReadDoc(ctx, "scale", "/k")
+				return err == nil && string(v.Value) == `"v"`
+			})
+			time.Sleep(10 * time.Millisecond)
+		}
+		if len(left) > 0 {
+			b.Fatalf("%d nodes lack the document's value after 2 minutes", len(left))
+		}
+		b.ReportMetric(time.Since(start).Seconds(), "doc-s")
+
+		runtime.GC()
+		var after runtime.MemStats
+		runtime.ReadMemStats(&after)
+		conns := 0
+		for _, nd := range net.Nodes {
+			conns += len(nd.Host().Network().Conns())
+		}
+		b.ReportMetric(float64(after.HeapInuse-before.HeapInuse)/float64(n)/(1<<20), "heap-MiB/node")
+		b.ReportMetric(float64(runtime.NumGoroutine()-goBefore)/float64(n), "goroutines/node")
+		b.ReportMetric(float64(conns)/float64(n), "conns/node")
+		for _, nd := range net.Nodes {
+			nd.Close()
+		}
+	}
+}
+
+// reportPercentiles reports the p50 and p99 of ds in milliseconds.
+func reportPercentiles(b *testing.B, ds []time.Duration, what string) {
+	slices.Sort(ds)
+	if len(ds) == 0 {
+		return
+	}
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	b.ReportMetric(ms(ds[len(ds)/2]), what+"-p50-ms")
+	b.ReportMetric(ms(ds[len(ds)*99/100]), what+"-p99-ms")
+}
