@@ -7,9 +7,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,103 +15,49 @@ import (
 	"github.com/go-jose/go-jose/v4/jwt"
 
 	"github.com/nova-node/nova-node/protocol/a2ahttp"
+	"github.com/nova-node/nova-node/protocol/a2ahttp/a2ahttptest"
 )
-
-// issuer is a local OAuth issuer: an ES256 key and its JWKS on an
-// httptest server on 127.0.0.1.
-type issuer struct {
-	key     *ecdsa.PrivateKey
-	kid     string
-	srv     *httptest.Server
-	fetches atomic.Int32
-	down    atomic.Bool
-	body    atomic.Pointer[[]byte] // served instead of the JWKS when set
-}
 
 const (
 	issuerName = "https://auth.test"
 	audience   = "nova-gateway"
 )
 
-func newIssuer(t *testing.T) *issuer {
+// issuer wraps a2ahttptest.Issuer for a test.
+type issuer struct{ *a2ahttptest.Issuer }
+
+func newIssuer(t *testing.T) issuer {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	is, err := a2ahttptest.NewIssuer(issuerName)
 	if err != nil {
 		t.Fatal(err)
 	}
-	is := &issuer{key: key, kid: "k1"}
-	is.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		is.fetches.Add(1)
-		if is.down.Load() {
-			http.Error(w, "down", http.StatusInternalServerError)
-			return
-		}
-		if b := is.body.Load(); b != nil {
-			_, _ = w.Write(*b)
-			return
-		}
-		set := jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &key.PublicKey, KeyID: is.kid, Algorithm: "ES256", Use: "sig"}}}
-		_ = json.NewEncoder(w).Encode(set)
-	}))
-	t.Cleanup(is.srv.Close)
-	return is
+	t.Cleanup(is.Close)
+	return issuer{is}
 }
 
-// claims are a token's claims; zero fields take valid defaults.
-type claims struct {
-	iss, sub, scope string
-	aud             []string
-	exp, nbf        time.Time
-	key             *ecdsa.PrivateKey // signing key (default the issuer's)
-	kid             string
-}
+// claims are a token's claims (a2ahttptest.Claims); the audience defaults
+// to the gateway's.
+type claims = a2ahttptest.Claims
 
-func (is *issuer) token(t *testing.T, c claims) string {
+func (is issuer) token(t *testing.T, c claims) string {
 	t.Helper()
-	if c.iss == "" {
-		c.iss = issuerName
+	if c.Audience == nil {
+		c.Audience = []string{audience}
 	}
-	if c.aud == nil {
-		c.aud = []string{audience}
-	}
-	if c.exp.IsZero() {
-		c.exp = time.Now().Add(time.Hour)
-	}
-	if c.key == nil {
-		c.key = is.key
-	}
-	if c.kid == "" {
-		c.kid = is.kid
-	}
-	sig, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: c.key},
-		(&jose.SignerOptions{}).WithType("at+jwt").WithHeader(jose.HeaderKey("kid"), c.kid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	std := jwt.Claims{Issuer: c.iss, Subject: firstOr(c.sub, "client-1"), Audience: c.aud, Expiry: jwt.NewNumericDate(c.exp)}
-	if !c.nbf.IsZero() {
-		std.NotBefore = jwt.NewNumericDate(c.nbf)
-	}
-	tok, err := jwt.Signed(sig).Claims(std).Claims(map[string]any{"scope": c.scope}).Serialize()
+	tok, err := is.Token(c)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return tok
 }
 
-func firstOr(s, d string) string {
-	if s == "" {
-		return d
-	}
-	return s
-}
-
-func jwtEnv(t *testing.T, is *issuer, mod func(*a2ahttp.JWTConfig)) *env {
+func jwtEnv(t *testing.T, is issuer, mod func(*a2ahttp.JWTConfig)) *env {
 	return newEnv(t, func(c *a2ahttp.Config) {
 		c.RequireAuth = true
 		c.TokenHashes = []string{a2ahttp.HashToken("static")}
 		c.JWT = &a2ahttp.JWTConfig{
-			Issuer: issuerName, Audience: audience, JWKSURL: is.srv.URL + "/jwks.json",
+			Issuer: issuerName, Audience: audience, JWKSURL: is.URL,
 			Scopes: []a2ahttp.ScopeRule{
 				{Scope: "a2a:echo", Agents: []string{"echo"}, Methods: []string{"SendMessage", "GetTask", "GetExtendedAgentCard"}},
 				{Scope: "a2a:all", Agents: []string{"*"}, Methods: []string{"*"}},
@@ -154,7 +98,7 @@ func TestJWTAuth(t *testing.T) {
 	echo, direct := e.srv.URL+"/a2a/echo/", e.srv.URL+"/a2a/direct/"
 	send := `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"hi"}]}}}`
 
-	tok := is.token(t, claims{scope: "openid a2a:echo"})
+	tok := is.token(t, claims{Scope: "openid a2a:echo"})
 	var res stream10
 	call{url: echo, version: "1.0", token: tok}.ok(t, "SendMessage", send10(user10(text10("hi")), false), &res)
 	if res.Task == nil || res.Task.Status.State != "TASK_STATE_COMPLETED" {
@@ -170,7 +114,7 @@ func TestJWTAuth(t *testing.T) {
 		{"other agent", direct, tok, "SendMessage", "a2a:all"},
 		{"method not in the scope", echo, tok, "CancelTask", "a2a:all"},
 		{"node endpoint", e.srv.URL + "/a2a/", tok, "SendMessage", "a2a:all"},
-		{"no scope", echo, is.token(t, claims{scope: "openid"}), "SendMessage", "a2a:echo a2a:all"},
+		{"no scope", echo, is.token(t, claims{Scope: "openid"}), "SendMessage", "a2a:echo a2a:all"},
 	} {
 		body := strings.Replace(send, "SendMessage", tc.method, 1)
 		resp, b := rawPost(t, tc.url, tc.token, "1.0", body)
@@ -191,12 +135,12 @@ func TestJWTAuth(t *testing.T) {
 	for _, tc := range []struct {
 		name, token, reason string
 	}{
-		{"wrong issuer", is.token(t, claims{iss: "https://evil.test", scope: "a2a:all"}), "issuer"},
-		{"wrong audience", is.token(t, claims{aud: []string{"other"}, scope: "a2a:all"}), "audience"},
-		{"expired", is.token(t, claims{exp: time.Now().Add(-time.Hour), scope: "a2a:all"}), "expired"},
-		{"not yet valid", is.token(t, claims{nbf: time.Now().Add(time.Hour), scope: "a2a:all"}), "not valid before"},
-		{"foreign key", is.token(t, claims{key: other, scope: "a2a:all"}), "signature"},
-		{"unknown key id", is.token(t, claims{key: other, kid: "k9", scope: "a2a:all"}), "key id"},
+		{"wrong issuer", is.token(t, claims{Issuer: "https://evil.test", Scope: "a2a:all"}), "issuer"},
+		{"wrong audience", is.token(t, claims{Audience: []string{"other"}, Scope: "a2a:all"}), "audience"},
+		{"expired", is.token(t, claims{Expiry: time.Now().Add(-time.Hour), Scope: "a2a:all"}), "expired"},
+		{"not yet valid", is.token(t, claims{NotBefore: time.Now().Add(time.Hour), Scope: "a2a:all"}), "not valid before"},
+		{"foreign key", is.token(t, claims{Key: other, Scope: "a2a:all"}), "signature"},
+		{"unknown key id", is.token(t, claims{Key: other, KeyID: "k9", Scope: "a2a:all"}), "key id"},
 		{"not a JWT", "a.b.c", "not a signed JWT"},
 		{"symmetric alg", hsToken(t), "not a signed JWT"},
 	} {
@@ -211,7 +155,7 @@ func TestJWTAuth(t *testing.T) {
 	call{url: direct, version: "1.0", token: "static"}.ok(t, "SendMessage", send10(user10(text10("hi")), false), nil)
 	// Keys are fetched once and cached: the unknown key id makes no
 	// refetch within JWKSMinRefetch of the last one.
-	if n := is.fetches.Load(); n != 1 {
+	if n := is.Fetches(); n != 1 {
 		t.Errorf("JWKS fetched %d times, want 1", n)
 	}
 }
@@ -232,9 +176,9 @@ func hsToken(t *testing.T) string {
 // over the size cap counts as unavailable.
 func TestJWTKeysUnavailable(t *testing.T) {
 	is := newIssuer(t)
-	is.down.Store(true)
+	is.SetDown(true)
 	e := jwtEnv(t, is, nil)
-	tok := is.token(t, claims{scope: "a2a:all"})
+	tok := is.token(t, claims{Scope: "a2a:all"})
 	resp, b := rawPost(t, e.srv.URL+"/a2a/echo/", tok, "1.0", `{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"x"}}`)
 	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" || !strings.Contains(b, "HTTP 500") {
 		t.Fatalf("issuer down: %d %s", resp.StatusCode, b)
@@ -242,9 +186,9 @@ func TestJWTKeysUnavailable(t *testing.T) {
 
 	big := []byte(`{"keys":[` + strings.Repeat(" ", 2048) + `]}`)
 	is2 := newIssuer(t)
-	is2.body.Store(&big)
+	is2.Serve(big)
 	e2 := jwtEnv(t, is2, func(c *a2ahttp.JWTConfig) { c.JWKSMaxBytes = 1024 })
-	resp, b = rawPost(t, e2.srv.URL+"/a2a/echo/", is2.token(t, claims{scope: "a2a:all"}), "1.0", `{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"x"}}`)
+	resp, b = rawPost(t, e2.srv.URL+"/a2a/echo/", is2.token(t, claims{Scope: "a2a:all"}), "1.0", `{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"x"}}`)
 	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(b, "over 1024 bytes") {
 		t.Fatalf("oversized JWKS: %d %s", resp.StatusCode, b)
 	}
@@ -294,7 +238,7 @@ func TestExtendedCard(t *testing.T) {
 	is := newIssuer(t)
 	e := jwtEnv(t, is, nil)
 	echo := e.srv.URL + "/a2a/echo/"
-	for _, tok := range []string{"static", is.token(t, claims{scope: "a2a:echo"})} {
+	for _, tok := range []string{"static", is.token(t, claims{Scope: "a2a:echo"})} {
 		var v1card struct {
 			Name, Description string
 			Capabilities      struct{ ExtendedAgentCard bool }
@@ -322,7 +266,7 @@ func TestExtendedCard(t *testing.T) {
 		t.Errorf("extended card without a token: %d", resp.StatusCode)
 	}
 	// A scope without GetExtendedAgentCard: 403.
-	resp, _ = rawPost(t, echo, is.token(t, claims{scope: "a2a:none"}), "1.0", `{"jsonrpc":"2.0","id":1,"method":"GetExtendedAgentCard"}`)
+	resp, _ = rawPost(t, echo, is.token(t, claims{Scope: "a2a:none"}), "1.0", `{"jsonrpc":"2.0","id":1,"method":"GetExtendedAgentCard"}`)
 	if resp.StatusCode != http.StatusForbidden {
 		t.Errorf("extended card without the scope: %d", resp.StatusCode)
 	}
@@ -332,7 +276,7 @@ func TestExtendedCard(t *testing.T) {
 		c.Scopes = append(c.Scopes, a2ahttp.ScopeRule{Scope: "a2a:node", Agents: []string{"*"}, Methods: []string{"GetExtendedAgentCard"}})
 	})
 	var node struct{ Skills []struct{ ID string } }
-	call{url: e2.srv.URL + "/a2a/", version: "1.0", token: is.token(t, claims{scope: "a2a:echo a2a:node"})}.ok(t, "GetExtendedAgentCard", nil, &node)
+	call{url: e2.srv.URL + "/a2a/", version: "1.0", token: is.token(t, claims{Scope: "a2a:echo a2a:node"})}.ok(t, "GetExtendedAgentCard", nil, &node)
 	if len(node.Skills) != 1 || node.Skills[0].ID != "echo" {
 		t.Errorf("node extended card skills %+v", node.Skills)
 	}
