@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -290,5 +291,50 @@ func TestExtendedCardWithoutAuth(t *testing.T) {
 	card := getJSON(t, e.srv.URL+"/a2a/echo/.well-known/agent-card.json", "1.0")
 	if caps, _ := card["capabilities"].(map[string]any); caps["extendedAgentCard"] != false {
 		t.Errorf("capabilities %v", caps)
+	}
+}
+
+// A rotated key is fetched once a token names it, but not more often than
+// JWKSMinRefetch; keys are fetched again after JWKSRefresh.
+func TestJWTKeyRotation(t *testing.T) {
+	is := newIssuer(t)
+	var now atomic.Int64
+	now.Store(time.Now().UnixNano())
+	e := newEnv(t, func(c *a2ahttp.Config) {
+		c.Now = func() time.Time { return time.Unix(0, now.Load()) }
+		c.JWT = &a2ahttp.JWTConfig{
+			Issuer: issuerName, Audience: audience, JWKSURL: is.URL,
+			Scopes: []a2ahttp.ScopeRule{{Scope: "a2a:all", Agents: []string{"*"}, Methods: []string{"*"}}},
+		}
+	})
+	get := `{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"x"}}`
+	status := func(tok string) (int, string) {
+		resp, b := rawPost(t, e.srv.URL+"/a2a/echo/", tok, "1.0", get)
+		return resp.StatusCode, resp.Header.Get("WWW-Authenticate") + b
+	}
+	if code, b := status(is.token(t, claims{Scope: "a2a:all"})); code != http.StatusOK {
+		t.Fatalf("first key: %d %s", code, b)
+	}
+	if err := is.Rotate(); err != nil {
+		t.Fatal(err)
+	}
+	rotated := is.token(t, claims{Scope: "a2a:all"})
+	if code, b := status(rotated); code != http.StatusUnauthorized || !strings.Contains(b, "key id") {
+		t.Fatalf("new key within JWKSMinRefetch: %d %s", code, b)
+	}
+	if n := is.Fetches(); n != 1 {
+		t.Fatalf("fetches %d, want 1", n)
+	}
+	now.Add(int64(31 * time.Second))
+	if code, b := status(rotated); code != http.StatusOK {
+		t.Fatalf("new key after JWKSMinRefetch: %d %s", code, b)
+	}
+	if n := is.Fetches(); n != 2 {
+		t.Fatalf("fetches %d, want 2", n)
+	}
+	now.Add(int64(11 * time.Minute))
+	status(rotated)
+	if n := is.Fetches(); n != 3 {
+		t.Fatalf("fetches after JWKSRefresh %d, want 3", n)
 	}
 }

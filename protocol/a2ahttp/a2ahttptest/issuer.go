@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -20,6 +21,7 @@ type Issuer struct {
 	Name string // the tokens' iss
 	URL  string // the JWKS URL
 
+	mu      sync.Mutex // guards key and kid
 	key     *ecdsa.PrivateKey
 	kid     string
 	srv     *httptest.Server
@@ -45,12 +47,27 @@ func NewIssuer(name string) (*Issuer, error) {
 			_, _ = w.Write(*b)
 			return
 		}
-		set := jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &key.PublicKey, KeyID: is.kid, Algorithm: "ES256", Use: "sig"}}}
+		is.mu.Lock()
+		set := jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &is.key.PublicKey, KeyID: is.kid, Algorithm: "ES256", Use: "sig"}}}
+		is.mu.Unlock()
 		w.Header().Set("Content-Type", "application/jwk-set+json")
 		_ = json.NewEncoder(w).Encode(set)
 	}))
 	is.URL = is.srv.URL + "/.well-known/jwks.json"
 	return is, nil
+}
+
+// Rotate replaces the signing key by a new one with a new key id; the JWKS
+// serves only the new key.
+func (is *Issuer) Rotate() error {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return err
+	}
+	is.mu.Lock()
+	defer is.mu.Unlock()
+	is.key, is.kid = key, is.kid+"'"
+	return nil
 }
 
 // Close stops the JWKS server.
@@ -87,12 +104,14 @@ func (is *Issuer) Token(c Claims) (string, error) {
 	if c.Expiry.IsZero() {
 		c.Expiry = time.Now().Add(time.Hour)
 	}
+	is.mu.Lock()
 	if c.Key == nil {
 		c.Key = is.key
 	}
 	if c.KeyID == "" {
 		c.KeyID = is.kid
 	}
+	is.mu.Unlock()
 	sig, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: c.Key},
 		(&jose.SignerOptions{}).WithType("at+jwt").WithHeader(jose.HeaderKey("kid"), c.KeyID))
 	if err != nil {
