@@ -251,6 +251,7 @@ func (g *Gateway) sweep() {
 
 func (g *Gateway) sweepOnce() {
 	cutoff := g.now().Add(-g.cfg.TaskTimeout)
+	g.store.dropPending(cutoff, g.isLive)
 	ids, err := g.store.stale(cutoff)
 	if err != nil {
 		log.Warnw("task sweep failed", "err", err)
