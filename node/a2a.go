@@ -76,6 +76,7 @@ func (n *Node) startA2A(ctx context.Context) error {
 	cfg.DB = n.db.db
 	cfg.BaseURL = n.cfg.A2A.BaseURL
 	cfg.TokenHashes = n.cfg.A2A.TokenHashes
+	cfg.JWT = n.cfg.A2A.JWT
 	cfg.PushAllowHosts = n.cfg.A2A.PushAllowHosts
 	if n.cfg.A2A.PushSecret != "" {
 		cfg.PushSecret, _ = hex.DecodeString(n.cfg.A2A.PushSecret) // checked by Validate
@@ -91,8 +92,8 @@ func (n *Node) startA2A(ctx context.Context) error {
 	host, _, _ := net.SplitHostPort(addr)
 	ip := net.ParseIP(host)
 	cfg.RequireAuth = !(host == "localhost" || (ip != nil && ip.IsLoopback()))
-	if cfg.RequireAuth && len(cfg.TokenHashes) == 0 {
-		return fmt.Errorf("node: a2a.listen %s is not loopback: set a2a.tokenHashes (nova-node a2a token) or listen on 127.0.0.1", addr)
+	if cfg.RequireAuth && len(cfg.TokenHashes) == 0 && cfg.JWT == nil {
+		return fmt.Errorf("node: a2a.listen %s is not loopback: set a2a.tokenHashes (nova-node a2a token) or a2a.jwt, or listen on 127.0.0.1", addr)
 	}
 	// Every request needs a token: the data dir's local token, or one of
 	// a2a.tokenHashes. On loopback the cards and /healthz too, as the

@@ -25,6 +25,7 @@ import (
 	"github.com/nova-node/nova-node/discovery"
 	"github.com/nova-node/nova-node/discovery/invite"
 	"github.com/nova-node/nova-node/mcpbridge"
+	"github.com/nova-node/nova-node/protocol/a2ahttp"
 	"github.com/nova-node/nova-node/sandbox"
 	"github.com/nova-node/nova-node/tiers"
 )
@@ -182,6 +183,12 @@ type A2AConfig struct {
 	// TokenHashes are accepted bearer tokens as hex SHA-256 (`nova-node a2a
 	// token` makes one); the tokens themselves are never stored.
 	TokenHashes []string `yaml:"tokenHashes,omitempty"`
+	// JWT accepts OAuth 2.0 access tokens (JWTs) of one issuer, checked
+	// against its JWKS, whose scopes open agents and methods: keys
+	// issuer, audience, jwksUrl, tokenUrl, scopes [{scope, agents,
+	// methods}] (docs/a2a.md, Auth). It satisfies the token requirement
+	// beyond loopback.
+	JWT *a2ahttp.JWTConfig `yaml:"jwt,omitempty"`
 	// As is the local agent that A2A clients' messages come from: its tier
 	// and sandbox apply. Default: the node's default agent, the local
 	// agent with the smallest id.
@@ -596,6 +603,8 @@ var configTypes = map[string]reflect.Type{
 	"node.MCPConfig":        reflect.TypeFor[MCPConfig](),
 	"node.AuditConfig":      reflect.TypeFor[AuditConfig](),
 	"node.CapabilityConfig": reflect.TypeFor[CapabilityConfig](),
+	"a2ahttp.JWTConfig":     reflect.TypeFor[a2ahttp.JWTConfig](),
+	"a2ahttp.ScopeRule":     reflect.TypeFor[a2ahttp.ScopeRule](),
 }
 
 // closestKey is the key of the struct yaml names typ that is one or two

@@ -15,7 +15,7 @@ import (
 
 // BenchmarkA2ASend compares, in one run, an A2A message/send through node
 // A's gateway to an agent on node B with the same agent's request/response
-// over the mesh directly from A.
+// over the mesh directly from A, and the same send over the REST binding.
 //
 //	go test -run '^$' -bench BenchmarkA2ASend -benchtime 2000x -count 3 ./testnet/
 func BenchmarkA2ASend(b *testing.B) {
@@ -50,6 +50,22 @@ func BenchmarkA2ASend(b *testing.B) {
 			out, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
 			if resp.StatusCode != 200 || !strings.Contains(string(out), `"completed"`) {
+				b.Fatalf("%d %s", resp.StatusCode, out)
+			}
+		}
+	})
+	// The same send over the v1.0 REST binding: POST .../v1/message:send.
+	b.Run("gateway-rest-send", func(b *testing.B) {
+		hc := localClient(b, a)
+		for i := 0; b.Loop(); i++ {
+			body := fmt.Sprintf(`{"message":{"messageId":"r%d","role":"ROLE_USER","parts":[{"text":"q"}]}}`, i)
+			resp, err := hc.Post(url+"v1/message:send", "application/json", strings.NewReader(body))
+			if err != nil {
+				b.Fatal(err)
+			}
+			out, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 || !strings.Contains(string(out), `"TASK_STATE_COMPLETED"`) {
 				b.Fatalf("%d %s", resp.StatusCode, out)
 			}
 		}

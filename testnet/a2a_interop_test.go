@@ -19,7 +19,8 @@ import (
 )
 
 // TestInteropA2AJSOnTestnet runs the @a2a-js/sdk clients (1.3.0 in v1.0
-// mode and in legacyCompat v0.3 mode, and 0.3.14) against node A's gateway
+// mode over JSON-RPC and over REST, in legacyCompat v0.3 mode, and 0.3.14,
+// with static tokens and JWTs of a local issuer) against node A's gateway
 // in front of agents hosted by node B of a loopback testnet: every message
 // crosses the mesh. The scenarios are protocol/a2ahttp/interop's.
 func TestInteropA2AJSOnTestnet(t *testing.T) {
@@ -32,11 +33,33 @@ func TestInteropA2AJSOnTestnet(t *testing.T) {
 		t.Skip("npm packages not installed: npm ci --prefix protocol/a2ahttp/interop")
 	}
 	const token = "interop-token"
+	is, err := a2ahttptest.NewIssuer("https://auth.test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(is.Close)
 	net := testnet.New(t, 2, testnet.WithConfig(func(i int, c *node.Config) {
 		c.A2A.Listen = "127.0.0.1:0"
 		c.A2A.TokenHashes = []string{a2ahttp.HashToken(token)}
 		c.A2A.TaskTimeout = time.Minute
+		c.A2A.PushAllowHosts = []string{"127.0.0.1"}
+		c.A2A.JWT = &a2ahttp.JWTConfig{
+			Issuer: is.Name, Audience: "nova-gateway", JWKSURL: is.URL,
+			Scopes: []a2ahttp.ScopeRule{{Scope: "a2a:echo", Agents: []string{"echo"}, Methods: []string{"SendMessage"}}},
+		}
 	}))
+	mint := func(c a2ahttptest.Claims) string {
+		c.Audience = []string{"nova-gateway"}
+		tok, err := is.Token(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok
+	}
+	jwtEnv := []string{
+		"A2A_JWT_ECHO=" + mint(a2ahttptest.Claims{Scope: "a2a:echo"}),
+		"A2A_JWT_EXPIRED=" + mint(a2ahttptest.Claims{Scope: "a2a:echo", Expiry: time.Now().Add(-time.Hour)}),
+	}
 	cards, handlers := a2ahttptest.DemoMesh(200 * time.Millisecond).Entries()
 	for i, c := range cards {
 		h := handlers[i]
@@ -54,15 +77,20 @@ func TestInteropA2AJSOnTestnet(t *testing.T) {
 	net.Connect(0, 1)
 	net.WaitForCards()
 	url := net.Nodes[0].A2AURL()
-	scenarios := []string{"card", "send-task", "send-message", "stream-order", "nonblocking-poll", "cancel-running",
-		"cancel-completed", "unknown-task", "multi-turn", "file-data-parts", "unauthorized"}
-	for _, mode := range []string{"v1", "legacy", "v03"} {
+	for _, mode := range []string{"v1", "legacy", "v03", "rest"} {
 		t.Run(mode, func(t *testing.T) {
+			scenarios := []string{"card", "send-task", "send-message", "stream-order", "nonblocking-poll", "cancel-running",
+				"cancel-completed", "unknown-task", "multi-turn", "file-data-parts", "unauthorized"}
+			if mode == "v1" || mode == "rest" {
+				// The 1.3.0 client's v1.0 surface: extended card, listTasks,
+				// push configs, resubscribe, JWT scopes.
+				scenarios = append(scenarios, "extended-card", "list-tasks", "push-config", "subscribe", "jwt")
+			}
 			ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 			defer cancel()
 			cmd := exec.CommandContext(ctx, nodeBin, "client.mjs", mode)
 			cmd.Dir = dir
-			cmd.Env = append(os.Environ(), "GATEWAY_URL="+url, "A2A_TOKEN="+token)
+			cmd.Env = append(os.Environ(), append(jwtEnv, "GATEWAY_URL="+url, "A2A_TOKEN="+token)...)
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
 			out, runErr := cmd.Output()

@@ -75,3 +75,35 @@ func TestSameListener(t *testing.T) {
 		}
 	}
 }
+
+// TestA2AJWTConfigParses: config.yaml's a2a.jwt block reaches the
+// gateway's JWTConfig (durations included), and a misspelt key is named
+// with the key meant.
+func TestA2AJWTConfigParses(t *testing.T) {
+	cfg := node.DefaultConfig()
+	err := node.ParseConfig([]byte(`
+a2a:
+  jwt:
+    issuer: https://auth.example
+    audience: nova-gateway
+    jwksUrl: https://auth.example/.well-known/jwks.json
+    tokenUrl: https://auth.example/token
+    leeway: 30s
+    scopes:
+      - scope: a2a:research
+        agents: [researcher]
+        methods: [SendMessage, GetTask]
+`), &cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := cfg.A2A.JWT
+	if j == nil || j.Issuer != "https://auth.example" || j.Leeway.Seconds() != 30 || len(j.Scopes) != 1 ||
+		j.Scopes[0].Agents[0] != "researcher" || j.Scopes[0].Methods[1] != "GetTask" {
+		t.Fatalf("a2a.jwt = %+v", j)
+	}
+	err = node.ParseConfig([]byte("a2a:\n  jwt:\n    jwksURL: https://x\n"), &cfg)
+	if err == nil || !strings.Contains(err.Error(), "jwksUrl") {
+		t.Fatalf("misspelt key: %v", err)
+	}
+}

@@ -34,6 +34,11 @@ type Config struct {
 	// the node passes its local token (<datadir>/local.token), which its
 	// owner's clients read. It does not satisfy RequireAuth.
 	LocalToken string
+	// JWT, when set, also accepts OAuth 2.0 access tokens (JWTs) of one
+	// issuer, checked against its JWKS, whose scopes open agents and
+	// methods ([JWTConfig]). It satisfies RequireAuth. Static tokens keep
+	// opening everything.
+	JWT *JWTConfig
 	// AuthAll makes every request need a token, the cards and /healthz
 	// included, not only JSON-RPC (CORS preflights of the cards excepted:
 	// browsers send them without credentials, and they carry no data).
@@ -195,8 +200,11 @@ func (c Config) Validate() error {
 	if c.DB == nil && c.DBPath == "" {
 		bad("DB", "one of DB and DBPath is required")
 	}
-	if c.RequireAuth && len(c.TokenHashes) == 0 {
-		bad("TokenHashes", "RequireAuth is set (the gateway is not on loopback) but no token is configured")
+	if c.RequireAuth && len(c.TokenHashes) == 0 && c.JWT == nil {
+		bad("TokenHashes", "RequireAuth is set (the gateway is not on loopback) but no token is configured (TokenHashes or JWT)")
+	}
+	if c.JWT != nil {
+		c.JWT.validate(bad)
 	}
 	for i, h := range c.TokenHashes {
 		if b, err := hex.DecodeString(h); err != nil || len(b) != sha256.Size {

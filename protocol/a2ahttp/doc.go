@@ -9,11 +9,14 @@
 //     with JSON-RPC, in A2A v0.3 (through github.com/a2aproject/a2a-go
 //     v0.3.3's server, with workarounds for its known bugs) and A2A v1.0 (a
 //     binding of this package over the same executor and task store),
-//     chosen per request by the A2A-Version header; the agents' cards and
-//     the node's aggregate card; /healthz. Tasks live in bbolt (capped,
+//     chosen per request by the A2A-Version header, and the A2A v1.0
+//     HTTP+JSON (REST) binding at /a2a/<agent>/v1/ and /v1/ over the same
+//     methods; the agents' cards, the node's aggregate card and the
+//     authenticated extended cards; /healthz. Tasks live in bbolt (capped,
 //     pruned, timed out), push notifications are signed webhooks with
-//     retries and SSRF checks, and bearer tokens guard everything but cards
-//     and /healthz when configured.
+//     retries and SSRF checks, and bearer tokens (static, or JWTs of one
+//     issuer checked against its JWKS, with scopes per agent and method)
+//     guard everything but cards and /healthz when configured.
 //   - [Client]: the outbound A2A client (card discovery and cache, send,
 //     stream or poll, structured results) for either wire version.
 //   - [RemoteAgent]: an external A2A agent presented to the mesh as a card

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -281,4 +282,90 @@ func FuzzServeRPC(f *testing.F) {
 			t.Fatalf("status %d, Content-Type %q, body %q", rec.Code, ct, rec.Body.Bytes())
 		}
 	})
+}
+
+// REST requests through the gateway: whatever the method, path and body,
+// the answer is an event stream, a JSON result, or a google.rpc.Status
+// error whose code is the HTTP status.
+func FuzzServeREST(f *testing.F) {
+	for _, s := range []struct{ method, path, body string }{
+		{"POST", "/message:send", `{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"hi"}]}}`},
+		{"POST", "/message:stream", `{"message":{"role":"ROLE_USER","parts":[{"data":{}}]}}`},
+		{"GET", "/tasks/t1?historyLength=2", ``},
+		{"GET", "/tasks?pageSize=1&status=TASK_STATE_COMPLETED", ``},
+		{"POST", "/tasks/t1:cancel", `{}`},
+		{"GET", "/tasks/t1:subscribe", ``},
+		{"POST", "/tasks/t1/pushNotificationConfigs", `{"url":"https://example.com/h"}`},
+		{"DELETE", "/tasks/t1/pushNotificationConfigs/p", ``},
+		{"GET", "/extendedAgentCard", ``},
+		{"PUT", "/tasks/%2F:cancel", `[]`},
+	} {
+		f.Add(s.method, s.path, []byte(s.body), true)
+		f.Add(s.method, s.path, []byte(s.body), false)
+	}
+	cfg := DefaultConfig()
+	cfg.DBPath = filepath.Join(f.TempDir(), "fuzz.db")
+	cfg.TaskTimeout = time.Second
+	cfg.PushEnabled = false
+	g, err := New(fuzzMesh{}, cfg)
+	if err != nil {
+		f.Fatal(err)
+	}
+	if err := g.Start(context.Background()); err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { _ = g.Close() })
+	f.Fuzz(func(t *testing.T, method, path string, body []byte, agent bool) {
+		if !validMethod(method) || !strings.HasPrefix(path, "/") {
+			return
+		}
+		prefix := "/v1"
+		if agent {
+			prefix = "/a2a/echo/v1"
+		}
+		u, err := url.Parse(prefix + path)
+		if err != nil || u.Host != "" || u.Scheme != "" {
+			return
+		}
+		req := httptest.NewRequest(method, "/", bytes.NewReader(body))
+		req.URL = u
+		req.RequestURI = u.RequestURI()
+		rec := httptest.NewRecorder()
+		g.ServeHTTP(rec, req)
+		ct := rec.Header().Get("Content-Type")
+		switch {
+		case strings.HasPrefix(ct, "text/event-stream"):
+		case strings.HasPrefix(ct, "application/json"):
+			var resp map[string]json.RawMessage
+			if err := json.Unmarshal(rec.Body.Bytes(), &resp); err != nil {
+				t.Fatalf("%s %s: status %d, body %q", method, u, rec.Code, rec.Body.Bytes())
+			}
+			if rec.Code == http.StatusOK {
+				return
+			}
+			var st struct {
+				Code    int    `json:"code"`
+				Status  string `json:"status"`
+				Message string `json:"message"`
+			}
+			if err := json.Unmarshal(resp["error"], &st); err != nil || st.Code != rec.Code || st.Status == "" || st.Message == "" {
+				t.Fatalf("%s %s: status %d, body %q", method, u, rec.Code, rec.Body.Bytes())
+			}
+		default:
+			t.Fatalf("%s %s: status %d, Content-Type %q, body %q", method, u, rec.Code, ct, rec.Body.Bytes())
+		}
+	})
+}
+
+// validMethod reports whether m is an HTTP method token.
+func validMethod(m string) bool {
+	if m == "" {
+		return false
+	}
+	for _, c := range m {
+		if c < 'A' || c > 'Z' {
+			return false
+		}
+	}
+	return true
 }

@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
+	"mime"
 	"net/http"
 	"net/url"
 	"strings"
@@ -35,6 +35,7 @@ type Gateway struct {
 	guard  *urlGuard
 	pusher *pusher
 	tokens localhttp.Tokens
+	jwt    *jwtVerifier // nil without Config.JWT
 
 	handler a2asrv.RequestHandler // routed, around a2a-go's handler
 	v03     http.Handler          // a2a-go's JSON-RPC handler
@@ -104,6 +105,9 @@ func New(mesh Mesh, cfg Config) (*Gateway, error) {
 	if g.tokens, err = localhttp.NewTokens([]string{cfg.LocalToken}, cfg.TokenHashes); err != nil {
 		return nil, err // Validate checked the hashes
 	}
+	if cfg.JWT != nil {
+		g.jwt = newJWTVerifier(*cfg.JWT, cfg.Now)
+	}
 	g.ctx, g.cancel = context.WithCancel(context.Background())
 	opts := []a2asrv.RequestHandlerOption{
 		a2asrv.WithTaskStore(store),
@@ -123,9 +127,7 @@ func New(mesh Mesh, cfg Config) (*Gateway, error) {
 	}
 	var routed http.Handler = http.HandlerFunc(g.route)
 	if cfg.AuthAll {
-		routed = g.tokens.Require(routed, cfg.AuthHint, func(r *http.Request) bool {
-			return r.Method == http.MethodOptions && isCardPath(r.URL.Path)
-		})
+		routed = g.requireAuth(routed)
 	}
 	g.guarded = web.Wrap(routed)
 	return g, nil
@@ -147,7 +149,7 @@ func (g *Gateway) Start(ctx context.Context) error {
 		g.pusher.start()
 	}
 	g.wg.Go(g.sweep)
-	log.Infow("A2A gateway started", "maxTasks", g.cfg.MaxTasks, "taskTimeout", g.cfg.TaskTimeout, "auth", g.tokens.Len() > 0, "authAll", g.cfg.AuthAll)
+	log.Infow("A2A gateway started", "maxTasks", g.cfg.MaxTasks, "taskTimeout", g.cfg.TaskTimeout, "auth", g.authOn(), "jwt", g.jwt != nil, "authAll", g.cfg.AuthAll)
 	return nil
 }
 
@@ -249,6 +251,7 @@ func (g *Gateway) sweep() {
 
 func (g *Gateway) sweepOnce() {
 	cutoff := g.now().Add(-g.cfg.TaskTimeout)
+	g.store.dropPending(cutoff, g.isLive)
 	ids, err := g.store.stale(cutoff)
 	if err != nil {
 		log.Warnw("task sweep failed", "err", err)
@@ -278,6 +281,13 @@ func (g *Gateway) sweepOnce() {
 // With AuthAll, every request then needs a token (401 otherwise); without,
 // JSON-RPC requests do whenever a token is configured.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// application/a2a+json, the REST binding's media type, is JSON: like
+	// application/json, a browser sends it only after a CORS preflight.
+	if r.Method == http.MethodPost {
+		if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err == nil && mt == "application/a2a+json" {
+			r.Header.Set("Content-Type", "application/json")
+		}
+	}
 	g.guarded.ServeHTTP(w, r)
 }
 
@@ -305,6 +315,8 @@ func (g *Gateway) route(w http.ResponseWriter, r *http.Request) {
 		g.serveNodeCard(w, r, true)
 	case p == "/a2a" || p == "/a2a/":
 		g.serveRPC(w, r, "")
+	case strings.HasPrefix(p, "/v1/"):
+		g.serveREST(w, r, "", strings.TrimPrefix(r.URL.EscapedPath(), "/v1"))
 	case strings.HasPrefix(p, "/a2a/"):
 		name, rest, _ := strings.Cut(p[len("/a2a/"):], "/")
 		switch rest {
@@ -315,6 +327,12 @@ func (g *Gateway) route(w http.ResponseWriter, r *http.Request) {
 		case ".well-known/agent.json":
 			g.serveAgentCard(w, r, name, true)
 		default:
+			if strings.HasPrefix(rest, "v1/") {
+				// The escaped path keeps a task id's "/" (%2F) in one segment.
+				ep := r.URL.EscapedPath()
+				g.serveREST(w, r, name, ep[strings.Index(ep, "/v1/")+len("/v1"):])
+				return
+			}
 			httpError(w, http.StatusNotFound, "not found")
 		}
 	default:
@@ -422,22 +440,15 @@ func (g *Gateway) serveAgentCard(w http.ResponseWriter, r *http.Request, name st
 	writeCard(w, r, g.agentInfo(g.base(r), name, c), legacy)
 }
 
-// authorized checks the bearer token: it reports ok, and whether a token
-// was presented at all. With no token configured, every request is.
-func (g *Gateway) authorized(r *http.Request) (ok, presented bool) {
-	if g.tokens.Len() == 0 {
-		return true, false
-	}
-	return g.tokens.Check(r)
-}
-
 // serveRPC is the JSON-RPC endpoint of agent name ("" for the node): auth
 // before anything is read, then limits, then dispatch by A2A-Version.
 func (g *Gateway) serveRPC(w http.ResponseWriter, r *http.Request, name string) {
-	if ok, presented := g.authorized(r); !ok {
-		localhttp.Unauthorized(w, presented, g.cfg.AuthHint)
+	who, err := g.authenticate(r)
+	if err != nil {
+		g.writeAuthError(w, err)
 		return
 	}
+	r = r.WithContext(withCaller(r.Context(), who))
 	if !g.serving() {
 		w.Header().Set("Retry-After", "1")
 		httpError(w, http.StatusServiceUnavailable, "gateway not running")
@@ -458,15 +469,15 @@ func (g *Gateway) serveRPC(w http.ResponseWriter, r *http.Request, name string) 
 		_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"gateway busy: too many concurrent requests"}}` + "\n"))
 		return
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, g.cfg.MaxBodyBytes+1))
-	if err != nil {
-		httpError(w, http.StatusBadRequest, "cannot read the request body")
-		return
-	}
-	if int64(len(body)) > g.cfg.MaxBodyBytes {
+	body, err := g.readBody(r)
+	if errors.Is(err, errBodyTooLarge) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusRequestEntityTooLarge)
 		_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"request body over %d bytes"}}`+"\n", g.cfg.MaxBodyBytes)
+		return
+	}
+	if err != nil {
+		httpError(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	version, ok := wireVersion(r.Header.Get(VersionHeader))
@@ -492,8 +503,9 @@ func (g *Gateway) serveRPC(w http.ResponseWriter, r *http.Request, name string) 
 			_ = json.NewEncoder(w).Encode(&resp)
 			return
 		}
-		rt.agent = c.Address()
+		rt.agent, rt.agentID, rt.name = c.Address(), c.ID, name
 	}
+	rt.base = g.base(r)
 	ctx := withRoute(r.Context(), rt)
 	if version == Version10 {
 		g.serveV1(w, r.WithContext(ctx), body)

@@ -18,6 +18,9 @@ import (
 // values) to the executor and the stores.
 type route struct {
 	agent     string // canonical address of the mesh agent ("" at the node endpoint until resolved)
+	agentID   string // its id (the name before the @)
+	name      string // the agent as the URL names it
+	base      string // URL prefix of the cards (Gateway.base)
 	version   string // Version03 or Version10
 	node      bool   // request to the node endpoint /a2a/
 	blocking  bool   // message/send waiting for the result
@@ -286,8 +289,14 @@ func (h *routed) OnDeleteTaskPushConfig(ctx context.Context, params *a2a.DeleteT
 	return fixError(h.inner.OnDeleteTaskPushConfig(ctx, params))
 }
 
+// OnGetExtendedAgentCard answers agent/getAuthenticatedExtendedCard (v0.3)
+// with the extended card (cards.go), which a2a-go does not build.
 func (h *routed) OnGetExtendedAgentCard(ctx context.Context) (*a2a.AgentCard, error) {
-	return h.inner.OnGetExtendedAgentCard(ctx)
+	ci, err := h.g.extendedInfo(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &ci.v03(false).AgentCard, nil
 }
 
 // fixError gives errors a2a-go reports as internal the code the spec

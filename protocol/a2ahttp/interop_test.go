@@ -44,22 +44,23 @@ func TestInteropA2AJS(t *testing.T) {
 		t.Skip("interop: node is not on PATH")
 	}
 
-	const token = "interop-token"
-	e := newEnv(t, func(c *a2ahttp.Config) {
-		c.RequireAuth = true
-		c.TokenHashes = []string{a2ahttp.HashToken(token)}
+	const token = "static" // jwtEnv's static token
+	is := newIssuer(t)
+	e := jwtEnv(t, is, func(c *a2ahttp.JWTConfig) {
+		c.Scopes = []a2ahttp.ScopeRule{{Scope: "a2a:echo", Agents: []string{"echo"}, Methods: []string{"SendMessage"}}}
 	})
-	scenarios := []string{
-		"card", "send-task", "send-message", "stream-order", "nonblocking-poll", "cancel-running",
-		"cancel-completed", "unknown-task", "multi-turn", "file-data-parts", "unauthorized",
+	jwtEnvVars := []string{
+		"A2A_JWT_ECHO=" + is.token(t, claims{Scope: "a2a:echo"}),
+		"A2A_JWT_EXPIRED=" + is.token(t, claims{Scope: "a2a:echo", Expiry: time.Now().Add(-time.Hour)}),
 	}
-	for _, mode := range []string{"v1", "legacy", "v03"} {
+	for _, mode := range []string{"v1", "legacy", "v03", "rest"} {
 		t.Run("client-"+mode, func(t *testing.T) {
+			scenarios := interopScenarios(mode)
 			ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 			defer cancel()
 			cmd := exec.CommandContext(ctx, node, "client.mjs", mode)
 			cmd.Dir = dir
-			cmd.Env = append(os.Environ(), "GATEWAY_URL="+e.srv.URL, "A2A_TOKEN="+token)
+			cmd.Env = append(os.Environ(), append(jwtEnvVars, "GATEWAY_URL="+e.srv.URL, "A2A_TOKEN="+token)...)
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
 			out, runErr := cmd.Output()
@@ -217,4 +218,18 @@ func startJSServer(t *testing.T, node, dir string) (map[string]string, func()) {
 		t.Fatalf("server.mjs did not start in 30 s; stderr:\n%s", stderr.String())
 	}
 	return nil, nil
+}
+
+// interopScenarios are the scenarios client.mjs runs in mode: the common
+// ones, plus the v1.0 surface of the 1.3.0 client in v1 and rest modes
+// (the extended card, listTasks, push configs, resubscribe, JWT scopes).
+func interopScenarios(mode string) []string {
+	s := []string{
+		"card", "send-task", "send-message", "stream-order", "nonblocking-poll", "cancel-running",
+		"cancel-completed", "unknown-task", "multi-turn", "file-data-parts", "unauthorized",
+	}
+	if mode == "v1" || mode == "rest" {
+		s = append(s, "extended-card", "list-tasks", "push-config", "subscribe", "jwt")
+	}
+	return s
 }

@@ -56,23 +56,38 @@ const (
 // not speak.
 var errVersionNotSupported = errors.New("version not supported")
 
-var rpcCodes = []struct {
+// rpcCode is how one A2A error crosses each binding.
+type rpcCode struct {
 	err    error
-	code   int
-	reason string // google.rpc.ErrorInfo reason (v1.0)
-}{
-	{a2a.ErrTaskNotFound, codeTaskNotFound, "TASK_NOT_FOUND"},
-	{a2a.ErrTaskNotCancelable, codeTaskNotCancelable, "TASK_NOT_CANCELABLE"},
-	{a2a.ErrPushNotificationNotSupported, codePushNotSupported, "PUSH_NOTIFICATION_NOT_SUPPORTED"},
-	{a2a.ErrUnsupportedOperation, codeUnsupportedOperation, "UNSUPPORTED_OPERATION"},
-	{a2a.ErrUnsupportedContentType, codeContentType, "CONTENT_TYPE_NOT_SUPPORTED"},
-	{a2a.ErrInvalidAgentResponse, codeInvalidAgentResponse, "INVALID_AGENT_RESPONSE"},
-	{a2a.ErrAuthenticatedExtendedCardNotConfigured, codeExtendedCard, "EXTENDED_AGENT_CARD_NOT_CONFIGURED"},
-	{errVersionNotSupported, codeVersionNotSupported, "VERSION_NOT_SUPPORTED"},
-	{a2a.ErrInvalidParams, codeInvalidParams, "INVALID_PARAMS"},
-	{a2a.ErrInvalidRequest, codeInvalidRequest, ""},
-	{a2a.ErrMethodNotFound, codeMethodNotFound, ""},
-	{a2a.ErrParseError, codeParseError, ""},
+	code   int    // JSON-RPC code
+	reason string // google.rpc.ErrorInfo reason (v1.0 JSON-RPC and REST)
+	http   int    // REST status (the spec's table)
+	grpc   string // google.rpc.Code name in the REST body ("": the status's)
+}
+
+var rpcCodes = []rpcCode{
+	{a2a.ErrTaskNotFound, codeTaskNotFound, "TASK_NOT_FOUND", http.StatusNotFound, "NOT_FOUND"},
+	{a2a.ErrTaskNotCancelable, codeTaskNotCancelable, "TASK_NOT_CANCELABLE", http.StatusBadRequest, "FAILED_PRECONDITION"},
+	{a2a.ErrPushNotificationNotSupported, codePushNotSupported, "PUSH_NOTIFICATION_NOT_SUPPORTED", http.StatusBadRequest, "FAILED_PRECONDITION"},
+	{a2a.ErrUnsupportedOperation, codeUnsupportedOperation, "UNSUPPORTED_OPERATION", http.StatusBadRequest, "FAILED_PRECONDITION"},
+	{a2a.ErrUnsupportedContentType, codeContentType, "CONTENT_TYPE_NOT_SUPPORTED", http.StatusBadRequest, "INVALID_ARGUMENT"},
+	{a2a.ErrInvalidAgentResponse, codeInvalidAgentResponse, "INVALID_AGENT_RESPONSE", http.StatusInternalServerError, "INTERNAL"},
+	{a2a.ErrAuthenticatedExtendedCardNotConfigured, codeExtendedCard, "EXTENDED_AGENT_CARD_NOT_CONFIGURED", http.StatusBadRequest, "FAILED_PRECONDITION"},
+	{errVersionNotSupported, codeVersionNotSupported, "VERSION_NOT_SUPPORTED", http.StatusBadRequest, "FAILED_PRECONDITION"},
+	{a2a.ErrInvalidParams, codeInvalidParams, "INVALID_PARAMS", http.StatusBadRequest, "INVALID_ARGUMENT"},
+	{a2a.ErrInvalidRequest, codeInvalidRequest, "", http.StatusBadRequest, "INVALID_ARGUMENT"},
+	{a2a.ErrMethodNotFound, codeMethodNotFound, "", http.StatusNotFound, "UNIMPLEMENTED"},
+	{a2a.ErrParseError, codeParseError, "", http.StatusBadRequest, "INVALID_ARGUMENT"},
+}
+
+// lookupRPCCode finds err's row of rpcCodes (nil: an internal error).
+func lookupRPCCode(err error) *rpcCode {
+	for i := range rpcCodes {
+		if errors.Is(err, rpcCodes[i].err) {
+			return &rpcCodes[i]
+		}
+	}
+	return nil
 }
 
 // toRPCError maps err to a JSON-RPC error. v1 adds the spec's ErrorInfo
@@ -83,10 +98,7 @@ func toRPCError(err error, v1 bool) *rpcError {
 	if errors.As(err, &re) {
 		return re
 	}
-	for _, c := range rpcCodes {
-		if !errors.Is(err, c.err) {
-			continue
-		}
+	if c := lookupRPCCode(err); c != nil {
 		out := &rpcError{Code: c.code, Message: err.Error()}
 		switch {
 		case v1 && c.reason != "":

@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/a2aproject/a2a-go/a2a"
@@ -46,11 +48,31 @@ type pushRecord struct {
 // tasks are deleted oldest (by creation) first; active tasks are never
 // deleted, so the count can exceed the cap while more than max tasks are
 // active.
+//
+// Saves of a blocking send (message/send, SendMessage without
+// returnImmediately) that do not end its turn stay in memory (pending):
+// the client learns the task only from the result, once the turn has ended
+// and been written, so a crash before then loses nothing it saw. Every
+// other save (and every save of a task with push configs, whose webhooks
+// hear each state) is one fsynced bbolt transaction. Reads see pending
+// saves first. This makes a blocking send one fsync instead of four.
 type taskStore struct {
 	db     *bbolt.DB
 	ownsDB bool
 	max    int
 	now    func() time.Time
+
+	// mu guards pending and serializes Save. Lock order: mu, then a bbolt
+	// write transaction; nothing takes mu inside a transaction.
+	mu      sync.Mutex
+	pending map[a2a.TaskID]*pendingRecord
+}
+
+// pendingRecord is a save kept in memory; fresh when the task is not in
+// bbolt at all yet.
+type pendingRecord struct {
+	rec   taskRecord
+	fresh bool
 }
 
 func openStore(db *bbolt.DB, ownsDB bool, max int, now func() time.Time) (*taskStore, error) {
@@ -65,7 +87,7 @@ func openStore(db *bbolt.DB, ownsDB bool, max int, now func() time.Time) (*taskS
 	if err != nil {
 		return nil, fmt.Errorf("a2ahttp: open task store: %w", err)
 	}
-	return &taskStore{db: db, ownsDB: ownsDB, max: max, now: now}, nil
+	return &taskStore{db: db, ownsDB: ownsDB, max: max, now: now, pending: map[a2a.TaskID]*pendingRecord{}}, nil
 }
 
 func (s *taskStore) close() error {
@@ -95,36 +117,87 @@ func (s *taskStore) Save(ctx context.Context, task *a2a.Task) error {
 	}
 	now := s.now().UnixNano()
 	agent := ""
+	deferred := false
 	if r := routeFrom(ctx); r != nil {
 		agent = r.agent
+		deferred = r.blocking && !r.streaming && !endsTurn(task.Status.State)
 	}
-	return s.db.Update(func(tx *bbolt.Tx) error {
-		tasks := tx.Bucket(bucketTasks)
-		id := []byte(task.ID)
-		var rec taskRecord
-		old := tasks.Get(id)
-		if old != nil {
-			if err := json.Unmarshal(old, &rec); err != nil {
-				return fmt.Errorf("a2ahttp: stored task %s: %w", task.ID, err)
-			}
-			if agent != "" && rec.Agent != agent {
-				return a2a.ErrTaskNotFound
-			}
+	if deferred {
+		// A webhook hears every state: a task with push configs is
+		// written at once.
+		if cfgs, err := s.pushList(task.ID); err != nil || len(cfgs) > 0 {
+			deferred = false
 		}
-		from := rec.State
-		if old == nil {
-			from = ""
+	}
+	id := []byte(task.ID)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.pending[task.ID]
+	// next checks the save against the task's last state (old: nil for a
+	// new task) and returns the record to store.
+	next := func(old *taskRecord) (taskRecord, error) {
+		var rec taskRecord
+		from := a2a.TaskState("")
+		if old != nil {
+			rec, from = *old, old.State
+			if agent != "" && rec.Agent != agent {
+				return rec, a2a.ErrTaskNotFound
+			}
 		}
 		if err := checkTransition(string(task.ID), from, task.Status.State); err != nil {
-			return err
+			return rec, err
 		}
 		if old == nil {
 			rec = taskRecord{Agent: agent, Created: now}
-			if err := tx.Bucket(bucketOrder).Put(orderKey(now, string(task.ID)), nil); err != nil {
+		}
+		rec.Updated, rec.State, rec.Task = now, task.Status.State, body
+		return rec, nil
+	}
+	if deferred {
+		var old *taskRecord
+		fresh := false
+		if p != nil {
+			old, fresh = &p.rec, p.fresh
+		} else {
+			r, err := s.durable(task.ID)
+			switch {
+			case errors.Is(err, a2a.ErrTaskNotFound):
+				fresh = true
+			case err != nil:
+				return err
+			default:
+				old = r
+			}
+		}
+		rec, err := next(old)
+		if err != nil {
+			return err
+		}
+		s.pending[task.ID] = &pendingRecord{rec: rec, fresh: fresh}
+		return nil
+	}
+	err = s.db.Update(func(tx *bbolt.Tx) error {
+		tasks := tx.Bucket(bucketTasks)
+		var old *taskRecord
+		raw := tasks.Get(id)
+		switch {
+		case p != nil:
+			old = &p.rec
+		case raw != nil:
+			old = new(taskRecord)
+			if err := json.Unmarshal(raw, old); err != nil {
+				return fmt.Errorf("a2ahttp: stored task %s: %w", task.ID, err)
+			}
+		}
+		rec, err := next(old)
+		if err != nil {
+			return err
+		}
+		if raw == nil {
+			if err := tx.Bucket(bucketOrder).Put(orderKey(rec.Created, string(task.ID)), nil); err != nil {
 				return err
 			}
 		}
-		rec.Updated, rec.State, rec.Task = now, task.Status.State, body
 		enc, err := json.Marshal(&rec)
 		if err != nil {
 			return err
@@ -132,11 +205,15 @@ func (s *taskStore) Save(ctx context.Context, task *a2a.Task) error {
 		if err := tasks.Put(id, enc); err != nil {
 			return err
 		}
-		if old == nil {
+		if raw == nil {
 			return s.pruneTx(tx)
 		}
 		return nil
 	})
+	if err == nil {
+		delete(s.pending, task.ID)
+	}
+	return err
 }
 
 // pruneTx deletes terminal tasks, oldest first, until at most s.max remain
@@ -210,8 +287,22 @@ func (rec *taskRecord) task() (*a2a.Task, error) {
 	return &t, nil
 }
 
-// record returns the stored record of a task.
+// record returns the record of a task: its pending save, else the stored
+// one.
 func (s *taskStore) record(id a2a.TaskID) (*taskRecord, error) {
+	s.mu.Lock()
+	p := s.pending[id]
+	if p != nil {
+		rec := p.rec
+		s.mu.Unlock()
+		return &rec, nil
+	}
+	s.mu.Unlock()
+	return s.durable(id)
+}
+
+// durable returns the record of a task in bbolt.
+func (s *taskStore) durable(id a2a.TaskID) (*taskRecord, error) {
 	var rec taskRecord
 	err := s.db.View(func(tx *bbolt.Tx) error {
 		raw := tx.Bucket(bucketTasks).Get([]byte(id))
@@ -226,22 +317,43 @@ func (s *taskStore) record(id a2a.TaskID) (*taskRecord, error) {
 	return &rec, nil
 }
 
-// count returns the number of stored tasks.
+// count returns the number of tasks, pending ones included.
 func (s *taskStore) count() int {
 	n := 0
 	_ = s.db.View(func(tx *bbolt.Tx) error {
 		n = countKeys(tx.Bucket(bucketTasks))
 		return nil
 	})
+	s.mu.Lock()
+	for _, p := range s.pending {
+		if p.fresh {
+			n++
+		}
+	}
+	s.mu.Unlock()
 	return n
 }
 
-// list returns the records of agent's tasks ("" for all), most recently
-// updated first.
+// list returns the records of agent's tasks ("" for all), pending saves
+// first, most recently updated first.
 func (s *taskStore) list(agent string) ([]*taskRecord, error) {
 	var out []*taskRecord
+	s.mu.Lock()
+	pending := make(map[a2a.TaskID]taskRecord, len(s.pending))
+	for id, p := range s.pending {
+		pending[id] = p.rec
+	}
+	s.mu.Unlock()
+	for _, rec := range pending {
+		if agent == "" || rec.Agent == agent {
+			out = append(out, &rec)
+		}
+	}
 	err := s.db.View(func(tx *bbolt.Tx) error {
-		return tx.Bucket(bucketTasks).ForEach(func(_, v []byte) error {
+		return tx.Bucket(bucketTasks).ForEach(func(k, v []byte) error {
+			if _, ok := pending[a2a.TaskID(k)]; ok {
+				return nil
+			}
 			var rec taskRecord
 			if err := json.Unmarshal(v, &rec); err != nil {
 				return nil // skip a damaged record
@@ -262,6 +374,31 @@ func (s *taskStore) list(agent string) ([]*taskRecord, error) {
 		return 0
 	})
 	return out, err
+}
+
+// dropPending forgets pending saves older than cutoff of tasks without a
+// live execution: an execution that ended without writing the end of its
+// turn (none should) leaves the stored task as the truth.
+func (s *taskStore) dropPending(cutoff time.Time, live func(a2a.TaskID) bool) {
+	// live takes the gateway's lock: call it without s.mu held.
+	old := map[a2a.TaskID]int64{}
+	s.mu.Lock()
+	for id, p := range s.pending {
+		if p.rec.Updated < cutoff.UnixNano() {
+			old[id] = p.rec.Updated
+		}
+	}
+	s.mu.Unlock()
+	for id, updated := range old {
+		if live(id) {
+			continue
+		}
+		s.mu.Lock()
+		if p := s.pending[id]; p != nil && p.rec.Updated == updated {
+			delete(s.pending, id)
+		}
+		s.mu.Unlock()
+	}
 }
 
 // stale returns the ids of submitted or working tasks last saved before

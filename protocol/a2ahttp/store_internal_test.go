@@ -240,3 +240,73 @@ func state(t *testing.T, g *Gateway, id string) a2a.TaskState {
 	}
 	return rec.State
 }
+
+// A blocking send's saves stay in memory until its turn ends, then are one
+// transaction; readers see them all along. Other saves are written at once.
+func TestStoreKeepsABlockingTurnInMemory(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.db")
+	s := openTestStore(t, path, 10, time.Now)
+	blocking := withRoute(context.Background(), &route{agent: "a", version: Version03, blocking: true})
+	for _, st := range []a2a.TaskState{a2a.TaskStateSubmitted, a2a.TaskStateWorking, a2a.TaskStateWorking} {
+		if err := s.Save(blocking, newTask("b1", st)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.durable("b1"); !errors.Is(err, a2a.ErrTaskNotFound) {
+		t.Fatalf("working turn in bbolt: %v", err)
+	}
+	if got, err := s.Get(ctxFor("a"), "b1"); err != nil || got.Status.State != a2a.TaskStateWorking {
+		t.Fatalf("Get = %v, %v", got, err)
+	}
+	if _, err := s.Get(ctxFor("other"), "b1"); !errors.Is(err, a2a.ErrTaskNotFound) {
+		t.Fatalf("another agent's Get = %v", err)
+	}
+	if recs, _ := s.list("a"); len(recs) != 1 || s.count() != 1 {
+		t.Fatalf("list %d, count %d", len(recs), s.count())
+	}
+	// A transition the lifecycle refuses is refused in memory too.
+	if err := s.Save(blocking, newTask("b1", a2a.TaskStateSubmitted)); err == nil {
+		t.Fatal("working -> submitted accepted")
+	}
+	if err := s.Save(blocking, newTask("b1", a2a.TaskStateCompleted)); err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := s.durable("b1"); err != nil || rec.State != a2a.TaskStateCompleted || rec.Agent != "a" {
+		t.Fatalf("after the turn: %+v, %v", rec, err)
+	}
+	if len(s.pending) != 0 {
+		t.Fatalf("pending %v", s.pending)
+	}
+	// A non-blocking save is written at once.
+	save(t, s, ctxFor("a"), "n1", a2a.TaskStateSubmitted)
+	if _, err := s.durable("n1"); err != nil {
+		t.Fatalf("non-blocking submitted not written: %v", err)
+	}
+	// A task with a push config is written at once: its webhook hears
+	// every state.
+	if err := s.pushSave("p1", pushRecord{Config: a2a.PushConfig{ID: "c", URL: "https://example.com/h"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Save(blocking, newTask("p1", a2a.TaskStateSubmitted)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.durable("p1"); err != nil {
+		t.Fatalf("a task with a push config kept in memory: %v", err)
+	}
+	// A pending save nobody finishes is dropped once old and not live.
+	if err := s.Save(blocking, newTask("b2", a2a.TaskStateSubmitted)); err != nil {
+		t.Fatal(err)
+	}
+	s.dropPending(time.Now().Add(time.Hour), func(id a2a.TaskID) bool { return id == "b2" })
+	if _, err := s.record("b2"); err != nil {
+		t.Fatal("a live task's pending save was dropped")
+	}
+	s.dropPending(time.Now().Add(-time.Hour), func(a2a.TaskID) bool { return false })
+	if _, err := s.record("b2"); err != nil {
+		t.Fatal("a recent pending save was dropped")
+	}
+	s.dropPending(time.Now().Add(time.Hour), func(a2a.TaskID) bool { return false })
+	if _, err := s.record("b2"); !errors.Is(err, a2a.ErrTaskNotFound) {
+		t.Fatalf("stale pending save kept: %v", err)
+	}
+}

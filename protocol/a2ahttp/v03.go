@@ -30,20 +30,23 @@ func (g *Gateway) serveV03(w http.ResponseWriter, r *http.Request, body []byte) 
 		writeRPCError(w, req.ID, fmt.Errorf("%w: not a JSON-RPC 2.0 request", a2a.ErrInvalidRequest), false)
 		return
 	}
-	target, streaming, known := v03Params(req.Method)
+	m, known := v03Methods[req.Method]
 	if !known {
 		writeRPCError(w, req.ID, fmt.Errorf("%w: %s", a2a.ErrMethodNotFound, req.Method), false)
 		return
 	}
-	if target != nil {
-		if err := decodeParams(req.Params, target); err != nil {
+	if !g.permitRPC(w, r, m.v1) {
+		return
+	}
+	if m.params != nil {
+		if err := decodeParams(req.Params, m.params()); err != nil {
 			writeRPCError(w, req.ID, err, false)
 			return
 		}
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
-	if streaming {
+	if m.streaming {
 		g.stream(w, func(sw *streamWriter) { g.v03.ServeHTTP(sw, r) })
 		return
 	}
@@ -54,33 +57,24 @@ func (g *Gateway) serveV03(w http.ResponseWriter, r *http.Request, body []byte) 
 	}
 }
 
-// v03Params returns a value to decode the params of a v0.3 method into
-// (nil when the method takes none), whether it streams, and whether the
-// method exists.
-func v03Params(method string) (target any, streaming, known bool) {
-	switch method {
-	case "message/send":
-		return new(a2a.MessageSendParams), false, true
-	case "message/stream":
-		return new(a2a.MessageSendParams), true, true
-	case "tasks/get":
-		return new(a2a.TaskQueryParams), false, true
-	case "tasks/cancel":
-		return new(a2a.TaskIDParams), false, true
-	case "tasks/resubscribe":
-		return new(a2a.TaskIDParams), true, true
-	case "tasks/pushNotificationConfig/set":
-		return new(a2a.TaskPushConfig), false, true
-	case "tasks/pushNotificationConfig/get":
-		return new(a2a.GetTaskPushConfigParams), false, true
-	case "tasks/pushNotificationConfig/list":
-		return new(a2a.ListTaskPushConfigParams), false, true
-	case "tasks/pushNotificationConfig/delete":
-		return new(a2a.DeleteTaskPushConfigParams), false, true
-	case "agent/getAuthenticatedExtendedCard":
-		return nil, false, true
-	}
-	return nil, false, false
+// v03Method is what the gateway knows of one v0.3 method.
+type v03Method struct {
+	params    func() any // a value to decode its params into (nil: it takes none)
+	streaming bool
+	v1        string // the v1.0 method it is, for scopes
+}
+
+var v03Methods = map[string]v03Method{
+	"message/send":                        {func() any { return new(a2a.MessageSendParams) }, false, "SendMessage"},
+	"message/stream":                      {func() any { return new(a2a.MessageSendParams) }, true, "SendStreamingMessage"},
+	"tasks/get":                           {func() any { return new(a2a.TaskQueryParams) }, false, "GetTask"},
+	"tasks/cancel":                        {func() any { return new(a2a.TaskIDParams) }, false, "CancelTask"},
+	"tasks/resubscribe":                   {func() any { return new(a2a.TaskIDParams) }, true, "SubscribeToTask"},
+	"tasks/pushNotificationConfig/set":    {func() any { return new(a2a.TaskPushConfig) }, false, "CreateTaskPushNotificationConfig"},
+	"tasks/pushNotificationConfig/get":    {func() any { return new(a2a.GetTaskPushConfigParams) }, false, "GetTaskPushNotificationConfig"},
+	"tasks/pushNotificationConfig/list":   {func() any { return new(a2a.ListTaskPushConfigParams) }, false, "ListTaskPushNotificationConfigs"},
+	"tasks/pushNotificationConfig/delete": {func() any { return new(a2a.DeleteTaskPushConfigParams) }, false, "DeleteTaskPushNotificationConfig"},
+	"agent/getAuthenticatedExtendedCard":  {nil, false, "GetExtendedAgentCard"},
 }
 
 // decodeParams decodes JSON-RPC params, which must be an object, into v;

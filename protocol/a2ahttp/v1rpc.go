@@ -25,6 +25,9 @@ func (g *Gateway) serveV1(w http.ResponseWriter, r *http.Request, body []byte) {
 		writeRPCError(w, req.ID, fmt.Errorf("%w: not a JSON-RPC 2.0 request", a2a.ErrInvalidRequest), true)
 		return
 	}
+	if !g.permitRPC(w, r, req.Method) {
+		return
+	}
 	ctx := r.Context()
 	res, stream, err := g.callV1(ctx, req.Method, req.Params)
 	switch {
@@ -144,7 +147,11 @@ func (g *Gateway) callV1(ctx context.Context, method string, params json.RawMess
 		return &out, nil, nil
 
 	case "GetExtendedAgentCard":
-		return nil, nil, fmt.Errorf("%w: this agent has no extended card", a2a.ErrUnsupportedOperation)
+		ci, err := g.extendedInfo(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		return ci.v1(), nil, nil
 	}
 	return nil, nil, fmt.Errorf("%w: %s", a2a.ErrMethodNotFound, method)
 }

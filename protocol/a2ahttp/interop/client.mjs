@@ -5,9 +5,12 @@
 //   legacy  @a2a-js/sdk 1.3.0 with legacyCompat (A2A v0.3 wire), from the
 //           pre-0.3 card path .well-known/agent.json (a v0.3-only card)
 //   v03     @a2a-js/sdk 0.3.14 (A2A v0.3 wire)
+//   rest    @a2a-js/sdk 1.3.0 with its REST transport (A2A v1.0 HTTP+JSON
+//           binding), chosen from the card's HTTP+JSON interface
 //
 // Environment: GATEWAY_URL (e.g. http://127.0.0.1:4712), A2A_TOKEN (the
-// bearer token the gateway accepts). The gateway must front the
+// bearer token the gateway accepts), and for the jwt scenario (v1, rest)
+// A2A_JWT_ECHO (a JWT whose scopes open echo only) and A2A_JWT_EXPIRED. The gateway must front the
 // deterministic agents of a2ahttptest.DemoMesh (echo, direct, slow, wait,
 // ask). Prints one JSON line per scenario, {"scenario","ok","detail"}, then
 // {"done":true,"passed":N,"failed":M}; exits 1 if a scenario failed.
@@ -16,16 +19,17 @@ import { randomUUID } from 'node:crypto';
 const mode = process.argv[2];
 const BASE = (process.env.GATEWAY_URL || '').replace(/\/$/, '');
 const TOKEN = process.env.A2A_TOKEN || '';
-if (!['v1', 'legacy', 'v03'].includes(mode) || !BASE) {
-  console.error('usage: GATEWAY_URL=... A2A_TOKEN=... node client.mjs v1|legacy|v03');
+if (!['v1', 'legacy', 'v03', 'rest'].includes(mode) || !BASE) {
+  console.error('usage: GATEWAY_URL=... A2A_TOKEN=... node client.mjs v1|legacy|v03|rest');
   process.exit(2);
 }
 
-const authFetch = (url, init = {}) => {
+const fetchWith = (token) => (url, init = {}) => {
   const headers = new Headers(init.headers);
-  if (TOKEN) headers.set('Authorization', `Bearer ${TOKEN}`);
+  if (token) headers.set('Authorization', `Bearer ${token}`);
   return fetch(url, { ...init, headers });
 };
+const authFetch = fetchWith(TOKEN);
 
 const STATES = ['unspecified', 'submitted', 'working', 'completed', 'failed', 'canceled', 'input-required', 'rejected', 'auth-required'];
 
@@ -140,10 +144,17 @@ async function makeApi() {
 
   const sdk = await import('@a2a-js/sdk/client');
   const legacy = mode === 'legacy' ? { legacyCompat: { enabled: true } } : {};
-  const factory = new sdk.ClientFactory(sdk.ClientFactoryOptions.createFrom(sdk.ClientFactoryOptions.default, {
-    transports: [new sdk.JsonRpcTransportFactory({ fetchImpl: authFetch, ...legacy })],
-    cardResolver: new sdk.DefaultAgentCardResolver({ fetchImpl: authFetch, ...legacy }),
+  // rest: only the REST transport gets the token, and it is preferred, so
+  // a JSON-RPC request would fail with 401.
+  const factoryWith = (fetchImpl) => new sdk.ClientFactory(sdk.ClientFactoryOptions.createFrom(sdk.ClientFactoryOptions.default, mode === 'rest' ? {
+    transports: [new sdk.RestTransportFactory({ fetchImpl })],
+    cardResolver: new sdk.DefaultAgentCardResolver({ fetchImpl }),
+    preferredTransports: ['HTTP+JSON'],
+  } : {
+    transports: [new sdk.JsonRpcTransportFactory({ fetchImpl, ...legacy })],
+    cardResolver: new sdk.DefaultAgentCardResolver({ fetchImpl, ...legacy }),
   }));
+  const factory = factoryWith(authFetch);
   const cardPath = mode === 'legacy' ? '.well-known/agent.json' : undefined;
   const clients = {};
   const client = async (agent) => (clients[agent] ??= await factory.createFromUrl(`${BASE}/a2a/${agent}/`, cardPath));
@@ -177,13 +188,19 @@ async function makeApi() {
     get: async (agent, id) => normTaskCore(await (await client(agent)).getTask({ id })),
     cancel: async (agent, id) => normTaskCore(await (await client(agent)).cancelTask({ id })),
     clientWithoutToken: async (agent) => {
-      const f = new sdk.ClientFactory(sdk.ClientFactoryOptions.createFrom(sdk.ClientFactoryOptions.default, {
-        transports: [new sdk.JsonRpcTransportFactory({ ...legacy })],
-        cardResolver: new sdk.DefaultAgentCardResolver({ ...legacy }),
-      }));
-      const c = await f.createFromUrl(`${BASE}/a2a/${agent}/`, cardPath);
+      const c = await factoryWith(fetch).createFromUrl(`${BASE}/a2a/${agent}/`, cardPath);
       return () => c.sendMessage({ message: message([{ kind: 'text', text: 'x' }]) });
     },
+    // The 1.3.0 client's own calls, for the v1.0 scenarios.
+    raw: client,
+    message,
+    // A client of agent that sends token; the card is fetched with the
+    // gateway's token, since a local gateway asks it for its cards too.
+    withToken: async (agent, token) => {
+      const card = await (await client(agent)).getAgentCard();
+      return factoryWith(fetchWith(token)).createFromAgentCard(card);
+    },
+    transportName: async (agent) => (await client(agent)).transport?.protocolName,
   };
 }
 
@@ -216,6 +233,10 @@ const scenarios = {
     check(c.name === 'echo' && c.streaming, `card ${JSON.stringify(c)}`);
     if (mode === 'v1') check(c.version === '1.0' && c.interfaces.includes('1.0'), `v1 card ${JSON.stringify(c)}`);
     if (mode === 'legacy') check(c.version === '0.3', `legacy transport ${JSON.stringify(c)}`);
+    if (mode === 'rest') {
+      const name = await api.transportName('echo');
+      check(c.version === '1.0' && name === 'HTTP+JSON', `rest transport ${name} ${JSON.stringify(c)}`);
+    }
     return JSON.stringify(c);
   },
   'send-task': async (api) => {
@@ -313,6 +334,76 @@ const scenarios = {
     throw new Error('a send without token succeeded');
   },
 };
+
+// Scenarios of the 1.3.0 client's v1.0 surface (v1 and rest modes).
+const v1Scenarios = {
+  'extended-card': async (api) => {
+    // getAgentCard fetches the extended card when the card offers one.
+    const card = await (await api.raw('echo')).getAgentCard();
+    check(card.capabilities?.extendedAgentCard === true, `capabilities ${JSON.stringify(card.capabilities)}`);
+    check(/Mesh address echo/.test(card.description) && /Limits:/.test(card.description), `extended card description ${card.description}`);
+    return card.description.slice(0, 80);
+  },
+  'list-tasks': async (api) => {
+    const c = await api.raw('echo');
+    const sent = await c.sendMessage({ message: api.message([text('listed')]) });
+    const id = sent.id;
+    const res = await c.listTasks({ pageSize: 100, status: 3 /* TASK_STATE_COMPLETED */, includeArtifacts: true });
+    const t = res.tasks.find((x) => x.id === id);
+    check(t && t.status.state === 3 && t.artifacts.length === 1, `listTasks ${JSON.stringify(res).slice(0, 300)}`);
+    return `${res.tasks.length} tasks`;
+  },
+  'push-config': async (api) => {
+    const c = await api.raw('echo');
+    const sent = await c.sendMessage({ message: api.message([text('pushed')]) });
+    const cfg = await c.createTaskPushNotificationConfig({ taskId: sent.id, url: 'http://127.0.0.1:9/hook', token: 'tok', id: '', tenant: '' });
+    check(cfg.id && cfg.taskId === sent.id, `create ${JSON.stringify(cfg)}`);
+    const got = await c.getTaskPushNotificationConfig({ taskId: sent.id, id: cfg.id, tenant: '' });
+    check(got.url === 'http://127.0.0.1:9/hook', `get ${JSON.stringify(got)}`);
+    const list = await c.listTaskPushNotificationConfig({ taskId: sent.id, pageSize: 0, pageToken: '', tenant: '' });
+    check(list.configs.length === 1, `list ${JSON.stringify(list)}`);
+    await c.deleteTaskPushNotificationConfig({ taskId: sent.id, id: cfg.id, tenant: '' });
+    try {
+      await c.getTaskPushNotificationConfig({ taskId: sent.id, id: cfg.id, tenant: '' });
+    } catch (err) {
+      check(errorIs(err, 'TaskNotFound', -32001), `after delete: ${err?.name}: ${err?.message}`);
+      return 'create get list delete';
+    }
+    throw new Error('the deleted config is still there');
+  },
+  'subscribe': async (api) => {
+    const c = await api.raw('slow');
+    const sent = await c.sendMessage({ message: api.message([text('follow')]), configuration: { returnImmediately: true, acceptedOutputModes: [] } });
+    const out = [];
+    for await (const ev of c.resubscribeTask({ id: sent.id, tenant: '' })) {
+      const p = ev.payload;
+      out.push(p.$case === 'task' ? `task:${STATES[p.value.status.state]}` : p.$case === 'statusUpdate' ? `status:${STATES[p.value.status.state]}` : p.$case);
+    }
+    check(out[0]?.startsWith('task:') && /completed$/.test(out[out.length - 1]), `events ${out.join(' ')}`);
+    return out.join(' ');
+  },
+  'jwt': async (api) => {
+    const echoJWT = process.env.A2A_JWT_ECHO;
+    const expired = process.env.A2A_JWT_EXPIRED;
+    check(echoJWT && expired, 'A2A_JWT_ECHO and A2A_JWT_EXPIRED are not set');
+    const ok = await (await api.withToken('echo', echoJWT)).sendMessage({ message: api.message([text('jwt')]) });
+    check(ok.status?.state === 3, `send with a JWT ${JSON.stringify(ok).slice(0, 200)}`);
+    const status = async (agent, token) => {
+      try {
+        await (await api.withToken(agent, token)).sendMessage({ message: api.message([text('x')]) });
+      } catch (err) {
+        return `${err?.statusCode ?? ''} ${err?.message}`;
+      }
+      return 'ok';
+    };
+    const forbidden = await status('direct', echoJWT);
+    check(/403/.test(forbidden), `other agent with the echo scope: ${forbidden}`);
+    const unauthorized = await status('echo', expired);
+    check(/401/.test(unauthorized), `expired JWT: ${unauthorized}`);
+    return `ok, ${forbidden.slice(0, 40)}, ${unauthorized.slice(0, 40)}`;
+  },
+};
+if (mode === 'v1' || mode === 'rest') Object.assign(scenarios, v1Scenarios);
 
 const api = await makeApi();
 let passed = 0;
