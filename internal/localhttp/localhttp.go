@@ -29,8 +29,11 @@ import (
 //     Host): else 403. Browsers send Origin with every cross-origin fetch
 //     and POST; curl, the CLI and the A2A and MCP clients send none.
 //   - Content-Type: a POST that declares a Content-Type must declare
-//     application/json: else 415. This refuses what an HTML form or a
-//     preflight-free fetch can send (form encodings, text/plain).
+//     JSON, application/json or a media type with the +json suffix (the
+//     A2A REST binding's application/a2a+json): else 415. This refuses
+//     what an HTML form or a preflight-free fetch can send (form
+//     encodings, text/plain); a browser sends a JSON type only after a
+//     CORS preflight, which this server does not answer.
 //
 // Every refusal is a JSON object {"error": "..."}.
 type Guard struct {
@@ -83,7 +86,7 @@ func (g Guard) Wrap(h http.Handler) http.Handler {
 		}
 		if r.Method == http.MethodPost {
 			if ct := r.Header.Get("Content-Type"); ct != "" {
-				if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
+				if mt, _, err := mime.ParseMediaType(ct); err != nil || !isJSON(mt) {
 					refuse(w, http.StatusUnsupportedMediaType, "Content-Type must be application/json, not "+strconv.Quote(ct))
 					return
 				}
@@ -143,4 +146,10 @@ func refuse(w http.ResponseWriter, code int, msg string) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(code)
 	_ = json.NewEncoder(w).Encode(map[string]string{"error": msg})
+}
+
+// isJSON reports whether media type mt is JSON: application/json or an
+// application type with the +json structured syntax suffix (RFC 6839).
+func isJSON(mt string) bool {
+	return mt == "application/json" || strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json")
 }

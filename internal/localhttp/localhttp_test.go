@@ -55,6 +55,8 @@ func TestGuard(t *testing.T) {
 		{"loopback, public read from any origin", "127.0.0.1:4712", "GET", "127.0.0.1:4712", "http://evil.example", "", 418},
 		{"loopback, text/plain", "127.0.0.1:4712", "POST", "127.0.0.1:4712", "", "text/plain;charset=UTF-8", 415},
 		{"loopback, form", "127.0.0.1:4712", "POST", "127.0.0.1:4712", "", "multipart/form-data; boundary=x", 415},
+		{"loopback, a2a+json", "127.0.0.1:4712", "POST", "127.0.0.1:4712", "", "application/a2a+json", 418},
+		{"loopback, text/x+json", "127.0.0.1:4712", "POST", "127.0.0.1:4712", "", "text/x+json", 415},
 		{"loopback, JSON with charset", "127.0.0.1:4712", "POST", "127.0.0.1:4712", "", "Application/JSON; charset=utf-8", 418},
 		{"loopback, GET with any type", "127.0.0.1:4712", "GET", "127.0.0.1:4712", "", "text/plain", 418},
 		{"elsewhere, any Host", "192.0.2.7:4712", "POST", "node.lan:4712", "", "application/json", 418},

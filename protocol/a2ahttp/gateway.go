@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"mime"
 	"net/http"
 	"net/url"
 	"strings"
@@ -277,17 +276,11 @@ func (g *Gateway) sweepOnce() {
 
 // ServeHTTP routes a request that passes localhttp's guard: on loopback,
 // its Host must name the listener; an Origin header must be the gateway's
-// own (cards excepted); a POST's Content-Type, if given, application/json.
+// own (cards excepted); a POST's Content-Type, if given, JSON (application/json
+// or application/a2a+json).
 // With AuthAll, every request then needs a token (401 otherwise); without,
 // JSON-RPC requests do whenever a token is configured.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// application/a2a+json, the REST binding's media type, is JSON: like
-	// application/json, a browser sends it only after a CORS preflight.
-	if r.Method == http.MethodPost {
-		if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err == nil && mt == "application/a2a+json" {
-			r.Header.Set("Content-Type", "application/json")
-		}
-	}
 	g.guarded.ServeHTTP(w, r)
 }
 
