@@ -585,16 +585,12 @@ func (b *Backend) syncPrompts(ctx context.Context, cs *mcp.ClientSession) error 
 			}
 		}
 		name := p.Name
-		err = b.reg.RegisterPromptFunc(Prompt{Agent: b.agent, Name: p.Name, Description: p.Description, Arguments: args}, func(ctx context.Context, args map[string]string) (string, error) {
+		err = b.reg.RegisterPromptResultFunc(Prompt{Agent: b.agent, Name: p.Name, Description: p.Description, Arguments: args}, func(ctx context.Context, args map[string]string) (*mcp.GetPromptResult, error) {
 			cs, err := b.current()
 			if err != nil {
-				return "", err
+				return nil, err
 			}
-			r, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: name, Arguments: args})
-			if err != nil {
-				return "", err
-			}
-			return promptText(r), nil
+			return cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: name, Arguments: args})
 		})
 		if err != nil {
 			errs = append(errs, err)

@@ -243,7 +243,11 @@ type Entry struct {
 	InputSchema json.RawMessage `json:"inputSchema,omitempty"`
 	MIMEType    string          `json:"mimeType,omitempty"`
 	Local       bool            `json:"local"`
+	// AliasOf, on a tool or prompt listed under its bare name (see
+	// [Bridge.Entries]), is its prefixed wire name.
+	AliasOf string `json:"aliasOf,omitempty"`
 
+	bare      string // the tool or prompt name without its agent, made legal for the wire
 	peer      peer.ID
 	remote    string // the item's name on the peer's server
 	arguments []*mcp.PromptArgument
@@ -264,14 +268,17 @@ func newFaceState() faceState {
 }
 
 // Entries returns the face's tools, resources and prompts, refreshed if
-// stale, sorted by kind and name.
+// stale, sorted by kind and name; a tool or prompt listed also under its
+// bare name appears once, under its prefixed name.
 func (b *Bridge) Entries(ctx context.Context) []Entry {
 	b.ensureFresh(ctx)
 	b.mu.Lock()
 	var out []Entry
 	for _, m := range []map[string]Entry{b.face.tools, b.face.resources, b.face.prompts} {
 		for _, e := range m {
-			out = append(out, e)
+			if e.AliasOf == "" {
+				out = append(out, e)
+			}
 		}
 	}
 	b.mu.Unlock()
@@ -307,7 +314,7 @@ func (b *Bridge) refresh(ctx context.Context) {
 	takenPrompt := func(s string) bool { _, ok := next.prompts[s]; return ok }
 	selfStr := b.self.String()
 	addTool := func(e Entry, agent, tool string) {
-		e.Kind, e.Canonical = "tool", agent+"."+tool
+		e.Kind, e.Canonical, e.bare = "tool", agent+"."+tool, sanitize(tool)
 		if len(next.byCanon[e.Canonical]) > 0 {
 			agent += "-" + shortPeer(e.peer)
 		}
@@ -316,7 +323,7 @@ func (b *Bridge) refresh(ctx context.Context) {
 		next.byCanon[e.Canonical] = append(next.byCanon[e.Canonical], e.Name)
 	}
 	addPrompt := func(e Entry, agent, name string) {
-		e.Kind, e.Canonical = "prompt", agent+"."+name
+		e.Kind, e.Canonical, e.bare = "prompt", agent+"."+name, sanitize(name)
 		if _, dup := next.prompts[WireName(agent, name, nil)]; dup {
 			agent += "-" + shortPeer(e.peer)
 		}
@@ -378,12 +385,38 @@ func (b *Bridge) refresh(ctx context.Context) {
 			addPrompt(Entry{Agent: agent + "@" + p.String(), Description: pr.Description, peer: p, remote: pr.Name, arguments: pr.Arguments}, agent, name)
 		}
 	}
+	addBareNames(next.tools)
+	addBareNames(next.prompts)
 	b.mu.Lock()
 	old := b.face
 	b.face = next
 	b.refreshed = time.Now()
 	b.mu.Unlock()
 	b.applyFace(old, next)
+}
+
+// addBareNames lists each tool (or prompt) of m also under its bare name,
+// without the agent, when no other item of m has that bare name and no
+// item's wire name is that name: a client that knows a tool by its own
+// server's name (the MCP conformance suite, a prompt written for one
+// server) finds it. The prefixed name stays for every item, and is the one
+// canonical names resolve to.
+func addBareNames(m map[string]Entry) {
+	count := map[string]int{}
+	for _, e := range m {
+		count[e.bare]++
+	}
+	var aliases []Entry
+	for name, e := range m {
+		if _, taken := m[e.bare]; count[e.bare] != 1 || taken || !ValidWireName(e.bare) {
+			continue
+		}
+		e.AliasOf, e.Name = name, e.bare
+		aliases = append(aliases, e)
+	}
+	for _, e := range aliases {
+		m[e.Name] = e
+	}
 }
 
 func shortPeer(p peer.ID) string {
@@ -775,11 +808,11 @@ func (b *Bridge) promptEntry(ctx context.Context, e Entry, args map[string]strin
 		if _, err := b.authorize(b.self, as, agent); err != nil {
 			return nil, RPCError(err)
 		}
-		text, err := b.reg.GetPromptContext(ctx, e.remote, args)
+		res, err := b.reg.GetPromptResult(ctx, e.remote, args)
 		if err != nil {
 			return nil, RPCError(err)
 		}
-		return &mcp.GetPromptResult{Description: e.Description, Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: text}}}}, nil
+		return res, nil
 	}
 	pc, err := b.acquire(ctx, e.peer)
 	if err != nil {

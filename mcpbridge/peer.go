@@ -197,11 +197,10 @@ func (b *Bridge) fillPeerServer(srv *mcp.Server, p peer.ID) {
 				if _, err := b.authorize(p, metaCaller(req), pr.Agent); err != nil {
 					return nil, RPCError(err)
 				}
-				text, err := b.reg.GetPromptContext(ctx, pr.Canonical, req.Params.Arguments)
+				out, err := b.reg.GetPromptResult(ctx, pr.Canonical, req.Params.Arguments)
 				if err != nil {
 					return nil, RPCError(err)
 				}
-				out := &mcp.GetPromptResult{Description: pr.Description, Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: text}}}}
 				if err := checkPeerSize("prompt", pr.Canonical, out); err != nil {
 					return nil, RPCError(err)
 				}

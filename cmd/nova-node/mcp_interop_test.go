@@ -17,6 +17,7 @@ import (
 // TestInteropMCPTypeScript drives the node's MCP faces with independent
 // clients: the official TypeScript SDK client (over `nova-node mcp` on
 // stdio and over /mcp), the MCP conformance suite against /mcp with its
+// fixtures (mcptest.Conformance) behind an agent on another node and its
 // justified baseline, and a probe of the 2026-07-28 stateless routing. The
 // npm packages are pinned in mcpbridge/interop/package-lock.json; .ci/run
 // installs them (npm ci --prefix mcpbridge/interop). Without them the test
@@ -35,12 +36,20 @@ func TestInteropMCPTypeScript(t *testing.T) {
 	a := startNode(t, 0, dirA, node.DefaultAgent("alice"))
 	smith := node.AgentConfig{Name: "toolsmith", Capabilities: []node.CapabilityConfig{{ID: "tools"}},
 		MCPServers: map[string]mcpbridge.ServerConfig{"test": {Command: os.Args[0], Env: map[string]string{mcptest.EnvServe: "1"}}}}
-	b := startNode(t, 1, dirB, smith)
+	// The conformance suite's fixtures (test_simple_text, test://static-text,
+	// test_simple_prompt, ...) behind another agent on the same remote node:
+	// the suite finds them under their bare names.
+	fixtures := node.AgentConfig{Name: "everything", Capabilities: []node.CapabilityConfig{{ID: "fixtures"}},
+		MCPServers: map[string]mcpbridge.ServerConfig{"conformance": {Command: os.Args[0], Env: map[string]string{mcptest.EnvServe: mcptest.ServeConformance}}}}
+	b := startNode(t, 1, dirB, smith, fixtures)
 	if _, err := a.Connect(t.Context(), b.Addrs()[0].String()); err != nil {
 		t.Fatal(err)
 	}
 	waitfor.Eventually(t, testnetWait, func() error {
 		_, err := a.MCP().CallTool(t.Context(), "toolsmith.say", json.RawMessage(`{"text":"x"}`))
+		if err == nil {
+			_, err = a.MCP().CallTool(t.Context(), "everything.test_simple_text", nil)
+		}
 		return err
 	})
 	url := strings.TrimSuffix(a.MetricsURL(), "/metrics") + "/mcp"

@@ -133,12 +133,19 @@ func complete(_ context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult,
 	return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: values, Total: len(values)}}, nil
 }
 
-// MaybeServe serves Server on stdio and exits when EnvServe is set.
+// MaybeServe serves on stdio and exits when EnvServe is set: Server when
+// it is "1", Conformance when it is [ServeConformance].
 func MaybeServe() {
-	if os.Getenv(EnvServe) != "1" {
+	var s *mcp.Server
+	switch os.Getenv(EnvServe) {
+	case "1":
+		s = Server()
+	case ServeConformance:
+		s = Conformance()
+	default:
 		return
 	}
-	err := Server().Run(context.Background(), &mcp.StdioTransport{})
+	err := s.Run(context.Background(), &mcp.StdioTransport{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "mcptest:", err)
 		os.Exit(1)
