@@ -98,6 +98,10 @@ type Bridge struct {
 	refreshed   time.Time
 	dirty       bool
 	calls       calls // remote calls in flight, for their notifications
+
+	subMu    sync.Mutex                             // subscriptions; held while one is made upstream
+	faceSubs map[*mcp.ServerSession]map[string]bool // face session -> URIs it subscribed to
+	upSubs   map[string]int                         // uri -> face sessions subscribed to it
 }
 
 // New returns a Bridge; Start serves it.
@@ -133,17 +137,21 @@ func New(cfg Config) (*Bridge, error) {
 		served: map[*mcp.Server]peer.ID{}, servedItems: map[*mcp.Server]servedItems{},
 		peers: map[peer.ID]*peerConn{}, dialing: map[peer.ID]chan struct{}{},
 		byClient: map[*mcp.ClientSession]peer.ID{}, dirty: true,
+		faceSubs: map[*mcp.ServerSession]map[string]bool{}, upSubs: map[string]int{},
 	}
 	b.client = mcp.NewClient(&mcp.Implementation{Name: "nova-node", Version: cfg.Version}, &mcp.ClientOptions{
 		ToolListChangedHandler:     func(_ context.Context, req *mcp.ToolListChangedRequest) { b.invalidateSession(req.Session) },
 		ResourceListChangedHandler: func(_ context.Context, req *mcp.ResourceListChangedRequest) { b.invalidateSession(req.Session) },
 		PromptListChangedHandler:   func(_ context.Context, req *mcp.PromptListChangedRequest) { b.invalidateSession(req.Session) },
+		ResourceUpdatedHandler:     b.peerUpdated,
 		KeepAlive:                  cfg.StreamIdleTimeout / 3, // within the peer's idle timeout (10 minutes by default)
 	})
 	b.agg = mcp.NewServer(&mcp.Implementation{Name: "nova-node", Title: "nova-node: every MCP tool of the swarm", Version: cfg.Version}, &mcp.ServerOptions{
 		HasTools: true, HasResources: true, HasPrompts: true,
-		CompletionHandler: b.completeFace,
-		Instructions:      "Tools, resources and prompts of every agent in this nova-node swarm. Tool titles give the canonical agent.tool name; calls accept it too.",
+		CompletionHandler:  b.completeFace,
+		SubscribeHandler:   b.faceSubscribe,
+		UnsubscribeHandler: b.faceUnsubscribe,
+		Instructions:       "Tools, resources and prompts of every agent in this nova-node swarm. Tool titles give the canonical agent.tool name; calls accept it too.",
 	})
 	b.agg.AddReceivingMiddleware(b.faceMiddleware)
 	b.face = newFaceState()
@@ -154,6 +162,7 @@ func New(cfg Config) (*Bridge, error) {
 func (b *Bridge) Start() {
 	b.h.SetStreamHandler(ProtocolID, b.servePeer)
 	b.reg.OnChange(b.localChanged)
+	b.reg.OnResourceUpdated(b.localUpdated)
 	b.wg.Go(b.refresher)
 }
 
@@ -172,6 +181,7 @@ func (b *Bridge) Close() error {
 	b.mu.Unlock()
 	b.h.RemoveStreamHandler(ProtocolID)
 	b.reg.OnChange(nil)
+	b.reg.OnResourceUpdated(nil)
 	b.cancel()
 	for _, pc := range peers {
 		_ = pc.cs.Close()

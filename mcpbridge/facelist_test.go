@@ -40,6 +40,13 @@ func card(id, sb string) agentcard.Card {
 // own). The face runs as *as.
 func labBridge(t *testing.T, h host.Host, as *atomic.Value) (*mcpbridge.Bridge, *agentcard.Registry) {
 	t.Helper()
+	b, cards, _ := labBridgeRegistry(t, h, as)
+	return b, cards
+}
+
+// labBridgeRegistry is labBridge with its registry.
+func labBridgeRegistry(t *testing.T, h host.Host, as *atomic.Value) (*mcpbridge.Bridge, *agentcard.Registry, *mcpbridge.Registry) {
+	t.Helper()
 	cards := agentcard.NewRegistry(h.ID())
 	for _, c := range []agentcard.Card{card("labtools", "lab"), card("home", ""), card("outsider", ""), card("insider", "lab"), card("auditor", "")} {
 		if _, err := cards.Register(c); err != nil {
@@ -70,7 +77,7 @@ func labBridge(t *testing.T, h host.Host, as *atomic.Value) (*mcpbridge.Bridge, 
 	}
 	b.Start()
 	t.Cleanup(func() { b.Close() })
-	return b, cards
+	return b, cards, reg
 }
 
 // listed is what a session lists: tool canonical names (their titles),

@@ -134,6 +134,11 @@ type Registry struct {
 	hook       InvocationHook
 	onChange   func()
 	now        func() time.Time
+
+	subMu       sync.Mutex            // subscriptions; held while a server is (un)subscribed
+	subs        map[string]int        // uri -> subscribers of this node (face and peer sessions)
+	subscribers map[string]Subscriber // uri -> how to subscribe its server
+	onUpdated   func(uri string)
 }
 
 // OnChange sets a function called (outside the lock) after every

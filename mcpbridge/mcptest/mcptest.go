@@ -1,6 +1,7 @@
 // Package mcptest is a small MCP server for tests, benchmarks and demos:
-// tools say, add, fail, divide, big, steps and crash, a resource, a
-// resource template and a prompt. A test binary
+// tools say, add, fail, divide, big, steps, touch and crash, a resource
+// (which may be subscribed to: touch reports it updated), a resource
+// template and a prompt. A test binary
 // serves it on stdio when started with NOVA_MCPTEST_SERVE=1 (call
 // MaybeServe first thing in TestMain), so tests can declare it as a stdio
 // backend with Command os.Args[0].
@@ -60,7 +61,9 @@ type stepsOut struct {
 
 // Server returns the test MCP server.
 func Server() *mcp.Server {
-	s := mcp.NewServer(&mcp.Implementation{Name: "mcptest", Version: "1.0.0"}, &mcp.ServerOptions{CompletionHandler: complete})
+	s := mcp.NewServer(&mcp.Implementation{Name: "mcptest", Version: "1.0.0"}, &mcp.ServerOptions{CompletionHandler: complete,
+		SubscribeHandler:   func(context.Context, *mcp.SubscribeRequest) error { return nil },
+		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil }})
 	mcp.AddTool(s, &mcp.Tool{Name: "say", Description: "Says the text back."}, func(ctx context.Context, req *mcp.CallToolRequest, in sayIn) (*mcp.CallToolResult, any, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
 	})
@@ -95,6 +98,9 @@ func Server() *mcp.Server {
 			}
 		}
 		return nil, stepsOut{Done: in.Steps}, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "touch", Description: "Reports the readme resource as updated to its subscribers."}, func(ctx context.Context, req *mcp.CallToolRequest, in struct{}) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "touched"}}}, nil, s.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: ReadmeURI})
 	})
 	mcp.AddTool(s, &mcp.Tool{Name: "crash", Description: "Exits the server process (for recovery tests)."}, func(ctx context.Context, req *mcp.CallToolRequest, in struct{}) (*mcp.CallToolResult, any, error) {
 		os.Exit(3)
