@@ -43,6 +43,10 @@ type Result struct {
 	Content json.RawMessage `json:"content,omitempty"`
 	IsError bool            `json:"isError,omitempty"`
 	Error   *ToolError      `json:"error,omitempty"`
+
+	// call is the backend's answer that Content encodes, kept decoded so
+	// that serving it again does not decode it again.
+	call *mcp.CallToolResult
 }
 
 // ToolHandler serves a call; args is always a JSON object. A returned error
