@@ -126,6 +126,8 @@ func StartBackend(agent, name string, cfg ServerConfig, reg *Registry, version s
 				b.calls.progressTo(ln, req.Params)
 			}
 		},
+		CreateMessageHandler: b.sample,
+		ElicitationHandler:   b.elicit,
 		ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
 			if req.Params == nil {
 				return

@@ -144,6 +144,8 @@ func New(cfg Config) (*Bridge, error) {
 		ResourceListChangedHandler: func(_ context.Context, req *mcp.ResourceListChangedRequest) { b.invalidateSession(req.Session) },
 		PromptListChangedHandler:   func(_ context.Context, req *mcp.PromptListChangedRequest) { b.invalidateSession(req.Session) },
 		ResourceUpdatedHandler:     b.peerUpdated,
+		CreateMessageHandler:       b.peerSample,
+		ElicitationHandler:         b.peerElicit,
 		KeepAlive:                  cfg.StreamIdleTimeout / 3, // within the peer's idle timeout (10 minutes by default)
 	})
 	b.agg = mcp.NewServer(&mcp.Implementation{Name: "nova-node", Title: "nova-node: every MCP tool of the swarm", Version: cfg.Version}, &mcp.ServerOptions{

@@ -364,3 +364,32 @@ func connSession(t *testing.T, n *node.Node, opts *mcp.ClientOptions) *mcp.Clien
 	t.Cleanup(func() { _ = cs.Close(); _ = a.Close() })
 	return cs
 }
+
+// TestMCPSamplingAndElicitationRelayed: a backend's sampling and
+// elicitation requests during a tool call reach the client that made the
+// call, on the hosting node's face and across the mesh, and its answers
+// reach the backend; a call with no client to ask (the Go API, as the CLI
+// uses) gets an isError result naming NO_CALLER.
+func TestMCPSamplingAndElicitationRelayed(t *testing.T) {
+	net := mcpNet(t, nil)
+	waitTool(t, net.Nodes[0], "toolsmith_ask")
+	for i, n := range []*node.Node{net.Nodes[1], net.Nodes[0]} {
+		cs := faceSession(t, n, &mcp.ClientOptions{
+			CreateMessageHandler: func(_ context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+				q, _ := req.Params.Messages[0].Content.(*mcp.TextContent)
+				return &mcp.CreateMessageResult{Model: "test", Role: "assistant", Content: &mcp.TextContent{Text: "re " + q.Text}}, nil
+			},
+			ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"answer": "yes to " + req.Params.Message}}, nil
+			},
+		})
+		res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "toolsmith_ask", Arguments: map[string]any{"text": "q"}})
+		if err != nil || res.IsError || text(res) != "model: re q; user: accept yes to q" {
+			t.Fatalf("node %d: ask: %v %q", i, err, text(res))
+		}
+	}
+	res, err := net.Nodes[0].MCP().CallTool(t.Context(), "toolsmith.ask", json.RawMessage(`{"text":"q"}`))
+	if err != nil || !res.IsError || !strings.Contains(text(res), mcpbridge.CodeNoCaller) {
+		t.Fatalf("ask with nobody to ask: %v %q", err, text(res))
+	}
+}

@@ -1,5 +1,5 @@
 // Package mcptest is a small MCP server for tests, benchmarks and demos:
-// tools say, add, fail, divide, big, steps, touch and crash, a resource
+// tools say, add, fail, divide, big, steps, touch, ask and crash, a resource
 // (which may be subscribed to: touch reports it updated), a resource
 // template and a prompt. A test binary
 // serves it on stdio when started with NOVA_MCPTEST_SERVE=1 (call
@@ -101,6 +101,21 @@ func Server() *mcp.Server {
 	})
 	mcp.AddTool(s, &mcp.Tool{Name: "touch", Description: "Reports the readme resource as updated to its subscribers."}, func(ctx context.Context, req *mcp.CallToolRequest, in struct{}) (*mcp.CallToolResult, any, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "touched"}}}, nil, s.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: ReadmeURI})
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "ask", Description: "Asks the client's model (sampling) and then its user (elicitation) about the text, and returns both answers."}, func(ctx context.Context, req *mcp.CallToolRequest, in sayIn) (*mcp.CallToolResult, any, error) {
+		m, err := req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 10, Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: in.Text}}}})
+		if err != nil {
+			return nil, nil, fmt.Errorf("sampling: %w", err)
+		}
+		e, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: in.Text, RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"answer": map[string]any{"type": "string"}}}})
+		if err != nil {
+			return nil, nil, fmt.Errorf("elicitation: %w", err)
+		}
+		model := ""
+		if t, ok := m.Content.(*mcp.TextContent); ok {
+			model = t.Text
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("model: %s; user: %s %v", model, e.Action, e.Content["answer"])}}}, nil, nil
 	})
 	mcp.AddTool(s, &mcp.Tool{Name: "crash", Description: "Exits the server process (for recovery tests)."}, func(ctx context.Context, req *mcp.CallToolRequest, in struct{}) (*mcp.CallToolResult, any, error) {
 		os.Exit(3)
