@@ -7,9 +7,12 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/nova-node/nova-node/agentcard"
 	"github.com/nova-node/nova-node/mcpbridge"
+	"github.com/nova-node/nova-node/sandbox"
 )
 
 // A face session subscribes to at most MaxSubscriptions resources; an
@@ -62,5 +65,59 @@ func TestFaceSubscriptionsBounded(t *testing.T) {
 	reg.ResourceUpdated(last)
 	if got := <-updated; got != last {
 		t.Fatalf("update of %q, want %q", got, last)
+	}
+}
+
+// A peer's session subscribes to a resource only for a caller allowed to
+// call its agent, and at most MaxSubscriptions at once.
+func TestPeerSubscriptionsChecked(t *testing.T) {
+	hb, ha := newHost(t), newHost(t)
+	var as atomic.Value
+	as.Store("")
+	_, cards, reg := labBridgeRegistry(t, hb, &as)
+	for _, c := range []agentcard.Card{card("outsider", ""), card("insider", "lab")} {
+		c.Host, c.Origin, c.Revision = ha.ID().String(), agentcard.OriginRemote, 1
+		if _, err := cards.MergeRemote(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range mcpbridge.MaxSubscriptions {
+		uri := fmt.Sprintf("lab://r%d", i)
+		if err := reg.RegisterResource(mcpbridge.Resource{Agent: "labtools", URI: uri, Name: uri},
+			func(context.Context) ([]byte, error) { return []byte("x"), nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := ha.Connect(t.Context(), peer.AddrInfo{ID: hb.ID(), Addrs: hb.Addrs()}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := ha.NewStream(t.Context(), hb.ID(), mcpbridge.ProtocolID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := mcp.NewClient(&mcp.Implementation{Name: "raw", Version: "1"}, nil)
+	// 2025-11-25, as nodes speak to each other: resources/subscribe with
+	// the caller in _meta.
+	cs, err := c.Connect(t.Context(), &mcp.IOTransport{Reader: s, Writer: s}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	as2 := func(agent string) mcp.Meta { return mcp.Meta{mcpbridge.MetaCaller: agent + "@" + ha.ID().String()} }
+	err = cs.Subscribe(t.Context(), &mcp.SubscribeParams{Meta: as2("outsider"), URI: "lab://notes"})
+	if mcpbridge.CodeOf(err) != sandbox.CodeSandboxViolation {
+		t.Fatalf("outsider subscribes to lab://notes: %v, want %s", err, sandbox.CodeSandboxViolation)
+	}
+	if err := cs.Subscribe(t.Context(), &mcp.SubscribeParams{Meta: as2("insider"), URI: "lab://notes"}); err != nil {
+		t.Fatalf("insider subscribes to lab://notes: %v", err)
+	}
+	for i := range mcpbridge.MaxSubscriptions - 1 {
+		if err := cs.Subscribe(t.Context(), &mcp.SubscribeParams{Meta: as2("insider"), URI: fmt.Sprintf("lab://r%d", i)}); err != nil {
+			t.Fatalf("subscription %d: %v", i, err)
+		}
+	}
+	err = cs.Subscribe(t.Context(), &mcp.SubscribeParams{Meta: as2("insider"), URI: fmt.Sprintf("lab://r%d", mcpbridge.MaxSubscriptions-1)})
+	if mcpbridge.CodeOf(err) != mcpbridge.CodeTooManySubscriptions {
+		t.Fatalf("subscription past the bound: %v, want %s", err, mcpbridge.CodeTooManySubscriptions)
 	}
 }
