@@ -10,7 +10,7 @@ import (
 // Sampling (sampling/createMessage) and elicitation (elicitation/create)
 // that a server sends while it runs a tool call go back the way the call
 // came: from a backend to the call in flight on that backend (its only
-// one: a stdio server's request does not say which call it serves), from
+// one: a server's request does not say which call it serves), from
 // a peer to the call its _meta["nova/call"] names, and from the face to
 // the client that made the call, which answers. A request that no single
 // call can own is refused.
