@@ -87,6 +87,7 @@ type Backend struct {
 	uris     map[string]bool
 	tmpls    map[string]bool // resource templates registered
 	prompts  map[string]bool
+	subs     map[string]bool // URIs subscribed to, again after a restart
 	restarts int
 	lastErr  string
 
@@ -106,7 +107,7 @@ func StartBackend(agent, name string, cfg ServerConfig, reg *Registry, version s
 		return nil, &NameError{Kind: "agent", Name: agent, Reason: "not a valid agent name for tools"}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	b := &Backend{agent: agent, name: name, cfg: cfg, reg: reg, tools: map[string]bool{}, uris: map[string]bool{}, tmpls: map[string]bool{}, prompts: map[string]bool{},
+	b := &Backend{agent: agent, name: name, cfg: cfg, reg: reg, tools: map[string]bool{}, uris: map[string]bool{}, tmpls: map[string]bool{}, prompts: map[string]bool{}, subs: map[string]bool{},
 		resync: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})}
 	kick := func() {
 		select {
@@ -123,6 +124,19 @@ func StartBackend(agent, name string, cfg ServerConfig, reg *Registry, version s
 		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
 			if ln := b.linkOf(req.Session); ln != nil {
 				b.calls.progressTo(ln, req.Params)
+			}
+		},
+		CreateMessageHandler: b.sample,
+		ElicitationHandler:   b.elicit,
+		ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
+			if req.Params == nil {
+				return
+			}
+			b.mu.Lock()
+			ours := b.uris[req.Params.URI]
+			b.mu.Unlock()
+			if ours {
+				b.reg.ResourceUpdated(req.Params.URI)
 			}
 		},
 		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
@@ -277,6 +291,9 @@ func (b *Backend) session(ctx context.Context) error {
 	}()
 	if err := b.sync(ctx, cs); err != nil {
 		log.Warnw("MCP server lists", "agent", b.agent, "server", b.name, "err", err)
+	}
+	if subscribes(cs) {
+		b.resubscribe(ctx, cs)
 	}
 	for {
 		select {
@@ -501,10 +518,14 @@ func (b *Backend) syncResources(ctx context.Context, cs *mcp.ClientSession) erro
 		b.mu.Lock()
 		b.uris[uri] = true
 		b.mu.Unlock()
+		if subscribes(cs) {
+			b.reg.SetSubscriber(uri, b.subscribe)
+		}
 	}
 	gone := b.dropUnseen(b.uris, seen)
 	for _, u := range gone {
 		b.reg.UnregisterResource(u)
+		b.reg.SetSubscriber(u, nil)
 	}
 	return errors.Join(errs...)
 }
@@ -585,16 +606,12 @@ func (b *Backend) syncPrompts(ctx context.Context, cs *mcp.ClientSession) error 
 			}
 		}
 		name := p.Name
-		err = b.reg.RegisterPromptFunc(Prompt{Agent: b.agent, Name: p.Name, Description: p.Description, Arguments: args}, func(ctx context.Context, args map[string]string) (string, error) {
+		err = b.reg.RegisterPromptResultFunc(Prompt{Agent: b.agent, Name: p.Name, Description: p.Description, Arguments: args}, func(ctx context.Context, args map[string]string) (*mcp.GetPromptResult, error) {
 			cs, err := b.current()
 			if err != nil {
-				return "", err
+				return nil, err
 			}
-			r, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: name, Arguments: args})
-			if err != nil {
-				return "", err
-			}
-			return promptText(r), nil
+			return cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: name, Arguments: args})
 		})
 		if err != nil {
 			errs = append(errs, err)

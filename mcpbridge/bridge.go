@@ -98,6 +98,10 @@ type Bridge struct {
 	refreshed   time.Time
 	dirty       bool
 	calls       calls // remote calls in flight, for their notifications
+
+	subMu    sync.Mutex                             // subscriptions; held while one is made upstream
+	faceSubs map[*mcp.ServerSession]map[string]bool // face session -> URIs it subscribed to
+	upSubs   map[string]int                         // uri -> face sessions subscribed to it
 }
 
 // New returns a Bridge; Start serves it.
@@ -133,17 +137,23 @@ func New(cfg Config) (*Bridge, error) {
 		served: map[*mcp.Server]peer.ID{}, servedItems: map[*mcp.Server]servedItems{},
 		peers: map[peer.ID]*peerConn{}, dialing: map[peer.ID]chan struct{}{},
 		byClient: map[*mcp.ClientSession]peer.ID{}, dirty: true,
+		faceSubs: map[*mcp.ServerSession]map[string]bool{}, upSubs: map[string]int{},
 	}
 	b.client = mcp.NewClient(&mcp.Implementation{Name: "nova-node", Version: cfg.Version}, &mcp.ClientOptions{
 		ToolListChangedHandler:     func(_ context.Context, req *mcp.ToolListChangedRequest) { b.invalidateSession(req.Session) },
 		ResourceListChangedHandler: func(_ context.Context, req *mcp.ResourceListChangedRequest) { b.invalidateSession(req.Session) },
 		PromptListChangedHandler:   func(_ context.Context, req *mcp.PromptListChangedRequest) { b.invalidateSession(req.Session) },
+		ResourceUpdatedHandler:     b.peerUpdated,
+		CreateMessageHandler:       b.peerSample,
+		ElicitationHandler:         b.peerElicit,
 		KeepAlive:                  cfg.StreamIdleTimeout / 3, // within the peer's idle timeout (10 minutes by default)
 	})
 	b.agg = mcp.NewServer(&mcp.Implementation{Name: "nova-node", Title: "nova-node: every MCP tool of the swarm", Version: cfg.Version}, &mcp.ServerOptions{
 		HasTools: true, HasResources: true, HasPrompts: true,
-		CompletionHandler: b.completeFace,
-		Instructions:      "Tools, resources and prompts of every agent in this nova-node swarm. Tool titles give the canonical agent.tool name; calls accept it too.",
+		CompletionHandler:  b.completeFace,
+		SubscribeHandler:   b.faceSubscribe,
+		UnsubscribeHandler: b.faceUnsubscribe,
+		Instructions:       "Tools, resources and prompts of every agent in this nova-node swarm. Tool titles give the canonical agent.tool name; calls accept it too.",
 	})
 	b.agg.AddReceivingMiddleware(b.faceMiddleware)
 	b.face = newFaceState()
@@ -154,6 +164,7 @@ func New(cfg Config) (*Bridge, error) {
 func (b *Bridge) Start() {
 	b.h.SetStreamHandler(ProtocolID, b.servePeer)
 	b.reg.OnChange(b.localChanged)
+	b.reg.OnResourceUpdated(b.localUpdated)
 	b.wg.Go(b.refresher)
 }
 
@@ -172,6 +183,7 @@ func (b *Bridge) Close() error {
 	b.mu.Unlock()
 	b.h.RemoveStreamHandler(ProtocolID)
 	b.reg.OnChange(nil)
+	b.reg.OnResourceUpdated(nil)
 	b.cancel()
 	for _, pc := range peers {
 		_ = pc.cs.Close()
@@ -243,7 +255,11 @@ type Entry struct {
 	InputSchema json.RawMessage `json:"inputSchema,omitempty"`
 	MIMEType    string          `json:"mimeType,omitempty"`
 	Local       bool            `json:"local"`
+	// AliasOf, on a tool or prompt listed under its bare name (see
+	// [Bridge.Entries]), is its prefixed wire name.
+	AliasOf string `json:"aliasOf,omitempty"`
 
+	bare      string // the tool or prompt name without its agent, made legal for the wire
 	peer      peer.ID
 	remote    string // the item's name on the peer's server
 	arguments []*mcp.PromptArgument
@@ -264,14 +280,17 @@ func newFaceState() faceState {
 }
 
 // Entries returns the face's tools, resources and prompts, refreshed if
-// stale, sorted by kind and name.
+// stale, sorted by kind and name; a tool or prompt listed also under its
+// bare name appears once, under its prefixed name.
 func (b *Bridge) Entries(ctx context.Context) []Entry {
 	b.ensureFresh(ctx)
 	b.mu.Lock()
 	var out []Entry
 	for _, m := range []map[string]Entry{b.face.tools, b.face.resources, b.face.prompts} {
 		for _, e := range m {
-			out = append(out, e)
+			if e.AliasOf == "" {
+				out = append(out, e)
+			}
 		}
 	}
 	b.mu.Unlock()
@@ -307,7 +326,7 @@ func (b *Bridge) refresh(ctx context.Context) {
 	takenPrompt := func(s string) bool { _, ok := next.prompts[s]; return ok }
 	selfStr := b.self.String()
 	addTool := func(e Entry, agent, tool string) {
-		e.Kind, e.Canonical = "tool", agent+"."+tool
+		e.Kind, e.Canonical, e.bare = "tool", agent+"."+tool, sanitize(tool)
 		if len(next.byCanon[e.Canonical]) > 0 {
 			agent += "-" + shortPeer(e.peer)
 		}
@@ -316,7 +335,7 @@ func (b *Bridge) refresh(ctx context.Context) {
 		next.byCanon[e.Canonical] = append(next.byCanon[e.Canonical], e.Name)
 	}
 	addPrompt := func(e Entry, agent, name string) {
-		e.Kind, e.Canonical = "prompt", agent+"."+name
+		e.Kind, e.Canonical, e.bare = "prompt", agent+"."+name, sanitize(name)
 		if _, dup := next.prompts[WireName(agent, name, nil)]; dup {
 			agent += "-" + shortPeer(e.peer)
 		}
@@ -378,12 +397,38 @@ func (b *Bridge) refresh(ctx context.Context) {
 			addPrompt(Entry{Agent: agent + "@" + p.String(), Description: pr.Description, peer: p, remote: pr.Name, arguments: pr.Arguments}, agent, name)
 		}
 	}
+	addBareNames(next.tools)
+	addBareNames(next.prompts)
 	b.mu.Lock()
 	old := b.face
 	b.face = next
 	b.refreshed = time.Now()
 	b.mu.Unlock()
 	b.applyFace(old, next)
+}
+
+// addBareNames lists each tool (or prompt) of m also under its bare name,
+// without the agent, when no other item of m has that bare name and no
+// item's wire name is that name: a client that knows a tool by its own
+// server's name (the MCP conformance suite, a prompt written for one
+// server) finds it. The prefixed name stays for every item, and is the one
+// canonical names resolve to.
+func addBareNames(m map[string]Entry) {
+	count := map[string]int{}
+	for _, e := range m {
+		count[e.bare]++
+	}
+	var aliases []Entry
+	for name, e := range m {
+		if _, taken := m[e.bare]; count[e.bare] != 1 || taken || !ValidWireName(e.bare) {
+			continue
+		}
+		e.AliasOf, e.Name = name, e.bare
+		aliases = append(aliases, e)
+	}
+	for _, e := range aliases {
+		m[e.Name] = e
+	}
 }
 
 func shortPeer(p peer.ID) string {
@@ -775,11 +820,11 @@ func (b *Bridge) promptEntry(ctx context.Context, e Entry, args map[string]strin
 		if _, err := b.authorize(b.self, as, agent); err != nil {
 			return nil, RPCError(err)
 		}
-		text, err := b.reg.GetPromptContext(ctx, e.remote, args)
+		res, err := b.reg.GetPromptResult(ctx, e.remote, args)
 		if err != nil {
 			return nil, RPCError(err)
 		}
-		return &mcp.GetPromptResult{Description: e.Description, Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: text}}}}, nil
+		return res, nil
 	}
 	pc, err := b.acquire(ctx, e.peer)
 	if err != nil {

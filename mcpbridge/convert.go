@@ -31,7 +31,9 @@ func toMCPResult(res Result, hasOutputSchema bool) *mcp.CallToolResult {
 		}
 		out := &mcp.CallToolResult{IsError: true}
 		// A backend's own isError content is kept ahead of our summary.
-		if len(res.Content) > 0 {
+		if res.call != nil {
+			out.Content = append([]mcp.Content(nil), res.call.Content...)
+		} else if len(res.Content) > 0 {
 			var inner mcp.CallToolResult
 			if json.Unmarshal(res.Content, &inner) == nil {
 				out.Content = inner.Content
@@ -44,6 +46,10 @@ func toMCPResult(res Result, hasOutputSchema bool) *mcp.CallToolResult {
 			out.StructuredContent = map[string]any{"error": obj}
 		}
 		return out
+	}
+	if res.call != nil {
+		out := *res.call
+		return &out
 	}
 	if len(bytes.TrimSpace(res.Content)) == 0 {
 		return &mcp.CallToolResult{Content: []mcp.Content{}}
@@ -88,7 +94,7 @@ func fromMCPResult(r *mcp.CallToolResult) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("mcpbridge: encode tool result: %w", err)
 	}
-	res := Result{Content: raw, IsError: isErr}
+	res := Result{Content: raw, IsError: isErr, call: &c}
 	if isErr {
 		res.Error = &ToolError{ErrCode: CodeToolFailed, Message: resultText(r)}
 		if e := resultError(r); e != nil {

@@ -31,7 +31,17 @@
 // see [Canonical] and [SplitCanonical]). Strict MCP clients only accept tool
 // names matching ^[A-Za-z0-9_-]{1,64}$, so tools are exposed to MCP clients
 // under a wire name ("agent_tool", see [WireName]) that a [WireNames] table
-// maps back to the canonical name. Calls accept either form.
+// maps back to the canonical name. Calls accept either form. A tool or
+// prompt whose own name no other item of the swarm has is on the face under
+// that bare name as well ([Entry.AliasOf]).
+//
+// # What the faces relay
+//
+// Beside lists, calls, reads and prompts: resource templates, completion,
+// progress and log messages of tool calls, resource subscriptions and their
+// updates (at most [MaxSubscriptions] per session), and a server's
+// sampling and elicitation requests during a tool call, which go back to
+// the client that made it. docs/mcp.md has the table, with the limits.
 //
 // # Errors
 //

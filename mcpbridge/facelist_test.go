@@ -40,6 +40,13 @@ func card(id, sb string) agentcard.Card {
 // own). The face runs as *as.
 func labBridge(t *testing.T, h host.Host, as *atomic.Value) (*mcpbridge.Bridge, *agentcard.Registry) {
 	t.Helper()
+	b, cards, _ := labBridgeRegistry(t, h, as)
+	return b, cards
+}
+
+// labBridgeRegistry is labBridge with its registry.
+func labBridgeRegistry(t *testing.T, h host.Host, as *atomic.Value) (*mcpbridge.Bridge, *agentcard.Registry, *mcpbridge.Registry) {
+	t.Helper()
 	cards := agentcard.NewRegistry(h.ID())
 	for _, c := range []agentcard.Card{card("labtools", "lab"), card("home", ""), card("outsider", ""), card("insider", "lab"), card("auditor", "")} {
 		if _, err := cards.Register(c); err != nil {
@@ -70,7 +77,7 @@ func labBridge(t *testing.T, h host.Host, as *atomic.Value) (*mcpbridge.Bridge, 
 	}
 	b.Start()
 	t.Cleanup(func() { b.Close() })
-	return b, cards
+	return b, cards, reg
 }
 
 // listed is what a session lists: tool canonical names (their titles),
@@ -104,6 +111,10 @@ func listed(t *testing.T, cs *mcp.ClientSession, meta mcp.Meta) []string {
 var (
 	homeOnly = []string{"tool home.say"}
 	labOnly  = []string{"prompt labtools.greet", "resource lab://notes", "tool labtools.say"}
+	// The face lists greet twice, as labtools_greet and under its bare
+	// name: no other prompt of the swarm is called greet (say is not
+	// unique: home has one too).
+	labOnlyFace = []string{"prompt labtools.greet", "prompt labtools.greet", "resource lab://notes", "tool labtools.say"}
 )
 
 // The aggregated face lists only what its agent may call: an agent in
@@ -124,7 +135,7 @@ func TestFaceListsOnlyWhatItsAgentMayCall(t *testing.T) {
 	}{
 		{"outsider", homeOnly, sandbox.CodeSandboxViolation},
 		{"auditor", homeOnly, sandbox.CodeSandboxViolation},
-		{"insider", labOnly, ""},
+		{"insider", labOnlyFace, ""},
 	} {
 		t.Run(tc.as, func(t *testing.T) {
 			as.Store(tc.as + "@" + h.ID().String())
@@ -189,6 +200,49 @@ func TestPeerListsOnlyWhatTheCallerMayCall(t *testing.T) {
 		got := listed(t, cs, mcp.Meta{mcpbridge.MetaCaller: tc.caller + "@" + ha.ID().String()})
 		if !slices.Equal(got, tc.want) {
 			t.Errorf("%s: listed %q, want %q", tc.caller, got, tc.want)
+		}
+	}
+}
+
+// A tool or prompt whose name no other item of the swarm has is on the face
+// under that bare name too, beside its prefixed name; a name two agents
+// share (say) is only under the prefixed names.
+func TestFaceBareNames(t *testing.T) {
+	h := newHost(t)
+	var as atomic.Value
+	as.Store("insider@" + h.ID().String())
+	b, _ := labBridge(t, h, &as)
+	srv := httptest.NewServer(b.HTTPHandler())
+	t.Cleanup(srv.Close)
+	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+	cs, err := c.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: srv.URL}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	var prompts []string
+	for p, err := range cs.Prompts(t.Context(), nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		prompts = append(prompts, p.Name+"="+p.Title)
+	}
+	slices.Sort(prompts)
+	if want := []string{"greet=labtools.greet", "labtools_greet=labtools.greet"}; !slices.Equal(prompts, want) {
+		t.Errorf("prompts %q, want %q", prompts, want)
+	}
+	if r, err := cs.GetPrompt(t.Context(), &mcp.GetPromptParams{Name: "greet"}); err != nil || len(r.Messages) != 1 {
+		t.Errorf("get greet: %v %v", r, err)
+	}
+	if _, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "say", Arguments: map[string]any{}}); err == nil {
+		t.Error("call of the shared bare name say succeeded, want TOOL_NOT_FOUND")
+	}
+	if r, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "labtools_say", Arguments: map[string]any{}}); err != nil || r.IsError {
+		t.Errorf("call labtools_say: %v %v", r, err)
+	}
+	for _, e := range b.Entries(t.Context()) {
+		if e.AliasOf != "" {
+			t.Errorf("Entries lists the bare name %s of %s", e.Name, e.AliasOf)
 		}
 	}
 }

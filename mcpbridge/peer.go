@@ -81,7 +81,8 @@ func (b *Bridge) servePeer(s network.Stream) {
 		_ = s.Reset()
 		return
 	}
-	srv := b.newPeerServer(p)
+	srv, subs := b.newPeerServer(p)
+	defer b.endPeerSubs(subs)
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
@@ -113,13 +114,16 @@ func (b *Bridge) servePeer(s network.Stream) {
 }
 
 // newPeerServer builds the server of one peer session.
-func (b *Bridge) newPeerServer(p peer.ID) *mcp.Server {
+func (b *Bridge) newPeerServer(p peer.ID) (*mcp.Server, *peerSubs) {
+	subs := &peerSubs{uris: map[string]bool{}}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "nova-node", Version: b.cfg.Version}, &mcp.ServerOptions{
 		HasTools: true, HasResources: true, HasPrompts: true,
-		CompletionHandler: b.completePeer(p),
+		CompletionHandler:  b.completePeer(p),
+		SubscribeHandler:   b.peerSubscribe(p, subs),
+		UnsubscribeHandler: b.peerUnsubscribe(subs),
 	})
 	srv.AddReceivingMiddleware(b.peerMiddleware(p))
-	return srv
+	return srv, subs
 }
 
 // fillPeerServer (re)loads srv with the local registry's items.
@@ -197,11 +201,10 @@ func (b *Bridge) fillPeerServer(srv *mcp.Server, p peer.ID) {
 				if _, err := b.authorize(p, metaCaller(req), pr.Agent); err != nil {
 					return nil, RPCError(err)
 				}
-				text, err := b.reg.GetPromptContext(ctx, pr.Canonical, req.Params.Arguments)
+				out, err := b.reg.GetPromptResult(ctx, pr.Canonical, req.Params.Arguments)
 				if err != nil {
 					return nil, RPCError(err)
 				}
-				out := &mcp.GetPromptResult{Description: pr.Description, Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: text}}}}
 				if err := checkPeerSize("prompt", pr.Canonical, out); err != nil {
 					return nil, RPCError(err)
 				}
@@ -423,6 +426,11 @@ func (b *Bridge) session(ctx context.Context, p peer.ID) (*peerConn, error) {
 		if err != nil {
 			return nil, &unreachableError{Peer: p, Err: err}
 		}
+		b.wg.Go(func() {
+			ctx, cancel := context.WithTimeout(b.ctx, b.cfg.CallTimeout)
+			defer cancel()
+			b.resubscribePeer(ctx, p, pc.cs)
+		})
 		b.wg.Go(func() {
 			if err := pc.cs.Wait(); err != nil && b.ctx.Err() == nil {
 				log.Debugw("MCP session to peer ended", "peer", p, "err", err)

@@ -9,6 +9,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Tool is a tool published by an agent (requirement 5.1).
@@ -41,6 +43,10 @@ type Result struct {
 	Content json.RawMessage `json:"content,omitempty"`
 	IsError bool            `json:"isError,omitempty"`
 	Error   *ToolError      `json:"error,omitempty"`
+
+	// call is the backend's answer that Content encodes, kept decoded so
+	// that serving it again does not decode it again.
+	call *mcp.CallToolResult
 }
 
 // ToolHandler serves a call; args is always a JSON object. A returned error
@@ -104,8 +110,13 @@ type resourceEntry struct {
 
 type promptEntry struct {
 	info PromptInfo
-	get  PromptFunc // nil: render the template
+	get  PromptFunc       // nil: render the template
+	full PromptResultFunc // nil: one user message of get's (or the template's) text
 }
+
+// PromptResultFunc produces a prompt's messages from its arguments: a
+// backend's prompt, kept whole (roles, images, embedded resources).
+type PromptResultFunc func(ctx context.Context, args map[string]string) (*mcp.GetPromptResult, error)
 
 // PromptFunc produces a prompt's text from its arguments (a backend's
 // prompt, which the backend renders).
@@ -127,6 +138,11 @@ type Registry struct {
 	hook       InvocationHook
 	onChange   func()
 	now        func() time.Time
+
+	subMu       sync.Mutex            // subscriptions; held while a server is (un)subscribed
+	subs        map[string]int        // uri -> subscribers of this node (face and peer sessions)
+	subscribers map[string]Subscriber // uri -> how to subscribe its server
+	onUpdated   func(uri string)
 }
 
 // OnChange sets a function called (outside the lock) after every
@@ -149,6 +165,10 @@ func (r *Registry) changed() {
 // RegisterPromptFunc adds a prompt whose text get produces (its Template is
 // ignored). Same rules and errors as [Registry.RegisterPrompt].
 func (r *Registry) RegisterPromptFunc(p Prompt, get PromptFunc) error {
+	return r.registerPromptFunc(p, get, nil)
+}
+
+func (r *Registry) registerPromptFunc(p Prompt, get PromptFunc, full PromptResultFunc) error {
 	if get == nil {
 		return &DefinitionError{What: "prompt", Name: p.Agent + "." + p.Name, Reason: "nil prompt function"}
 	}
@@ -158,11 +178,75 @@ func (r *Registry) RegisterPromptFunc(p Prompt, get PromptFunc) error {
 	canon, _ := Canonical(p.Agent, p.Name)
 	r.mu.Lock()
 	if e := r.prompts[canon]; e != nil {
-		e.get = get
+		e.get, e.full = get, full
 	}
 	r.mu.Unlock()
 	r.changed()
 	return nil
+}
+
+// RegisterPromptResultFunc adds a prompt whose messages get produces;
+// [Registry.GetPromptContext] joins their text. Same rules and errors as
+// [Registry.RegisterPrompt].
+func (r *Registry) RegisterPromptResultFunc(p Prompt, get PromptResultFunc) error {
+	if get == nil {
+		return &DefinitionError{What: "prompt", Name: p.Agent + "." + p.Name, Reason: "nil prompt function"}
+	}
+	return r.registerPromptFunc(p, func(ctx context.Context, args map[string]string) (string, error) {
+		res, err := r.getFull(ctx, get, args)
+		if err != nil {
+			return "", err
+		}
+		return promptText(res), nil
+	}, get)
+}
+
+func (r *Registry) getFull(ctx context.Context, get PromptResultFunc, args map[string]string) (*mcp.GetPromptResult, error) {
+	res, err := get(ctx, args)
+	if err == nil && res == nil {
+		res = &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{}}
+	}
+	return res, err
+}
+
+// GetPromptResult is the messages of a prompt of any kind: a
+// [PromptResultFunc]'s as it gives them, else one user message holding the
+// text of [Registry.GetPromptContext].
+func (r *Registry) GetPromptResult(ctx context.Context, name string, args map[string]string) (*mcp.GetPromptResult, error) {
+	e, err := r.promptFor(name, args)
+	if err != nil {
+		return nil, err
+	}
+	if e.full != nil {
+		return r.getFull(ctx, e.full, args)
+	}
+	text, err := r.GetPromptContext(ctx, name, args)
+	if err != nil {
+		return nil, err
+	}
+	return &mcp.GetPromptResult{Description: e.info.Description, Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: text}}}}, nil
+}
+
+// promptFor is the prompt named name (canonical or wire) after checking
+// that args holds its required arguments.
+func (r *Registry) promptFor(name string, args map[string]string) (*promptEntry, error) {
+	r.mu.RLock()
+	e, ok := r.prompts[name]
+	if !ok {
+		if canon, found := r.promptWire.Canonical(name); found {
+			e, ok = r.prompts[canon]
+		}
+	}
+	r.mu.RUnlock()
+	if !ok {
+		return nil, &PromptNotFoundError{Name: name}
+	}
+	for _, a := range e.info.Arguments {
+		if _, ok := args[a.Name]; a.Required && !ok {
+			return nil, &MissingArgumentError{Prompt: e.info.Canonical, Argument: a.Name}
+		}
+	}
+	return e, nil
 }
 
 // GetPromptContext is [Registry.GetPrompt] for prompts of either kind: a

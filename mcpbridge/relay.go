@@ -27,6 +27,7 @@ const relayLevel mcp.LoggingLevel = "debug"
 type relay struct {
 	progress func(*mcp.ProgressNotificationParams) // nil: the client asked for none
 	log      func(*mcp.LoggingMessageParams)
+	ask      *asker // sampling and elicitation; nil: nobody to ask
 }
 
 type relayKey struct{}
@@ -60,6 +61,7 @@ func serverRelay(hctx context.Context, req *mcp.CallToolRequest) *relay {
 		}
 	}
 	call, _ := req.Params.Meta[metaCall].(string)
+	r.ask = sessionAsker(hctx, ss, call)
 	r.log = func(p *mcp.LoggingMessageParams) {
 		q := *p
 		q.Meta = nil

@@ -1,12 +1,15 @@
 package testnet_test
 
 import (
+	"bufio"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/nova-node/nova-node/internal/waitfor"
@@ -17,8 +20,10 @@ import (
 
 // BenchmarkMCPCall compares, in one run, a tool call through the mesh
 // (node A's face -> /nova/mcp/1.0.0 -> node B -> stdio backend) with the
-// same call made directly to the backend over stdio, and measures
-// concurrent calls through one peer session.
+// same call made directly to the backend over stdio and with one round
+// trip of a line on a libp2p stream between the two nodes (the goal: the
+// mesh call costs at most the direct call plus one round trip), and
+// measures concurrent calls through one peer session.
 //
 //	go test -run '^$' -bench BenchmarkMCPCall -benchtime 2000x -count 5 ./testnet/
 func BenchmarkMCPCall(b *testing.B) {
@@ -50,6 +55,29 @@ func BenchmarkMCPCall(b *testing.B) {
 	waitfor.Eventually(b, 15*time.Second, func() error {
 		_, err := face.CallTool(b.Context(), "toolsmith.say", args)
 		return err
+	})
+	b.Run("stream-rtt", func(b *testing.B) {
+		const proto = "/nova/bench-echo/1.0.0"
+		net.Nodes[1].Host().SetStreamHandler(proto, func(s network.Stream) {
+			defer s.Close()
+			_, _ = io.Copy(s, s)
+		})
+		defer net.Nodes[1].Host().RemoveStreamHandler(proto)
+		s, err := net.Nodes[0].Host().NewStream(b.Context(), net.Nodes[1].Host().ID(), proto)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer s.Reset()
+		line := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"toolsmith.say","arguments":{"text":"ping"}}}` + "\n")
+		r := bufio.NewReader(s)
+		for b.Loop() {
+			if _, err := s.Write(line); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := r.ReadSlice('\n'); err != nil {
+				b.Fatal(err)
+			}
+		}
 	})
 	b.Run("mesh", func(b *testing.B) {
 		for b.Loop() {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	gonet "net"
 	"slices"
 	"strings"
 	"sync"
@@ -282,5 +283,113 @@ func TestMCPCompletionAcrossNodes(t *testing.T) {
 		if mcpbridge.CodeOf(err) != mcpbridge.CodePromptNotFound {
 			t.Fatalf("node %d: completion of an unknown prompt: %v", i, err)
 		}
+	}
+}
+
+// TestMCPResourceSubscriptionAcrossNodes: a client of a face subscribes to
+// a resource of a backend, on the hosting node and across the mesh, over
+// the HTTP face and the byte-stream face of `nova-node mcp`, and gets
+// notifications/resources/updated when the backend reports a change; after
+// unsubscribing it gets none.
+func TestMCPResourceSubscriptionAcrossNodes(t *testing.T) {
+	net := mcpNet(t, nil)
+	waitTool(t, net.Nodes[0], "toolsmith_touch")
+	for i, n := range []*node.Node{net.Nodes[1], net.Nodes[0]} {
+		for _, face := range []string{"http", "stdio"} {
+			updated := make(chan string, 16)
+			opts := &mcp.ClientOptions{ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
+				updated <- req.Params.URI
+			}}
+			var cs *mcp.ClientSession
+			if face == "http" {
+				cs = faceSession(t, n, opts)
+			} else {
+				cs = connSession(t, n, opts)
+			}
+			if caps := cs.InitializeResult().Capabilities; caps.Resources == nil || !caps.Resources.Subscribe {
+				t.Fatalf("node %d %s: the face does not declare resources.subscribe: %+v", i, face, caps.Resources)
+			}
+			touch := func() {
+				if r, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "toolsmith_touch"}); err != nil || r.IsError {
+					t.Fatalf("node %d %s: touch: %v %+v", i, face, err, r)
+				}
+			}
+			wait := func() {
+				select {
+				case uri := <-updated:
+					if uri != mcptest.ReadmeURI {
+						t.Fatalf("node %d %s: update of %q, want %q", i, face, uri, mcptest.ReadmeURI)
+					}
+				case <-time.After(15 * time.Second):
+					t.Fatalf("node %d %s: no notifications/resources/updated", i, face)
+				}
+			}
+			if err := cs.Subscribe(t.Context(), &mcp.SubscribeParams{URI: mcptest.ReadmeURI}); err != nil {
+				t.Fatalf("node %d %s: subscribe: %v", i, face, err)
+			}
+			touch()
+			wait()
+			if err := cs.Unsubscribe(t.Context(), &mcp.UnsubscribeParams{URI: mcptest.ReadmeURI}); err != nil {
+				t.Fatalf("node %d %s: unsubscribe: %v", i, face, err)
+			}
+			touch() // no notification: the next one is from after subscribing again
+			if err := cs.Subscribe(t.Context(), &mcp.SubscribeParams{URI: mcptest.ReadmeURI}); err != nil {
+				t.Fatalf("node %d %s: subscribe again: %v", i, face, err)
+			}
+			touch()
+			wait()
+			if len(updated) != 0 {
+				t.Fatalf("node %d %s: %d notifications more than the subscriptions asked for", i, face, len(updated))
+			}
+			err := cs.Subscribe(t.Context(), &mcp.SubscribeParams{URI: "nova://nowhere"})
+			if mcpbridge.CodeOf(err) != mcpbridge.CodeResourceNotFound {
+				t.Fatalf("node %d %s: subscribe to an unknown URI: %v", i, face, err)
+			}
+			_ = cs.Close()
+		}
+	}
+}
+
+// connSession is an MCP client session on n's byte-stream face, the one
+// `nova-node mcp` relays stdio to.
+func connSession(t *testing.T, n *node.Node, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	a, b := gonet.Pipe()
+	go func() { _ = n.MCP().ServeConn(t.Context(), b) }()
+	c := mcp.NewClient(&mcp.Implementation{Name: "relay-test", Version: "1"}, opts)
+	cs, err := c.Connect(t.Context(), &mcp.IOTransport{Reader: a, Writer: a}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close(); _ = a.Close() })
+	return cs
+}
+
+// TestMCPSamplingAndElicitationRelayed: a backend's sampling and
+// elicitation requests during a tool call reach the client that made the
+// call, on the hosting node's face and across the mesh, and its answers
+// reach the backend; a call with no client to ask (the Go API, as the CLI
+// uses) gets an isError result naming NO_CALLER.
+func TestMCPSamplingAndElicitationRelayed(t *testing.T) {
+	net := mcpNet(t, nil)
+	waitTool(t, net.Nodes[0], "toolsmith_ask")
+	for i, n := range []*node.Node{net.Nodes[1], net.Nodes[0]} {
+		cs := faceSession(t, n, &mcp.ClientOptions{
+			CreateMessageHandler: func(_ context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+				q, _ := req.Params.Messages[0].Content.(*mcp.TextContent)
+				return &mcp.CreateMessageResult{Model: "test", Role: "assistant", Content: &mcp.TextContent{Text: "re " + q.Text}}, nil
+			},
+			ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"answer": "yes to " + req.Params.Message}}, nil
+			},
+		})
+		res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "toolsmith_ask", Arguments: map[string]any{"text": "q"}})
+		if err != nil || res.IsError || text(res) != "model: re q; user: accept yes to q" {
+			t.Fatalf("node %d: ask: %v %q", i, err, text(res))
+		}
+	}
+	res, err := net.Nodes[0].MCP().CallTool(t.Context(), "toolsmith.ask", json.RawMessage(`{"text":"q"}`))
+	if err != nil || !res.IsError || !strings.Contains(text(res), mcpbridge.CodeNoCaller) {
+		t.Fatalf("ask with nobody to ask: %v %q", err, text(res))
 	}
 }

@@ -93,8 +93,9 @@ check "stateless-probe.mjs (2026-07-28 route)" 0 'out.ok && out.steps.every(s =>
 
 echo "selftest: conformance suite (${CONFORMANCE_SUITE:-all}) against $url"
 if MCP_URL=$url CONFORMANCE_SUITE=${CONFORMANCE_SUITE:-all} \
+  CONFORMANCE_BASELINE="$here/testdata/refserver/conformance-baseline.json" \
   CONFORMANCE_RESULTS_DIR="$here/results/selftest-conformance" "$node" "$here/conformance.mjs"; then
-  echo "ok   conformance.mjs matches conformance-baseline.json"; passed=$((passed + 1))
+  echo "ok   conformance.mjs matches testdata/refserver/conformance-baseline.json"; passed=$((passed + 1))
 else
   echo "FAIL conformance.mjs (see $here/results/selftest-conformance)"; failed=$((failed + 1))
 fi

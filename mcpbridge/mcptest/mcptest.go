@@ -1,6 +1,7 @@
 // Package mcptest is a small MCP server for tests, benchmarks and demos:
-// tools say, add, fail, divide, big, steps and crash, a resource, a
-// resource template and a prompt. A test binary
+// tools say, add, fail, divide, big, steps, touch, ask and crash, a resource
+// (which may be subscribed to: touch reports it updated), a resource
+// template and a prompt. A test binary
 // serves it on stdio when started with NOVA_MCPTEST_SERVE=1 (call
 // MaybeServe first thing in TestMain), so tests can declare it as a stdio
 // backend with Command os.Args[0].
@@ -60,7 +61,9 @@ type stepsOut struct {
 
 // Server returns the test MCP server.
 func Server() *mcp.Server {
-	s := mcp.NewServer(&mcp.Implementation{Name: "mcptest", Version: "1.0.0"}, &mcp.ServerOptions{CompletionHandler: complete})
+	s := mcp.NewServer(&mcp.Implementation{Name: "mcptest", Version: "1.0.0"}, &mcp.ServerOptions{CompletionHandler: complete,
+		SubscribeHandler:   func(context.Context, *mcp.SubscribeRequest) error { return nil },
+		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil }})
 	mcp.AddTool(s, &mcp.Tool{Name: "say", Description: "Says the text back."}, func(ctx context.Context, req *mcp.CallToolRequest, in sayIn) (*mcp.CallToolResult, any, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
 	})
@@ -95,6 +98,24 @@ func Server() *mcp.Server {
 			}
 		}
 		return nil, stepsOut{Done: in.Steps}, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "touch", Description: "Reports the readme resource as updated to its subscribers."}, func(ctx context.Context, req *mcp.CallToolRequest, in struct{}) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "touched"}}}, nil, s.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: ReadmeURI})
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "ask", Description: "Asks the client's model (sampling) and then its user (elicitation) about the text, and returns both answers."}, func(ctx context.Context, req *mcp.CallToolRequest, in sayIn) (*mcp.CallToolResult, any, error) {
+		m, err := req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 10, Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: in.Text}}}})
+		if err != nil {
+			return nil, nil, fmt.Errorf("sampling: %w", err)
+		}
+		e, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: in.Text, RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"answer": map[string]any{"type": "string"}}}})
+		if err != nil {
+			return nil, nil, fmt.Errorf("elicitation: %w", err)
+		}
+		model := ""
+		if t, ok := m.Content.(*mcp.TextContent); ok {
+			model = t.Text
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("model: %s; user: %s %v", model, e.Action, e.Content["answer"])}}}, nil, nil
 	})
 	mcp.AddTool(s, &mcp.Tool{Name: "crash", Description: "Exits the server process (for recovery tests)."}, func(ctx context.Context, req *mcp.CallToolRequest, in struct{}) (*mcp.CallToolResult, any, error) {
 		os.Exit(3)
@@ -133,12 +154,19 @@ func complete(_ context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult,
 	return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: values, Total: len(values)}}, nil
 }
 
-// MaybeServe serves Server on stdio and exits when EnvServe is set.
+// MaybeServe serves on stdio and exits when EnvServe is set: Server when
+// it is "1", Conformance when it is [ServeConformance].
 func MaybeServe() {
-	if os.Getenv(EnvServe) != "1" {
+	var s *mcp.Server
+	switch os.Getenv(EnvServe) {
+	case "1":
+		s = Server()
+	case ServeConformance:
+		s = Conformance()
+	default:
 		return
 	}
-	err := Server().Run(context.Background(), &mcp.StdioTransport{})
+	err := s.Run(context.Background(), &mcp.StdioTransport{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "mcptest:", err)
 		os.Exit(1)

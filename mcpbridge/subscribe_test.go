@@ -1,0 +1,123 @@
+package mcpbridge_test
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/nova-node/nova-node/agentcard"
+	"github.com/nova-node/nova-node/mcpbridge"
+	"github.com/nova-node/nova-node/sandbox"
+)
+
+// A face session subscribes to at most MaxSubscriptions resources; an
+// update reported by the registry (as a Go program does for its own
+// resources) reaches the sessions subscribed to it.
+func TestFaceSubscriptionsBounded(t *testing.T) {
+	h := newHost(t)
+	var as atomic.Value
+	as.Store("home@" + h.ID().String())
+	b, _, reg := labBridgeRegistry(t, h, &as)
+	for i := range mcpbridge.MaxSubscriptions + 1 {
+		uri := fmt.Sprintf("home://r%d", i)
+		if err := reg.RegisterResource(mcpbridge.Resource{Agent: "home", URI: uri, Name: uri},
+			func(context.Context) ([]byte, error) { return []byte("x"), nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv := httptest.NewServer(b.HTTPHandler())
+	t.Cleanup(srv.Close)
+	updated := make(chan string, 4)
+	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, &mcp.ClientOptions{
+		ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) { updated <- req.Params.URI },
+	})
+	cs, err := c.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: srv.URL}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	for i := range mcpbridge.MaxSubscriptions {
+		if err := cs.Subscribe(t.Context(), &mcp.SubscribeParams{URI: fmt.Sprintf("home://r%d", i)}); err != nil {
+			t.Fatalf("subscription %d: %v", i, err)
+		}
+	}
+	// Subscribing twice to the same URI holds one subscription.
+	if err := cs.Subscribe(t.Context(), &mcp.SubscribeParams{URI: "home://r0"}); err != nil {
+		t.Fatal(err)
+	}
+	last := fmt.Sprintf("home://r%d", mcpbridge.MaxSubscriptions)
+	err = cs.Subscribe(t.Context(), &mcp.SubscribeParams{URI: last})
+	if mcpbridge.CodeOf(err) != mcpbridge.CodeTooManySubscriptions {
+		t.Fatalf("subscription past the bound: %v, want %s", err, mcpbridge.CodeTooManySubscriptions)
+	}
+	if err := cs.Unsubscribe(t.Context(), &mcp.UnsubscribeParams{URI: "home://r1"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.Subscribe(t.Context(), &mcp.SubscribeParams{URI: last}); err != nil {
+		t.Fatalf("subscription after an unsubscribe: %v", err)
+	}
+	reg.ResourceUpdated("home://r1") // unsubscribed: not sent
+	reg.ResourceUpdated(last)
+	if got := <-updated; got != last {
+		t.Fatalf("update of %q, want %q", got, last)
+	}
+}
+
+// A peer's session subscribes to a resource only for a caller allowed to
+// call its agent, and at most MaxSubscriptions at once.
+func TestPeerSubscriptionsChecked(t *testing.T) {
+	hb, ha := newHost(t), newHost(t)
+	var as atomic.Value
+	as.Store("")
+	_, cards, reg := labBridgeRegistry(t, hb, &as)
+	for _, c := range []agentcard.Card{card("outsider", ""), card("insider", "lab")} {
+		c.Host, c.Origin, c.Revision = ha.ID().String(), agentcard.OriginRemote, 1
+		if _, err := cards.MergeRemote(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range mcpbridge.MaxSubscriptions {
+		uri := fmt.Sprintf("lab://r%d", i)
+		if err := reg.RegisterResource(mcpbridge.Resource{Agent: "labtools", URI: uri, Name: uri},
+			func(context.Context) ([]byte, error) { return []byte("x"), nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := ha.Connect(t.Context(), peer.AddrInfo{ID: hb.ID(), Addrs: hb.Addrs()}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := ha.NewStream(t.Context(), hb.ID(), mcpbridge.ProtocolID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := mcp.NewClient(&mcp.Implementation{Name: "raw", Version: "1"}, nil)
+	// 2025-11-25, as nodes speak to each other: resources/subscribe with
+	// the caller in _meta.
+	cs, err := c.Connect(t.Context(), &mcp.IOTransport{Reader: s, Writer: s}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	as2 := func(agent string) mcp.Meta { return mcp.Meta{mcpbridge.MetaCaller: agent + "@" + ha.ID().String()} }
+	err = cs.Subscribe(t.Context(), &mcp.SubscribeParams{Meta: as2("outsider"), URI: "lab://notes"})
+	if mcpbridge.CodeOf(err) != sandbox.CodeSandboxViolation {
+		t.Fatalf("outsider subscribes to lab://notes: %v, want %s", err, sandbox.CodeSandboxViolation)
+	}
+	if err := cs.Subscribe(t.Context(), &mcp.SubscribeParams{Meta: as2("insider"), URI: "lab://notes"}); err != nil {
+		t.Fatalf("insider subscribes to lab://notes: %v", err)
+	}
+	for i := range mcpbridge.MaxSubscriptions - 1 {
+		if err := cs.Subscribe(t.Context(), &mcp.SubscribeParams{Meta: as2("insider"), URI: fmt.Sprintf("lab://r%d", i)}); err != nil {
+			t.Fatalf("subscription %d: %v", i, err)
+		}
+	}
+	err = cs.Subscribe(t.Context(), &mcp.SubscribeParams{Meta: as2("insider"), URI: fmt.Sprintf("lab://r%d", mcpbridge.MaxSubscriptions-1)})
+	if mcpbridge.CodeOf(err) != mcpbridge.CodeTooManySubscriptions {
+		t.Fatalf("subscription past the bound: %v, want %s", err, mcpbridge.CodeTooManySubscriptions)
+	}
+}
