@@ -51,9 +51,16 @@ type page struct {
 }
 
 // openPage starts a browser and opens nd's web view with its token, as
-// the URL `nova-node open` prints. The browser closes when the test ends;
-// if the test failed, a screenshot of the page is saved first.
+// the URL `nova-node open` prints.
 func openPage(t *testing.T, nd *node.Node) *page {
+	t.Helper()
+	return openURL(t, nd.WebURL()+"#token="+token(t, nd))
+}
+
+// openURL starts a browser on the web view at url. The browser closes
+// when the test ends; if the test failed, a screenshot of the page is
+// saved first.
+func openURL(t *testing.T, url string) *page {
 	t.Helper()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(chromium(t)),
@@ -89,7 +96,7 @@ func openPage(t *testing.T, nd *node.Node) *page {
 			}
 		}
 	})
-	p.run("open the page", chromedp.Navigate(nd.WebURL()+"#token="+token(t, nd)))
+	p.run("open the page", chromedp.Navigate(url))
 	p.waitText("#live", "live", 10*time.Second)
 	return p
 }
