@@ -389,7 +389,7 @@ func TestScreenshotForTheDocs(t *testing.T) {
 	nd := net.Nodes[0]
 	p := openPage(t, nd)
 
-	// Traffic for the charts, until the page has ten samples.
+	// Traffic for the charts, until the page has twenty samples.
 	ctx, stop := context.WithCancel(t.Context())
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -433,7 +433,7 @@ func TestScreenshotForTheDocs(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`#send-form button[type=submit]`)),
 	)
 	p.waitText("#send-result", "delivered", 10*time.Second)
-	p.wait("ten metrics samples", `state.samples.length >= 10`, 20*time.Second)
+	p.wait("twenty metrics samples", `state.samples.length >= 20`, 40*time.Second)
 	stop()
 
 	buf, err := chromedp.Run(p.ctx, chromedp.FullScreenshot(100))

@@ -220,6 +220,12 @@ function render() {
     names.dataset.list = want;
     names.replaceChildren(...s.agents.slice(0, 500).map((a) => { const o = el('option'); o.value = a.address; return o; }));
   }
+  const locals = $('local-names');
+  const mine = s.agents.filter((a) => a.host === s.self.peerId || !a.host).map((a) => a.address.split('@')[0]);
+  if (locals.dataset.list !== mine.join('\n')) {
+    locals.dataset.list = mine.join('\n');
+    locals.replaceChildren(...mine.map((n) => { const o = el('option'); o.value = n; return o; }));
+  }
   const m = s.metrics;
   $('totals').textContent = 'sent ' + m.totalMessagesSent + ' · received ' + m.totalMessagesReceived +
     ' · errors ' + m.errorCount + ' · security ' + m.securityEvents + ' · avg latency ' + m.averageRoutingLatencyMs.toFixed(2) + ' ms';
@@ -510,12 +516,12 @@ $('send-form').addEventListener('submit', async (ev) => {
   show(out, '', 'sending…');
   try {
     const r = await api('POST', 'api/send', {
-      to: $('send-to').value.trim(), type: $('send-type').value, payload,
+      from: $('send-from').value.trim() || undefined, to: $('send-to').value.trim(), type: $('send-type').value, payload,
       capability: $('send-cap').checked, escalationJustification: $('send-just').value.trim() || undefined,
     });
     const res = r.json || {};
     if (res.error || r.status >= 300) { showError(out, res.error || res); return; }
-    let text = 'delivered to ' + (res.result.targetAgentId || $('send-to').value) + ' (' + res.result.path + ', ' + res.result.latencyMs.toFixed(1) + ' ms)';
+    let text = 'delivered to ' + addr(res.result.targetAgentId || $('send-to').value) + ' (' + res.result.path + ', ' + res.result.latencyMs.toFixed(1) + ' ms)';
     if (res.response) text += '\nanswer: ' + JSON.stringify(res.response.payload);
     show(out, '', text);
   } catch (e) { show(out, 'UNREACHABLE', 'UNREACHABLE: the node did not answer (' + e.message + ')'); }
@@ -528,7 +534,7 @@ $('propose-form').addEventListener('submit', async (ev) => {
   try {
     const caps = $('propose-caps').value.split(',').map((s) => s.trim()).filter(Boolean);
     const r = await api('POST', 'api/tasks', {
-      to: $('propose-to').value.trim(), byCapability: $('propose-cap').checked, task: $('propose-task').value, capabilities: caps,
+      from: $('propose-from').value.trim() || undefined, to: $('propose-to').value.trim(), byCapability: $('propose-cap').checked, task: $('propose-task').value, capabilities: caps,
     });
     if (r.status >= 300) { showError(out, r.json); return; }
     show(out, '', 'proposal ' + r.json.proposalId + ': ' + (r.json.status || 'sent'));
