@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"github.com/nova-node/nova-node/internal/waitfor"
 	"github.com/nova-node/nova-node/node"
@@ -292,6 +293,15 @@ func TestPageReadsAndSetsDocuments(t *testing.T) {
 	p.waitText("#doc-view", "design", 5*time.Second)
 	p.wait("the document listed", has(`#docs .vrow[data-key="plan"]`), 5*time.Second)
 
+	// By keyboard: the document list is a listbox; the arrow keys choose.
+	p.run("choose the document with the keyboard",
+		chromedp.Evaluate[chromedp.Void](`document.querySelector('#doc-name').value = ''; document.querySelector('#doc-view').textContent = ''`),
+		chromedp.Focus(chromedp.CSS("#docs")),
+		chromedp.KeyEvent(kb.ArrowDown),
+	)
+	p.wait("the chosen document's name in the form", `document.querySelector('#doc-name').value === 'plan'`, time.Second)
+	p.waitText("#doc-view", "design", 5*time.Second)
+
 	// Node 1 changes it: the page shows the new value.
 	ctx := t.Context()
 	waitForDoc(t, net.Nodes[1], "plan", "/step", `"design"`)
@@ -323,6 +333,11 @@ func TestPageAccessibilityBasics(t *testing.T) {
 	lowContrast := eval[[]string](p, "check text contrast", contrastJS)
 	if len(lowContrast) > 0 {
 		t.Errorf("text under 4.5:1 contrast: %v", lowContrast)
+	}
+	// The check itself: light grey on white is caught.
+	p.run("add grey text", chromedp.Evaluate[chromedp.Void](`(() => { const e = document.createElement('p'); e.id = 'grey'; e.textContent = 'grey'; e.style.color = '#aaa'; document.querySelector('main').append(e); })()`))
+	if caught := eval[[]string](p, "check text contrast", contrastJS); len(caught) != 1 || !strings.HasPrefix(caught[0], "grey ") {
+		t.Errorf("the contrast check reports %v for grey text on white", caught)
 	}
 }
 

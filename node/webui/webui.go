@@ -172,7 +172,7 @@ func Public(r *http.Request) bool {
 		return false
 	}
 	switch r.URL.Path {
-	case "/ui", "/ui/", "/ui/index.html", "/ui/app.js", "/ui/app.css":
+	case "/ui", "/ui/", "/ui/app.js", "/ui/app.css":
 		return true
 	}
 	return false

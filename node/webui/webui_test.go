@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nova-node/nova-node/internal/localhttp"
 	"github.com/nova-node/nova-node/node"
@@ -158,5 +159,25 @@ func TestAPIWithTheToken(t *testing.T) {
 	var ae localapi.APIError
 	if err := json.NewDecoder(resp.Body).Decode(&ae); err != nil || resp.StatusCode != http.StatusBadRequest || ae.Code != localapi.CodeDocTypeMismatch {
 		t.Errorf("incr on a map: HTTP %d %+v %v, want %s", resp.StatusCode, ae, err, localapi.CodeDocTypeMismatch)
+	}
+}
+
+// An open stream does not hold the node's Close: the listener ends it.
+func TestOpenStreamDoesNotHoldClose(t *testing.T) {
+	net := testnet.New(t, 1)
+	nd := net.Nodes[0]
+	resp := get(t, nd, "GET", "api/stream", token(t, nd), "")
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("stream: HTTP %d", resp.StatusCode)
+	}
+	start := time.Now()
+	if err := nd.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("Close took %v with a page open", d)
+	}
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		t.Logf("stream ended: %v", err)
 	}
 }
