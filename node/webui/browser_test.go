@@ -189,8 +189,27 @@ func has(selector string) string {
 func swarm4(t *testing.T) *testnet.Net {
 	net := testnet.New(t, 4)
 	net.FullMesh()
-	net.WaitForCards()
+	waitForCards(t, net)
 	return net
+}
+
+// waitForCards waits until every node knows every other node's agents.
+// (The page needs no broadcast topic, which testnet's WaitForCards also
+// waits for.)
+func waitForCards(t *testing.T, net *testnet.Net) {
+	t.Helper()
+	waitfor.Eventually(t, 30*time.Second, func() error {
+		for i, a := range net.Nodes {
+			for _, b := range net.Nodes {
+				for _, c := range b.Registry().Local() {
+					if _, ok := a.Registry().Get(c.Address()); !ok {
+						return fmt.Errorf("node %d does not know %s yet", i, c.Address())
+					}
+				}
+			}
+		}
+		return nil
+	})
 }
 
 // The page of node 0 of a 4-node swarm shows the three peers and the four
@@ -400,7 +419,7 @@ func TestScreenshotForTheDocs(t *testing.T) {
 		}
 	}))
 	net.FullMesh()
-	net.WaitForCards()
+	waitForCards(t, net)
 	nd := net.Nodes[0]
 	p := openPage(t, nd)
 
