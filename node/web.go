@@ -104,7 +104,22 @@ func (s webSource) Subscribe() (<-chan localapi.Event, <-chan any, func()) {
 	if err != nil { // cannot happen: the type is a valid event
 		return sub.C, nil, sub.Close
 	}
-	return sub.C, bus.Out(), func() { sub.Close(); _ = bus.Close() }
+	// libp2p's event bus blocks its emitter while a subscriber's buffer is
+	// full, and a page's stream stops reading while its client is slow:
+	// so a goroutine drains the bus into one slot, which holds "peers
+	// changed" however many times they did.
+	changes := make(chan any, 1)
+	done := make(chan struct{})
+	go func() { // owned by the stop func below: it closes bus, which ends Out, and waits on done
+		defer close(done)
+		for range bus.Out() {
+			select {
+			case changes <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	return sub.C, changes, func() { sub.Close(); _ = bus.Close(); <-done }
 }
 
 func (s webSource) Send(ctx context.Context, req localapi.SendRequest) localapi.SendResult {
