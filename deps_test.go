@@ -111,8 +111,9 @@ var packages = map[string]pkg{
 	"mcpbridge/mcptest":            {layer: service},
 	"node/connhealth":              {layer: service, also: "protocol", documented: true}, // the router's AckState, CloseSiblings
 
-	"node":          {layer: root, also: "node/localapi node/tasknode"},
+	"node":          {layer: root, also: "node/localapi node/tasknode node/webui"},
 	"node/localapi": {layer: root},
+	"node/webui":    {layer: root, also: "node/localapi", documented: true}, // the web view: page, stream and actions on a Source, never node
 	"node/tasknode": {layer: root, also: "node/localapi", documented: true}, // the task layer's glue: wires services, never node
 
 	"cmd/nova-node": {layer: program, also: "internal/demo"},
@@ -132,7 +133,7 @@ var reserved = map[string]struct{ by, why string }{
 	"github.com/libp2p/go-libp2p-pubsub/...":  {"node protocol crdt", "node owns the one GossipSub; protocol (broadcasts) and crdt (documents) use its topics"},
 	"github.com/a2aproject/a2a-go/...":        {"protocol/a2ahttp", "all A2A-version code lives in protocol/a2ahttp"},
 	"go.etcd.io/bbolt/...":                    {"node protocol/a2ahttp", "node owns nova.db (the gateway gets its *bbolt.DB); the others persist through small interfaces"},
-	module + "/node/localapi":                 {"node node/tasknode cmd/nova-node internal/demo", "the local API: node serves it (tasknode emits its event types), the CLI (and the demo it runs) call it"},
+	module + "/node/localapi":                 {"node node/tasknode node/webui cmd/nova-node internal/demo", "the local API: node serves it (tasknode emits its event types, webui shows them), the CLI (and the demo it runs) call it"},
 }
 
 // networkCode is what a pure package must not depend on at any depth,

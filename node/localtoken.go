@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 
 	"github.com/nova-node/nova-node/internal/localhttp"
+	"github.com/nova-node/nova-node/node/webui"
 )
 
 // LocalTokenFile is the file in the data dir holding the local token: the
@@ -38,12 +39,13 @@ func (n *Node) localTokenHint() string {
 // besides /metrics and /healthz, and the token every request to it must
 // carry.
 type localFaces struct {
-	mcp   http.Handler // the MCP streamable HTTP face, at /mcp
-	token string       // the local token
-	hint  string       // where the token is, for a refused client
+	mcp   http.Handler  // the MCP streamable HTTP face, at /mcp
+	ui    *webui.Server // the web view, at /ui/
+	token string        // the local token
+	hint  string        // where the token is, for a refused client
 }
 
 // localFaces is the MCP face and the local token, for startMetrics.
 func (n *Node) localFaces() localFaces {
-	return localFaces{mcp: n.mcpHTTP(), token: n.localToken, hint: n.localTokenHint()}
+	return localFaces{mcp: n.mcpHTTP(), ui: n.webUI(), token: n.localToken, hint: n.localTokenHint()}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/nova-node/nova-node/envelope"
 	"github.com/nova-node/nova-node/internal/localhttp"
 	"github.com/nova-node/nova-node/node/localapi"
+	"github.com/nova-node/nova-node/node/webui"
 	"github.com/nova-node/nova-node/protocol"
 )
 
@@ -223,10 +224,18 @@ func startMetrics(addr string, reg *prometheus.Registry, channels func() []proto
 	if faces.mcp != nil {
 		mux.Handle("/mcp", faces.mcp)
 	}
+	var public func(*http.Request) bool
+	if faces.ui != nil { // the web view: its page loads without the token, its API needs it
+		mux.Handle(webui.Prefix, faces.ui)
+		public = webui.Public
+	}
 	// Web pages must not read metrics or drive /mcp (see localhttp), nor
 	// may other users of the machine: the local token.
-	h := localhttp.Guard{}.Wrap(tokens.Require(mux, faces.hint, nil))
+	h := localhttp.Guard{}.Wrap(tokens.Require(mux, faces.hint, public))
 	s := &metricsServer{srv: &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}, ln: ln, done: make(chan struct{})}
+	if faces.ui != nil {
+		s.srv.RegisterOnShutdown(faces.ui.Close) // its streams end, so Shutdown need not wait for them
+	}
 	go func() { // owned by metricsServer: close() waits on done
 		defer close(s.done)
 		_ = s.srv.Serve(ln)

@@ -88,7 +88,7 @@ same "error" member. Exit status: 0 success, 1 failure, 2 usage error.`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return &exitError{code: 2, err: err, hint: helpHint(c)}
 	})
-	root.AddCommand(newInitCmd(g), newRunCmd(g), newSendCmd(g), newAgentsCmd(g), newIDCmd(g), newBroadcastCmd(g), newStatusCmd(g), newChannelsCmd(g), newEventsCmd(g), newPeersCmd(g), newPingCmd(g), newInviteCmd(g), newJoinCmd(g), newCRDTCmd(g), newVersionCmd(g))
+	root.AddCommand(newInitCmd(g), newRunCmd(g), newSendCmd(g), newAgentsCmd(g), newIDCmd(g), newBroadcastCmd(g), newStatusCmd(g), newChannelsCmd(g), newEventsCmd(g), newPeersCmd(g), newPingCmd(g), newInviteCmd(g), newJoinCmd(g), newCRDTCmd(g), newVersionCmd(g), newOpenCmd(g))
 	root.AddCommand(taskCommands(g)...)
 	root.AddCommand(authorityCommands(g)...)
 	root.AddCommand(mcpCommands(g)...)
