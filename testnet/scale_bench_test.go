@@ -50,12 +50,37 @@ func BenchmarkScale200(b *testing.B) {
 		net := testnet.New(b, n, testnet.WithTransport(testnet.TCP), testnet.WithoutLeakCheck(b),
 			testnet.WithConfig(func(i int, c *node.Config) { c.MetricsListen = "off" }))
 		started := time.Now()
-		for i := 3; i < n; i++ {
-			net.Connect(i, i%3)
-		}
-		net.Connect(1, 0)
-		net.Connect(2, 0)
 		ctx := context.Background()
+		// Each node dials its bootstrap node once, as `run` does; on a
+		// loaded machine a handshake can take seconds, so with patience.
+		connect := func(i, j int) {
+			addr := net.Nodes[j].Addrs()[0].String() + "/p2p/" + net.Nodes[j].Host().ID().String()
+			var err error
+			for range 5 {
+				cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+				_, err = net.Nodes[i].Connect(cctx, addr)
+				cancel()
+				if err == nil {
+					return
+				}
+			}
+			b.Errorf("node %d cannot connect to its bootstrap node %d: %v", i, j, err)
+		}
+		connect(1, 0)
+		connect(2, 0)
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, 8)
+		for i := 3; i < n; i++ {
+			wg.Go(func() {
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				connect(i, i%3)
+			})
+		}
+		wg.Wait()
+		if b.Failed() {
+			b.FailNow()
+		}
 		rng := rand.New(rand.NewPCG(1, 2))
 		name := func(i int) string { return fmt.Sprintf("a%d", i) }
 
