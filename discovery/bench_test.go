@@ -8,18 +8,25 @@ import (
 	"testing"
 	"time"
 
+	dht "github.com/libp2p/go-libp2p-kad-dht"
+
+	"github.com/nova-node/nova-node/agentcard"
 	"github.com/nova-node/nova-node/discovery"
 )
 
 // BenchmarkLookup measures card lookups in a 100-node loopback DHT with
 // nova's default DHT settings and the lookup cache off, so every lookup
-// asks the DHT: by name (the providers of the name key, then the card), by
-// a capability one agent offers (providers, the agent index, then the
-// card), and by a capability twenty agents offer. Each iteration picks a
-// random querying node and a random target; p50 and p99 are reported in
+// asks the DHT: by name, by a capability one agent offers, by a
+// capability twenty agents offer, and by exact address. Its raw
+// counterpart is kad-dht's own GetValue with Quorum(1) of the target's
+// card record on the same DHT ("raw-getvalue"): every sub-benchmark also
+// times that raw read, from the same querying node for the same target,
+// alternating with its own lookup, and reports both p50s and their ratio
+// (x-raw), so that a noisy machine moves both alike. Each iteration picks
+// a random querying node and a random target; latencies are reported in
 // milliseconds. Run it alone:
 //
-//	go test -run '^$' -bench BenchmarkLookup ./discovery/
+//	go test -run '^$' -bench BenchmarkLookup -benchtime 200x ./discovery/
 func BenchmarkLookup(b *testing.B) {
 	tm := slow
 	tm.cache = 0
@@ -35,22 +42,60 @@ func BenchmarkLookup(b *testing.B) {
 		}
 		return q, target
 	}
+	raw := func(ctx context.Context, q, target int) error {
+		_, err := nodes[q].svc.DHT().GetValue(ctx, agentcard.Key(nodes[target].h.ID(), agentName(target)), dht.Quorum(1))
+		return err
+	}
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	p := func(lat []time.Duration, pc int) time.Duration {
+		slices.Sort(lat)
+		return lat[len(lat)*pc/100]
+	}
 	run := func(b *testing.B, want int, f func(ctx context.Context, q, target int) (int, error)) {
-		var lat []time.Duration
+		var lat, rawLat []time.Duration
+		i := 0
 		for b.Loop() {
 			q, target := pick()
+			timeRaw := func() {
+				start := time.Now()
+				if err := raw(context.Background(), q, target); err != nil {
+					b.Fatalf("node %d, target %d: raw GetValue: %v", q, target, err)
+				}
+				rawLat = append(rawLat, time.Since(start))
+			}
+			if i%2 == 1 {
+				timeRaw()
+			}
 			start := time.Now()
 			n, err := f(context.Background(), q, target)
 			lat = append(lat, time.Since(start))
 			if err != nil || n < want {
 				b.Fatalf("node %d, target %d: %d cards, %v", q, target, n, err)
 			}
+			if i%2 == 0 {
+				timeRaw()
+			}
+			i++
 		}
-		slices.Sort(lat)
-		ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-		b.ReportMetric(ms(lat[len(lat)/2]), "p50-ms")
-		b.ReportMetric(ms(lat[len(lat)*99/100]), "p99-ms")
+		p50, raw50 := p(lat, 50), p(rawLat, 50)
+		b.ReportMetric(ms(p50), "p50-ms")
+		b.ReportMetric(ms(p(lat, 99)), "p99-ms")
+		b.ReportMetric(ms(raw50), "raw-p50-ms")
+		b.ReportMetric(float64(p50)/float64(raw50), "x-raw")
 	}
+	b.Run("raw-getvalue", func(b *testing.B) {
+		var lat []time.Duration
+		for b.Loop() {
+			q, target := pick()
+			start := time.Now()
+			if err := raw(context.Background(), q, target); err != nil {
+				b.Fatalf("node %d, target %d: %v", q, target, err)
+			}
+			lat = append(lat, time.Since(start))
+		}
+		b.ReportMetric(ms(p(lat, 50)), "p50-ms")
+		b.ReportMetric(ms(p(lat, 99)), "p99-ms")
+	})
 	b.Run("name", func(b *testing.B) {
 		run(b, 1, func(ctx context.Context, q, target int) (int, error) {
 			cards, err := nodes[q].svc.FindByName(ctx, agentName(target))
