@@ -31,7 +31,7 @@ func BenchmarkLookup(b *testing.B) {
 	tm := slow
 	tm.cache = 0
 	nodes := network(b, 100, tm, discovery.WithRetry(0, 0))
-	waitRoutingTables(b, nodes, 10)
+	waitRoutingTablesWithin(b, nodes, 10, 2*time.Minute)
 	publishAll(b, nodes)
 	rng := mrand.New(mrand.NewPCG(1, 2))
 	pick := func() (q, target int) {
