@@ -170,14 +170,7 @@ func refreshAll(tb testing.TB, nodes []*testNode) {
 // least min peers.
 func waitRoutingTables(tb testing.TB, nodes []*testNode, least int) {
 	tb.Helper()
-	waitRoutingTablesWithin(tb, nodes, least, 30*time.Second)
-}
-
-// waitRoutingTablesWithin is waitRoutingTables waiting at most within: a
-// benchmark's 100 nodes on a busy machine take longer to meet.
-func waitRoutingTablesWithin(tb testing.TB, nodes []*testNode, least int, within time.Duration) {
-	tb.Helper()
-	waitfor.Eventually(tb, within, func() error {
+	waitfor.Eventually(tb, 30*time.Second, func() error {
 		for i, n := range nodes {
 			if s := n.svc.DHT().RoutingTable().Size(); s < least {
 				return fmt.Errorf("node %d has %d peers in its routing table, want %d", i, s, least)
