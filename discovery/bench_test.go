@@ -2,6 +2,7 @@ package discovery_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	mrand "math/rand/v2"
 	"slices"
@@ -14,6 +15,8 @@ import (
 	"github.com/nova-node/nova-node/discovery"
 )
 
+var lookupNodes = flag.Int("nova.lookupnodes", 100, "nodes in BenchmarkLookup's DHT")
+
 // BenchmarkLookup measures card lookups in a 100-node loopback DHT with
 // nova's default DHT settings and the lookup cache off, so every lookup
 // asks the DHT: by name, by a capability one agent offers, by a
@@ -24,13 +27,13 @@ import (
 // alternating with its own lookup, and reports both p50s and their ratio
 // (x-raw), so that a noisy machine moves both alike. Each iteration picks
 // a random querying node and a random target; latencies are reported in
-// milliseconds. Run it alone:
+// milliseconds; -nova.lookupnodes sets the DHT's size. Run it alone:
 //
 //	go test -run '^$' -bench BenchmarkLookup -benchtime 200x ./discovery/
 func BenchmarkLookup(b *testing.B) {
 	tm := slow
 	tm.cache = 0
-	nodes := network(b, 100, tm, discovery.WithRetry(0, 0))
+	nodes := network(b, *lookupNodes, tm, discovery.WithRetry(0, 0))
 	meet(b, nodes, 10)
 	publishAll(b, nodes)
 	rng := mrand.New(mrand.NewPCG(1, 2))
