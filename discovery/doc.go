@@ -100,15 +100,34 @@
 //
 // # Lookups
 //
-// [Service.FindByName] reads the providers of the name key, then each
-// provider's card; [Service.FindByCapability] reads the providers of the
-// capability key, their indexes, then the listed cards that offer the
-// capability (the card decides, not the index); [Service.Lookup] reads one
-// card by address. Reads use Quorum(1): a stale but valid card is
-// acceptable, its heartbeat bounds its age. Every card returned is
-// verified, fresh and already merged into the sink. Nothing found is an
-// agentcard error with a seed code (AGENT_NOT_FOUND, CAPABILITY_NOT_FOUND)
-// that says what was searched.
+// [Service.FindByName] finds the providers of the name key, then reads
+// each provider's card; [Service.FindByCapability] finds the providers of
+// the capability key, reads their indexes, then the listed cards that
+// offer the capability (the card decides, not the index);
+// [Service.Lookup] reads one card by address. On the wire:
+//
+//  1. Providers: a Kademlia GET_PROVIDERS query (kad-dht's messages, up to
+//     10 peers at once, closest to the key first, moving to the closer
+//     peers they name) that stops as soon as two peers have answered with
+//     providers; every honest peer among the closest holds every provider
+//     that reached it. In a 100-node swarm that is usually the first
+//     round. Providers that gave cards within [WithLookupCacheTTL] are
+//     reused without a query.
+//  2. Records: each provider is asked the moment it is found, with one
+//     GET_VALUE request to the provider itself (the host stores its own
+//     card and index, and its copy is the newest), over a connection the
+//     caller is about to use anyway. A host that does not answer with a
+//     valid record is read from the DHT with Quorum(1) instead.
+//  3. When that gives no card, kad-dht's full provider lookup (until the
+//     closest peers have all answered) runs before the lookup answers, so
+//     a peer answering fast with nothing valid cannot hide a name; then
+//     [WithRetry]'s retries.
+//
+// A stale but valid card is acceptable, its heartbeat bounds its age.
+// Every record is checked by the nova validator whichever path it took,
+// and every card returned is verified, fresh and already merged into the
+// sink. Nothing found is an agentcard error with a seed code
+// (AGENT_NOT_FOUND, CAPABILITY_NOT_FOUND) that says what was searched.
 //
 // # What the caller must do
 //
