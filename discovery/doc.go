@@ -29,10 +29,12 @@
 //     and a heartbeat), so that a capability lookup knows which cards of a
 //     provider to read, and so that a refresh costs one read per host.
 //   - Provider records under the CIDs ([KeyCID], sha2-256 of the key) of
-//     "nova/<swarm>/agent/<name>" ([NameKey]) and
-//     "nova/<swarm>/cap/<capability>" ([CapabilityKey]). Provider puts are
-//     not acknowledged, so lookups that find nothing retry with backoff
-//     ([WithRetry]), and results are cached for [WithLookupCacheTTL].
+//     "nova/<swarm>/agent/<name>" ([NameKey]),
+//     "nova/<swarm>/cap/<capability>" ([CapabilityKey]) and, for every
+//     node hosting an agent, "nova/<swarm>/members" ([MembersKey], the
+//     swarm's roster). Provider puts are not acknowledged, so lookups that
+//     find nothing retry with backoff ([WithRetry]), and results are
+//     cached for [WithLookupCacheTTL].
 //
 // [Validator] is the DHT validator of the "nova" namespace; every node
 // installs it, so a record is checked on every hop: on a put, on a read,
@@ -91,6 +93,19 @@
 // Cards that arrive by other paths (the router's hello frames, with the
 // registry's MergeRemote) refresh the same registry entries; the later
 // time wins.
+//
+// # The roster: every agent, not only those of connected peers
+//
+// A hello reaches only the peers a node is connected to, and a lookup
+// reads only what it is asked for. So that every node lists every agent
+// of the swarm, the roster loop ([Service.Roster], [WithRosterInterval])
+// reads the providers of the members key one second after Start, then
+// after 2, 4, 8… seconds up to the roster interval (30 s by default) and
+// every interval after that; for every member whose cards this node has
+// not found yet it reads the signed index and the listed cards (from the
+// member itself when connected, else from the DHT), verified and fresh
+// like a lookup's, and merges them into the sink. From then on the
+// refresh loop keeps them alive like any card a lookup found.
 //
 // Known limit: a node whose clock jumps backwards signs heartbeats older
 // than the records peers already hold for the same revision; peers keep
@@ -152,11 +167,12 @@
 // # Goroutines
 //
 // New starts nothing. Start starts the publish loop (which first dials the
-// bootstrap peers), the refresh loop and, with mDNS, the loop that dials
-// the peers mDNS finds; the DHT and mDNS run their own. Close cancels
-// them, waits for every one, then closes the DHT; it is idempotent and
-// safe before Start. Lookups, Publish and Refresh run on the caller's
-// goroutine, fan out to at most 16 goroutines that they wait for, and end
+// bootstrap peers), the refresh loop, the roster loop and, with mDNS, the
+// loop that dials the peers mDNS finds; the DHT and mDNS run their own.
+// Close cancels them, waits for every one, then closes the DHT; it is
+// idempotent and safe before Start. Lookups, Publish, Refresh and Roster
+// run on the caller's goroutine, fan out to goroutines that they wait for
+// (at most 16 at work at once, and a lookup's provider query 10 more), and end
 // when their context or the service does. The mDNS callback never blocks:
 // it queues the peer or drops and counts it (Stats.MDNSDropped).
 //

@@ -117,8 +117,8 @@ func (s *Service) fetchCard(ctx context.Context, d *dht.IpfsDHT, host peer.ID, i
 
 // card returns host's card id from the cache when it was read within the
 // lookup cache TTL and has at least revision minRev, else from host or the
-// DHT (fetchCard, dialling host).
-func (s *Service) card(ctx context.Context, d *dht.IpfsDHT, host peer.ID, id string, minRev uint64) (*cardEntry, error) {
+// DHT (fetchCard; see getRecord for dial).
+func (s *Service) card(ctx context.Context, d *dht.IpfsDHT, host peer.ID, id string, minRev uint64, dial bool) (*cardEntry, error) {
 	now := s.cfg.now()
 	s.cache.mu.Lock()
 	e := s.cache.cards[id+"@"+host.String()]
@@ -128,7 +128,7 @@ func (s *Service) card(ctx context.Context, d *dht.IpfsDHT, host peer.ID, id str
 		s.stats.cacheHits.Add(1)
 		return e, nil
 	}
-	return s.fetchCard(ctx, d, host, id, true)
+	return s.fetchCard(ctx, d, host, id, dial)
 }
 
 // fetchIndex reads host's agent index (from host itself, else from the
@@ -279,6 +279,15 @@ func (s *Service) resolveAll(ctx context.Context, query func(found func(peer.Add
 // records are not acknowledged.
 func (s *Service) find(ctx context.Context, d *dht.IpfsDHT, key string, resolve func(context.Context, peer.ID) []*cardEntry) ([]agentcard.Card, int, error) {
 	s.stats.lookups.Add(1)
+	if d.RoutingTable().Size() == 0 {
+		// A node that has just started: wait for its bootstrap dials
+		// rather than fail with an empty routing table.
+		select {
+		case <-s.booted:
+		case <-ctx.Done():
+			return nil, 0, ctx.Err()
+		}
+	}
 	var nprov int
 	for attempt := 0; ; attempt++ {
 		var cards []agentcard.Card
@@ -351,7 +360,7 @@ func (s *Service) FindByName(ctx context.Context, name string) ([]agentcard.Card
 			wg.Go(func() { _, _ = s.index(ctx, d, p) })
 			defer wg.Wait()
 		}
-		e, err := s.card(ctx, d, p, name, 0)
+		e, err := s.card(ctx, d, p, name, 0, true)
 		if err != nil {
 			s.log.Debugw("provider without a usable card", "agent", name, "peer", p, "err", err)
 			return nil
@@ -393,7 +402,7 @@ func (s *Service) FindByCapability(ctx context.Context, capID string) ([]agentca
 			if !slices.Contains(ie.Capabilities, capID) {
 				continue
 			}
-			e, err := s.card(ctx, d, p, ie.ID, ie.Revision)
+			e, err := s.card(ctx, d, p, ie.ID, ie.Revision, true)
 			if err != nil {
 				s.log.Debugw("indexed agent without a usable card", "agent", ie.ID, "peer", p, "err", err)
 				continue
@@ -441,7 +450,7 @@ func (s *Service) Lookup(ctx context.Context, addr string) (agentcard.Card, erro
 	}
 	defer cancel()
 	s.stats.lookups.Add(1)
-	e, err := s.card(ctx, d, host, id, 0)
+	e, err := s.card(ctx, d, host, id, 0, true)
 	switch {
 	case errors.Is(err, routing.ErrNotFound):
 		return agentcard.Card{}, &agentcard.NotFoundError{Query: addr, Where: fmt.Sprintf("DHT of swarm %q: no record", s.swarm)}

@@ -107,6 +107,13 @@ func (s *Service) quickProviders(ctx context.Context, d *dht.IpfsDHT, key string
 	for _, p := range d.RoutingTable().NearestPeers(target, queryK) {
 		add(p)
 	}
+	if len(order) < queryK {
+		// A node that has just started has connections (its bootstrap
+		// peers) before identify has put them in its routing table.
+		for _, p := range s.h.Network().Peers() {
+			add(p)
+		}
+	}
 	order = kb.SortClosestPeers(order, target)
 
 	type answer struct {
