@@ -33,24 +33,18 @@ const firstContactNodes = 20
 // (each node knows two others; the DHT finds the rest), node 10 hosting
 // the echo agent "a10"; every iteration starts a fresh node (new key, new
 // data dir) bootstrapping from another swarm node, and closes it after.
-// It reports, in milliseconds (p50):
+// It reports p50s in milliseconds: start-ms is node.New and Start (data
+// dir, key, host, every service); contact-ms runs from the running node to
+// the answer (the router resolves the bare name through discovery,
+// connects, greets, sends; the agent answers); first-answer-ms is both,
+// the user's whole wait. raw-ms is the same discover + connect + one
+// round trip with raw libp2p in the same run, the counterpart of
+// Hyperswarm's discover + connect (20 ms on loopback): a fresh host with
+// a kad-dht client on the same DHT, FindProvidersAsync of the agent's
+// name key until the first provider, Connect, one libp2p ping. x-raw is
+// contact-ms / raw-ms.
 //
-//   - start-ms: node.New and Start (data dir, key, host, every service);
-//
-//   - contact-ms: from a running node to the answer (the router resolves
-//     the bare name through discovery, connects, greets, sends, answers);
-//
-//   - first-answer-ms: both, the user's whole wait;
-//
-//   - raw-ms: the same discover + connect + one round trip with raw
-//     libp2p in the same run: a fresh host with a kad-dht client on the
-//     same DHT, FindProvidersAsync of the agent's name key until the
-//     first provider, Connect, one libp2p ping. It is the counterpart of
-//     Hyperswarm's discover + connect (20 ms on loopback);
-//
-//   - x-raw: contact-ms / raw-ms.
-//
-//     go test -run '^$' -bench BenchmarkFirstContact -benchtime 20x ./testnet/
+//	go test -run '^$' -bench BenchmarkFirstContact -benchtime 20x ./testnet/
 func BenchmarkFirstContact(b *testing.B) {
 	const target = firstContactNodes / 2
 	net := testnet.New(b, firstContactNodes, testnet.WithTransport(testnet.TCP), testnet.WithConfig(func(i int, c *node.Config) {
