@@ -2,6 +2,7 @@ package discovery
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	dht "github.com/libp2p/go-libp2p-kad-dht"
@@ -71,7 +72,7 @@ func (s *Service) roster(ctx context.Context, d *dht.IpfsDHT) {
 		}
 	}
 	cancel()
-	var merged int
+	var merged atomic.Int64
 	forEach(len(fresh), parallelism, func(i int) {
 		p := fresh[i]
 		ix, err := s.fetchIndex(ctx, d, p, false)
@@ -88,11 +89,11 @@ func (s *Service) roster(ctx context.Context, d *dht.IpfsDHT) {
 			s.vouch(e, ix)
 			if _, ok := s.deliver(e); ok {
 				s.stats.rosterCards.Add(1)
-				merged++
+				merged.Add(1)
 			}
 		}
 	})
 	if len(fresh) > 0 {
-		s.log.Debugw("roster read", "newMembers", len(fresh), "cards", merged)
+		s.log.Debugw("roster read", "newMembers", len(fresh), "cards", merged.Load())
 	}
 }
