@@ -41,6 +41,7 @@ func TestLookupOfAHostThatDoesNotServe(t *testing.T) {
 	client := newNode(t, []peer.AddrInfo{nodes[0].info(), nodes[1].info()}, slow,
 		[]agentcard.Card{agentCard("shy", "echo")}, discovery.WithMode(dht.ModeClient))
 	waitRoutingTables(t, nodes, 3)
+	waitRoutingTables(t, []*testNode{client}, 1)
 	publishAll(t, append(nodes, client))
 	for i, n := range nodes {
 		cards, err := n.svc.FindByName(t.Context(), "shy")
