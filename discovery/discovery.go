@@ -69,6 +69,7 @@ type Service struct {
 	log   *zap.SugaredLogger
 
 	announce chan struct{}      // a local card changed; capacity 1, coalescing
+	booted   chan struct{}      // closed once the bootstrap peers have been dialled
 	found    chan peer.AddrInfo // peers found by mDNS, for mdnsLoop
 
 	// mu guards the lifecycle fields. It is never held while calling the
@@ -141,6 +142,7 @@ func New(h host.Host, key crypto.PrivKey, swarm string, src Source, sink Sink, o
 	return &Service{
 		h: h, key: key, self: self, swarm: swarm, src: src, sink: sink, cfg: cfg, log: l,
 		announce: make(chan struct{}, 1),
+		booted:   make(chan struct{}),
 		found:    make(chan peer.AddrInfo, 64),
 		cache:    newCache(),
 	}, nil
@@ -202,6 +204,9 @@ func (s *Service) Start(ctx context.Context) error {
 	s.recStore, s.provStore = recStore, provStore
 	s.wg.Go(s.publishLoop)
 	s.wg.Go(s.refreshLoop)
+	if s.cfg.roster > 0 {
+		s.wg.Go(s.rosterLoop)
+	}
 	if s.cfg.mdns && startMDNS != nil {
 		s.wg.Go(s.mdnsLoop) // also when mDNS failed: a move restarts it
 	}
@@ -290,6 +295,7 @@ func (s *Service) running(ctx context.Context) (*dht.IpfsDHT, context.Context, c
 func (s *Service) publishLoop() {
 	ctx, d := s.ctx, s.dht
 	s.connectBootstrap(ctx)
+	close(s.booted)
 	if err := d.Bootstrap(ctx); err != nil {
 		s.log.Debugw("DHT bootstrap", "err", err)
 	}
@@ -423,6 +429,7 @@ type Stats struct {
 	MDNSFound       uint64 // peers found by mDNS and dialled
 	MDNSDropped     uint64 // mDNS finds dropped because the dial queue was full
 	Moves           uint64 // changes of this machine's IP addresses followed
+	RosterCards     uint64 // cards of members found by the roster (see [Service.Roster])
 
 	// The DHT store this node keeps for its peers (see [WithRecordLimits]).
 	Records          int    // value records held
@@ -434,8 +441,8 @@ type Stats struct {
 }
 
 type counters struct {
-	publishes, publishFailures, lookups, merged, refused, cacheHits, mdnsFound, mdnsDropped, moves atomic.Uint64
-	recordsRefused, providersRefused                                                               atomic.Uint64
+	publishes, publishFailures, lookups, merged, refused, cacheHits, mdnsFound, mdnsDropped, moves, rosterCards atomic.Uint64
+	recordsRefused, providersRefused                                                                            atomic.Uint64
 }
 
 // Stats returns the service's counters.
@@ -444,7 +451,7 @@ func (s *Service) Stats() Stats {
 	st := Stats{
 		Publishes: c.publishes.Load(), PublishFailures: c.publishFailures.Load(), Lookups: c.lookups.Load(),
 		CardsMerged: c.merged.Load(), CardsRefused: c.refused.Load(), CacheHits: c.cacheHits.Load(),
-		MDNSFound: c.mdnsFound.Load(), MDNSDropped: c.mdnsDropped.Load(), Moves: c.moves.Load(),
+		MDNSFound: c.mdnsFound.Load(), MDNSDropped: c.mdnsDropped.Load(), Moves: c.moves.Load(), RosterCards: c.rosterCards.Load(),
 		RecordsRefused: c.recordsRefused.Load(), ProvidersRefused: c.providersRefused.Load(),
 	}
 	s.mu.Lock()

@@ -29,10 +29,12 @@
 //     and a heartbeat), so that a capability lookup knows which cards of a
 //     provider to read, and so that a refresh costs one read per host.
 //   - Provider records under the CIDs ([KeyCID], sha2-256 of the key) of
-//     "nova/<swarm>/agent/<name>" ([NameKey]) and
-//     "nova/<swarm>/cap/<capability>" ([CapabilityKey]). Provider puts are
-//     not acknowledged, so lookups that find nothing retry with backoff
-//     ([WithRetry]), and results are cached for [WithLookupCacheTTL].
+//     "nova/<swarm>/agent/<name>" ([NameKey]),
+//     "nova/<swarm>/cap/<capability>" ([CapabilityKey]) and, for every
+//     node hosting an agent, "nova/<swarm>/members" ([MembersKey], the
+//     swarm's roster). Provider puts are not acknowledged, so lookups that
+//     find nothing retry with backoff ([WithRetry]), and results are
+//     cached for [WithLookupCacheTTL].
 //
 // [Validator] is the DHT validator of the "nova" namespace; every node
 // installs it, so a record is checked on every hop: on a put, on a read,
@@ -92,6 +94,19 @@
 // registry's MergeRemote) refresh the same registry entries; the later
 // time wins.
 //
+// # The roster: every agent, not only those of connected peers
+//
+// A hello reaches only the peers a node is connected to, and a lookup
+// reads only what it is asked for. So that every node lists every agent
+// of the swarm, the roster loop ([Service.Roster], [WithRosterInterval])
+// reads the providers of the members key one second after Start, then
+// after 2, 4, 8… seconds up to the roster interval (30 s by default) and
+// every interval after that; for every member whose cards this node has
+// not found yet it reads the signed index and the listed cards (from the
+// member itself when connected, else from the DHT), verified and fresh
+// like a lookup's, and merges them into the sink. From then on the
+// refresh loop keeps them alive like any card a lookup found.
+//
 // Known limit: a node whose clock jumps backwards signs heartbeats older
 // than the records peers already hold for the same revision; peers keep
 // the newer record until it ages out (one TTL), during which the node
@@ -100,15 +115,34 @@
 //
 // # Lookups
 //
-// [Service.FindByName] reads the providers of the name key, then each
-// provider's card; [Service.FindByCapability] reads the providers of the
-// capability key, their indexes, then the listed cards that offer the
-// capability (the card decides, not the index); [Service.Lookup] reads one
-// card by address. Reads use Quorum(1): a stale but valid card is
-// acceptable, its heartbeat bounds its age. Every card returned is
-// verified, fresh and already merged into the sink. Nothing found is an
-// agentcard error with a seed code (AGENT_NOT_FOUND, CAPABILITY_NOT_FOUND)
-// that says what was searched.
+// [Service.FindByName] finds the providers of the name key, then reads
+// each provider's card; [Service.FindByCapability] finds the providers of
+// the capability key, reads their indexes, then the listed cards that
+// offer the capability (the card decides, not the index);
+// [Service.Lookup] reads one card by address. On the wire:
+//
+//  1. Providers: a Kademlia GET_PROVIDERS query (kad-dht's messages, up to
+//     10 peers at once, closest to the key first, moving to the closer
+//     peers they name) that stops as soon as two peers have answered with
+//     providers; every honest peer among the closest holds every provider
+//     that reached it. In a 100-node swarm that is usually the first
+//     round. Providers that gave cards within [WithLookupCacheTTL] are
+//     reused without a query.
+//  2. Records: each provider is asked the moment it is found, with one
+//     GET_VALUE request to the provider itself (the host stores its own
+//     card and index, and its copy is the newest), over a connection the
+//     caller is about to use anyway. A host that does not answer with a
+//     valid record is read from the DHT with Quorum(1) instead.
+//  3. When that gives no card, kad-dht's full provider lookup (until the
+//     closest peers have all answered) runs before the lookup answers, so
+//     a peer answering fast with nothing valid cannot hide a name; then
+//     [WithRetry]'s retries.
+//
+// A stale but valid card is acceptable, its heartbeat bounds its age.
+// Every record is checked by the nova validator whichever path it took,
+// and every card returned is verified, fresh and already merged into the
+// sink. Nothing found is an agentcard error with a seed code
+// (AGENT_NOT_FOUND, CAPABILITY_NOT_FOUND) that says what was searched.
 //
 // # What the caller must do
 //
@@ -133,11 +167,12 @@
 // # Goroutines
 //
 // New starts nothing. Start starts the publish loop (which first dials the
-// bootstrap peers), the refresh loop and, with mDNS, the loop that dials
-// the peers mDNS finds; the DHT and mDNS run their own. Close cancels
-// them, waits for every one, then closes the DHT; it is idempotent and
-// safe before Start. Lookups, Publish and Refresh run on the caller's
-// goroutine, fan out to at most 16 goroutines that they wait for, and end
+// bootstrap peers), the refresh loop, the roster loop and, with mDNS, the
+// loop that dials the peers mDNS finds; the DHT and mDNS run their own.
+// Close cancels them, waits for every one, then closes the DHT; it is
+// idempotent and safe before Start. Lookups, Publish, Refresh and Roster
+// run on the caller's goroutine, fan out to goroutines that they wait for
+// (at most 16 at work at once, and a lookup's provider query 10 more), and end
 // when their context or the service does. The mDNS callback never blocks:
 // it queues the peer or drops and counts it (Stats.MDNSDropped).
 //

@@ -43,6 +43,11 @@ func NameKey(swarm, name string) string { return "nova/" + swarm + "/agent/" + n
 // capability provides it.
 func CapabilityKey(swarm, capID string) string { return "nova/" + swarm + "/cap/" + capID }
 
+// MembersKey is the provider key of a swarm's roster:
+// "nova/<swarm>/members". Every node hosting at least one agent provides
+// it, so any node can list the swarm's members ([Service.Roster]).
+func MembersKey(swarm string) string { return "nova/" + swarm + "/members" }
+
 // KeyCID turns a provider key into the CID the DHT stores providers under:
 // CIDv1, codec raw, multihash sha2-256 of the key's bytes. Any libp2p
 // implementation computes the same CID from the same key.

@@ -72,13 +72,14 @@ func (s *Service) heartbeat(ms int64, now time.Time) (time.Time, error) {
 
 func (s *Service) fresh(seen, now time.Time) bool { return now.Sub(seen) < s.cfg.ttl }
 
-// fetchCard reads host's card id from the DHT (Quorum(1): a stale but
-// valid card is acceptable, and the heartbeat bounds its age), verifies it
-// again, checks its heartbeat and caches it. A lower revision than the
-// cached one never replaces it.
-func (s *Service) fetchCard(ctx context.Context, d *dht.IpfsDHT, host peer.ID, id string) (*cardEntry, error) {
+// fetchCard reads host's card id (from host itself, else from the DHT
+// with Quorum(1): a stale but valid card is acceptable, and the heartbeat
+// bounds its age; see getRecord for dial), verifies it again, checks its
+// heartbeat and caches it. A lower revision than the cached one never
+// replaces it.
+func (s *Service) fetchCard(ctx context.Context, d *dht.IpfsDHT, host peer.ID, id string, dial bool) (*cardEntry, error) {
 	key := agentcard.Key(host, id)
-	v, err := d.GetValue(ctx, key, dht.Quorum(1))
+	v, err := s.getRecord(ctx, d, host, key, dial)
 	if err != nil {
 		return nil, err
 	}
@@ -115,8 +116,9 @@ func (s *Service) fetchCard(ctx context.Context, d *dht.IpfsDHT, host peer.ID, i
 }
 
 // card returns host's card id from the cache when it was read within the
-// lookup cache TTL and has at least revision minRev, else from the DHT.
-func (s *Service) card(ctx context.Context, d *dht.IpfsDHT, host peer.ID, id string, minRev uint64) (*cardEntry, error) {
+// lookup cache TTL and has at least revision minRev, else from host or the
+// DHT (fetchCard; see getRecord for dial).
+func (s *Service) card(ctx context.Context, d *dht.IpfsDHT, host peer.ID, id string, minRev uint64, dial bool) (*cardEntry, error) {
 	now := s.cfg.now()
 	s.cache.mu.Lock()
 	e := s.cache.cards[id+"@"+host.String()]
@@ -126,13 +128,14 @@ func (s *Service) card(ctx context.Context, d *dht.IpfsDHT, host peer.ID, id str
 		s.stats.cacheHits.Add(1)
 		return e, nil
 	}
-	return s.fetchCard(ctx, d, host, id)
+	return s.fetchCard(ctx, d, host, id, dial)
 }
 
-// fetchIndex reads host's agent index from the DHT and caches it.
-func (s *Service) fetchIndex(ctx context.Context, d *dht.IpfsDHT, host peer.ID) (Index, error) {
+// fetchIndex reads host's agent index (from host itself, else from the
+// DHT; see getRecord for dial) and caches it.
+func (s *Service) fetchIndex(ctx context.Context, d *dht.IpfsDHT, host peer.ID, dial bool) (Index, error) {
 	key := IndexKey(host)
-	v, err := d.GetValue(ctx, key, dht.Quorum(1))
+	v, err := s.getRecord(ctx, d, host, key, dial)
 	if err != nil {
 		return Index{}, err
 	}
@@ -158,7 +161,8 @@ func (s *Service) fetchIndex(ctx context.Context, d *dht.IpfsDHT, host peer.ID) 
 	return ix, nil
 }
 
-// index returns host's agent index from the cache or the DHT.
+// index returns host's agent index from the cache, else from host or the
+// DHT (fetchIndex, dialling host).
 func (s *Service) index(ctx context.Context, d *dht.IpfsDHT, host peer.ID) (Index, error) {
 	now := s.cfg.now()
 	s.cache.mu.Lock()
@@ -168,7 +172,7 @@ func (s *Service) index(ctx context.Context, d *dht.IpfsDHT, host peer.ID) (Inde
 		s.stats.cacheHits.Add(1)
 		return e.ix, nil
 	}
-	return s.fetchIndex(ctx, d, host)
+	return s.fetchIndex(ctx, d, host, true)
 }
 
 // vouch extends a card's seen time with its host's index heartbeat, when
@@ -200,57 +204,118 @@ func (s *Service) deliver(e *cardEntry) (agentcard.Card, bool) {
 	return c, true
 }
 
-// providers returns the providers of key other than this node, from the
-// cache unless fresh is set.
-func (s *Service) providers(ctx context.Context, d *dht.IpfsDHT, key string, useCache bool) []peer.ID {
-	if useCache {
-		s.cache.mu.Lock()
-		e, ok := s.cache.providers[key]
-		s.cache.mu.Unlock()
-		if ok && s.cfg.now().Sub(e.fetched) < s.cfg.cacheTTL {
-			s.stats.cacheHits.Add(1)
-			return e.peers
-		}
+// cachedProviders returns the providers of key that gave cards within
+// the lookup cache TTL.
+func (s *Service) cachedProviders(key string) ([]peer.ID, bool) {
+	s.cache.mu.Lock()
+	e, ok := s.cache.providers[key]
+	s.cache.mu.Unlock()
+	if !ok || s.cfg.now().Sub(e.fetched) >= s.cfg.cacheTTL {
+		return nil, false
 	}
+	s.stats.cacheHits.Add(1)
+	return e.peers, true
+}
+
+// fullProviders is kad-dht's own provider lookup: it runs until the
+// closest peers to the key have all answered (or maxProviders providers
+// are found), calling found for each provider as it arrives.
+func (s *Service) fullProviders(ctx context.Context, d *dht.IpfsDHT, key string, found func(peer.AddrInfo)) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var ps []peer.ID
 	for ai := range d.FindProvidersAsync(ctx, KeyCID(key), maxProviders) {
-		if ai.ID != s.self && !slices.Contains(ps, ai.ID) {
-			ps = append(ps, ai.ID)
+		found(ai)
+	}
+}
+
+// resolveAll runs query, which calls found for each provider it finds,
+// and resolves every provider other than this node to cards as soon as it
+// is found (at most parallelism at once); it waits for both, then merges
+// the fresh cards into the sink. It returns them, sorted by address, and
+// the providers.
+func (s *Service) resolveAll(ctx context.Context, query func(found func(peer.AddrInfo)), resolve func(context.Context, peer.ID) []*cardEntry) ([]agentcard.Card, []peer.ID) {
+	var mu sync.Mutex
+	var entries []*cardEntry
+	var provs []peer.ID // touched only by found, on query's goroutine, until wg.Wait
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, parallelism)
+	query(func(ai peer.AddrInfo) {
+		if ai.ID == s.self || slices.Contains(provs, ai.ID) || len(provs) >= maxProviders {
+			return
+		}
+		provs = append(provs, ai.ID)
+		wg.Go(func() {
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			defer func() { <-sem }()
+			es := resolve(ctx, ai.ID)
+			mu.Lock()
+			entries = append(entries, es...)
+			mu.Unlock()
+		})
+	})
+	wg.Wait()
+	var cards []agentcard.Card
+	for _, e := range entries {
+		if c, ok := s.deliver(e); ok {
+			cards = append(cards, c)
 		}
 	}
-	return ps
+	slices.SortFunc(cards, func(a, b agentcard.Card) int { return strings.Compare(a.Address(), b.Address()) })
+	return cards, provs
 }
 
 // find looks up the providers of key and resolves each one to cards,
-// retrying with backoff while nothing is found. It merges the cards it
-// returns into the sink, sorted by address.
+// merging the cards it returns into the sink, sorted by address. The
+// first attempt reads the providers that gave cards within the lookup
+// cache TTL, else asks the DHT with a quorum query (quickProviders), and
+// resolves each provider the moment it is found; when that gives no card,
+// it runs kad-dht's full provider lookup before answering, so a peer that
+// answers fast with nothing valid cannot hide a name. Later attempts
+// (WithRetry), after a backoff, run the full lookup again: provider
+// records are not acknowledged.
 func (s *Service) find(ctx context.Context, d *dht.IpfsDHT, key string, resolve func(context.Context, peer.ID) []*cardEntry) ([]agentcard.Card, int, error) {
 	s.stats.lookups.Add(1)
+	if d.RoutingTable().Size() == 0 {
+		// A node that has just started: wait for its bootstrap dials
+		// rather than fail with an empty routing table.
+		select {
+		case <-s.booted:
+		case <-ctx.Done():
+			return nil, 0, ctx.Err()
+		}
+	}
 	var nprov int
 	for attempt := 0; ; attempt++ {
-		provs := s.providers(ctx, d, key, attempt == 0)
-		nprov = len(provs)
-		var mu sync.Mutex
-		var found []*cardEntry
-		forEach(len(provs), parallelism, func(i int) {
-			es := resolve(ctx, provs[i])
-			mu.Lock()
-			found = append(found, es...)
-			mu.Unlock()
-		})
 		var cards []agentcard.Card
-		for _, e := range found {
-			if c, ok := s.deliver(e); ok {
-				cards = append(cards, c)
+		var provs []peer.ID
+		if attempt == 0 {
+			if cached, ok := s.cachedProviders(key); ok {
+				cards, provs = s.resolveAll(ctx, func(found func(peer.AddrInfo)) {
+					for _, p := range cached {
+						found(peer.AddrInfo{ID: p})
+					}
+				}, resolve)
+			}
+			if len(cards) == 0 && ctx.Err() == nil {
+				cards, provs = s.resolveAll(ctx, func(found func(peer.AddrInfo)) {
+					s.quickProviders(ctx, d, key, found)
+				}, resolve)
 			}
 		}
+		if len(cards) == 0 && ctx.Err() == nil {
+			cards, provs = s.resolveAll(ctx, func(found func(peer.AddrInfo)) {
+				s.fullProviders(ctx, d, key, found)
+			}, resolve)
+		}
+		nprov = max(nprov, len(provs))
 		if len(cards) > 0 {
 			s.cache.mu.Lock()
 			s.cache.providers[key] = providerSet{peers: provs, fetched: s.cfg.now()}
 			s.cache.mu.Unlock()
-			slices.SortFunc(cards, func(a, b agentcard.Card) int { return strings.Compare(a.Address(), b.Address()) })
 			return cards, nprov, nil
 		}
 		if err := ctx.Err(); err != nil {
@@ -295,7 +360,7 @@ func (s *Service) FindByName(ctx context.Context, name string) ([]agentcard.Card
 			wg.Go(func() { _, _ = s.index(ctx, d, p) })
 			defer wg.Wait()
 		}
-		e, err := s.card(ctx, d, p, name, 0)
+		e, err := s.card(ctx, d, p, name, 0, true)
 		if err != nil {
 			s.log.Debugw("provider without a usable card", "agent", name, "peer", p, "err", err)
 			return nil
@@ -337,7 +402,7 @@ func (s *Service) FindByCapability(ctx context.Context, capID string) ([]agentca
 			if !slices.Contains(ie.Capabilities, capID) {
 				continue
 			}
-			e, err := s.card(ctx, d, p, ie.ID, ie.Revision)
+			e, err := s.card(ctx, d, p, ie.ID, ie.Revision, true)
 			if err != nil {
 				s.log.Debugw("indexed agent without a usable card", "agent", ie.ID, "peer", p, "err", err)
 				continue
@@ -385,7 +450,7 @@ func (s *Service) Lookup(ctx context.Context, addr string) (agentcard.Card, erro
 	}
 	defer cancel()
 	s.stats.lookups.Add(1)
-	e, err := s.card(ctx, d, host, id, 0)
+	e, err := s.card(ctx, d, host, id, 0, true)
 	switch {
 	case errors.Is(err, routing.ErrNotFound):
 		return agentcard.Card{}, &agentcard.NotFoundError{Query: addr, Where: fmt.Sprintf("DHT of swarm %q: no record", s.swarm)}
@@ -462,10 +527,10 @@ func (s *Service) refresh(ctx context.Context, d *dht.IpfsDHT) {
 	}
 	forEach(len(list), parallelism, func(i int) {
 		p := list[i]
-		ix, err := s.fetchIndex(ctx, d, p)
+		ix, err := s.fetchIndex(ctx, d, p, false)
 		if err != nil {
 			for _, id := range hosts[p] {
-				if e, err := s.fetchCard(ctx, d, p, id); err == nil {
+				if e, err := s.fetchCard(ctx, d, p, id, false); err == nil {
 					s.deliver(e)
 				}
 			}
@@ -478,7 +543,7 @@ func (s *Service) refresh(ctx context.Context, d *dht.IpfsDHT) {
 			current := e != nil && e.card.Revision >= ie.Revision
 			s.cache.mu.Unlock()
 			if !current {
-				if e, err = s.fetchCard(ctx, d, p, ie.ID); err != nil {
+				if e, err = s.fetchCard(ctx, d, p, ie.ID, false); err != nil {
 					continue
 				}
 			}

@@ -22,6 +22,7 @@ const (
 	DefaultLookupCacheTTL    = 30 * time.Second
 	DefaultRetries           = 3
 	DefaultRetryBase         = 200 * time.Millisecond
+	DefaultRosterInterval    = 30 * time.Second
 	DefaultMaxClockSkew      = time.Minute
 )
 
@@ -38,6 +39,7 @@ type config struct {
 	ttl           time.Duration
 	republish     time.Duration
 	refresh       time.Duration // 0: same as republish
+	roster        time.Duration // 0: no roster loop
 	cacheTTL      time.Duration
 	retries       int
 	retryBase     time.Duration
@@ -57,6 +59,7 @@ func defaults() config {
 		mode:          dht.ModeServer,
 		ttl:           DefaultTTL,
 		republish:     DefaultRepublishInterval,
+		roster:        DefaultRosterInterval,
 		cacheTTL:      DefaultLookupCacheTTL,
 		retries:       DefaultRetries,
 		retryBase:     DefaultRetryBase,
@@ -175,6 +178,21 @@ func WithRefreshInterval(d time.Duration) Option {
 			return errors.New("discovery: refresh interval must be positive")
 		}
 		c.refresh = d
+		return nil
+	}
+}
+
+// WithRosterInterval sets how often the swarm's roster is read, to find
+// the members whose cards this node has not found yet (see
+// [Service.Roster]); the first pass runs one second after Start and the
+// interval doubles up to d (default [DefaultRosterInterval], 30 seconds).
+// Zero turns the roster loop off.
+func WithRosterInterval(d time.Duration) Option {
+	return func(c *config) error {
+		if d < 0 {
+			return errors.New("discovery: roster interval must not be negative")
+		}
+		c.roster = d
 		return nil
 	}
 }

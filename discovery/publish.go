@@ -66,6 +66,9 @@ func (s *Service) Publish(ctx context.Context) error {
 		}
 		ix.Agents = append(ix.Agents, e)
 	}
+	if len(cards) > 0 {
+		provide[MembersKey(s.swarm)] = true
+	}
 	if s.cfg.authPresent != nil {
 		ix.Auth = fitAuth(s.cfg.authPresent())
 	}

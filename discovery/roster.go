@@ -1,0 +1,99 @@
+package discovery
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	dht "github.com/libp2p/go-libp2p-kad-dht"
+	"github.com/libp2p/go-libp2p/core/peer"
+)
+
+// Roster timing that is not an option.
+const (
+	rosterFirst = time.Second // the first roster pass after Start; then doubling up to the roster interval
+	maxMembers  = 4096        // members read per roster pass
+)
+
+// rosterLoop reads the swarm's roster (see [Service.Roster]) one second
+// after Start, then after 2, 4, 8… seconds up to the roster interval, and
+// every roster interval after that, until the service closes.
+func (s *Service) rosterLoop() {
+	wait := min(rosterFirst, s.cfg.roster)
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-t.C:
+		}
+		s.roster(s.ctx, s.dht)
+		wait = min(2*wait, s.cfg.roster)
+		t.Reset(wait)
+	}
+}
+
+// Roster reads now what the roster loop reads every roster interval, and
+// waits until it is done: the providers of the swarm's members key
+// ([MembersKey], which every node hosting an agent provides on each
+// publish), then, for every member whose cards this node has not found
+// yet, its signed index and the cards it lists, verified, fresh and merged
+// into the sink. From then on the refresh loop keeps them, as it keeps
+// every card a lookup found. So every node lists every agent of the
+// swarm, including those of nodes it never connects to, and the router's
+// hellos are not the only way cards arrive. It returns an error only when
+// the service is not running.
+func (s *Service) Roster(ctx context.Context) error {
+	d, ctx, cancel, err := s.running(ctx)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	s.roster(ctx, d)
+	return nil
+}
+
+func (s *Service) roster(ctx context.Context, d *dht.IpfsDHT) {
+	known := map[peer.ID]bool{}
+	s.cache.mu.Lock()
+	for _, e := range s.cache.cards {
+		if p, err := peer.Decode(e.card.Host); err == nil {
+			known[p] = true
+		}
+	}
+	s.cache.mu.Unlock()
+	var fresh []peer.ID
+	ctx2, cancel := context.WithCancel(ctx)
+	for ai := range d.FindProvidersAsync(ctx2, KeyCID(MembersKey(s.swarm)), maxMembers) {
+		if ai.ID != s.self && !known[ai.ID] {
+			known[ai.ID] = true
+			fresh = append(fresh, ai.ID)
+		}
+	}
+	cancel()
+	var merged atomic.Int64
+	forEach(len(fresh), parallelism, func(i int) {
+		p := fresh[i]
+		ix, err := s.fetchIndex(ctx, d, p, false)
+		if err != nil {
+			s.log.Debugw("member without a usable index", "peer", p, "err", err)
+			return
+		}
+		for _, ie := range ix.Agents {
+			e, err := s.card(ctx, d, p, ie.ID, ie.Revision, false)
+			if err != nil {
+				s.log.Debugw("member's agent without a usable card", "agent", ie.ID, "peer", p, "err", err)
+				continue
+			}
+			s.vouch(e, ix)
+			if _, ok := s.deliver(e); ok {
+				s.stats.rosterCards.Add(1)
+				merged.Add(1)
+			}
+		}
+	})
+	if len(fresh) > 0 {
+		s.log.Debugw("roster read", "newMembers", len(fresh), "cards", merged.Load())
+	}
+}
