@@ -115,6 +115,7 @@ type Router struct {
 	jobs   chan func()   // idle workers take work here (see goWork)
 	sub    event.Subscription
 	bc     *broadcaster
+	held   heldBroadcasts // broadcasts waiting for their sender's card (see holdForCard)
 }
 
 type agentPair struct{ from, to string }
