@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
@@ -83,6 +84,11 @@ type broadcaster struct {
 	name  string
 	topic *pubsub.Topic
 	sub   *pubsub.Subscription
+	// peers counts the topic's peers from its join and leave events, so
+	// that a publish need not ask GossipSub's event loop (ListPeers, a
+	// round trip through the loop that every message of a burst queues in).
+	peers  atomic.Int64
+	events *pubsub.TopicEventHandler
 }
 
 // startBroadcast joins the topic with its validator. Caller holds r.mu.
@@ -106,9 +112,30 @@ func (r *Router) startBroadcastLocked() error {
 	if err != nil {
 		return fmt.Errorf("protocol: subscribe %s: %w", name, err)
 	}
-	r.bc = &broadcaster{name: name, topic: t, sub: sub}
+	events, err := t.EventHandler()
+	if err != nil {
+		return fmt.Errorf("protocol: topic events %s: %w", name, err)
+	}
+	r.bc = &broadcaster{name: name, topic: t, sub: sub, events: events}
 	r.wg.Go(r.broadcastLoop)
+	r.wg.Go(r.countTopicPeers)
 	return nil
+}
+
+// countTopicPeers keeps bc.peers as GossipSub's peer events say.
+func (r *Router) countTopicPeers() {
+	for {
+		ev, err := r.bc.events.NextPeerEvent(r.ctx)
+		if err != nil {
+			return
+		}
+		switch ev.Type {
+		case pubsub.PeerJoin:
+			r.bc.peers.Add(1)
+		case pubsub.PeerLeave:
+			r.bc.peers.Add(-1)
+		}
+	}
 }
 
 func (r *Router) stopBroadcast() {
@@ -116,6 +143,7 @@ func (r *Router) stopBroadcast() {
 		return
 	}
 	r.bc.sub.Cancel()
+	r.bc.events.Cancel()
 	_ = r.o.ps.UnregisterTopicValidator(r.bc.name)
 	_ = r.bc.topic.Close()
 }
@@ -385,7 +413,7 @@ func (r *Router) publish(ctx context.Context, env *envelope.Envelope, from agent
 	// Right after connecting, peers' subscriptions may not have arrived yet,
 	// and a message published to nobody is never re-sent: when this node has
 	// peers, wait briefly for one of them to be on the topic.
-	if len(r.h.Network().Peers()) > 0 && len(r.bc.topic.ListPeers()) == 0 {
+	if r.bc.peers.Load() <= 0 && len(r.bc.topic.ListPeers()) == 0 && len(r.h.Network().Peers()) > 0 {
 		wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		err := r.bc.topic.Publish(wctx, data, pubsub.WithReadiness(pubsub.MinTopicSize(1)))
 		cancel()
