@@ -229,11 +229,11 @@ func (c *outChannel) enqueue(env *envelope.Envelope, raw []byte, buf *[]byte, ur
 	}
 	c.r.outboxLen.Add(1)
 	peerLen.Add(1)
-	if c.m.State() == channel.Open {
-		c.r.wakePersisterBy(enq.Add(c.r.o.persistAfter)) // written only if still unacknowledged then
-	} else {
-		c.r.wakePersister() // written at the next pass
-	}
+	// Not wakePersisterBy, though an envelope on an open channel is written
+	// only if still unacknowledged after persistAfter: the passes a stream
+	// of envelopes wakes also checkpoint the journal, which would fill
+	// (and fail the sends) without them.
+	c.r.wakePersister()
 	if c.m.State() == channel.Away {
 		// The peer is away: a waiting sender hears so now, and the
 		// envelope waits with the others. Someone waiting for it or its

@@ -317,9 +317,9 @@ func (r *Router) forgetChannel(c *outChannel) {
 // has, it sleeps until wakePersister, or until the first thing due later
 // (an envelope still unacknowledged after persistAfter, watermarks held back
 // by watermarkEvery): an idle node's persister woke 50 times a second for
-// nothing, most of such a node's CPU, and one that woke for every message
-// sent or delivered cost a request made now and then two thread wake-ups
-// per node (see wakePersisterBy).
+// nothing, most of such a node's CPU, and one that ticked every 20 ms until
+// the watermarks were written cost a request made now and then a pass per
+// node every 20 ms (see wakePersisterBy).
 func (r *Router) persistLoop() {
 	t := time.NewTimer(r.o.persistEvery)
 	defer t.Stop()
@@ -395,12 +395,12 @@ func (r *Router) wakePersister() {
 }
 
 // wakePersisterBy tells the persister of a change that needs writing only
-// at due: an envelope queued on an open channel (written only if still
-// unacknowledged after persistAfter), or, with a zero due, a watermark
-// moved (written within watermarkEvery). A persister asleep with a timer
-// set no later than due is left asleep; one asleep with nothing due at all,
-// or due later, is woken to set its timer. A request made now and then thus
-// wakes no persister.
+// at due, or, with a zero due, of a watermark moved (written within
+// watermarkEvery). A persister asleep with a timer set no later than due is
+// left asleep; one asleep with nothing due at all, or due later, is woken to
+// set its timer. A request made now and then thus wakes the persister of
+// each node once, for the envelope it sends, not again for the one it
+// receives nor every 20 ms until the watermark is written.
 func (r *Router) wakePersisterBy(due time.Time) {
 	if !r.persistIdle.Load() {
 		return
