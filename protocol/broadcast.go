@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"net"
 	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
@@ -81,6 +84,11 @@ type broadcaster struct {
 	name  string
 	topic *pubsub.Topic
 	sub   *pubsub.Subscription
+	// peers counts the topic's peers from its join and leave events, so
+	// that a publish need not ask GossipSub's event loop (ListPeers, a
+	// round trip through the loop that every message of a burst queues in).
+	peers  atomic.Int64
+	events *pubsub.TopicEventHandler
 }
 
 // startBroadcast joins the topic with its validator. Caller holds r.mu.
@@ -104,9 +112,30 @@ func (r *Router) startBroadcastLocked() error {
 	if err != nil {
 		return fmt.Errorf("protocol: subscribe %s: %w", name, err)
 	}
-	r.bc = &broadcaster{name: name, topic: t, sub: sub}
+	events, err := t.EventHandler()
+	if err != nil {
+		return fmt.Errorf("protocol: topic events %s: %w", name, err)
+	}
+	r.bc = &broadcaster{name: name, topic: t, sub: sub, events: events}
 	r.wg.Go(r.broadcastLoop)
+	r.wg.Go(r.countTopicPeers)
 	return nil
+}
+
+// countTopicPeers keeps bc.peers as GossipSub's peer events say.
+func (r *Router) countTopicPeers() {
+	for {
+		ev, err := r.bc.events.NextPeerEvent(r.ctx)
+		if err != nil {
+			return
+		}
+		switch ev.Type {
+		case pubsub.PeerJoin:
+			r.bc.peers.Add(1)
+		case pubsub.PeerLeave:
+			r.bc.peers.Add(-1)
+		}
+	}
 }
 
 func (r *Router) stopBroadcast() {
@@ -114,6 +143,7 @@ func (r *Router) stopBroadcast() {
 		return
 	}
 	r.bc.sub.Cancel()
+	r.bc.events.Cancel()
 	_ = r.o.ps.UnregisterTopicValidator(r.bc.name)
 	_ = r.bc.topic.Close()
 }
@@ -123,9 +153,10 @@ func (r *Router) stopBroadcast() {
 // (request, task-proposal), or forged (the sender is not an agent
 // of the peer that signed the message, or its metadata contradicts its
 // card); each is a security event, and GossipSub penalises the forwarder.
-// Ignore: duplicates. An envelope whose sender's card this node does not know
-// is accepted (it is properly signed by its host) and forwarded, but not
-// delivered here: its tier cannot be checked.
+// Ignore: duplicates. An envelope whose sender's card this node does not
+// hold yet is accepted (GossipSub's signature proves the publisher, and
+// the sender is one of its agents) and forwarded; broadcastLoop fetches the
+// card before delivering it (see holdForCard).
 func (r *Router) validateBroadcast(_ context.Context, from peer.ID, msg *pubsub.Message) pubsub.ValidationResult {
 	publisher := msg.GetFrom()
 	env, err := envelope.DecodeCBOR(msg.Data)
@@ -187,11 +218,131 @@ func (r *Router) broadcastLoop() {
 			continue
 		}
 		if !in.known {
-			r.log.Debugw("broadcast from an agent whose card is unknown here: forwarded, not delivered", "sender", in.env.Sender)
+			r.holdForCard(in.env, msg.GetFrom())
 			continue
 		}
 		r.deliverBroadcast(in.env, in.from, msg.GetFrom())
 	}
+}
+
+// Bounds of the broadcasts held for their sender's card: senders whose card
+// is being fetched at once, and broadcasts held per sender. Past the first,
+// a broadcast is delivered at once at least privilege; past the second, it
+// is dropped (it was forwarded all the same).
+const (
+	maxCardFetches   = 16
+	maxHeldPerSender = 256
+	// A sender whose card could not be fetched is not looked up again for
+	// cardMissTTL: its broadcasts meanwhile go at least privilege at once,
+	// so a peer cannot make this node query the DHT per broadcast.
+	cardMissTTL   = 30 * time.Second
+	maxCardMisses = 1024
+)
+
+// heldBroadcasts are the broadcasts waiting, per sender address, for the
+// card a fetch is looking up. Its mutex is a leaf: nothing else is locked
+// while it is held.
+type heldBroadcasts struct {
+	mu     sync.Mutex
+	wait   map[string][]*envelope.Envelope
+	missed *bounded[string, time.Time] // senders whose card was not found, and when
+}
+
+// holdForCard delivers a broadcast whose sender's card this node did not
+// hold when it was validated. GossipSub's signature (StrictSign) proves the
+// publisher, and the validator checked that the sender is one of the
+// publisher's agents (name@publisher); what the node lacks is the agent's
+// tier and sandbox, which count only from signed facts. So the card is
+// fetched on demand (the resolver's exact lookup, which checks its
+// signature and host and lands it in the registry, where the swarm
+// authority assesses it), and the sender's later broadcasts wait behind the
+// first. If no card can be had, the broadcast is delivered from the sender
+// as the signature proves it and nothing more: held at least privilege (L3,
+// no sandbox, unvouched), as docs/security.md holds any agent that no grant
+// or trust covers.
+func (r *Router) holdForCard(env *envelope.Envelope, publisher peer.ID) {
+	if card, err := r.attributeAddr(publisher, publisher.String(), env.Sender); err == nil {
+		r.deliverHeld(env, card, true, publisher) // the card arrived since validation
+		return
+	}
+	h := &r.held
+	h.mu.Lock()
+	if q, ok := h.wait[env.Sender]; ok {
+		if len(q) < maxHeldPerSender {
+			h.wait[env.Sender] = append(q, env)
+		}
+		h.mu.Unlock()
+		return
+	}
+	if h.missed == nil {
+		h.missed = newBounded[string, time.Time](maxCardMisses)
+	}
+	missed, ok := h.missed.get(env.Sender)
+	if len(h.wait) >= maxCardFetches || r.o.resolver == nil || ok && clock.Now().Sub(missed) < cardMissTTL {
+		h.mu.Unlock()
+		r.deliverHeld(env, leastPrivilege(env.Sender, publisher), false, publisher)
+		return
+	}
+	if h.wait == nil {
+		h.wait = make(map[string][]*envelope.Envelope)
+	}
+	h.wait[env.Sender] = []*envelope.Envelope{env}
+	h.mu.Unlock()
+	addr := env.Sender
+	if !r.spawn(func() { r.fetchSenderCard(addr, publisher) }) {
+		h.mu.Lock()
+		delete(h.wait, addr)
+		h.mu.Unlock()
+	}
+}
+
+// fetchSenderCard looks up the card of addr, hosted by publisher, and
+// delivers the broadcasts held for it.
+func (r *Router) fetchSenderCard(addr string, publisher peer.ID) {
+	r.lookup(func(ctx context.Context, res Resolver) error {
+		_, err := res.Lookup(ctx, addr)
+		return err
+	})
+	card, err := r.attributeAddr(publisher, publisher.String(), addr)
+	signed := err == nil
+	if !signed {
+		r.log.Debugw("broadcast from an agent whose card could not be fetched: delivered at least privilege", "sender", addr, "err", err)
+		card = leastPrivilege(addr, publisher)
+	}
+	h := &r.held
+	h.mu.Lock()
+	if !signed {
+		h.missed.put(addr, clock.Now())
+	}
+	held := h.wait[addr]
+	delete(h.wait, addr)
+	h.mu.Unlock()
+	for _, env := range held {
+		r.deliverHeld(env, card, signed, publisher)
+	}
+}
+
+// deliverHeld delivers a held broadcast from card, unless card is signed
+// and the broadcast's metadata contradicts it (checked here, since the
+// validator could not).
+func (r *Router) deliverHeld(env *envelope.Envelope, card agentcard.Card, signed bool, publisher peer.ID) {
+	if md := env.Metadata; md != nil && signed && !metadataAgrees(md, card) {
+		err := &senderError{Sender: env.Sender, Peer: publisher, Reason: "broadcast metadata contradicts the signed card"}
+		r.security(Event{EnvelopeID: env.ID, Sender: env.Sender, Recipient: envelope.Broadcast, MessageType: env.Type, Code: CodeOf(err),
+			Detail: err.Error(), Peer: publisher, SourceTier: -1, TargetTier: -1})
+		return
+	}
+	r.deliverBroadcast(env, card, publisher)
+}
+
+// leastPrivilege is the sender addr of a broadcast signed by publisher as
+// far as the signature proves it: an agent of that peer, held at L3 with
+// no sandbox and no vouched name.
+func leastPrivilege(addr string, publisher peer.ID) agentcard.Card {
+	id, _, _ := strings.Cut(addr, "@")
+	c := agentcard.Card{ID: id, Host: publisher.String(), Origin: agentcard.OriginRemote, Tier: tiers.L3}
+	return agentcard.WithStanding(c, tiers.L3, "", agentcard.Standing{Basis: agentcard.BasisNone,
+		Note: "card not held: only the publisher's signature is known, so least privilege"})
 }
 
 // deliverBroadcast hands a broadcast to every local agent the sender may
@@ -262,7 +413,7 @@ func (r *Router) publish(ctx context.Context, env *envelope.Envelope, from agent
 	// Right after connecting, peers' subscriptions may not have arrived yet,
 	// and a message published to nobody is never re-sent: when this node has
 	// peers, wait briefly for one of them to be on the topic.
-	if len(r.h.Network().Peers()) > 0 && len(r.bc.topic.ListPeers()) == 0 {
+	if r.bc.peers.Load() <= 0 && len(r.bc.topic.ListPeers()) == 0 && len(r.h.Network().Peers()) > 0 {
 		wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		err := r.bc.topic.Publish(wctx, data, pubsub.WithReadiness(pubsub.MinTopicSize(1)))
 		cancel()

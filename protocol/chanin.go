@@ -264,7 +264,7 @@ func (r *Router) accept(ic *inChannel, out *inStream, it inItem) (startWork bool
 		r.journalMark(ic.key, it.seq)
 		ic.mu.Lock()
 		ic.watermark, ic.dirty = it.seq, true
-		r.wakePersister()
+		r.wakePersisterBy(time.Time{}) // written within watermarkEvery
 		if len(ic.queue) == 0 {
 			ic.running = false
 			ic.mu.Unlock()
@@ -328,7 +328,7 @@ func (r *Router) work(ic *inChannel) {
 		ic.mu.Lock()
 		ic.watermark = it.seq
 		ic.dirty = true
-		r.wakePersister()
+		r.wakePersisterBy(time.Time{}) // written within watermarkEvery
 		// A backlog (a slow handler, a burst) is acknowledged as it is
 		// worked off, not only once it drained: within ackDelay of the
 		// first envelope not acknowledged, and at once for one whose

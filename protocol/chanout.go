@@ -229,6 +229,10 @@ func (c *outChannel) enqueue(env *envelope.Envelope, raw []byte, buf *[]byte, ur
 	}
 	c.r.outboxLen.Add(1)
 	peerLen.Add(1)
+	// Not wakePersisterBy, though an envelope on an open channel is written
+	// only if still unacknowledged after persistAfter: the passes a stream
+	// of envelopes wakes also checkpoint the journal, which would fill
+	// (and fail the sends) without them.
 	c.r.wakePersister()
 	if c.m.State() == channel.Away {
 		// The peer is away: a waiting sender hears so now, and the
@@ -763,12 +767,12 @@ func (c *outChannel) infoLocked() ChannelInfo {
 // persistOps returns the outbox changes of this channel: items unacknowledged
 // for longer than after (or all, when the channel is not open or force), and
 // persisted items settled since; the items it hands over (for saved); and
-// whether items are left unwritten.
+// when the first item left unwritten falls due (zero: none is left).
 //
 // forget reports a closed channel with nothing on disk: the Router drops
 // it (a closed channel never reopens; the next envelope to the pair opens
 // a new one), so that status does not list it for good.
-func (c *outChannel) persistOps(now time.Time, after time.Duration, force bool) (op OutboxOp, put []*outItem, ok, unwritten, forget bool) {
+func (c *outChannel) persistOps(now time.Time, after time.Duration, force bool) (op OutboxOp, put []*outItem, ok bool, due time.Time, forget bool) {
 	c.mu.Lock()
 	defer c.unlock()
 	op = OutboxOp{Channel: c.id, Delete: c.settled}
@@ -783,8 +787,8 @@ func (c *outChannel) persistOps(now time.Time, after time.Duration, force bool) 
 			oi.persisted = true
 			op.Put = append(op.Put, OutboxItem{Seq: it.Seq, Env: oi.raw, Expires: oi.expires})
 			put = append(put, oi)
-		} else {
-			unwritten = true
+		} else if d := oi.enq.Add(after); due.IsZero() || d.Before(due) {
+			due = d
 		}
 	}
 	if len(op.Put) > 0 && !c.metaSaved {
@@ -797,7 +801,7 @@ func (c *outChannel) persistOps(now time.Time, after time.Duration, force bool) 
 		c.metaSaved = false
 	}
 	ok = len(op.Put) > 0 || len(op.Delete) > 0 || op.Drop
-	return op, put, ok, unwritten, closed && !ok && !c.metaSaved
+	return op, put, ok, due, closed && !ok && !c.metaSaved
 }
 
 // saved records the outcome of writing op, with put its items: they are

@@ -313,11 +313,15 @@ func (r *Router) forgetChannel(c *outChannel) {
 }
 
 // persistLoop writes the outbox and watermarks behind the traffic, a pass
-// every persistEvery while a pass may have something to write. When none
-// has, it sleeps until wakePersister: an idle node's persister woke 50
-// times a second for nothing, most of such a node's CPU.
+// every persistEvery while a pass has something to write now. When none
+// has, it sleeps until wakePersister, or until the first thing due later
+// (an envelope still unacknowledged after persistAfter, watermarks held back
+// by watermarkEvery): an idle node's persister woke 50 times a second for
+// nothing, most of such a node's CPU, and one that ticked every 20 ms until
+// the watermarks were written cost a request made now and then a pass per
+// node every 20 ms (see wakePersisterBy).
 func (r *Router) persistLoop() {
-	t := time.NewTicker(r.o.persistEvery)
+	t := time.NewTimer(r.o.persistEvery)
 	defer t.Stop()
 	for {
 		select {
@@ -325,44 +329,62 @@ func (r *Router) persistLoop() {
 			return
 		case <-t.C:
 		}
-		if r.persistPass() {
+		more, due := r.persistPass()
+		if more {
+			t.Reset(r.o.persistEvery)
 			continue
 		}
-		t.Stop()
 		r.persistIdle.Store(true)
 		// A change made while the pass ran saw the persister awake and did
 		// not wake it: look once more now that it is marked idle.
-		if r.persistPass() {
+		if more, due = r.persistPass(); more {
 			r.persistIdle.Store(false)
 			t.Reset(r.o.persistEvery)
 			continue
+		}
+		// Changes from here on find it idle: a lazy one (wakePersisterBy)
+		// due no sooner than due leaves it asleep until then.
+		var timeout <-chan time.Time
+		if !due.IsZero() {
+			r.persistUntil.Store(due.UnixNano())
+			t.Reset(max(r.o.persistEvery, due.Sub(clock.Now())))
+			timeout = t.C
 		}
 		select {
 		case <-r.ctx.Done():
 			return
 		case <-r.persistKick:
+		case <-timeout:
+			if r.persistIdle.CompareAndSwap(true, false) {
+				r.persistUntil.Store(0)
+				t.Reset(0)
+				continue
+			}
+			<-r.persistKick // a waker took the idle flag: its kick is on its way
 		}
+		r.persistUntil.Store(0)
 		t.Reset(r.o.persistEvery)
 	}
 }
 
-// persistPass runs one pass and reports whether a later one may have
-// something to write.
-func (r *Router) persistPass() (more bool) {
+// persistPass runs one pass and reports whether a next one has something
+// to write now, or else when the first thing left falls due (zero: none).
+func (r *Router) persistPass() (more bool, due time.Time) {
 	if r.checkpointJournal() {
-		return true
+		return true, time.Time{}
 	}
-	more, err := r.persist(false)
+	more, due, err := r.persist(false)
 	if err != nil {
 		r.log.Errorw("cannot persist the outbox; unacknowledged envelopes would not survive a crash", "err", err)
-		return true // try again
+		return true, time.Time{} // try again
 	}
-	return more
+	return more, due
 }
 
-// wakePersister tells an idle persister that something may need writing:
-// an envelope queued, settled after it was written, a watermark moved, a
-// channel closed. Cheap when the persister is awake (an atomic load).
+// wakePersister tells an idle persister that something may need writing
+// now: an envelope queued on a channel that is not open, settled after it
+// was written, a channel closed or off Open. Cheap when the persister is
+// awake (an atomic load).
 func (r *Router) wakePersister() {
 	if r.persistIdle.Load() && r.persistIdle.CompareAndSwap(true, false) {
 		select {
@@ -372,11 +394,29 @@ func (r *Router) wakePersister() {
 	}
 }
 
+// wakePersisterBy tells the persister of a change that needs writing only
+// at due, or, with a zero due, of a watermark moved (written within
+// watermarkEvery). A persister asleep with a timer set no later than due is
+// left asleep; one asleep with nothing due at all, or due later, is woken to
+// set its timer. A request made now and then thus wakes the persister of
+// each node once, for the envelope it sends, not again for the one it
+// receives nor every 20 ms until the watermark is written.
+func (r *Router) wakePersisterBy(due time.Time) {
+	if !r.persistIdle.Load() {
+		return
+	}
+	until := r.persistUntil.Load()
+	if until == 0 || !due.IsZero() && due.UnixNano() < until {
+		r.wakePersister()
+	}
+}
+
 // persist writes what is due, everything when force, and reports whether a
-// later pass may have more to write: envelopes not written yet (they may
-// outlive persistAfter, or their channel may go down), watermarks held back
-// by watermarkEvery.
-func (r *Router) persist(force bool) (more bool, err error) {
+// later pass may have more to write now (envelopes on a channel that is not
+// open), and else when the first thing left falls due: an envelope
+// unacknowledged for persistAfter, or watermarks held back by
+// watermarkEvery (zero: nothing is left).
+func (r *Router) persist(force bool) (more bool, due time.Time, err error) {
 	r.mu.Lock()
 	chans := make([]*outChannel, 0, len(r.outByID))
 	for _, c := range r.outByID {
@@ -392,8 +432,10 @@ func (r *Router) persist(force bool) (more bool, err error) {
 	}
 	var hs []handed
 	for _, c := range chans {
-		op, put, ok, unwritten, forget := c.persistOps(now, r.o.persistAfter, force)
-		more = more || unwritten
+		op, put, ok, d, forget := c.persistOps(now, r.o.persistAfter, force)
+		if !d.IsZero() && (due.IsZero() || d.Before(due)) {
+			due = d
+		}
 		if ok {
 			ops = append(ops, op)
 			hs = append(hs, handed{c, op, put})
@@ -428,10 +470,12 @@ func (r *Router) persist(force bool) (more bool, err error) {
 				err = werr
 			}
 		}
-	} else {
-		more = more || r.anyDirtyWatermark()
+	} else if r.anyDirtyWatermark() {
+		if d := r.watermarksAt.Add(watermarkEvery); due.IsZero() || d.Before(due) {
+			due = d
+		}
 	}
-	return more, err
+	return more, due, err
 }
 
 // watermarkEvery is how often watermarks that changed are written when

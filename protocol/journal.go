@@ -246,7 +246,7 @@ func (r *Router) checkpointJournal() (again bool) {
 		r.journalRelease = j.Rotate()
 	}
 	if r.journalRelease != nil {
-		if _, err := r.persist(true); err != nil {
+		if _, _, err := r.persist(true); err != nil {
 			r.log.Errorw("journal checkpoint failed: the outbox is not written yet", "err", err)
 			return true
 		}

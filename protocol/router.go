@@ -81,6 +81,7 @@ type Router struct {
 	inbound       map[network.Stream]struct{}
 	watermarksAt  time.Time    // last write of watermarks alone (persist; its callers do not overlap)
 	persistIdle   atomic.Bool  // the persister sleeps until persistKick (see persistLoop)
+	persistUntil  atomic.Int64 // when idle, the unix nanoseconds its timer is set for (0: none; see wakePersisterBy)
 	outboxLen     atomic.Int64 // envelopes pending on every outbound channel (maxOutbox)
 	runMu         sync.Mutex
 	runningReqs   map[runKey]*handlerCtx // requests whose handler runs here (see cancel.go); as many as handler slots
@@ -115,6 +116,7 @@ type Router struct {
 	jobs   chan func()   // idle workers take work here (see goWork)
 	sub    event.Subscription
 	bc     *broadcaster
+	held   heldBroadcasts // broadcasts waiting for their sender's card (see holdForCard)
 }
 
 type agentPair struct{ from, to string }
@@ -352,7 +354,7 @@ func (r *Router) Close() error {
 	}
 	r.wg.Wait()
 	// Everything is still now: keep what is unacknowledged, and the watermarks.
-	_, err := r.persist(true)
+	_, _, err := r.persist(true)
 	if err == nil && r.o.journal != nil {
 		err = r.o.journal.Reset() // the Store holds it all
 	}
