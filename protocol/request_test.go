@@ -26,7 +26,9 @@ func TestRequestsExpireEachAtItsOwnDeadline(t *testing.T) {
 		<-release
 		return "late", nil
 	})
-	timeouts := []time.Duration{600 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond}
+	// Far apart, so that the order holds on a loaded machine, where each
+	// expiry may be seen a second late.
+	timeouts := []time.Duration{3 * time.Second, 200 * time.Millisecond, 1500 * time.Millisecond}
 	took := make([]time.Duration, len(timeouts))
 	errs := make([]error, len(timeouts))
 	var wg sync.WaitGroup
