@@ -864,7 +864,12 @@ func (r *Router) greetLocked(p peer.ID) {
 	}
 	r.wg.Go(func() {
 		if _, err := r.stream(r.ctx, p); err != nil {
+			// Nothing else would greet p again while it stays connected
+			// (no identify event, and Announce writes only to open
+			// streams), so p would lack our cards until the hello refresh:
+			// try again later, with regreetLater's backoff.
 			r.log.Debugw("greeting failed", "peer", p, "err", err)
+			r.regreetLater(p, 0)
 		}
 	})
 }
