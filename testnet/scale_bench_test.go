@@ -24,9 +24,9 @@ import (
 
 // BenchmarkScale200 starts 200 real nodes in this process (TCP on
 // loopback; NOVA_SCALE_N changes the count) in a realistic topology: each
-// node knows only one of three bootstrap nodes, and discovery and the
-// connection manager (32-48 peers per node) do the rest, as for a swarm
-// that grew from an invite. It reports, once (use -benchtime 1x):
+// node knows only one of ten bootstrap nodes, and discovery and the
+// connection manager (48-72 peers per node) do the rest, as for a swarm
+// that grew from invites. It reports, once (use -benchtime 1x):
 //
 //   - findable-s: from the last node's start until every node finds three
 //     agents of other nodes, picked at random, by name;
@@ -52,12 +52,12 @@ func BenchmarkScale200(b *testing.B) {
 		net := testnet.New(b, n, testnet.WithTransport(testnet.TCP), testnet.WithoutLeakCheck(b),
 			testnet.WithConfig(func(i int, c *node.Config) {
 				c.MetricsListen = "off"
-				// A laptop's share of the swarm: 64 inbound connections,
-				// so the connection manager keeps each node at 32-48 peers
+				// A laptop's share of the swarm: 96 inbound connections,
+				// so the connection manager keeps each node at 48-72 peers
 				// (node/limits.go watermarks), not the full mesh that 200
 				// nodes in one process could not hold (two descriptors
 				// per connection, 20,000 per process here).
-				c.Admission = node.Admission{InboundConns: 64}
+				c.Admission = node.Admission{InboundConns: 96}
 			}))
 		started := time.Now()
 		ctx := context.Background()
@@ -79,15 +79,17 @@ func BenchmarkScale200(b *testing.B) {
 			}
 			b.Errorf("node %d cannot connect to its bootstrap node %d: %v", i, j, err)
 		}
-		connect(1, 0)
-		connect(2, 0)
+		const boot = 10
+		for i := 1; i < min(boot, n); i++ {
+			connect(i, 0)
+		}
 		var wg sync.WaitGroup
 		sem := make(chan struct{}, 8)
-		for i := 3; i < n; i++ {
+		for i := boot; i < n; i++ {
 			wg.Go(func() {
 				sem <- struct{}{}
 				defer func() { <-sem }()
-				connect(i, i%3)
+				connect(i, i%boot)
 			})
 		}
 		wg.Wait()
