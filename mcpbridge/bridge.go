@@ -439,14 +439,20 @@ func shortPeer(p peer.ID) string {
 	return s
 }
 
-// applyFace brings the aggregated server in line with next.
-func (b *Bridge) applyFace(old, next faceState) {
-	var gone []string
-	for name := range old.tools {
-		if _, ok := next.tools[name]; !ok {
-			gone = append(gone, name)
+// goneKeys appends to buf[:0] the keys of old that next lacks.
+func goneKeys[V any](old, next map[string]V, buf []string) []string {
+	buf = buf[:0]
+	for k := range old {
+		if _, ok := next[k]; !ok {
+			buf = append(buf, k)
 		}
 	}
+	return buf
+}
+
+// applyFace brings the aggregated server in line with next.
+func (b *Bridge) applyFace(old, next faceState) {
+	gone := goneKeys(old.tools, next.tools, nil)
 	b.agg.RemoveTools(gone...)
 	for name, e := range next.tools {
 		if o, ok := old.tools[name]; ok && sameEntry(o, e) {
@@ -466,12 +472,7 @@ func (b *Bridge) applyFace(old, next faceState) {
 			return b.callEntry(withRelay(ctx, serverRelay(ctx, req)), e, b.cfg.As(), req.Params.Arguments)
 		})
 	}
-	gone = gone[:0]
-	for uri := range old.resources {
-		if _, ok := next.resources[uri]; !ok {
-			gone = append(gone, uri)
-		}
-	}
+	gone = goneKeys(old.resources, next.resources, gone)
 	b.agg.RemoveResources(gone...)
 	for uri, e := range next.resources {
 		if o, ok := old.resources[uri]; ok && sameEntry(o, e) {
@@ -483,12 +484,7 @@ func (b *Bridge) applyFace(old, next faceState) {
 				return b.readEntry(ctx, e)
 			})
 	}
-	gone = gone[:0]
-	for ut := range old.templates {
-		if _, ok := next.templates[ut]; !ok {
-			gone = append(gone, ut)
-		}
-	}
+	gone = goneKeys(old.templates, next.templates, gone)
 	b.agg.RemoveResourceTemplates(gone...)
 	for ut, e := range next.templates {
 		if o, ok := old.templates[ut]; ok && sameEntry(o, e) {
@@ -500,12 +496,7 @@ func (b *Bridge) applyFace(old, next faceState) {
 				return b.readTemplateEntry(ctx, e, req.Params.URI)
 			})
 	}
-	gone = gone[:0]
-	for name := range old.prompts {
-		if _, ok := next.prompts[name]; !ok {
-			gone = append(gone, name)
-		}
-	}
+	gone = goneKeys(old.prompts, next.prompts, gone)
 	b.agg.RemovePrompts(gone...)
 	for name, e := range next.prompts {
 		if o, ok := old.prompts[name]; ok && sameEntry(o, e) {
