@@ -741,36 +741,30 @@ func (b *Bridge) ReadResource(ctx context.Context, uri string) (*mcp.ReadResourc
 }
 
 func (b *Bridge) readEntry(ctx context.Context, e Entry) (*mcp.ReadResourceResult, error) {
-	as := b.cfg.As()
-	if e.Local {
-		agent := strings.SplitN(e.Agent, "@", 2)[0]
-		if _, err := b.authorize(b.self, as, agent); err != nil {
-			return nil, RPCError(err)
-		}
-		rc, err := b.reg.ReadResource(ctx, e.remote)
-		if err != nil {
-			return nil, RPCError(err)
-		}
-		return toResourceResult(rc), nil
-	}
-	pc, err := b.acquire(ctx, e.peer)
-	if err != nil {
-		return nil, RPCError(err)
-	}
-	defer b.end(e.peer, pc)
-	return pc.cs.ReadResource(ctx, &mcp.ReadResourceParams{Meta: mcp.Meta{MetaCaller: as}, URI: e.remote})
+	return b.read(ctx, e, e.remote, func(ctx context.Context) (ResourceContent, error) {
+		return b.reg.ReadResource(ctx, e.remote)
+	})
 }
 
 // readTemplateEntry reads uri, which the face's template e matched: on
 // this node, or on e's peer with the caller's rights.
 func (b *Bridge) readTemplateEntry(ctx context.Context, e Entry, uri string) (*mcp.ReadResourceResult, error) {
+	return b.read(ctx, e, uri, func(ctx context.Context) (ResourceContent, error) {
+		return b.reg.ReadTemplate(ctx, e.remote, uri)
+	})
+}
+
+// read reads a resource of entry e as the face's caller: with local, once
+// the caller may read e's agent, when e is this node's; else as uri on
+// e's peer, which checks the caller's rights itself.
+func (b *Bridge) read(ctx context.Context, e Entry, uri string, local func(context.Context) (ResourceContent, error)) (*mcp.ReadResourceResult, error) {
 	as := b.cfg.As()
 	if e.Local {
 		agent := strings.SplitN(e.Agent, "@", 2)[0]
 		if _, err := b.authorize(b.self, as, agent); err != nil {
 			return nil, RPCError(err)
 		}
-		rc, err := b.reg.ReadTemplate(ctx, e.remote, uri)
+		rc, err := local(ctx)
 		if err != nil {
 			return nil, RPCError(err)
 		}
