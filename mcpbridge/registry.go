@@ -227,24 +227,38 @@ func (r *Registry) GetPromptResult(ctx context.Context, name string, args map[st
 	return &mcp.GetPromptResult{Description: e.info.Description, Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: text}}}}, nil
 }
 
-// promptFor is the prompt named name (canonical or wire) after checking
-// that args holds its required arguments.
-func (r *Registry) promptFor(name string, args map[string]string) (*promptEntry, error) {
+// lookupPrompt is the prompt named name, canonical or wire.
+func (r *Registry) lookupPrompt(name string) (*promptEntry, bool) {
 	r.mu.RLock()
+	defer r.mu.RUnlock()
 	e, ok := r.prompts[name]
 	if !ok {
 		if canon, found := r.promptWire.Canonical(name); found {
 			e, ok = r.prompts[canon]
 		}
 	}
-	r.mu.RUnlock()
+	return e, ok
+}
+
+// checkArgs reports the first required argument of e that args lacks.
+func (e *promptEntry) checkArgs(args map[string]string) error {
+	for _, a := range e.info.Arguments {
+		if _, ok := args[a.Name]; a.Required && !ok {
+			return &MissingArgumentError{Prompt: e.info.Canonical, Argument: a.Name}
+		}
+	}
+	return nil
+}
+
+// promptFor is the prompt named name (canonical or wire) after checking
+// that args holds its required arguments.
+func (r *Registry) promptFor(name string, args map[string]string) (*promptEntry, error) {
+	e, ok := r.lookupPrompt(name)
 	if !ok {
 		return nil, &PromptNotFoundError{Name: name}
 	}
-	for _, a := range e.info.Arguments {
-		if _, ok := args[a.Name]; a.Required && !ok {
-			return nil, &MissingArgumentError{Prompt: e.info.Canonical, Argument: a.Name}
-		}
+	if err := e.checkArgs(args); err != nil {
+		return nil, err
 	}
 	return e, nil
 }
@@ -252,24 +266,15 @@ func (r *Registry) promptFor(name string, args map[string]string) (*promptEntry,
 // GetPromptContext is [Registry.GetPrompt] for prompts of either kind: a
 // template is rendered, a [PromptFunc] is called under ctx.
 func (r *Registry) GetPromptContext(ctx context.Context, name string, args map[string]string) (string, error) {
-	r.mu.RLock()
-	e, ok := r.prompts[name]
-	if !ok {
-		if canon, found := r.promptWire.Canonical(name); found {
-			e, ok = r.prompts[canon]
-		}
-	}
-	r.mu.RUnlock()
+	e, ok := r.lookupPrompt(name)
 	if !ok {
 		return "", &PromptNotFoundError{Name: name}
 	}
 	if e.get == nil {
 		return Render(e.info.Prompt, args)
 	}
-	for _, a := range e.info.Arguments {
-		if _, ok := args[a.Name]; a.Required && !ok {
-			return "", &MissingArgumentError{Prompt: e.info.Canonical, Argument: a.Name}
-		}
+	if err := e.checkArgs(args); err != nil {
+		return "", err
 	}
 	return e.get(ctx, args)
 }
@@ -684,14 +689,7 @@ func (r *Registry) ListPrompts() []PromptInfo {
 // (requirement 6.5); see [Render] for the rules. Errors:
 // *[PromptNotFoundError], *[MissingArgumentError].
 func (r *Registry) GetPrompt(name string, args map[string]string) (string, error) {
-	r.mu.RLock()
-	e, ok := r.prompts[name]
-	if !ok {
-		if canon, found := r.promptWire.Canonical(name); found {
-			e, ok = r.prompts[canon]
-		}
-	}
-	r.mu.RUnlock()
+	e, ok := r.lookupPrompt(name)
 	if !ok {
 		return "", &PromptNotFoundError{Name: name}
 	}
