@@ -19,13 +19,27 @@ import (
 // while a backlog is worked off (a slow agent, a burst), not only once the
 // queue drained: what a receiver delivered but has not acknowledged is
 // delivered again if it crashes, and held by the sender meanwhile. A
-// request needs no prompt ack (its
-// answer shows it arrived), and a one-way stream needs one ack per batch,
-// not per envelope: each ack frame costs a transport write on one side and
-// a read on the other (see "Performance rules" in the design).
+// one-way stream needs one ack per batch, not per envelope: each ack frame
+// costs a transport write on one side and a read on the other (see
+// "Performance rules" in the design).
+//
+// A channel whose envelopes handled since its last ack are all questions
+// (a request, a task proposal) or answers is acknowledged within
+// answerAckDelay instead, as long as no more than answerAckMax of them
+// wait: a question's answer tells its sender that it arrived, and the
+// sender of an answer only holds it a little longer, well inside
+// persistAfter, so nothing is written for it. A request made now and then
+// thus costs no ack frame of its own on either side: the acks of several
+// requests share one frame, written while nobody waits on the CPU (an ack
+// per request, each by the 2 ms timer, was the largest part of a sporadic
+// request's cost). A burst of requests goes over answerAckMax and is
+// acknowledged within ackDelay like any other traffic, so a fast requester
+// never meets maxPending.
 const (
-	ackDelay = 2 * time.Millisecond
-	ackEvery = 256
+	ackDelay       = 2 * time.Millisecond
+	ackEvery       = 256
+	answerAckDelay = 200 * time.Millisecond
+	answerAckMax   = 32
 )
 
 // inStream is the writing half of an inbound stream: the stream loop and
@@ -40,10 +54,12 @@ type inStream struct {
 	err error
 	dl  deadline
 
-	ended atomic.Bool             // the stream's reading is over (close): its channels may be evicted
-	due   map[*inChannel]struct{} // channels whose watermark awaits an ack
-	timer *time.Timer             // sends due acks; armed while due is not empty
-	armed bool
+	ended         atomic.Bool             // the stream's reading is over (close): its channels may be evicted
+	closedAtClose atomic.Bool             // closed by ackDueAtClose with its last acks: not to be reset
+	due           map[*inChannel]struct{} // channels whose watermark awaits an ack
+	timer         *time.Timer             // sends due acks; armed while due is not empty
+	armed         bool
+	fires         time.Time // when the armed timer fires
 }
 
 func newInStream(r *Router, st network.Stream) *inStream {
@@ -124,6 +140,9 @@ func (s *inStream) ack(ic *inChannel, flush bool) {
 		}
 		ic.mu.Lock()
 		ic.acked = max(ic.acked, w)
+		if ic.acked == ic.watermark {
+			ic.ackPrompt = false
+		}
 		ic.mu.Unlock()
 	}
 	if flush {
@@ -131,8 +150,10 @@ func (s *inStream) ack(ic *inChannel, flush bool) {
 	}
 }
 
-// ackLater schedules an acknowledgement of ic's watermark within ackDelay.
-func (s *inStream) ackLater(ic *inChannel) {
+// ackLater schedules an acknowledgement of ic's watermark within delay
+// (ackDelay or answerAckDelay): a timer armed for later is brought forward,
+// one armed sooner takes ic along.
+func (s *inStream) ackLater(ic *inChannel, delay time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.err != nil {
@@ -145,20 +166,27 @@ func (s *inStream) ackLater(ic *inChannel) {
 		s.due = make(map[*inChannel]struct{}, 1)
 	}
 	s.due[ic] = struct{}{}
+	at := time.Now().Add(delay)
 	if s.armed {
+		// Fired but not run yet (Stop reports false): sendDue takes ic
+		// with the others in a moment.
+		if at.Before(s.fires) && s.timer.Stop() {
+			s.fires = at
+			s.timer.Reset(delay)
+		}
 		return
 	}
-	s.armed = true
+	s.armed, s.fires = true, at
 	if s.timer == nil {
 		// The timer only hands over: the acks are written on a Router
 		// goroutine, which Close waits for.
-		s.timer = time.AfterFunc(ackDelay, func() {
+		s.timer = time.AfterFunc(delay, func() {
 			if !s.r.spawn(s.sendDue) {
 				s.close() // the Router is closing: nothing more to ack
 			}
 		})
 	} else {
-		s.timer.Reset(ackDelay)
+		s.timer.Reset(delay)
 	}
 }
 
@@ -174,6 +202,71 @@ func (s *inStream) sendDue() {
 	}
 	s.flush()
 }
+
+// ackDueAtClose writes the acks still due on ins as the Router closes, and
+// closes the streams it wrote them on (Close resets the others), so
+// that what this node took is neither sent again to its next run nor
+// reported undelivered by a sender that cannot reach it any more: an
+// answer's ack waits up to answerAckDelay, and a node that asks one
+// question and stops closes within it. It first lets the channel work
+// under way finish (its requester may have woken before its ack was
+// scheduled; the Router's ctx ended, the work stops after the envelope in
+// hand), then writes on goroutines of r.wg, which Close waits for. It
+// waits at most closeAckTimeout in all, for a slow handler or a peer that
+// does not read; Close then resets the streams, which ends such a write.
+func (r *Router) ackDueAtClose(ins []*inStream) {
+	t := time.NewTimer(closeAckTimeout)
+	defer t.Stop()
+	for r.working.Load() > 0 {
+		select {
+		case <-r.workIdle:
+		case <-t.C:
+			return
+		}
+	}
+	done := make(chan struct{}, len(ins))
+	n := 0
+	for _, s := range ins {
+		s.mu.Lock()
+		due := s.err == nil && len(s.due) > 0
+		s.mu.Unlock()
+		if due {
+			n++
+			r.wg.Go(func() {
+				s.sendDue()
+				s.mu.Lock()
+				if s.err == nil {
+					// Closed, not reset: a reset stream's peer drops
+					// what it has not read yet, these acks with it.
+					s.closedAtClose.Store(true) // before: its reader sees the close at once
+					_ = s.st.Close()
+				}
+				s.mu.Unlock()
+				done <- struct{}{}
+			})
+		}
+	}
+	for ; n > 0; n-- {
+		select {
+		case <-done:
+		case <-t.C:
+			return
+		}
+	}
+}
+
+// workDone ends a span of channel work begun by r.working.Add(1).
+func (r *Router) workDone() {
+	if r.working.Add(-1) == 0 && r.ctx.Err() != nil {
+		select {
+		case r.workIdle <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// closeAckTimeout bounds the wait for the acks written by Router.Close.
+const closeAckTimeout = 100 * time.Millisecond
 
 // close stops the ack timer when the stream ends; acks still due are
 // dropped (the sender retransmits what it has not seen acknowledged, and
@@ -193,7 +286,7 @@ func (s *inStream) close() {
 		ic.ackSoon = false
 		ic.mu.Unlock()
 	}
-	s.due = nil
+	s.due, s.armed = nil, false
 }
 
 // inChannel is the receiving side of one channel. Envelopes are queued in
@@ -216,6 +309,7 @@ type inChannel struct {
 	running   bool
 	ackNow    bool // an item handled since the last ack asked for a prompt one
 	ackSoon   bool // an ack is scheduled (ackLater) while the queue is worked off
+	ackPrompt bool // an envelope handled since the last ack is neither a question nor an answer: ackDelay, not answerAckDelay
 	out       *inStream
 	dirty     bool
 
@@ -232,6 +326,7 @@ type inItem struct {
 	env    *envelope.Envelope
 	err    error // refused: nack instead of delivering
 	ackNow bool  // the sender waits for the acknowledgement
+	answer bool  // a question or an answer: its ack may wait answerAckDelay
 	taken  bool  // an answer already handed to its requester (see accept)
 }
 
@@ -259,6 +354,8 @@ func (r *Router) accept(ic *inChannel, out *inStream, it inItem) (startWork bool
 	if !ic.running && it.err == nil && it.env != nil && r.isAwaited(it.env, ic) {
 		ic.running = true
 		ic.mu.Unlock()
+		r.working.Add(1)
+		defer r.workDone()
 		c := ic.cards.Load()
 		_ = r.deliverSync(it.env, c.from, c.to, out, it.at)
 		r.journalMark(ic.key, it.seq)
@@ -295,6 +392,8 @@ func (r *Router) accept(ic *inChannel, out *inStream, it inItem) (startWork bool
 
 // work delivers queued envelopes in order, then acknowledges.
 func (r *Router) work(ic *inChannel) {
+	r.working.Add(1)
+	defer r.workDone()
 	for {
 		ic.mu.Lock()
 		if len(ic.queue) == 0 || r.ctx.Err() != nil {
@@ -328,6 +427,7 @@ func (r *Router) work(ic *inChannel) {
 		ic.mu.Lock()
 		ic.watermark = it.seq
 		ic.dirty = true
+		ic.ackPrompt = ic.ackPrompt || !it.answer || it.err != nil
 		r.wakePersisterBy(time.Time{}) // written within watermarkEvery
 		// A backlog (a slow handler, a burst) is acknowledged as it is
 		// worked off, not only once it drained: within ackDelay of the
@@ -346,17 +446,23 @@ func (r *Router) work(ic *inChannel) {
 		if now {
 			out.ack(ic, true)
 		} else if soon {
-			out.ackLater(ic)
+			out.ackLater(ic, ackDelay)
 		}
 	}
 }
 
 // ackDrained acknowledges ic once its queue drained: at once (flushed if
 // flush) when the sender waits for it or many envelopes are unacknowledged,
-// otherwise within ackDelay.
+// within answerAckDelay when all it handled since the last ack are a few
+// questions and answers, otherwise within ackDelay.
 func (r *Router) ackDrained(ic *inChannel, out *inStream, flush bool) {
 	ic.mu.Lock()
-	now := ic.ackNow || ic.watermark-ic.acked >= ackEvery
+	unacked := ic.watermark - ic.acked
+	now := ic.ackNow || unacked >= ackEvery
+	delay := ackDelay
+	if !ic.ackPrompt && unacked <= answerAckMax {
+		delay = answerAckDelay
+	}
 	ic.ackNow = false
 	zero := ic.watermark == 0
 	ic.mu.Unlock()
@@ -365,7 +471,7 @@ func (r *Router) ackDrained(ic *inChannel, out *inStream, flush bool) {
 	case now:
 		out.ack(ic, flush)
 	default:
-		out.ackLater(ic)
+		out.ackLater(ic, delay)
 	}
 }
 

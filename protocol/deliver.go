@@ -459,10 +459,10 @@ func (r *Router) persist(force bool) (more bool, due time.Time, err error) {
 	// Watermarks alone are written at most every watermarkEvery: a message
 	// now and then cost each node a commit, about a millisecond of CPU and
 	// an fsync per message. Writing them sooner buys little: a receiver
-	// acknowledges within ackDelay of delivering, and a sender resends
-	// only what was not acknowledged, so after a crash a persisted
-	// watermark only spares redeliveries of those few milliseconds, and
-	// Close writes it exactly.
+	// acknowledges within ackDelay of delivering (answerAckDelay for
+	// questions and answers), and a sender resends only what was not
+	// acknowledged, so after a crash a persisted watermark only spares
+	// redeliveries of that short while, and Close writes it exactly.
 	if force || len(ops) > 0 || now.Sub(r.watermarksAt) >= watermarkEvery {
 		if w := r.dirtyWatermarks(); len(w) > 0 {
 			r.watermarksAt = now

@@ -17,6 +17,11 @@
 //     persisted through a [Store] (the state machine is package
 //     protocol/channel). All the channels to one peer share one long-lived
 //     outbound stream; frames are internal/frame's length-prefixed frames.
+//     A receiver coalesces its acks: at once for an envelope whose sender
+//     waits for it ([Router.Send]), within 2 ms for other traffic, and
+//     within 200 ms for a channel that carried only a few questions and
+//     answers since its last ack, whose answers already tell the
+//     requesters (see chanin.go).
 //   - Requests. [Router.Request] waits for the envelope that answers it (same
 //     thread, from the target back to the sender); [Router.Thread] returns a
 //     correlation thread as this node saw it.

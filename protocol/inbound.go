@@ -50,11 +50,12 @@ func (r *Router) handleStream(st network.Stream) {
 		_ = st.Reset()
 		return
 	}
-	r.inbound[st] = struct{}{}
+	out := newInStream(r, st)
+	r.inbound[st] = out
 	r.wg.Add(1)
 	r.mu.Unlock()
 	defer r.wg.Done()
-	rd := &inReader{r: r, st: st, p: p, pStr: p.String(), mem: mem, out: newInStream(r, st),
+	rd := &inReader{r: r, st: st, p: p, pStr: p.String(), mem: mem, out: out,
 		fr: frame.NewReader(bufio.NewReaderSize(st, inReadBuffer), r.o.maxFrame)}
 	rd.resume = rd.run
 	rd.run()
@@ -116,7 +117,9 @@ func (rd *inReader) run() {
 				// no security event, or every node that stops would leave
 				// one in its peers' audit logs.
 				r.log.Debugw("inbound stream ended", "peer", rd.p, "err", err)
-				_ = rd.st.Reset()
+				if !rd.out.closedAtClose.Load() { // else its last acks are still on their way
+					_ = rd.st.Reset()
+				}
 			}
 			rd.end()
 			return
@@ -247,6 +250,7 @@ func (rd *inReader) frame(body []byte, at time.Time) (ic *inChannel, ask bool, e
 			}
 			it.env, it.err = r.receive(p, pStr, ic, m.Env, m.env)
 			if it.err == nil {
+				it.answer = it.env.Type.AsksForAnswer() || isAnswerType(it.env.Type)
 				if canonical && it.env.Recipient == rcpt {
 					r.recordEncoded(it.env, m.Env)
 				} else {

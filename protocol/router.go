@@ -78,11 +78,11 @@ type Router struct {
 	regreet       *bounded[peer.ID, time.Duration] // last re-greeting delay per peer (see regreetLater)
 	regreetTimers map[peer.ID]*time.Timer          // pending re-greetings, at most one per peer
 	unreached     *bounded[peer.ID, time.Time]     // peers a stream could not be opened to, since last reached (see reach)
-	inbound       map[network.Stream]struct{}
-	watermarksAt  time.Time    // last write of watermarks alone (persist; its callers do not overlap)
-	persistIdle   atomic.Bool  // the persister sleeps until persistKick (see persistLoop)
-	persistUntil  atomic.Int64 // when idle, the unix nanoseconds its timer is set for (0: none; see wakePersisterBy)
-	outboxLen     atomic.Int64 // envelopes pending on every outbound channel (maxOutbox)
+	inbound       map[network.Stream]*inStream     // the writing half of each inbound stream
+	watermarksAt  time.Time                        // last write of watermarks alone (persist; its callers do not overlap)
+	persistIdle   atomic.Bool                      // the persister sleeps until persistKick (see persistLoop)
+	persistUntil  atomic.Int64                     // when idle, the unix nanoseconds its timer is set for (0: none; see wakePersisterBy)
+	outboxLen     atomic.Int64                     // envelopes pending on every outbound channel (maxOutbox)
 	runMu         sync.Mutex
 	runningReqs   map[runKey]*handlerCtx // requests whose handler runs here (see cancel.go); as many as handler slots
 	peerQueued    sync.Map               // peer.ID -> *atomic.Int64: envelopes pending to that peer (maxPeerPending)
@@ -92,6 +92,8 @@ type Router struct {
 	journalRelease  func()
 	journalSyncedAt time.Time                 // the persister's last journal Sync
 	persistKick     chan struct{}             // wakes an idle persister; holds one
+	working         atomic.Int64              // channel work under way (accept's hand-over, work): see ackDueAtClose
+	workIdle        chan struct{}             // working reached zero after the Router's ctx ended; holds one
 	pmu             orderedMutex[lockPending] // guards pending and expiry: taken for every request and answer
 	pending         map[pendingKey]*pendingReq
 	pendingIDs      map[string]pendingKey // requests inside a thread, by their own ID
@@ -226,10 +228,11 @@ func New(h host.Host, reg *agentcard.Registry, opts ...Option) (*Router, error) 
 		regreet:       newBounded[peer.ID, time.Duration](4096),
 		regreetTimers: make(map[peer.ID]*time.Timer),
 		unreached:     newBounded[peer.ID, time.Time](4096),
-		inbound:       make(map[network.Stream]struct{}),
+		inbound:       make(map[network.Stream]*inStream),
 		pending:       make(map[pendingKey]*pendingReq),
 		pendingIDs:    make(map[string]pendingKey),
 		persistKick:   make(chan struct{}, 1),
+		workIdle:      make(chan struct{}, 1),
 		answerable:    newAskSet(16384),
 		seen:          newSeenSet(65536),
 		answered:      newSeenSet(4096),
@@ -322,8 +325,8 @@ func (r *Router) Close() error {
 	for _, s := range r.out {
 		outs = append(outs, s)
 	}
-	ins := make([]network.Stream, 0, len(r.inbound))
-	for s := range r.inbound {
+	ins := make([]*inStream, 0, len(r.inbound))
+	for _, s := range r.inbound {
 		ins = append(ins, s)
 	}
 	chans := make([]*outChannel, 0, len(r.outByID))
@@ -349,8 +352,11 @@ func (r *Router) Close() error {
 	for _, s := range outs {
 		s.fail(ErrChannelClosed)
 	}
+	r.ackDueAtClose(ins)
 	for _, s := range ins {
-		_ = s.Reset()
+		if !s.closedAtClose.Load() {
+			_ = s.st.Reset()
+		}
 	}
 	r.wg.Wait()
 	// Everything is still now: keep what is unacknowledged, and the watermarks.

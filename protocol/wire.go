@@ -76,7 +76,8 @@ type wireMsg struct {
 // (envelope.EncodeCBOR, done once per envelope) and embedded as is. AckNow
 // asks the receiver to acknowledge as soon as the envelope is handled,
 // because the sender is waiting for that acknowledgement (Router.Send);
-// otherwise the receiver coalesces acknowledgements (see ackDelay).
+// otherwise the receiver coalesces acknowledgements (see ackDelay and
+// answerAckDelay).
 type envMsg struct {
 	Kind   uint8           `cbor:"k"`
 	Seq    uint64          `cbor:"s"`
