@@ -31,8 +31,8 @@ import (
 // persistAfter, so nothing is written for it. A request made now and then
 // thus costs no ack frame of its own on either side: the acks of several
 // requests share one frame, written while nobody waits on the CPU (an ack
-// per request, each by the 2 ms timer, was the largest part of a sporadic
-// request's cost). A burst of requests goes over answerAckMax and is
+// frame per request, each written by the 2 ms timer after the process went
+// idle, would be the largest part of a sporadic request's CPU). A burst of requests goes over answerAckMax and is
 // acknowledged within ackDelay like any other traffic, so a fast requester
 // never meets maxPending.
 const (
