@@ -91,6 +91,30 @@ type broadcaster struct {
 	events *pubsub.TopicEventHandler
 }
 
+// lastPublisher is the last publisher whose broadcast was validated, with
+// its ID in text: a burst comes from one publisher, and encoding its ID in
+// base58 again for every message on every node is a cost of its own.
+type lastPublisher struct{ last atomic.Pointer[peerText] }
+
+type peerText struct {
+	id   peer.ID
+	text string
+}
+
+// text is p.String(), kept for the next message of the same publisher. A
+// nil lastPublisher keeps nothing.
+func (l *lastPublisher) text(p peer.ID) string {
+	if l == nil {
+		return p.String()
+	}
+	if last := l.last.Load(); last != nil && last.id == p {
+		return last.text
+	}
+	t := &peerText{id: p, text: p.String()}
+	l.last.Store(t)
+	return t.text
+}
+
 // startBroadcast joins the topic with its validator. Caller holds r.mu.
 func (r *Router) startBroadcastLocked() error {
 	if r.o.ps == nil {
@@ -101,7 +125,11 @@ func (r *Router) startBroadcastLocked() error {
 	// GossipSub's validation workers rather than on a goroutine of its own
 	// per message and hop (which an async validator gets, throttled, and
 	// dropped past the throttle).
-	if err := r.o.ps.RegisterTopicValidator(name, r.validateBroadcast, pubsub.WithValidatorInline(true)); err != nil {
+	pubs := &lastPublisher{}
+	validate := func(_ context.Context, _ peer.ID, msg *pubsub.Message) pubsub.ValidationResult {
+		return r.checkBroadcast(msg, pubs)
+	}
+	if err := r.o.ps.RegisterTopicValidator(name, validate, pubsub.WithValidatorInline(true)); err != nil {
 		return fmt.Errorf("protocol: broadcast validator: %w", err)
 	}
 	t, err := r.o.ps.Join(name)
@@ -148,7 +176,8 @@ func (r *Router) stopBroadcast() {
 	_ = r.bc.topic.Close()
 }
 
-// validateBroadcast runs for every message on the topic, ours included.
+// validateBroadcast checks a message on the topic; the node runs it, as
+// checkBroadcast, on every message of the topic, ours included.
 // Reject: undecodable, not a broadcast, of a type that asks for an answer
 // (request, task-proposal), or forged (the sender is not an agent
 // of the peer that signed the message, or its metadata contradicts its
@@ -157,7 +186,13 @@ func (r *Router) stopBroadcast() {
 // hold yet is accepted (GossipSub's signature proves the publisher, and
 // the sender is one of its agents) and forwarded; broadcastLoop fetches the
 // card before delivering it (see holdForCard).
-func (r *Router) validateBroadcast(_ context.Context, from peer.ID, msg *pubsub.Message) pubsub.ValidationResult {
+func (r *Router) validateBroadcast(_ context.Context, _ peer.ID, msg *pubsub.Message) pubsub.ValidationResult {
+	return r.checkBroadcast(msg, nil)
+}
+
+// checkBroadcast is validateBroadcast, with the text of the last publisher
+// kept in pubs.
+func (r *Router) checkBroadcast(msg *pubsub.Message, pubs *lastPublisher) pubsub.ValidationResult {
 	publisher := msg.GetFrom()
 	env, err := envelope.DecodeCBOR(msg.Data)
 	if err == nil && env.Recipient != envelope.Broadcast {
@@ -177,11 +212,11 @@ func (r *Router) validateBroadcast(_ context.Context, from peer.ID, msg *pubsub.
 	if r.seen.has(seenKey{env.Sender, env.ID, true}) {
 		return pubsub.ValidationIgnore
 	}
-	card, err := r.attributeAddr(publisher, publisher.String(), env.Sender)
+	card, err := r.attributeAddr(publisher, pubs.text(publisher), env.Sender)
 	var se *senderError
 	switch {
 	case errors.As(err, &se) && se.Reason == "the peer has presented no signed card for this agent":
-		msg.ValidatorData = broadcastIn{env: env}
+		msg.ValidatorData = &broadcastIn{env: env}
 		return pubsub.ValidationAccept
 	case err != nil:
 		r.security(Event{EnvelopeID: env.ID, Sender: env.Sender, Recipient: envelope.Broadcast, MessageType: env.Type, Code: CodeOf(err),
@@ -194,7 +229,7 @@ func (r *Router) validateBroadcast(_ context.Context, from peer.ID, msg *pubsub.
 			Detail: err.Error(), Peer: publisher, SourceTier: -1, TargetTier: -1})
 		return pubsub.ValidationReject
 	}
-	msg.ValidatorData = broadcastIn{env: env, from: card, known: true}
+	msg.ValidatorData = &broadcastIn{env: env, from: card, known: true}
 	return pubsub.ValidationAccept
 }
 
@@ -210,7 +245,7 @@ func (r *Router) broadcastLoop() {
 		if err != nil {
 			return
 		}
-		in, ok := msg.ValidatorData.(broadcastIn)
+		in, ok := msg.ValidatorData.(*broadcastIn)
 		if !ok {
 			continue
 		}

@@ -311,7 +311,7 @@ func TestBroadcastValidateRejectsForgedSender(t *testing.T) {
 				if len(evs) != 0 {
 					t.Fatalf("security events %+v, want none", evs)
 				}
-				in, ok := msg.ValidatorData.(broadcastIn)
+				in, ok := msg.ValidatorData.(*broadcastIn)
 				if !ok || in.env.ID != env.ID || in.known != (tc.sender == n.b0) {
 					t.Fatalf("validator data %+v, want the envelope, known=%v", msg.ValidatorData, tc.sender == n.b0)
 				}
