@@ -182,3 +182,26 @@ func BenchmarkRegistryGetShared(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkRegistryLocal lists the local agents of a node holding two of
+// its own and 1,000 remote cards, as every broadcast received does.
+func BenchmarkRegistryLocal(b *testing.B) {
+	nodes := testNodes(b)
+	r := agentcard.NewRegistry(nodes[0].id)
+	for i := range 2 {
+		if _, err := r.Register(sampleCard(fmt.Sprintf("local-%d", i), "plan")); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for i := range 1000 {
+		if _, err := r.MergeRemote(remoteCard(fmt.Sprintf("remote-%d", i), nodes[1+i%4].id, 1, "plan")); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if len(r.Local()) != 2 {
+			b.Fatal("not the two local cards")
+		}
+	}
+}

@@ -62,8 +62,8 @@ type Registry struct {
 	// with an older heartbeat) do not bring the card back. At most
 	// maxWithdrawnPerHost per host, forgotten after one TTL.
 	withdrawn map[peer.ID]map[string]time.Time
-	nLocal    int
-	gen       atomic.Uint64 // bumped by every put and remove (see Lease)
+	locals    map[key]*entry // the local entries, so Local needs no scan of every card
+	gen       atomic.Uint64  // bumped by every put and remove (see Lease)
 	// assess maps a remote card, as signed, to the card lookups return
 	// (SetAssessor); nil returns it as signed.
 	assess func(Card) Card
@@ -106,6 +106,7 @@ func NewRegistry(self peer.ID, opts ...Option) *Registry {
 		byID:   make(map[string]map[key]*entry),
 		byCap:  make(map[string]map[key]*entry),
 		byHost: make(map[peer.ID]map[key]*entry),
+		locals: make(map[key]*entry),
 
 		withdrawn: make(map[peer.ID]map[string]time.Time),
 	}
@@ -767,8 +768,12 @@ func (r *Registry) filter(local bool) []Card {
 	now := r.now()
 	r.mu.RLock()
 	defer r.mu.RUnlock()
+	all := r.cards
+	if local {
+		all = r.locals // a broadcast asks on every node for every message
+	}
 	var es []*entry
-	for _, e := range r.cards {
+	for _, e := range all {
 		if e.local == local && r.visible(e, now) {
 			es = append(es, e)
 		}
@@ -920,7 +925,7 @@ func (r *Registry) put(k key, e *entry) {
 	r.cards[k] = e
 	r.byAddr[e.addr] = e
 	if e.local {
-		r.nLocal++
+		r.locals[k] = e
 	} else {
 		index(r.byHost, k.host, k, e)
 	}
@@ -942,7 +947,7 @@ func (r *Registry) remove(k key) {
 	delete(r.cards, k)
 	delete(r.byAddr, e.addr)
 	if e.local {
-		r.nLocal--
+		delete(r.locals, k)
 	} else {
 		unindex(r.byHost, k.host, k)
 	}
@@ -1067,13 +1072,13 @@ func (r *Registry) where(now time.Time) string {
 			n++
 		}
 	}
-	return fmt.Sprintf("local registry (%s) and %s", count(r.nLocal, "agent"), count(n, "remote card"))
+	return fmt.Sprintf("local registry (%s) and %s", count(len(r.locals), "agent"), count(n, "remote card"))
 }
 
 // whereHost describes a search for a card of one host.
 func (r *Registry) whereHost(host peer.ID, now time.Time) string {
 	if host == r.self {
-		return fmt.Sprintf("local registry (%s)", count(r.nLocal, "agent"))
+		return fmt.Sprintf("local registry (%s)", count(len(r.locals), "agent"))
 	}
 	n := 0
 	for _, e := range r.byHost[host] {
