@@ -74,24 +74,24 @@ func (s *Service) fresh(seen, now time.Time) bool { return now.Sub(seen) < s.cfg
 
 // fetchCard reads host's card id (from host itself, else from the DHT
 // with Quorum(1): a stale but valid card is acceptable, and the heartbeat
-// bounds its age; see getRecord for dial), verifies it again, checks its
-// heartbeat and caches it. A lower revision than the cached one never
+// bounds its age; see getRecord for dial), verifies it (signature, signer
+// = host = the key's peer, agent id = the key's) as it decodes it, checks
+// its heartbeat and caches it. A lower revision than the cached one never
 // replaces it.
 func (s *Service) fetchCard(ctx context.Context, d *dht.IpfsDHT, host peer.ID, id string, dial bool) (*cardEntry, error) {
 	key := agentcard.Key(host, id)
-	v, err := s.getRecord(ctx, d, host, key, dial)
+	c, err := getRecord(ctx, s, d, host, key, dial, func(v []byte) (agentcard.Card, error) {
+		c, signer, err := agentcard.Open(v)
+		if err == nil && (signer != host || c.ID != id) {
+			err = fmt.Errorf("card %s signed by %s is not %s", c.Address(), signer, key)
+		}
+		return c, err
+	})
 	if err != nil {
 		return nil, err
 	}
-	c, signer, err := agentcard.Open(v)
-	if err == nil && (signer != host || c.ID != id) {
-		err = fmt.Errorf("card %s signed by %s is not %s", c.Address(), signer, key)
-	}
 	now := s.cfg.now()
-	var hb time.Time
-	if err == nil {
-		hb, err = s.heartbeat(c.LastSeenAt, now)
-	}
+	hb, err := s.heartbeat(c.LastSeenAt, now)
 	if err != nil {
 		s.stats.refused.Add(1)
 		s.log.Debugw("card refused", "key", key, "err", err)
@@ -131,17 +131,37 @@ func (s *Service) card(ctx context.Context, d *dht.IpfsDHT, host peer.ID, id str
 	return s.fetchCard(ctx, d, host, id, dial)
 }
 
+// listed returns the card that ix, host's index just read, lists as ie:
+// the card this node already holds when it has exactly the listed
+// revision (it was verified when it was read, and the index, signed by
+// the host with a fresh heartbeat, vouches that it is still current),
+// else the card read again (card, with at least the listed revision).
+// The index's heartbeat extends the card's freshness when the revisions
+// match.
+func (s *Service) listed(ctx context.Context, d *dht.IpfsDHT, host peer.ID, ix Index, ie IndexEntry, dial bool) (*cardEntry, error) {
+	s.cache.mu.Lock()
+	e := s.cache.cards[ie.ID+"@"+host.String()]
+	held := e != nil && e.card.Revision == ie.Revision
+	s.cache.mu.Unlock()
+	if held {
+		s.stats.cacheHits.Add(1)
+	} else {
+		var err error
+		if e, err = s.card(ctx, d, host, ie.ID, ie.Revision, dial); err != nil {
+			return nil, err
+		}
+	}
+	s.vouch(e, ix)
+	return e, nil
+}
+
 // fetchIndex reads host's agent index (from host itself, else from the
-// DHT; see getRecord for dial) and caches it.
+// DHT; see getRecord for dial), verifies it as it decodes it, checks its
+// heartbeat and caches it.
 func (s *Service) fetchIndex(ctx context.Context, d *dht.IpfsDHT, host peer.ID, dial bool) (Index, error) {
 	key := IndexKey(host)
-	v, err := s.getRecord(ctx, d, host, key, dial)
+	ix, err := getRecord(ctx, s, d, host, key, dial, func(v []byte) (Index, error) { return validateIndex(key, v) })
 	if err != nil {
-		return Index{}, err
-	}
-	ix, err := validateIndex(key, v)
-	if err != nil {
-		s.stats.refused.Add(1)
 		return Index{}, err
 	}
 	now := s.cfg.now()
@@ -402,13 +422,12 @@ func (s *Service) FindByCapability(ctx context.Context, capID string) ([]agentca
 			if !slices.Contains(ie.Capabilities, capID) {
 				continue
 			}
-			e, err := s.card(ctx, d, p, ie.ID, ie.Revision, true)
+			e, err := s.listed(ctx, d, p, ix, ie, true)
 			if err != nil {
 				s.log.Debugw("indexed agent without a usable card", "agent", ie.ID, "peer", p, "err", err)
 				continue
 			}
 			if e.card.HasCapability(capID) {
-				s.vouch(e, ix)
 				out = append(out, e)
 			}
 		}

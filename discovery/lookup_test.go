@@ -50,3 +50,47 @@ func TestLookupOfAHostThatDoesNotServe(t *testing.T) {
 		}
 	}
 }
+
+// TestCapabilityLookupTakesHeldCards: with the lookup cache off, a
+// capability lookup still reads every matching host's index, but takes
+// the cards it already holds at the revision the index lists instead of
+// reading them again; a card whose host lists a new revision is read
+// again, and the lookup returns the new one.
+func TestCapabilityLookupTakesHeldCards(t *testing.T) {
+	checkLeaks(t)
+	tm := slow
+	tm.cache = 0
+	nodes := network(t, 6, tm, discovery.WithRosterInterval(0))
+	waitRoutingTables(t, nodes, 3)
+	publishAll(t, nodes)
+	q := nodes[0]
+	if cards, err := q.svc.FindByCapability(t.Context(), "echo"); err != nil || len(cards) != len(nodes)-1 {
+		t.Fatalf("first FindByCapability(echo) = %d cards, %v", len(cards), err)
+	}
+	before := q.svc.Stats().CacheHits
+	if cards, err := q.svc.FindByCapability(t.Context(), "echo"); err != nil || len(cards) != len(nodes)-1 {
+		t.Fatalf("second FindByCapability(echo) = %d cards, %v", len(cards), err)
+	}
+	if got := q.svc.Stats().CacheHits - before; got != uint64(len(nodes)-1) {
+		t.Fatalf("second lookup took %d held cards, want %d", got, len(nodes)-1)
+	}
+
+	c, err := nodes[1].reg.Register(agentCard(agentName(1), "echo", "later"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	publishAll(t, nodes[1:2])
+	before = q.svc.Stats().CacheHits
+	cards, err := q.svc.FindByCapability(t.Context(), "echo")
+	if err != nil || len(cards) != len(nodes)-1 {
+		t.Fatalf("FindByCapability(echo) after an update = %d cards, %v", len(cards), err)
+	}
+	for _, got := range cards {
+		if got.Address() == c.Address() && got.Revision != c.Revision {
+			t.Fatalf("lookup returned %s at revision %d, want %d", c.Address(), got.Revision, c.Revision)
+		}
+	}
+	if got := q.svc.Stats().CacheHits - before; got != uint64(len(nodes)-2) {
+		t.Fatalf("lookup after an update took %d held cards, want %d", got, len(nodes)-2)
+	}
+}
