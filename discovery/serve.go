@@ -25,15 +25,19 @@ import (
 // protocol is read with DHT GET_VALUE requests instead.
 //
 // Request: the capability id as a uvarint length and its bytes (1 to 128
-// bytes). Response: a uvarint count of records, at most 1 +
-// [maxServedCards], then each record as a uvarint length and its bytes:
-// the index first ([MaxIndexSize] bytes at most), then the cards
-// (agentcard.MaxSignedCardSize bytes at most each).
+// bytes). Response: a uvarint count of records, at most 65, then each
+// record as a uvarint length and its bytes: the index first
+// ([MaxIndexSize] bytes at most), then the cards (agentcard.MaxSignedCardSize
+// bytes at most each), 1 MiB in all at most.
 const RecordsProtocol = "/nova/records/1.0.0"
 
-// maxServedCards is how many cards a node serves for one capability; a
-// lookup reads any others the index lists with GET_VALUE.
-const maxServedCards = 64
+// A response on [RecordsProtocol] holds at most maxServedCards cards and
+// maxServedBytes bytes of records in all; a node serves the cards that
+// fit, and a lookup reads any others the index lists with GET_VALUE.
+const (
+	maxServedCards = 64
+	maxServedBytes = 1 << 20
+)
 
 // served is what this node last published, as it serves it on
 // [RecordsProtocol]: immutable once stored.
@@ -60,12 +64,14 @@ func (s *Service) serveRecords(st network.Stream) {
 	recs := [][]byte{}
 	if own := s.own.Load(); own != nil {
 		recs = append(recs, own.index)
+		size := len(own.index)
 		for _, c := range own.cards {
-			if len(recs) > maxServedCards {
+			if len(recs) > maxServedCards || size+len(c.sealed) > maxServedBytes {
 				break
 			}
 			if slices.Contains(c.caps, string(capID)) {
 				recs = append(recs, c.sealed)
+				size += len(c.sealed)
 			}
 		}
 	}
@@ -119,11 +125,13 @@ func (s *Service) askRecords(ctx context.Context, host peer.ID, capID string) (i
 	if index, err = readFrame(r, MaxIndexSize); err != nil {
 		return nil, nil, err
 	}
+	left := maxServedBytes - len(index)
 	for range n - 1 {
-		c, err := readFrame(r, agentcard.MaxSignedCardSize)
+		c, err := readFrame(r, min(agentcard.MaxSignedCardSize, left))
 		if err != nil {
 			return nil, nil, err
 		}
+		left -= len(c)
 		cards = append(cards, c)
 	}
 	return index, cards, nil
