@@ -65,14 +65,17 @@ func (s *Service) serveRecords(st network.Stream) {
 	if own := s.own.Load(); own != nil {
 		recs = append(recs, own.index)
 		size := len(own.index)
+		// The cards go in the order of the index, up to the first that
+		// does not fit: the lookup matches them to the index by position.
 		for _, c := range own.cards {
+			if !slices.Contains(c.caps, string(capID)) {
+				continue
+			}
 			if len(recs) > maxServedCards || size+len(c.sealed) > maxServedBytes {
 				break
 			}
-			if slices.Contains(c.caps, string(capID)) {
-				recs = append(recs, c.sealed)
-				size += len(c.sealed)
-			}
+			recs = append(recs, c.sealed)
+			size += len(c.sealed)
 		}
 	}
 	w := bufio.NewWriter(st)
