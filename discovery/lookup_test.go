@@ -161,4 +161,32 @@ func TestCapabilityLookupReadsServedRecords(t *testing.T) {
 	check("a provider serving too many records")
 	serveAs(nodes[4], 1, ix[:len(ix)/2])
 	check("a provider serving a truncated index")
+
+	// A provider that serves its new index with the card it replaced:
+	// the lookup reads the listed revision with GET_VALUE.
+	p := nodes[5]
+	oldCard, err := p.svc.DHT().GetValue(t.Context(), agentcard.Key(p.h.ID(), agentName(5)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := p.reg.Register(agentCard(agentName(5), "echo", "later"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	publishAll(t, []*testNode{p})
+	newIx, err := p.svc.DHT().GetValue(t.Context(), discovery.IndexKey(p.h.ID()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	serveAs(p, 2, newIx, oldCard)
+	q.svc.ForgetCards()
+	cards, err := q.svc.FindByCapability(t.Context(), "echo")
+	if err != nil || len(cards) != len(nodes)-1 {
+		t.Fatalf("FindByCapability(echo) = %d cards, %v", len(cards), err)
+	}
+	for _, got := range cards {
+		if got.Address() == c.Address() && got.Revision != c.Revision {
+			t.Fatalf("lookup returned %s at revision %d, want %d", c.Address(), got.Revision, c.Revision)
+		}
+	}
 }
