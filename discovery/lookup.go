@@ -2,6 +2,7 @@ package discovery
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"slices"
@@ -36,6 +37,7 @@ type providerSet struct {
 
 type indexEntry struct {
 	ix      Index
+	sum     [sha256.Size]byte // of the signed index, when it was served on RecordsProtocol
 	fetched time.Time
 }
 
@@ -183,12 +185,13 @@ func (s *Service) fetchIndex(ctx context.Context, d *dht.IpfsDHT, host peer.ID, 
 	if err != nil {
 		return Index{}, err
 	}
-	return s.takeIndex(host, ix)
+	return s.takeIndex(host, ix, [sha256.Size]byte{})
 }
 
 // takeIndex checks the heartbeat of ix, host's index just read and
-// verified, caches it and hands its authority records on.
-func (s *Service) takeIndex(host peer.ID, ix Index) (Index, error) {
+// verified (sum is the SHA-256 of its signed bytes, or zero), caches it
+// and hands its authority records on.
+func (s *Service) takeIndex(host peer.ID, ix Index, sum [sha256.Size]byte) (Index, error) {
 	now := s.cfg.now()
 	if _, err := s.heartbeat(ix.LastSeenAt, now); err != nil {
 		s.stats.refused.Add(1)
@@ -196,9 +199,9 @@ func (s *Service) takeIndex(host peer.ID, ix Index) (Index, error) {
 	}
 	s.cache.mu.Lock()
 	if old, ok := s.cache.indexes[host]; ok && old.ix.LastSeenAt > ix.LastSeenAt {
-		ix = old.ix
+		ix, sum = old.ix, old.sum
 	}
-	s.cache.indexes[host] = indexEntry{ix: ix, fetched: now}
+	s.cache.indexes[host] = indexEntry{ix: ix, sum: sum, fetched: now}
 	s.cache.mu.Unlock()
 	if s.cfg.authAccept != nil && len(ix.Auth) > 0 {
 		s.cfg.authAccept(host, ix.Auth)
@@ -503,17 +506,25 @@ func (s *Service) offering(ctx context.Context, d *dht.IpfsDHT, p peer.ID, capID
 // askIndex reads p's index and the cards it serves for capID on
 // [RecordsProtocol], verifies the index and takes it (takeIndex); the
 // cards are returned unchecked, in the order of the agents the index
-// lists with capID.
+// lists with capID. An index with the same bytes as the one this node
+// holds for p (a host re-signs its index only when it republishes) is
+// not verified again: those bytes were.
 func (s *Service) askIndex(ctx context.Context, p peer.ID, capID string) (Index, [][]byte, error) {
 	v, sent, err := s.askRecords(ctx, p, capID)
 	if err != nil {
 		return Index{}, nil, err
 	}
-	ix, err := validateIndex(IndexKey(p), v)
-	if err != nil {
-		return Index{}, nil, err
+	sum := sha256.Sum256(v)
+	s.cache.mu.Lock()
+	held, ok := s.cache.indexes[p]
+	s.cache.mu.Unlock()
+	ix := held.ix
+	if !ok || held.sum != sum {
+		if ix, err = validateIndex(IndexKey(p), v); err != nil {
+			return Index{}, nil, err
+		}
 	}
-	ix, err = s.takeIndex(p, ix)
+	ix, err = s.takeIndex(p, ix, sum)
 	return ix, sent, err
 }
 
