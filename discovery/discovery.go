@@ -90,8 +90,9 @@ type Service struct {
 
 	cache     cache
 	stats     counters
-	recStore  *quotaStore // the DHT's value records, bounded; set by Start
-	provStore *quotaStore // the DHT's provider records, bounded; set by Start
+	own       atomic.Pointer[served] // the records last published, served on RecordsProtocol
+	recStore  *quotaStore            // the DHT's value records, bounded; set by Start
+	provStore *quotaStore            // the DHT's provider records, bounded; set by Start
 }
 
 // New returns a discovery service for host h, whose identity key is key,
@@ -202,6 +203,7 @@ func (s *Service) Start(ctx context.Context) error {
 	s.ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	s.dht, s.mdns, s.started = d, md, true
 	s.recStore, s.provStore = recStore, provStore
+	s.h.SetStreamHandler(RecordsProtocol, s.serveRecords)
 	s.wg.Go(s.publishLoop)
 	s.wg.Go(s.refreshLoop)
 	if s.cfg.roster > 0 {
@@ -241,6 +243,7 @@ func (s *Service) Close() error {
 	if d != nil {
 		// kad-dht's Close leaves its stream handler on the host.
 		s.h.RemoveStreamHandler(dhtProtocol)
+		s.h.RemoveStreamHandler(RecordsProtocol)
 		errs = append(errs, d.Close())
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -430,6 +433,7 @@ type Stats struct {
 	MDNSDropped     uint64 // mDNS finds dropped because the dial queue was full
 	Moves           uint64 // changes of this machine's IP addresses followed
 	RosterCards     uint64 // cards of members found by the roster (see [Service.Roster])
+	Served          uint64 // requests for this node's records answered on [RecordsProtocol]
 
 	// The DHT store this node keeps for its peers (see [WithRecordLimits]).
 	Records          int    // value records held
@@ -442,7 +446,7 @@ type Stats struct {
 
 type counters struct {
 	publishes, publishFailures, lookups, merged, refused, cacheHits, mdnsFound, mdnsDropped, moves, rosterCards atomic.Uint64
-	recordsRefused, providersRefused                                                                            atomic.Uint64
+	recordsRefused, providersRefused, served                                                                    atomic.Uint64
 }
 
 // Stats returns the service's counters.
@@ -452,7 +456,7 @@ func (s *Service) Stats() Stats {
 		Publishes: c.publishes.Load(), PublishFailures: c.publishFailures.Load(), Lookups: c.lookups.Load(),
 		CardsMerged: c.merged.Load(), CardsRefused: c.refused.Load(), CacheHits: c.cacheHits.Load(),
 		MDNSFound: c.mdnsFound.Load(), MDNSDropped: c.mdnsDropped.Load(), Moves: c.moves.Load(), RosterCards: c.rosterCards.Load(),
-		RecordsRefused: c.recordsRefused.Load(), ProvidersRefused: c.providersRefused.Load(),
+		RecordsRefused: c.recordsRefused.Load(), ProvidersRefused: c.providersRefused.Load(), Served: c.served.Load(),
 	}
 	s.mu.Lock()
 	rs, ps := s.recStore, s.provStore

@@ -128,18 +128,28 @@
 //     that reached it. In a 100-node swarm that is usually the first
 //     round. Providers that gave cards within [WithLookupCacheTTL] are
 //     reused without a query.
-//  2. Records: each provider is asked the moment it is found, with one
-//     GET_VALUE request to the provider itself (the host stores its own
-//     card and index, and its copy is the newest), over a connection the
-//     caller is about to use anyway. A host that does not answer with a
-//     valid record is read from the DHT with Quorum(1) instead.
+//  2. Records: each provider is asked the moment it is found (at most 16
+//     at once), over a connection the caller is about to use anyway (a
+//     dial first where there is none). A name costs one DHT GET_VALUE
+//     request to the provider itself for its card (the host stores its
+//     own card and index, and its copy is the newest). A capability costs
+//     one request on [RecordsProtocol]: the provider answers with its
+//     signed index and the signed cards of its agents that offer the
+//     capability, as it last published them; a card this node already
+//     holds at the revision the index lists is taken as held, the index
+//     vouching that it is current. A provider that does not speak the
+//     protocol, or serves a record that fails a check or a bound, is read
+//     with GET_VALUE requests instead (its index, then each card); a host
+//     that does not answer GET_VALUE with a valid record is read from the
+//     DHT with Quorum(1).
 //  3. When that gives no card, kad-dht's full provider lookup (until the
 //     closest peers have all answered) runs before the lookup answers, so
 //     a peer answering fast with nothing valid cannot hide a name; then
 //     [WithRetry]'s retries.
 //
 // A stale but valid card is acceptable, its heartbeat bounds its age.
-// Every record is checked by the nova validator whichever path it took,
+// Every record is checked as the nova validator checks it (signature,
+// signer = the key's peer, agent id) whichever path it took,
 // and every card returned is verified, fresh and already merged into the
 // sink. Nothing found is an agentcard error with a seed code
 // (AGENT_NOT_FOUND, CAPABILITY_NOT_FOUND) that says what was searched.

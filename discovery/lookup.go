@@ -2,6 +2,7 @@ package discovery
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"slices"
@@ -36,6 +37,7 @@ type providerSet struct {
 
 type indexEntry struct {
 	ix      Index
+	sum     [sha256.Size]byte // of the signed index, when it was served on RecordsProtocol
 	fetched time.Time
 }
 
@@ -74,27 +76,37 @@ func (s *Service) fresh(seen, now time.Time) bool { return now.Sub(seen) < s.cfg
 
 // fetchCard reads host's card id (from host itself, else from the DHT
 // with Quorum(1): a stale but valid card is acceptable, and the heartbeat
-// bounds its age; see getRecord for dial), verifies it again, checks its
-// heartbeat and caches it. A lower revision than the cached one never
+// bounds its age; see getRecord for dial), verifies it (signature, signer
+// = host = the key's peer, agent id = the key's) as it decodes it, checks
+// its heartbeat and caches it. A lower revision than the cached one never
 // replaces it.
 func (s *Service) fetchCard(ctx context.Context, d *dht.IpfsDHT, host peer.ID, id string, dial bool) (*cardEntry, error) {
 	key := agentcard.Key(host, id)
-	v, err := s.getRecord(ctx, d, host, key, dial)
+	c, err := getRecord(ctx, s, d, host, key, dial, func(v []byte) (agentcard.Card, error) { return openCard(host, id, v) })
 	if err != nil {
 		return nil, err
 	}
+	return s.takeCard(c)
+}
+
+// openCard verifies and decodes v as host's signed card id: the record
+// stored under agentcard.Key(host, id).
+func openCard(host peer.ID, id string, v []byte) (agentcard.Card, error) {
 	c, signer, err := agentcard.Open(v)
 	if err == nil && (signer != host || c.ID != id) {
-		err = fmt.Errorf("card %s signed by %s is not %s", c.Address(), signer, key)
+		err = fmt.Errorf("card %s signed by %s is not %s", c.Address(), signer, agentcard.Key(host, id))
 	}
+	return c, err
+}
+
+// takeCard checks the heartbeat of c, a card just read and verified, and
+// caches it; a lower revision than the cached one never replaces it.
+func (s *Service) takeCard(c agentcard.Card) (*cardEntry, error) {
 	now := s.cfg.now()
-	var hb time.Time
-	if err == nil {
-		hb, err = s.heartbeat(c.LastSeenAt, now)
-	}
+	hb, err := s.heartbeat(c.LastSeenAt, now)
 	if err != nil {
 		s.stats.refused.Add(1)
-		s.log.Debugw("card refused", "key", key, "err", err)
+		s.log.Debugw("card refused", "card", c.Address(), "err", err)
 		return nil, err
 	}
 	addr := c.Address()
@@ -131,19 +143,55 @@ func (s *Service) card(ctx context.Context, d *dht.IpfsDHT, host peer.ID, id str
 	return s.fetchCard(ctx, d, host, id, dial)
 }
 
+// listed returns the card that ix, host's index just read, lists as ie:
+// the card this node already holds when it has exactly the listed
+// revision (it was verified when it was read, and the index, signed by
+// the host with a fresh heartbeat, vouches that it is still current),
+// else the card read again (card, with at least the listed revision).
+// The index's heartbeat extends the card's freshness when the revisions
+// match.
+func (s *Service) listed(ctx context.Context, d *dht.IpfsDHT, host peer.ID, ix Index, ie IndexEntry, dial bool) (*cardEntry, error) {
+	s.cache.mu.Lock()
+	e := s.cache.cards[ie.ID+"@"+host.String()]
+	held := e != nil && e.card.Revision == ie.Revision
+	s.cache.mu.Unlock()
+	if held {
+		s.stats.cacheHits.Add(1)
+	} else {
+		var err error
+		if e, err = s.card(ctx, d, host, ie.ID, ie.Revision, dial); err != nil {
+			return nil, err
+		}
+	}
+	s.vouch(e, ix)
+	return e, nil
+}
+
+// holds reports whether this node holds host's card ie.ID at the
+// revision ie lists.
+func (s *Service) holds(host peer.ID, ie IndexEntry) bool {
+	s.cache.mu.Lock()
+	defer s.cache.mu.Unlock()
+	e := s.cache.cards[ie.ID+"@"+host.String()]
+	return e != nil && e.card.Revision == ie.Revision
+}
+
 // fetchIndex reads host's agent index (from host itself, else from the
-// DHT; see getRecord for dial) and caches it.
+// DHT; see getRecord for dial), verifies it as it decodes it, checks its
+// heartbeat and caches it.
 func (s *Service) fetchIndex(ctx context.Context, d *dht.IpfsDHT, host peer.ID, dial bool) (Index, error) {
 	key := IndexKey(host)
-	v, err := s.getRecord(ctx, d, host, key, dial)
+	ix, err := getRecord(ctx, s, d, host, key, dial, func(v []byte) (Index, error) { return validateIndex(key, v) })
 	if err != nil {
 		return Index{}, err
 	}
-	ix, err := validateIndex(key, v)
-	if err != nil {
-		s.stats.refused.Add(1)
-		return Index{}, err
-	}
+	return s.takeIndex(host, ix, [sha256.Size]byte{})
+}
+
+// takeIndex checks the heartbeat of ix, host's index just read and
+// verified (sum is the SHA-256 of its signed bytes, or zero), caches it
+// and hands its authority records on.
+func (s *Service) takeIndex(host peer.ID, ix Index, sum [sha256.Size]byte) (Index, error) {
 	now := s.cfg.now()
 	if _, err := s.heartbeat(ix.LastSeenAt, now); err != nil {
 		s.stats.refused.Add(1)
@@ -151,9 +199,9 @@ func (s *Service) fetchIndex(ctx context.Context, d *dht.IpfsDHT, host peer.ID, 
 	}
 	s.cache.mu.Lock()
 	if old, ok := s.cache.indexes[host]; ok && old.ix.LastSeenAt > ix.LastSeenAt {
-		ix = old.ix
+		ix, sum = old.ix, old.sum
 	}
-	s.cache.indexes[host] = indexEntry{ix: ix, fetched: now}
+	s.cache.indexes[host] = indexEntry{ix: ix, sum: sum, fetched: now}
 	s.cache.mu.Unlock()
 	if s.cfg.authAccept != nil && len(ix.Auth) > 0 {
 		s.cfg.authAccept(host, ix.Auth)
@@ -392,27 +440,7 @@ func (s *Service) FindByCapability(ctx context.Context, capID string) ([]agentca
 	}
 	defer cancel()
 	cards, nprov, err := s.find(ctx, d, CapabilityKey(s.swarm, capID), func(ctx context.Context, p peer.ID) []*cardEntry {
-		ix, err := s.index(ctx, d, p)
-		if err != nil {
-			s.log.Debugw("provider without a usable index", "capability", capID, "peer", p, "err", err)
-			return nil
-		}
-		var out []*cardEntry
-		for _, ie := range ix.Agents {
-			if !slices.Contains(ie.Capabilities, capID) {
-				continue
-			}
-			e, err := s.card(ctx, d, p, ie.ID, ie.Revision, true)
-			if err != nil {
-				s.log.Debugw("indexed agent without a usable card", "agent", ie.ID, "peer", p, "err", err)
-				continue
-			}
-			if e.card.HasCapability(capID) {
-				s.vouch(e, ix)
-				out = append(out, e)
-			}
-		}
-		return out
+		return s.offering(ctx, d, p, capID)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("discovery: find capability %q: %w", capID, err)
@@ -421,6 +449,106 @@ func (s *Service) FindByCapability(ctx context.Context, capID string) ([]agentca
 		return nil, &agentcard.CapabilityNotFoundError{Capability: capID, Where: s.where(nprov)}
 	}
 	return cards, nil
+}
+
+// offering resolves p, a provider of capability capID, to the cards of
+// its agents that offer it. It reads p's index (from the cache within the
+// lookup cache TTL), and with it the cards p serves for capID, in one
+// round trip on [RecordsProtocol]; a host that does not speak it has its
+// index read with a DHT GET_VALUE instead. Of the agents the index lists
+// with capID, a card this node holds at the listed revision is taken as
+// held ([Service.listed]); a card p served is verified as one read from
+// the DHT is; any other is read with GET_VALUE. The card decides: one
+// that lacks capID is left out.
+func (s *Service) offering(ctx context.Context, d *dht.IpfsDHT, p peer.ID, capID string) []*cardEntry {
+	now := s.cfg.now()
+	s.cache.mu.Lock()
+	ie, cached := s.cache.indexes[p]
+	s.cache.mu.Unlock()
+	ix := ie.ix
+	var sent [][]byte
+	if cached && now.Sub(ie.fetched) < s.cfg.cacheTTL {
+		s.stats.cacheHits.Add(1)
+	} else {
+		var err error
+		ix, sent, err = s.askIndex(ctx, p, capID)
+		if err != nil {
+			s.log.Debugw("provider did not serve its records, reading them with GET_VALUE", "capability", capID, "peer", p, "err", err)
+			if ix, err = s.fetchIndex(ctx, d, p, true); err != nil {
+				s.log.Debugw("provider without a usable index", "capability", capID, "peer", p, "err", err)
+				return nil
+			}
+		}
+	}
+	var out []*cardEntry
+	k := 0 // the served card of the next agent listing capID
+	for _, ie := range ix.Agents {
+		if !slices.Contains(ie.Capabilities, capID) {
+			continue
+		}
+		var v []byte
+		if k < len(sent) {
+			v = sent[k]
+		}
+		k++
+		e, err := s.listedOrSent(ctx, d, p, ix, ie, v)
+		if err != nil {
+			s.log.Debugw("indexed agent without a usable card", "agent", ie.ID, "peer", p, "err", err)
+			continue
+		}
+		if e.card.HasCapability(capID) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// askIndex reads p's index and the cards it serves for capID on
+// [RecordsProtocol], verifies the index and takes it (takeIndex); the
+// cards are returned unchecked, in the order of the agents the index
+// lists with capID. An index with the same bytes as the one this node
+// holds for p (a host re-signs its index only when it republishes) is
+// not verified again: those bytes were.
+func (s *Service) askIndex(ctx context.Context, p peer.ID, capID string) (Index, [][]byte, error) {
+	v, sent, err := s.askRecords(ctx, p, capID)
+	if err != nil {
+		return Index{}, nil, err
+	}
+	sum := sha256.Sum256(v)
+	s.cache.mu.Lock()
+	held, ok := s.cache.indexes[p]
+	s.cache.mu.Unlock()
+	ix := held.ix
+	if !ok || held.sum != sum {
+		if ix, err = validateIndex(IndexKey(p), v); err != nil {
+			return Index{}, nil, err
+		}
+	}
+	ix, err = s.takeIndex(p, ix, sum)
+	return ix, sent, err
+}
+
+// listedOrSent is [Service.listed] with v, the card host served for ie
+// (nil when it served none): a held card at the listed revision first,
+// then v when it verifies as host's card ie.ID at the listed revision or
+// later, then a GET_VALUE read.
+func (s *Service) listedOrSent(ctx context.Context, d *dht.IpfsDHT, host peer.ID, ix Index, ie IndexEntry, v []byte) (*cardEntry, error) {
+	if v != nil && !s.holds(host, ie) {
+		c, err := openCard(host, ie.ID, v)
+		if err == nil && c.Revision < ie.Revision {
+			err = fmt.Errorf("served card %s is at revision %d, the index lists %d", c.Address(), c.Revision, ie.Revision)
+		}
+		if err == nil {
+			e, err := s.takeCard(c)
+			if err != nil {
+				return nil, err
+			}
+			s.vouch(e, ix)
+			return e, nil
+		}
+		s.log.Debugw("served card refused, reading it with GET_VALUE", "agent", ie.ID, "peer", host, "err", err)
+	}
+	return s.listed(ctx, d, host, ix, ie, true)
 }
 
 // Lookup reads the card at an exact address "name@peerID" from the DHT

@@ -15,7 +15,8 @@ import (
 // strictly later than the previous publish) and puts it into the DHT under
 // agentcard.Key(self, id); puts this node's signed agent index under
 // [IndexKey]; and provides the name key of every local agent and the
-// capability key of every capability they offer. PutValue is acknowledged:
+// capability key of every capability they offer. From then on the node
+// serves the new index and cards on [RecordsProtocol]. PutValue is acknowledged:
 // it stores the record locally and waits until each of the closest peers
 // has answered or timed out. Provider records are not acknowledged, which
 // is why lookups retry.
@@ -49,6 +50,7 @@ func (s *Service) Publish(ctx context.Context) error {
 	}
 	var puts []put
 	var errs []error
+	var own served
 	provide := map[string]bool{}
 	for _, c := range cards {
 		c.LastSeenAt = stamp
@@ -65,6 +67,7 @@ func (s *Service) Publish(ctx context.Context) error {
 			provide[CapabilityKey(s.swarm, cp.ID)] = true
 		}
 		ix.Agents = append(ix.Agents, e)
+		own.cards = append(own.cards, servedCard{caps: e.Capabilities, sealed: sealed})
 	}
 	if len(cards) > 0 {
 		provide[MembersKey(s.swarm)] = true
@@ -77,6 +80,8 @@ func (s *Service) Publish(ctx context.Context) error {
 		errs = append(errs, err)
 	} else {
 		puts = append(puts, put{IndexKey(s.self), sealedIx})
+		own.index = sealedIx
+		s.own.Store(&own)
 	}
 	keys := make([]string, 0, len(provide))
 	for k := range provide {

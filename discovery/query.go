@@ -2,6 +2,7 @@ package discovery
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -188,25 +189,45 @@ func (s *Service) quickProviders(ctx context.Context, d *dht.IpfsDHT, key string
 }
 
 // getRecord reads the value record key, whose author is host (the peer the
-// key names), as a lookup does: first from host itself with one DHT
+// key names), as a lookup does, and returns it opened by open, which
+// verifies the record (its signature, its signer and the key it names)
+// and decodes it in one pass: first from host itself with one DHT
 // GET_VALUE request (the author stores its own records, and its copy is
-// the newest), then, when host does not answer with a valid record, from
-// the DHT with Quorum(1). dial says whether host may be dialled for it: a
-// lookup's caller is about to talk to the host; the refresh loop only
-// asks hosts it is already connected to. Records are validated with the
-// nova validator before they are returned, whichever path they took.
-func (s *Service) getRecord(ctx context.Context, d *dht.IpfsDHT, host peer.ID, key string, dial bool) ([]byte, error) {
+// the newest), then, when host does not answer with a record that open
+// accepts, from the DHT with Quorum(1), whose answer kad-dht has already
+// checked with the nova validator and open checks again. dial says
+// whether host may be dialled for it: a lookup's caller is about to talk
+// to the host; the refresh loop only asks hosts it is already connected
+// to. A record from the DHT that open refuses is counted as refused.
+func getRecord[T any](ctx context.Context, s *Service, d *dht.IpfsDHT, host peer.ID, key string, dial bool, open func([]byte) (T, error)) (T, error) {
+	var zero T
 	if host != s.self && (dial || s.h.Network().Connectedness(host) == network.Connected) {
 		rctx, cancel := context.WithTimeout(ctx, rpcTimeout)
 		rec, _, err := messenger(d).GetValue(rctx, host, key)
 		cancel()
-		if err == nil && rec != nil && (Validator{}).Validate(key, rec.GetValue()) == nil {
-			return rec.GetValue(), nil
+		if err == nil && rec == nil {
+			err = errors.New("no record")
+		}
+		if err == nil {
+			var t T
+			if t, err = open(rec.GetValue()); err == nil {
+				return t, nil
+			}
 		}
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			return zero, ctx.Err()
 		}
 		s.log.Debugw("host did not serve its record, asking the DHT", "key", key, "err", err)
 	}
-	return d.GetValue(ctx, key, dht.Quorum(1))
+	v, err := d.GetValue(ctx, key, dht.Quorum(1))
+	if err != nil {
+		return zero, err
+	}
+	t, err := open(v)
+	if err != nil {
+		s.stats.refused.Add(1)
+		s.log.Debugw("record refused", "key", key, "err", err)
+		return zero, err
+	}
+	return t, nil
 }

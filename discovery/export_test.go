@@ -1,0 +1,10 @@
+package discovery
+
+// ForgetCards drops every card and agent index this node holds from its
+// lookups, so that a benchmark's next lookup reads them all over the wire.
+func (s *Service) ForgetCards() {
+	s.cache.mu.Lock()
+	defer s.cache.mu.Unlock()
+	clear(s.cache.cards)
+	clear(s.cache.indexes)
+}
