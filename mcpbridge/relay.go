@@ -50,9 +50,15 @@ func relayFrom(ctx context.Context) *relay {
 // sent one. hctx is the request's context, which ties notifications to
 // its HTTP response stream.
 func serverRelay(hctx context.Context, req *mcp.CallToolRequest) *relay {
-	ss := req.Session
+	call, _ := req.Params.Meta[metaCall].(string)
+	return sessionRelay(hctx, req.Session, req.Params.GetProgressToken(), call)
+}
+
+// sessionRelay is the relay of a call that came on ss with progress token
+// tok (nil: none) and, from a peer, the calling node's token call.
+func sessionRelay(hctx context.Context, ss *mcp.ServerSession, tok any, call string) *relay {
 	r := &relay{}
-	if tok := req.Params.GetProgressToken(); tok != nil {
+	if tok != nil {
 		r.progress = func(p *mcp.ProgressNotificationParams) {
 			q := *p
 			q.ProgressToken = tok
@@ -60,7 +66,6 @@ func serverRelay(hctx context.Context, req *mcp.CallToolRequest) *relay {
 			_ = ss.NotifyProgress(hctx, &q)
 		}
 	}
-	call, _ := req.Params.Meta[metaCall].(string)
 	r.ask = sessionAsker(hctx, ss, call)
 	r.log = func(p *mcp.LoggingMessageParams) {
 		q := *p
