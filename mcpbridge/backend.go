@@ -457,6 +457,18 @@ func (b *Backend) syncTools(ctx context.Context, cs *mcp.ClientSession) error {
 					params.SetProgressToken(tok)
 				}
 			}
+			if ln := b.linkFor(cs); ln != nil && ln.conn != nil {
+				// A stdio server: the call goes on its connection itself,
+				// and its result comes back as the bytes it sent.
+				if params.Arguments == nil {
+					params.Arguments = map[string]any{}
+				}
+				raw, err := ln.conn.call(ctx, "tools/call", params)
+				if err != nil {
+					return Result{}, err
+				}
+				return fromSentResult(raw)
+			}
 			r, err := cs.CallTool(ctx, params)
 			if err != nil {
 				return Result{}, err

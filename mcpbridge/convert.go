@@ -82,6 +82,24 @@ func isCallToolResult(raw json.RawMessage) bool {
 	return len(t) > 0 && t[0] == '['
 }
 
+// fromSentResult is the registry Result of a backend's answer as it sent
+// it (raw): a successful result stays those bytes; an isError result, or
+// one without a "content" array, is decoded (fromMCPResult).
+func fromSentResult(raw json.RawMessage) (Result, error) {
+	var probe struct {
+		IsError bool        `json:"isError"`
+		Content *[]struct{} `json:"content"`
+	}
+	if err := json.Unmarshal(raw, &probe); err != nil || probe.IsError || probe.Content == nil {
+		var r mcp.CallToolResult
+		if err := json.Unmarshal(raw, &r); err != nil {
+			return Result{}, fmt.Errorf("mcpbridge: the server's tool result is malformed: %w", err)
+		}
+		return fromMCPResult(&r)
+	}
+	return Result{Content: raw, sent: true}, nil
+}
+
 // fromMCPResult is the registry Result of a backend's (or a peer's) answer.
 func fromMCPResult(r *mcp.CallToolResult) (Result, error) {
 	if r == nil {

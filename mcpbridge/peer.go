@@ -353,8 +353,8 @@ type peerConn struct {
 
 // retireLine: a session to a peer whose stream read a line longer than
 // this is retired once its calls end (the next call opens a new one),
-// since the SDK's decoder keeps its buffer, and the stream its memory
-// reservation, at the longest line read for as long as the session lives.
+// since the stream keeps its memory reservation at the longest line read
+// for as long as the session lives.
 const retireLine = 1 << 20
 
 // acquire is the session to p for one call, counted on it until end; a
@@ -609,8 +609,8 @@ func (b *Bridge) peerToolCall(ctx context.Context, p peer.ID, t ToolInfo, caller
 	}
 	schema := hasSchema(t.OutputSchema)
 	var raw []byte
-	if !res.IsError && res.call != nil && res.call.Content != nil && len(res.Content) > 0 {
-		raw = res.Content // the JSON of res.call, isError false
+	if !res.IsError && (res.sent || res.call != nil && res.call.Content != nil) && len(res.Content) > 0 {
+		raw = res.Content // a backend's result as it sent it, or the JSON of res.call
 	} else {
 		out := toMCPResult(res, schema)
 		if out.Content == nil {

@@ -15,10 +15,10 @@ type discard struct{}
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
 func (discard) Close() error                { return nil }
 
-// FuzzRelayLine feeds arbitrary bytes, as a peer node or a backend sends
-// them on a node-to-node MCP stream or a stdio pipe, to what decodes them:
-// the JSON-RPC line decoder under each session (the go-sdk's IOTransport
-// connection with the node's line cap), the relay of the progress
+// FuzzRelayLine feeds arbitrary bytes, as a backend sends them on a stdio
+// pipe, to what decodes them: the JSON-RPC line decoder under its session
+// (the go-sdk's IOTransport connection with the node's line cap), the
+// relay of the progress
 // notifications and log messages it reads to the calls in flight
 // (notifyConn, calls.dispatch), and the message scan of `nova-node mcp`'s
 // stdio relay (rpcMessages). None may panic, and a notification only ever
