@@ -728,7 +728,10 @@ func (b *Bridge) callRemote(ctx context.Context, e Entry, as string, args json.R
 	}
 	var out mcp.CallToolResult
 	if err := json.Unmarshal(raw, &out); err != nil {
-		return nil, nil, fmt.Errorf("mcpbridge: %s: the result of tool %q from %s is malformed: %v", CodeToolFailed, e.Canonical, e.peer, err)
+		// A server's result crosses undecoded: one the SDK cannot read
+		// (an unknown content type) fails the call like a failing tool.
+		bad := toMCPResult(Result{IsError: true, Error: &ToolError{ErrCode: CodeToolFailed, Message: "the tool's result is malformed: " + err.Error(), Agent: e.Agent, Tool: e.Canonical}}, hasSchema(e.output))
+		return bad, nil, nil
 	}
 	return &out, raw, nil
 }

@@ -54,10 +54,16 @@ func toMCPResult(res Result, hasOutputSchema bool) *mcp.CallToolResult {
 	if len(bytes.TrimSpace(res.Content)) == 0 {
 		return &mcp.CallToolResult{Content: []mcp.Content{}}
 	}
-	if isCallToolResult(res.Content) {
+	if res.sent || isCallToolResult(res.Content) {
 		var out mcp.CallToolResult
-		if err := json.Unmarshal(res.Content, &out); err == nil {
+		err := json.Unmarshal(res.Content, &out)
+		if err == nil {
 			return &out
+		}
+		if res.sent {
+			// A backend's result kept undecoded that the SDK cannot read
+			// (an unknown content type): the call failed.
+			return toMCPResult(Result{IsError: true, Error: &ToolError{ErrCode: CodeToolFailed, Message: "the tool's result is malformed: " + err.Error()}}, hasOutputSchema)
 		}
 	}
 	var v any
