@@ -254,7 +254,7 @@ func (b *Backend) session(ctx context.Context) error {
 		}
 		cmd.Stderr = &logWriter{agent: b.agent, server: b.name}
 		ownGroup(cmd) // its own process group: stopped with the node
-		t = &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
+		t = &commandTransport{cmd: cmd, terminate: 2 * time.Second}
 	}
 	ln := &link{}
 	if cmd != nil {

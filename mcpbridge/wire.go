@@ -28,9 +28,6 @@ import (
 // the sessions. The messages are plain JSON-RPC either way, so a node of
 // either kind answers a call of the other.
 
-// errLineTooLong ends a session whose peer sent a line over MaxLine.
-var errLineTooLong = fmt.Errorf("mcpbridge: a JSON-RPC line on /nova/mcp/1.0.0 exceeded %d MiB (mcpbridge.MaxLine)", MaxLine>>20)
-
 // keepLine: a line buffer larger than this is dropped after its line, so
 // that one large message does not keep its memory for the session's life.
 const keepLine = 64 << 10
@@ -123,6 +120,7 @@ type lineConn struct {
 	rwc io.ReadWriteCloser
 	r   *bufio.Reader
 	buf []byte // a line longer than r's buffer
+	max int    // longest line read
 
 	wmu  sync.Mutex
 	wbuf []byte
@@ -137,7 +135,7 @@ type lineConn struct {
 }
 
 func newLineConn(rwc io.ReadWriteCloser) *lineConn {
-	return &lineConn{rwc: rwc, r: bufio.NewReaderSize(rwc, lineBuffer), waiting: map[string]chan *jsonrpc.Response{}, done: make(chan struct{})}
+	return &lineConn{rwc: rwc, max: MaxLine, r: bufio.NewReaderSize(rwc, lineBuffer), waiting: map[string]chan *jsonrpc.Response{}, done: make(chan struct{})}
 }
 
 // lineTransport connects an MCP session to c.
@@ -154,16 +152,16 @@ func (c *lineConn) readLine() ([]byte, error) {
 		if errors.Is(err, bufio.ErrBufferFull) {
 			c.buf = append(c.buf[:0], line...)
 			for errors.Is(err, bufio.ErrBufferFull) {
-				if len(c.buf) > MaxLine {
-					return nil, errLineTooLong
+				if len(c.buf) > c.max {
+					return nil, c.tooLong()
 				}
 				line, err = c.r.ReadSlice('\n')
 				c.buf = append(c.buf, line...)
 			}
 			line = c.buf
 		}
-		if len(line) > MaxLine+1 {
-			return nil, errLineTooLong
+		if len(line) > c.max+1 {
+			return nil, c.tooLong()
 		}
 		if err != nil && (err != io.EOF || len(bytes.TrimSpace(line)) == 0) {
 			return nil, err
@@ -172,6 +170,11 @@ func (c *lineConn) readLine() ([]byte, error) {
 			return t, nil
 		}
 	}
+}
+
+// tooLong ends a session whose peer sent a line over c.max.
+func (c *lineConn) tooLong() error {
+	return fmt.Errorf("mcpbridge: a JSON-RPC line exceeded %d MiB, the most one message may carry", c.max>>20)
 }
 
 // Read is the next message for the session, past those answered here.
@@ -186,7 +189,7 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			return nil, err
 		}
 		if len(line) > 0 && line[0] == '[' {
-			err := errors.New("mcpbridge: JSON-RPC batch on /nova/mcp/1.0.0 (not spoken at protocol 2025-06-18 and later)")
+			err := errors.New("mcpbridge: JSON-RPC batch (not spoken at protocol 2025-06-18 and later)")
 			c.end(err)
 			return nil, err
 		}
