@@ -254,7 +254,7 @@ func (b *Backend) session(ctx context.Context) error {
 		}
 		cmd.Stderr = &logWriter{agent: b.agent, server: b.name}
 		ownGroup(cmd) // its own process group: stopped with the node
-		t = &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
+		t = &commandTransport{cmd: cmd, terminate: 2 * time.Second}
 	}
 	ln := &link{}
 	if cmd != nil {
@@ -456,6 +456,18 @@ func (b *Backend) syncTools(ctx context.Context, cs *mcp.ClientSession) error {
 				if rl.progress != nil {
 					params.SetProgressToken(tok)
 				}
+			}
+			if ln := b.linkFor(cs); ln != nil && ln.conn != nil {
+				// A stdio server: the call goes on its connection itself,
+				// and its result comes back as the bytes it sent.
+				if params.Arguments == nil {
+					params.Arguments = map[string]any{}
+				}
+				raw, err := ln.conn.call(ctx, "tools/call", params)
+				if err != nil {
+					return Result{}, err
+				}
+				return fromSentResult(raw)
 			}
 			r, err := cs.CallTool(ctx, params)
 			if err != nil {

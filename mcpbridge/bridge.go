@@ -671,7 +671,7 @@ func (b *Bridge) callEntry(ctx context.Context, e Entry, as string, args json.Ra
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, b.cfg.CallTimeout)
 	defer cancel()
-	out, err := b.callRemote(ctx, e, as, args)
+	out, raw, err := b.callRemote(ctx, e, as, args)
 	rec := InvocationRecord{Tool: e.Canonical, Agent: e.Agent, Arguments: args, DurationMs: float64(time.Since(start)) / float64(time.Millisecond), Time: start.UnixMilli()}
 	if len(rec.Arguments) == 0 {
 		rec.Arguments = json.RawMessage(`{}`)
@@ -684,7 +684,7 @@ func (b *Bridge) callEntry(ctx context.Context, e Entry, as string, args json.Ra
 		rec.Error = r.Error.ErrCode + ": " + r.Error.Message
 	default:
 		rec.Success = true
-		rec.Result, _ = json.Marshal(out)
+		rec.Result = raw
 	}
 	b.reg.record(rec)
 	if err != nil {
@@ -694,17 +694,20 @@ func (b *Bridge) callEntry(ctx context.Context, e Entry, as string, args json.Ra
 	return out, nil
 }
 
-func (b *Bridge) callRemote(ctx context.Context, e Entry, as string, args json.RawMessage) (*mcp.CallToolResult, error) {
+// callRemote calls e on its peer: the tools/call goes on the peer
+// session's connection itself (lineConn.call), past the go-sdk's client.
+// It returns the result and its JSON as the peer sent it.
+func (b *Bridge) callRemote(ctx context.Context, e Entry, as string, args json.RawMessage) (*mcp.CallToolResult, json.RawMessage, error) {
 	pc, err := b.acquire(ctx, e.peer)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer b.end(e.peer, pc)
 	if len(args) == 0 {
 		args = json.RawMessage(`{}`)
 	}
 	if len(args) > maxPeerResult {
-		return nil, &TooLargeError{What: "arguments of tool", Name: e.Canonical, Size: len(args)}
+		return nil, nil, &TooLargeError{What: "arguments of tool", Name: e.Canonical, Size: len(args)}
 	}
 	params := &mcp.CallToolParams{Meta: mcp.Meta{MetaCaller: as}, Name: e.remote, Arguments: args}
 	if rl := relayFrom(ctx); rl != nil {
@@ -715,7 +718,22 @@ func (b *Bridge) callRemote(ctx context.Context, e Entry, as string, args json.R
 			params.SetProgressToken(tok)
 		}
 	}
-	return pc.cs.CallTool(ctx, params)
+	p, err := json.Marshal(params)
+	if err != nil {
+		return nil, nil, &ArgumentsError{Tool: e.Canonical, Reason: "not valid JSON"}
+	}
+	raw, err := pc.lc.call(ctx, "tools/call", p)
+	if err != nil {
+		return nil, nil, err
+	}
+	var out mcp.CallToolResult
+	if err := json.Unmarshal(raw, &out); err != nil {
+		// A server's result crosses undecoded: one the SDK cannot read
+		// (an unknown content type) fails the call like a failing tool.
+		bad := toMCPResult(Result{IsError: true, Error: &ToolError{ErrCode: CodeToolFailed, Message: "the tool's result is malformed: " + err.Error(), Agent: e.Agent, Tool: e.Canonical}}, hasSchema(e.output))
+		return bad, nil, nil
+	}
+	return &out, raw, nil
 }
 
 // peerNotified relays a progress notification or log message that a peer

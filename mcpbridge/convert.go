@@ -54,10 +54,16 @@ func toMCPResult(res Result, hasOutputSchema bool) *mcp.CallToolResult {
 	if len(bytes.TrimSpace(res.Content)) == 0 {
 		return &mcp.CallToolResult{Content: []mcp.Content{}}
 	}
-	if isCallToolResult(res.Content) {
+	if res.sent || isCallToolResult(res.Content) {
 		var out mcp.CallToolResult
-		if err := json.Unmarshal(res.Content, &out); err == nil {
+		err := json.Unmarshal(res.Content, &out)
+		if err == nil {
 			return &out
+		}
+		if res.sent {
+			// A backend's result kept undecoded that the SDK cannot read
+			// (an unknown content type): the call failed.
+			return toMCPResult(Result{IsError: true, Error: &ToolError{ErrCode: CodeToolFailed, Message: "the tool's result is malformed: " + err.Error()}}, hasOutputSchema)
 		}
 	}
 	var v any
@@ -80,6 +86,24 @@ func isCallToolResult(raw json.RawMessage) bool {
 	}
 	t := bytes.TrimSpace(probe.Content)
 	return len(t) > 0 && t[0] == '['
+}
+
+// fromSentResult is the registry Result of a backend's answer as it sent
+// it (raw): a successful result stays those bytes; an isError result, or
+// one without a "content" array, is decoded (fromMCPResult).
+func fromSentResult(raw json.RawMessage) (Result, error) {
+	var probe struct {
+		IsError bool        `json:"isError"`
+		Content *[]struct{} `json:"content"`
+	}
+	if err := json.Unmarshal(raw, &probe); err != nil || probe.IsError || probe.Content == nil {
+		var r mcp.CallToolResult
+		if err := json.Unmarshal(raw, &r); err != nil {
+			return Result{}, fmt.Errorf("mcpbridge: the server's tool result is malformed: %w", err)
+		}
+		return fromMCPResult(&r)
+	}
+	return Result{Content: raw, sent: true}, nil
 }
 
 // fromMCPResult is the registry Result of a backend's (or a peer's) answer.

@@ -4,19 +4,23 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/nova-node/nova-node/agentcard"
 )
 
 // ProtocolID is the libp2p protocol of MCP between nodes: newline-delimited
-// JSON-RPC, the go-sdk's IOTransport framing, one line at most MaxLine bytes.
+// JSON-RPC (the go-sdk's IOTransport framing), one line at most MaxLine
+// bytes; see wire.go.
 const ProtocolID = "/nova/mcp/1.0.0"
 
 // MaxLine caps one JSON-RPC message on /nova/mcp/1.0.0 and on the byte
@@ -100,11 +104,17 @@ func (b *Bridge) servePeer(s network.Stream) {
 		delete(b.served, srv)
 		b.mu.Unlock()
 	}()
-	ss, err := srv.Connect(b.ctx, &mcp.IOTransport{Reader: st, Writer: st, MaxLineLength: MaxLine}, nil)
+	sctx, scancel := context.WithCancel(b.ctx)
+	defer scancel()
+	lc := newLineConn(st)
+	var sess atomic.Pointer[mcp.ServerSession]
+	lc.hosted = b.hostCalls(sctx, lc, p, srv, &sess)
+	ss, err := srv.Connect(b.ctx, lineTransport{lc}, nil)
 	if err != nil {
 		st.end()
 		return
 	}
+	sess.Store(ss)
 	stop := context.AfterFunc(b.ctx, func() { _ = ss.Close() })
 	defer stop()
 	if err := ss.Wait(); err != nil && b.ctx.Err() == nil {
@@ -139,18 +149,17 @@ func (b *Bridge) fillPeerServer(srv *mcp.Server, p peer.ID) {
 		}
 		tool.Meta = mcp.Meta{"nova/agent": t.Agent}
 		if safeAddTool(srv, tool, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			if _, err := b.authorize(p, metaCaller(req), t.Agent); err != nil {
-				return nil, RPCError(err)
-			}
-			res, err := b.reg.CallTool(withRelay(ctx, serverRelay(ctx, req)), t.Canonical, req.Params.Arguments)
+			// A node of this version answers its peers' tool calls in
+			// hostCalls; this serves any other MCP client of the stream.
+			raw, err := b.peerToolCall(ctx, p, t, metaCaller(req), serverRelay(ctx, req), req.Params.Arguments)
 			if err != nil {
-				return nil, RPCError(err)
+				return nil, err
 			}
-			out := toMCPResult(res, hasSchema(t.OutputSchema))
-			if err := checkPeerSize("tool", t.Canonical, out); err != nil {
-				return toMCPResult(Result{IsError: true, Error: &ToolError{ErrCode: CodeResultTooLarge, Message: strings.TrimPrefix(err.Error(), "mcpbridge: "+CodeResultTooLarge+": "), Agent: t.Agent, Tool: t.Canonical}}, hasSchema(t.OutputSchema)), nil
+			var out mcp.CallToolResult
+			if err := json.Unmarshal(raw, &out); err != nil {
+				return nil, RPCError(fmt.Errorf("mcpbridge: encode tool result: %w", err))
 			}
-			return out, nil
+			return &out, nil
 		}) {
 			tools = append(tools, t.Canonical)
 		}
@@ -330,6 +339,7 @@ func filter[T any](xs []T, keep func(T) bool) []T {
 // peerConn is one outbound MCP session to a peer.
 type peerConn struct {
 	cs      *mcp.ClientSession
+	lc      *lineConn // the session's connection, which carries tool calls itself
 	st      *sessionStream
 	ln      *link       // its calls' notifications
 	tools   []*mcp.Tool // cached list (nil: unknown)
@@ -343,8 +353,8 @@ type peerConn struct {
 
 // retireLine: a session to a peer whose stream read a line longer than
 // this is retired once its calls end (the next call opens a new one),
-// since the SDK's decoder keeps its buffer, and the stream its memory
-// reservation, at the longest line read for as long as the session lives.
+// since the stream keeps its memory reservation at the longest line read
+// for as long as the session lives.
 const retireLine = 1 << 20
 
 // acquire is the session to p for one call, counted on it until end; a
@@ -458,7 +468,8 @@ func (b *Bridge) dial(ctx context.Context, p peer.ID) (*peerConn, error) {
 		return nil, err
 	}
 	ln := &link{}
-	cs, err := b.client.Connect(ctx, notifyTransport{&mcp.IOTransport{Reader: st, Writer: st, MaxLineLength: MaxLine}, ln, b.peerNotified}, &mcp.ClientSessionOptions{ProtocolVersion: peerProtocolVersion})
+	lc := newLineConn(st)
+	cs, err := b.client.Connect(ctx, notifyTransport{lineTransport{lc}, ln, b.peerNotified}, &mcp.ClientSessionOptions{ProtocolVersion: peerProtocolVersion})
 	if err != nil {
 		st.end()
 		return nil, err
@@ -468,7 +479,7 @@ func (b *Bridge) dial(ctx context.Context, p peer.ID) (*peerConn, error) {
 	if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: relayLevel}); err != nil {
 		log.Debugw("peer session without logging", "peer", p, "err", err)
 	}
-	return &peerConn{cs: cs, st: st, ln: ln}, nil
+	return &peerConn{cs: cs, lc: lc, st: st, ln: ln}, nil
 }
 
 type unreachableError struct {
@@ -581,4 +592,115 @@ func (b *Bridge) servedServers() map[*mcp.Server]peer.ID {
 		out[s] = p
 	}
 	return out
+}
+
+// peerToolCall runs local tool t for caller on peer p (after the policy
+// checks) and returns its result's JSON: a backend's answer as the bytes
+// the registry holds, any other result encoded once. A result over
+// maxPeerResult becomes an isError result with RESULT_TOO_LARGE, for this
+// call alone. The error is a JSON-RPC error with the code.
+func (b *Bridge) peerToolCall(ctx context.Context, p peer.ID, t ToolInfo, caller string, rl *relay, args json.RawMessage) ([]byte, error) {
+	if _, err := b.authorize(p, caller, t.Agent); err != nil {
+		return nil, RPCError(err)
+	}
+	res, err := b.reg.CallTool(withRelay(ctx, rl), t.Canonical, args)
+	if err != nil {
+		return nil, RPCError(err)
+	}
+	schema := hasSchema(t.OutputSchema)
+	var raw []byte
+	if !res.IsError && (res.sent || res.call != nil && res.call.Content != nil) && len(res.Content) > 0 {
+		raw = res.Content // a backend's result as it sent it, or the JSON of res.call
+	} else {
+		out := toMCPResult(res, schema)
+		if out.Content == nil {
+			out.Content = []mcp.Content{} // "content" is required: never null
+		}
+		if raw, err = json.Marshal(out); err != nil {
+			return nil, RPCError(fmt.Errorf("mcpbridge: encode tool result: %w", err))
+		}
+	}
+	if len(raw) > maxPeerResult {
+		tooBig := &TooLargeError{What: "tool", Name: t.Canonical, Size: len(raw)}
+		out := toMCPResult(Result{IsError: true, Error: &ToolError{ErrCode: CodeResultTooLarge, Message: strings.TrimPrefix(tooBig.Error(), "mcpbridge: "+CodeResultTooLarge+": "), Agent: t.Agent, Tool: t.Canonical}}, schema)
+		if raw, err = json.Marshal(out); err != nil {
+			return nil, RPCError(fmt.Errorf("mcpbridge: encode tool result: %w", err))
+		}
+	}
+	return raw, nil
+}
+
+// hostedCall is what the hosting node reads of a peer's tools/call: the
+// tool, its arguments (raw, passed on as they came) and the _meta keys the
+// policy and the relays need.
+type hostedCall struct {
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+	Meta      struct {
+		Caller        any `json:"nova/caller"`
+		Call          any `json:"nova/call"`
+		ProgressToken any `json:"progressToken"`
+	} `json:"_meta"`
+}
+
+// hostCalls answers, on a peer's session (lc, served by srv, whose session
+// sess holds once connected), the tools/call requests the peer sends and
+// the notifications/cancelled that name them, without the go-sdk's server:
+// the same checks as its tool handlers (fillPeerServer), the same relays
+// of progress, log messages, sampling and elicitation (through sess), and
+// the result written as the bytes peerToolCall gives. Requests before the
+// session is initialized, and every other message, go to the session.
+func (b *Bridge) hostCalls(sctx context.Context, lc *lineConn, p peer.ID, srv *mcp.Server, sess *atomic.Pointer[mcp.ServerSession]) func(*jsonrpc.Request) bool {
+	var inflight hostCalls
+	return func(r *jsonrpc.Request) bool {
+		switch r.Method {
+		case "notifications/cancelled":
+			return !r.IsCall() && inflight.cancel(r.Params)
+		case "tools/call":
+		default:
+			return false
+		}
+		ss := sess.Load()
+		if !r.IsCall() || ss == nil || ss.InitializeParams() == nil {
+			return false
+		}
+		ctx, cancel := context.WithCancel(sctx)
+		if !inflight.add(r.ID, cancel) {
+			cancel()
+			return false // an id in use: the session answers it
+		}
+		go func() {
+			defer cancel()
+			defer inflight.remove(r.ID)
+			raw, err := b.hostedToolCall(ctx, p, srv, ss, r.Params)
+			if err == nil {
+				err = lc.writeResult(r.ID, raw)
+			} else {
+				err = lc.Write(context.WithoutCancel(ctx), &jsonrpc.Response{ID: r.ID, Error: err})
+			}
+			if err != nil {
+				log.Debugw("cannot answer a peer's tool call", "peer", p, "err", err)
+			}
+		}()
+		return true
+	}
+}
+
+// hostedToolCall runs a peer's tools/call of a tool that srv serves.
+func (b *Bridge) hostedToolCall(ctx context.Context, p peer.ID, srv *mcp.Server, ss *mcp.ServerSession, params json.RawMessage) ([]byte, error) {
+	var c hostedCall
+	if err := json.Unmarshal(params, &c); err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "invalid tools/call params: " + err.Error()}
+	}
+	b.mu.Lock()
+	served := slices.Contains(b.servedItems[srv].tools, c.Name)
+	b.mu.Unlock()
+	t, ok := b.reg.Lookup(c.Name)
+	if !served || !ok || t.Canonical != c.Name {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", c.Name)}
+	}
+	caller, _ := c.Meta.Caller.(string)
+	call, _ := c.Meta.Call.(string)
+	rl := sessionRelay(ctx, ss, c.Meta.ProgressToken, call)
+	return b.peerToolCall(ctx, p, t, caller, rl, c.Arguments)
 }

@@ -47,6 +47,9 @@ type Result struct {
 	// call is the backend's answer that Content encodes, kept decoded so
 	// that serving it again does not decode it again.
 	call *mcp.CallToolResult
+	// sent: Content is a backend's successful tool result (a JSON object
+	// with a "content" array) as the backend sent it, not decoded.
+	sent bool
 }
 
 // ToolHandler serves a call; args is always a JSON object. A returned error

@@ -3,9 +3,11 @@ package mcpbridge
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -50,9 +52,15 @@ func relayFrom(ctx context.Context) *relay {
 // sent one. hctx is the request's context, which ties notifications to
 // its HTTP response stream.
 func serverRelay(hctx context.Context, req *mcp.CallToolRequest) *relay {
-	ss := req.Session
+	call, _ := req.Params.Meta[metaCall].(string)
+	return sessionRelay(hctx, req.Session, req.Params.GetProgressToken(), call)
+}
+
+// sessionRelay is the relay of a call that came on ss with progress token
+// tok (nil: none) and, from a peer, the calling node's token call.
+func sessionRelay(hctx context.Context, ss *mcp.ServerSession, tok any, call string) *relay {
 	r := &relay{}
-	if tok := req.Params.GetProgressToken(); tok != nil {
+	if tok != nil {
 		r.progress = func(p *mcp.ProgressNotificationParams) {
 			q := *p
 			q.ProgressToken = tok
@@ -60,7 +68,6 @@ func serverRelay(hctx context.Context, req *mcp.CallToolRequest) *relay {
 			_ = ss.NotifyProgress(hctx, &q)
 		}
 	}
-	call, _ := req.Params.Meta[metaCall].(string)
 	r.ask = sessionAsker(hctx, ss, call)
 	r.log = func(p *mcp.LoggingMessageParams) {
 		q := *p
@@ -166,7 +173,8 @@ func (c *calls) dispatch(ln *link, r *jsonrpc.Request, onLog func(*link, *mcp.Lo
 // notification sent just before a result can come after it, and is then
 // dropped.
 type link struct {
-	onRead bool // notifyTransport relays; the SDK's handlers leave them
+	onRead bool        // notifyTransport relays; the SDK's handlers leave them
+	conn   *notifyConn // the connection, when notifyTransport made it: it carries tool calls itself
 }
 
 // notifyTransport is a client transport whose connection hands each
@@ -186,20 +194,136 @@ func (t notifyTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if err != nil {
 		return nil, err
 	}
+	nc := &notifyConn{Connection: c, ln: t.ln, on: t.on, waiting: map[string]chan *jsonrpc.Response{}, done: make(chan struct{})}
 	t.ln.onRead = true
-	return &notifyConn{Connection: c, ln: t.ln, on: t.on}, nil
+	t.ln.conn = nc
+	return nc, nil
 }
 
+// notifyConn also carries tool calls past the go-sdk's client session
+// (call): a backend's result reaches the registry as the bytes it sent.
 type notifyConn struct {
 	mcp.Connection
 	ln *link
 	on func(*link, *jsonrpc.Request)
+
+	mu      sync.Mutex
+	waiting map[string]chan *jsonrpc.Response // call's calls in flight, by id
+	ended   error
+	done    chan struct{}
+	next    atomic.Uint64
 }
 
 func (c *notifyConn) Read(ctx context.Context) (jsonrpc.Message, error) {
-	m, err := c.Connection.Read(ctx)
-	if r, ok := m.(*jsonrpc.Request); ok && err == nil && !r.IsCall() && (r.Method == "notifications/progress" || r.Method == "notifications/message") {
-		c.on(c.ln, r)
+	for {
+		m, err := c.Connection.Read(ctx)
+		if err != nil {
+			c.end(err)
+			return m, err
+		}
+		switch r := m.(type) {
+		case *jsonrpc.Request:
+			if !r.IsCall() && (r.Method == "notifications/progress" || r.Method == "notifications/message") {
+				c.on(c.ln, r)
+			}
+		case *jsonrpc.Response:
+			if c.answer(r) {
+				continue
+			}
+		}
+		return m, nil
 	}
-	return m, err
+}
+
+func (c *notifyConn) Close() error {
+	c.end(mcp.ErrConnectionClosed)
+	return c.Connection.Close()
+}
+
+func (c *notifyConn) end(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ended == nil {
+		c.ended = err
+		close(c.done)
+	}
+}
+
+// answer hands r to the call waiting for it, if any.
+func (c *notifyConn) answer(r *jsonrpc.Response) bool {
+	id, ok := r.ID.Raw().(string)
+	if !ok {
+		return false
+	}
+	c.mu.Lock()
+	ch, ok := c.waiting[id]
+	delete(c.waiting, id)
+	c.mu.Unlock()
+	if ok {
+		ch <- r
+	}
+	return ok
+}
+
+// call sends a request for method with params under an id of its own (a
+// string; the go-sdk's are numbers) and waits for its answer, telling the
+// server with notifications/cancelled when ctx ends first.
+func (c *notifyConn) call(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	id := "nova-b" + strconv.FormatUint(c.next.Add(1), 10)
+	raw, err := json.Marshal(params)
+	if err != nil {
+		return nil, fmt.Errorf("mcpbridge: encode %s: %w", method, err)
+	}
+	req := &jsonrpc.Request{ID: mustID(id), Method: method, Params: raw}
+	ch := make(chan *jsonrpc.Response, 1)
+	c.mu.Lock()
+	if c.ended != nil {
+		err := c.ended
+		c.mu.Unlock()
+		return nil, fmt.Errorf("%w: calling %q: %v", mcp.ErrConnectionClosed, method, err)
+	}
+	c.waiting[id] = ch
+	c.mu.Unlock()
+	forget := func() {
+		c.mu.Lock()
+		delete(c.waiting, id)
+		c.mu.Unlock()
+	}
+	if err := c.Connection.Write(ctx, req); err != nil {
+		forget()
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("%w: calling %q: %v", mcp.ErrConnectionClosed, method, err)
+	}
+	select {
+	case r := <-ch:
+		if r.Error != nil {
+			return nil, fmt.Errorf("calling %q: %w", method, r.Error)
+		}
+		return r.Result, nil
+	case <-ctx.Done():
+		forget()
+		go func() {
+			p, err := json.Marshal(&mcp.CancelledParams{RequestID: id, Reason: ctx.Err().Error()})
+			if err == nil {
+				n := &jsonrpc.Request{Method: "notifications/cancelled", Params: p}
+				wctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				_ = c.Connection.Write(wctx, n)
+			}
+		}()
+		return nil, ctx.Err()
+	case <-c.done:
+		forget()
+		c.mu.Lock()
+		err := c.ended
+		c.mu.Unlock()
+		return nil, fmt.Errorf("%w: calling %q: %v", mcp.ErrConnectionClosed, method, err)
+	}
+}
+
+func mustID(s string) jsonrpc.ID {
+	id, _ := jsonrpc.MakeID(s)
+	return id
 }

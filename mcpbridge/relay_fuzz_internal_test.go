@@ -3,22 +3,15 @@ package mcpbridge
 import (
 	"bytes"
 	"context"
-	"io"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-type discard struct{}
-
-func (discard) Write(p []byte) (int, error) { return len(p), nil }
-func (discard) Close() error                { return nil }
-
-// FuzzRelayLine feeds arbitrary bytes, as a peer node or a backend sends
-// them on a node-to-node MCP stream or a stdio pipe, to what decodes them:
-// the JSON-RPC line decoder under each session (the go-sdk's IOTransport
-// connection with the node's line cap), the relay of the progress
+// FuzzRelayLine feeds arbitrary bytes, as a backend sends them on a stdio
+// pipe, to what decodes them: the JSON-RPC line codec under its session
+// (lineConn, with a line cap), the relay of the progress
 // notifications and log messages it reads to the calls in flight
 // (notifyConn, calls.dispatch), and the message scan of `nova-node mcp`'s
 // stdio relay (rpcMessages). None may panic, and a notification only ever
@@ -64,7 +57,9 @@ func FuzzRelayLine(f *testing.F) {
 				rl.log(p)
 			}
 		}
-		tr := notifyTransport{&mcp.IOTransport{Reader: io.NopCloser(bytes.NewReader(data)), Writer: discard{}, MaxLineLength: 1 << 16}, mine,
+		lc := newLineConn(&rwc{Reader: bytes.NewReader(data)})
+		lc.max = 1 << 16
+		tr := notifyTransport{lineTransport{lc}, mine,
 			func(ln *link, r *jsonrpc.Request) { c.dispatch(ln, r, onLog) }}
 		conn, err := tr.Connect(context.Background())
 		if err != nil {

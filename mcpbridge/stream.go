@@ -24,20 +24,20 @@ const (
 	streamFirstTimeout = 30 * time.Second
 	// streamWriteTimeout bounds one write of a JSON-RPC message.
 	streamWriteTimeout = 30 * time.Second
-	// lineBuffer is what a session stream holds from its start: the first
-	// buffer of the go-sdk's JSON decoder, which grows to the longest
-	// line read (at most MaxLine).
+	// lineBuffer is what a session stream holds from its start: the read
+	// buffer of its line codec (lineConn), which takes a longer line in a
+	// buffer of that line's size (at most MaxLine).
 	lineBuffer = 4 << 10
 )
 
 // errClosed is the answer of a closed Bridge.
 var errClosed = errors.New("mcpbridge: closed")
 
-// sessionStream is a /nova/mcp/1.0.0 stream under an MCP session (the
-// go-sdk's IOTransport reads and writes it): attached to ServiceName, with
+// sessionStream is a /nova/mcp/1.0.0 stream under an MCP session (its
+// lineConn reads and writes it): attached to ServiceName, with
 // the decoder's buffer reserved in the stream's scope as lines grow, a
 // read deadline that a line's bytes push idle ahead, and a write deadline
-// per write. The go-sdk reads from one goroutine and serialises writes.
+// per write. The lineConn reads from one goroutine and serialises writes.
 type sessionStream struct {
 	s       network.Stream
 	mem     *streamscope.Memory

@@ -3,6 +3,7 @@ package testnet_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	gonet "net"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/nova-node/nova-node/internal/waitfor"
@@ -392,4 +394,64 @@ func TestMCPSamplingAndElicitationRelayed(t *testing.T) {
 	if err != nil || !res.IsError || !strings.Contains(text(res), mcpbridge.CodeNoCaller) {
 		t.Fatalf("ask with nobody to ask: %v %q", err, text(res))
 	}
+}
+
+// TestMCPCancelAcrossNodes: a call across the mesh whose context ends is
+// cancelled on the node hosting the tool, down to the backend (the tool
+// "wait" returns only when its call is cancelled), whether the caller is
+// a node (its own tools/call on the session) or a plain go-sdk client on a
+// /nova/mcp/1.0.0 stream, as an older node speaks it; the session carries
+// the next call.
+func TestMCPCancelAcrossNodes(t *testing.T) {
+	net := mcpNet(t, nil)
+	a, b := net.Nodes[0], net.Nodes[1]
+	waitTool(t, a, "toolsmith_wait")
+	ended := func(want int64) {
+		t.Helper()
+		waitfor.Eventually(t, 20*time.Second, func() error {
+			if n := b.MCP().Metrics().ToolInvocationsByTool["toolsmith.wait"]; n < want {
+				return fmt.Errorf("%d calls of toolsmith.wait ended on the hosting node, want %d", n, want)
+			}
+			return nil
+		})
+	}
+
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	_, err := a.MCP().CallTool(ctx, "toolsmith.wait", nil)
+	cancel()
+	if err == nil || !strings.Contains(err.Error(), context.DeadlineExceeded.Error()) {
+		t.Fatalf("call past its deadline: %v, want an error naming the deadline", err)
+	}
+	ended(1)
+	if res, err := a.MCP().CallTool(t.Context(), "toolsmith.say", json.RawMessage(`{"text":"next"}`)); err != nil || text(res) != "next" {
+		t.Fatalf("call after the cancelled one: %v %+v", err, res)
+	}
+
+	s, err := a.Host().NewStream(t.Context(), b.ID(), mcpbridge.ProtocolID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := mcp.NewClient(&mcp.Implementation{Name: "plain", Version: "1"}, nil)
+	cs, err := c.Connect(t.Context(), &mcp.IOTransport{Reader: s, Writer: s}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	caller := mcp.Meta{mcpbridge.MetaCaller: "a0@" + a.ID().String()}
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Meta: caller, Name: "toolsmith.say", Arguments: map[string]any{"text": "plain"}})
+	if err != nil || res.IsError || text(res) != "plain" {
+		t.Fatalf("plain client: %v %+v", err, res)
+	}
+	_, err = cs.CallTool(t.Context(), &mcp.CallToolParams{Meta: caller, Name: "toolsmith.nope"})
+	var je *jsonrpc.Error
+	if !errors.As(err, &je) || je.Code != jsonrpc.CodeInvalidParams {
+		t.Fatalf("plain client, unknown tool: %v, want the SDK's invalid-params error", err)
+	}
+	ctx, cancel = context.WithTimeout(t.Context(), 200*time.Millisecond)
+	_, err = cs.CallTool(ctx, &mcp.CallToolParams{Meta: caller, Name: "toolsmith.wait", Arguments: map[string]any{}})
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("plain client, call past its deadline: %v", err)
+	}
+	ended(2)
 }

@@ -117,6 +117,10 @@ func Server() *mcp.Server {
 		}
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("model: %s; user: %s %v", model, e.Action, e.Content["answer"])}}}, nil, nil
 	})
+	mcp.AddTool(s, &mcp.Tool{Name: "wait", Description: "Waits until the call is cancelled (for cancellation tests)."}, func(ctx context.Context, req *mcp.CallToolRequest, in struct{}) (*mcp.CallToolResult, any, error) {
+		<-ctx.Done()
+		return nil, nil, ctx.Err()
+	})
 	mcp.AddTool(s, &mcp.Tool{Name: "crash", Description: "Exits the server process (for recovery tests)."}, func(ctx context.Context, req *mcp.CallToolRequest, in struct{}) (*mcp.CallToolResult, any, error) {
 		os.Exit(3)
 		return nil, nil, nil

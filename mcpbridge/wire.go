@@ -1,0 +1,400 @@
+package mcpbridge
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The node-to-node session (/nova/mcp/1.0.0) is newline-delimited JSON-RPC,
+// the framing of the go-sdk's IOTransport, read and written by nova's own
+// line codec (lineConn) under the go-sdk's client and server sessions.
+// Tool calls, the hot path, bypass the sessions at both ends: the calling
+// node writes the tools/call line itself (lineCall) and takes its answer
+// off the stream; the hosting node answers it itself (hostCall), checking
+// the same policy, and sends a backend's result as the bytes it already
+// holds. Everything else (initialize, lists, reads, prompts, completion,
+// subscriptions, pings, sampling, elicitation, notifications) goes through
+// the sessions. The messages are plain JSON-RPC either way, so a node of
+// either kind answers a call of the other.
+
+// keepLine: a line buffer larger than this is dropped after its line, so
+// that one large message does not keep its memory for the session's life.
+const keepLine = 64 << 10
+
+// wireMsg is the decoded form of one JSON-RPC message: only its envelope;
+// params, result and error data stay raw.
+type wireMsg struct {
+	Version string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  *string         `json:"method"`
+	Params  json.RawMessage `json:"params"`
+	Result  json.RawMessage `json:"result"`
+	Error   *jsonrpc.Error  `json:"error"`
+}
+
+// decodeLine decodes one JSON-RPC message (not a batch: batches are not
+// spoken between nodes, at protocol 2025-06-18 and later).
+func decodeLine(line []byte) (jsonrpc.Message, error) {
+	var w wireMsg
+	if err := json.Unmarshal(line, &w); err != nil {
+		return nil, fmt.Errorf("mcpbridge: malformed JSON-RPC message: %w", err)
+	}
+	if w.Version != "2.0" {
+		return nil, fmt.Errorf("mcpbridge: JSON-RPC message with version %q, want \"2.0\"", w.Version)
+	}
+	id, err := decodeID(w.ID)
+	if err != nil {
+		return nil, err
+	}
+	if w.Method != nil {
+		return &jsonrpc.Request{ID: id, Method: *w.Method, Params: w.Params}, nil
+	}
+	if !id.IsValid() {
+		return nil, errors.New("mcpbridge: JSON-RPC response without an id")
+	}
+	r := &jsonrpc.Response{ID: id, Result: w.Result}
+	if w.Error != nil {
+		r.Error = w.Error
+	}
+	return r, nil
+}
+
+// decodeID is a JSON-RPC id: absent or null (a notification), a string or
+// an integer (as the go-sdk reads it: a number's integer part).
+func decodeID(raw json.RawMessage) (jsonrpc.ID, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return jsonrpc.ID{}, nil
+	}
+	var v any
+	if raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return jsonrpc.ID{}, fmt.Errorf("mcpbridge: malformed JSON-RPC id: %w", err)
+		}
+		v = s
+	} else {
+		var f float64
+		if err := json.Unmarshal(raw, &f); err != nil {
+			return jsonrpc.ID{}, fmt.Errorf("mcpbridge: JSON-RPC id is neither a string nor a number: %s", truncate(raw, 40))
+		}
+		v = f
+	}
+	return jsonrpc.MakeID(v)
+}
+
+func truncate(b []byte, n int) string {
+	if len(b) > n {
+		return string(b[:n]) + "..."
+	}
+	return string(b)
+}
+
+// appendID appends id's JSON.
+func appendID(dst []byte, id jsonrpc.ID) []byte {
+	switch v := id.Raw().(type) {
+	case string:
+		return strconv.AppendQuote(dst, v)
+	case int64:
+		return strconv.AppendInt(dst, v, 10)
+	}
+	return append(dst, "null"...)
+}
+
+// lineConn is an mcp.Connection on a byte stream: one JSON-RPC message a
+// line, at most MaxLine bytes. hosted, when set, takes the requests the
+// node answers itself (hostCall's); responses to lineCall's requests go to
+// their callers. The go-sdk reads from one goroutine.
+type lineConn struct {
+	rwc io.ReadWriteCloser
+	r   *bufio.Reader
+	buf []byte // a line longer than r's buffer
+	max int    // longest line read
+
+	wmu  sync.Mutex
+	wbuf []byte
+
+	hosted func(*jsonrpc.Request) bool // consumes what it answers itself
+
+	mu      sync.Mutex
+	waiting map[string]chan *jsonrpc.Response // lineCall's calls in flight, by id
+	ended   error                             // why the connection ended; nil while open
+	next    atomic.Uint64
+	done    chan struct{} // closed when the connection ends
+}
+
+func newLineConn(rwc io.ReadWriteCloser) *lineConn {
+	return &lineConn{rwc: rwc, max: MaxLine, r: bufio.NewReaderSize(rwc, lineBuffer), waiting: map[string]chan *jsonrpc.Response{}, done: make(chan struct{})}
+}
+
+// lineTransport connects an MCP session to c.
+type lineTransport struct{ c *lineConn }
+
+func (t lineTransport) Connect(context.Context) (mcp.Connection, error) { return t.c, nil }
+
+func (c *lineConn) SessionID() string { return "" }
+
+// readLine is the next non-blank line, without its line end.
+func (c *lineConn) readLine() ([]byte, error) {
+	for {
+		line, err := c.r.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			c.buf = append(c.buf[:0], line...)
+			for errors.Is(err, bufio.ErrBufferFull) {
+				if len(c.buf) > c.max {
+					return nil, c.tooLong()
+				}
+				line, err = c.r.ReadSlice('\n')
+				c.buf = append(c.buf, line...)
+			}
+			line = c.buf
+		}
+		if len(line) > c.max+1 {
+			return nil, c.tooLong()
+		}
+		if err != nil && (err != io.EOF || len(bytes.TrimSpace(line)) == 0) {
+			return nil, err
+		}
+		if t := bytes.TrimSpace(line); len(t) > 0 {
+			return t, nil
+		}
+	}
+}
+
+// tooLong ends a session whose peer sent a line over c.max.
+func (c *lineConn) tooLong() error {
+	return fmt.Errorf("mcpbridge: a JSON-RPC line exceeded %d MiB, the most one message may carry", c.max>>20)
+}
+
+// Read is the next message for the session, past those answered here.
+func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		line, err := c.readLine()
+		if err != nil {
+			c.end(err)
+			return nil, err
+		}
+		if len(line) > 0 && line[0] == '[' {
+			err := errors.New("mcpbridge: JSON-RPC batch (not spoken at protocol 2025-06-18 and later)")
+			c.end(err)
+			return nil, err
+		}
+		m, err := decodeLine(line)
+		if cap(c.buf) > keepLine {
+			c.buf = nil
+		}
+		if err != nil {
+			c.end(err)
+			return nil, err
+		}
+		switch m := m.(type) {
+		case *jsonrpc.Response:
+			if c.answer(m) {
+				continue
+			}
+		case *jsonrpc.Request:
+			if c.hosted != nil && c.hosted(m) {
+				continue
+			}
+		}
+		return m, nil
+	}
+}
+
+// answer hands r to the lineCall waiting for it, if any.
+func (c *lineConn) answer(r *jsonrpc.Response) bool {
+	id, ok := r.ID.Raw().(string)
+	if !ok {
+		return false
+	}
+	c.mu.Lock()
+	ch, ok := c.waiting[id]
+	delete(c.waiting, id)
+	c.mu.Unlock()
+	if ok {
+		ch <- r
+	}
+	return ok
+}
+
+// Write sends one message.
+func (c *lineConn) Write(ctx context.Context, m jsonrpc.Message) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	data, err := jsonrpc.EncodeMessage(m)
+	if err != nil {
+		return fmt.Errorf("mcpbridge: encode JSON-RPC message: %w", err)
+	}
+	return c.writeLine(func(b []byte) []byte { return append(b, data...) })
+}
+
+// writeLine writes the line that fill appends.
+func (c *lineConn) writeLine(fill func([]byte) []byte) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	c.wbuf = append(fill(c.wbuf[:0]), '\n')
+	_, err := c.rwc.Write(c.wbuf)
+	if cap(c.wbuf) > keepLine {
+		c.wbuf = nil
+	}
+	return err
+}
+
+// writeResult answers request id with result, JSON the caller built.
+func (c *lineConn) writeResult(id jsonrpc.ID, result []byte) error {
+	return c.writeLine(func(b []byte) []byte {
+		b = append(b, `{"jsonrpc":"2.0","id":`...)
+		b = appendID(b, id)
+		b = append(b, `,"result":`...)
+		b = append(b, result...)
+		return append(b, '}')
+	})
+}
+
+// end records why the connection ended and fails the calls in flight.
+func (c *lineConn) end(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ended != nil {
+		return
+	}
+	if err == nil {
+		err = io.EOF
+	}
+	c.ended = err
+	close(c.done)
+}
+
+// Close ends the connection and its stream.
+func (c *lineConn) Close() error {
+	c.end(mcp.ErrConnectionClosed)
+	return c.rwc.Close()
+}
+
+// call sends a request for method with params (JSON) under an id of its
+// own (a string; the go-sdk's are numbers) and waits for its answer. When
+// ctx ends first, the peer is told with notifications/cancelled.
+func (c *lineConn) call(ctx context.Context, method string, params []byte) (json.RawMessage, error) {
+	id := "n" + strconv.FormatUint(c.next.Add(1), 10)
+	ch := make(chan *jsonrpc.Response, 1)
+	c.mu.Lock()
+	if c.ended != nil {
+		err := c.ended
+		c.mu.Unlock()
+		return nil, fmt.Errorf("%w: calling %q: %v", mcp.ErrConnectionClosed, method, err)
+	}
+	c.waiting[id] = ch
+	c.mu.Unlock()
+	forget := func() {
+		c.mu.Lock()
+		delete(c.waiting, id)
+		c.mu.Unlock()
+	}
+	err := c.writeLine(func(b []byte) []byte {
+		b = append(b, `{"jsonrpc":"2.0","id":`...)
+		b = strconv.AppendQuote(b, id)
+		b = append(b, `,"method":`...)
+		b = strconv.AppendQuote(b, method)
+		b = append(b, `,"params":`...)
+		b = append(b, params...)
+		return append(b, '}')
+	})
+	if err != nil {
+		forget()
+		return nil, fmt.Errorf("%w: calling %q: %v", mcp.ErrConnectionClosed, method, err)
+	}
+	select {
+	case r := <-ch:
+		if r.Error != nil {
+			return nil, fmt.Errorf("calling %q: %w", method, r.Error)
+		}
+		return r.Result, nil
+	case <-ctx.Done():
+		forget()
+		go func() {
+			cp, _ := json.Marshal(&mcp.CancelledParams{RequestID: id, Reason: ctx.Err().Error()})
+			c.wmu.Lock()
+			defer c.wmu.Unlock()
+			_ = c.writeLineLocked(cp)
+		}()
+		return nil, ctx.Err()
+	case <-c.done:
+		forget()
+		c.mu.Lock()
+		err := c.ended
+		c.mu.Unlock()
+		return nil, fmt.Errorf("%w: calling %q: %v", mcp.ErrConnectionClosed, method, err)
+	}
+}
+
+// writeLineLocked writes a notifications/cancelled with params p; c.wmu
+// is held.
+func (c *lineConn) writeLineLocked(p []byte) error {
+	line := append([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":`), p...)
+	line = append(line, "}\n"...)
+	_, err := c.rwc.Write(line)
+	return err
+}
+
+// hostCalls tracks the calls a node answers itself on one connection, so
+// that a notifications/cancelled for one of them cancels it.
+type hostCalls struct {
+	mu sync.Mutex
+	m  map[jsonrpc.ID]context.CancelFunc
+}
+
+func (h *hostCalls) add(id jsonrpc.ID, cancel context.CancelFunc) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.m == nil {
+		h.m = map[jsonrpc.ID]context.CancelFunc{}
+	}
+	if _, dup := h.m[id]; dup {
+		return false
+	}
+	h.m[id] = cancel
+	return true
+}
+
+func (h *hostCalls) remove(id jsonrpc.ID) {
+	h.mu.Lock()
+	delete(h.m, id)
+	h.mu.Unlock()
+}
+
+// cancel cancels the call a notifications/cancelled names, reporting
+// whether it was one of these.
+func (h *hostCalls) cancel(params json.RawMessage) bool {
+	var p struct {
+		RequestID any `json:"requestId"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return false
+	}
+	id, err := jsonrpc.MakeID(p.RequestID)
+	if err != nil || !id.IsValid() {
+		return false
+	}
+	h.mu.Lock()
+	cancel, ok := h.m[id]
+	h.mu.Unlock()
+	if ok {
+		cancel()
+	}
+	return ok
+}
