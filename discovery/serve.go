@@ -14,6 +14,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/nova-node/nova-node/agentcard"
+	"github.com/nova-node/nova-node/internal/streamscope"
 )
 
 // RecordsProtocol is the stream protocol on which a node serves its own
@@ -30,6 +31,15 @@ import (
 // ([MaxIndexSize] bytes at most), then the cards (agentcard.MaxSignedCardSize
 // bytes at most each), 1 MiB in all at most.
 const RecordsProtocol = "/nova/records/1.0.0"
+
+// RecordsService is the resource-manager service of [RecordsProtocol]
+// streams, whose limits the node sets (node/limits.go).
+const RecordsService = "nova.records"
+
+// recordsBuffer is what a records stream holds from its start: the
+// buffered reader and writer of one request or answer. The records read
+// are reserved as they come.
+const recordsBuffer = 4<<10 + 256
 
 // A response on [RecordsProtocol] holds at most maxServedCards cards and
 // maxServedBytes bytes of records in all; a node serves the cards that
@@ -53,10 +63,17 @@ type servedCard struct {
 
 // serveRecords answers one request on [RecordsProtocol].
 func (s *Service) serveRecords(st network.Stream) {
+	mem, err := attachRecords(st)
+	if err != nil {
+		s.log.Debugw("records stream refused", "peer", st.Conn().RemotePeer(), "err", err)
+		_ = st.Reset()
+		return
+	}
+	defer mem.Release()
 	defer st.Close()
 	_ = st.SetDeadline(time.Now().Add(rpcTimeout))
 	r := bufio.NewReaderSize(st, 256)
-	capID, err := readFrame(r, maxCapIDLen)
+	capID, err := readFrame(r, maxCapIDLen, nil)
 	if err != nil || len(capID) == 0 {
 		_ = st.Reset()
 		return
@@ -100,6 +117,12 @@ func (s *Service) askRecords(ctx context.Context, host peer.ID, capID string) (i
 	if err != nil {
 		return nil, nil, err
 	}
+	mem, err := attachRecords(st)
+	if err != nil {
+		_ = st.Reset()
+		return nil, nil, err
+	}
+	defer mem.Release()
 	defer st.Close()
 	if dl, ok := ctx.Deadline(); ok {
 		_ = st.SetDeadline(dl)
@@ -114,7 +137,28 @@ func (s *Service) askRecords(ctx context.Context, host peer.ID, capID string) (i
 		return nil, nil, err
 	}
 	_ = st.CloseWrite()
-	r := bufio.NewReader(st)
+	return readRecords(bufio.NewReaderSize(st, 4<<10), mem.Grow)
+}
+
+// attachRecords attaches a records stream to [RecordsService] and
+// reserves its buffers in the stream's scope; the caller resets the
+// stream on failure and releases the memory once the stream has ended.
+func attachRecords(st network.Stream) (*streamscope.Memory, error) {
+	if err := st.Scope().SetService(RecordsService); err != nil {
+		return nil, fmt.Errorf("discovery: attach records stream to %s: %w", RecordsService, err)
+	}
+	mem, err := streamscope.Reserve(st.Scope(), recordsBuffer)
+	if err != nil {
+		return nil, fmt.Errorf("discovery: reserve memory for records stream: %w", err)
+	}
+	return mem, nil
+}
+
+// readRecords reads an answer on [RecordsProtocol] as sent, unchecked:
+// the index first, then at most [maxServedCards] cards, [maxServedBytes]
+// in all. grow is asked for each record's bytes before they are read
+// (the stream's memory reservation); its error ends the read.
+func readRecords(r *bufio.Reader, grow func(int) error) (index []byte, cards [][]byte, err error) {
 	n, err := binary.ReadUvarint(r)
 	if err != nil {
 		return nil, nil, err
@@ -125,12 +169,12 @@ func (s *Service) askRecords(ctx context.Context, host peer.ID, capID string) (i
 	if n > 1+maxServedCards {
 		return nil, nil, fmt.Errorf("%d records served, more than %d", n, 1+maxServedCards)
 	}
-	if index, err = readFrame(r, MaxIndexSize); err != nil {
+	if index, err = readFrame(r, MaxIndexSize, grow); err != nil {
 		return nil, nil, err
 	}
 	left := maxServedBytes - len(index)
 	for range n - 1 {
-		c, err := readFrame(r, min(agentcard.MaxSignedCardSize, left))
+		c, err := readFrame(r, min(agentcard.MaxSignedCardSize, left), grow)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -149,14 +193,20 @@ func writeFrame(w *bufio.Writer, b []byte) error {
 	return err
 }
 
-// readFrame reads a uvarint length of at most limit, then that many bytes.
-func readFrame(r *bufio.Reader, limit int) ([]byte, error) {
+// readFrame reads a uvarint length of at most limit, then that many
+// bytes, after grow (when not nil) reserved them.
+func readFrame(r *bufio.Reader, limit int, grow func(int) error) ([]byte, error) {
 	n, err := binary.ReadUvarint(r)
 	if err != nil {
 		return nil, err
 	}
 	if n > uint64(limit) {
 		return nil, fmt.Errorf("record of %d bytes, more than %d", n, limit)
+	}
+	if grow != nil {
+		if err := grow(int(n)); err != nil {
+			return nil, err
+		}
 	}
 	b := make([]byte, n)
 	if _, err := io.ReadFull(r, b); err != nil {
