@@ -123,10 +123,10 @@
 //
 //  1. Providers: a Kademlia GET_PROVIDERS query (kad-dht's messages, up to
 //     10 peers at once, closest to the key first, moving to the closer
-//     peers they name) that stops as soon as two peers have answered with
-//     providers; every honest peer among the closest holds every provider
-//     that reached it. In a 100-node swarm that is usually the first
-//     round. Providers that gave cards within [WithLookupCacheTTL] are
+//     peers they name) that stops as soon as two peers (five for a
+//     capability, which many agents offer) have answered with providers;
+//     every honest peer among the closest holds every provider that
+//     reached it. In a 100-node swarm that is usually the first round. Providers that gave cards within [WithLookupCacheTTL] are
 //     reused without a query.
 //  2. Records: each provider is asked the moment it is found (at most 16
 //     at once), over a connection the caller is about to use anyway (a

@@ -319,13 +319,14 @@ func (s *Service) resolveAll(ctx context.Context, query func(found func(peer.Add
 // find looks up the providers of key and resolves each one to cards,
 // merging the cards it returns into the sink, sorted by address. The
 // first attempt reads the providers that gave cards within the lookup
-// cache TTL, else asks the DHT with a quorum query (quickProviders), and
+// cache TTL, else asks the DHT with a quorum query (quickProviders: quorum answers
+// with providers), and
 // resolves each provider the moment it is found; when that gives no card,
 // it runs kad-dht's full provider lookup before answering, so a peer that
 // answers fast with nothing valid cannot hide a name. Later attempts
 // (WithRetry), after a backoff, run the full lookup again: provider
 // records are not acknowledged.
-func (s *Service) find(ctx context.Context, d *dht.IpfsDHT, key string, resolve func(context.Context, peer.ID) []*cardEntry) ([]agentcard.Card, int, error) {
+func (s *Service) find(ctx context.Context, d *dht.IpfsDHT, key string, quorum int, resolve func(context.Context, peer.ID) []*cardEntry) ([]agentcard.Card, int, error) {
 	s.stats.lookups.Add(1)
 	if d.RoutingTable().Size() == 0 {
 		// A node that has just started: wait for its bootstrap dials
@@ -350,7 +351,7 @@ func (s *Service) find(ctx context.Context, d *dht.IpfsDHT, key string, resolve 
 			}
 			if len(cards) == 0 && ctx.Err() == nil {
 				cards, provs = s.resolveAll(ctx, func(found func(peer.AddrInfo)) {
-					s.quickProviders(ctx, d, key, found)
+					s.quickProviders(ctx, d, key, quorum, found)
 				}, resolve)
 			}
 		}
@@ -400,7 +401,7 @@ func (s *Service) FindByName(ctx context.Context, name string) ([]agentcard.Card
 		return nil, err
 	}
 	defer cancel()
-	cards, nprov, err := s.find(ctx, d, NameKey(s.swarm, name), func(ctx context.Context, p peer.ID) []*cardEntry {
+	cards, nprov, err := s.find(ctx, d, NameKey(s.swarm, name), providerQuorum, func(ctx context.Context, p peer.ID) []*cardEntry {
 		if s.cfg.authAccept != nil {
 			// The host's index carries its grants: read it beside the
 			// card (no added latency), so the card is assessed with them.
@@ -439,7 +440,7 @@ func (s *Service) FindByCapability(ctx context.Context, capID string) ([]agentca
 		return nil, err
 	}
 	defer cancel()
-	cards, nprov, err := s.find(ctx, d, CapabilityKey(s.swarm, capID), func(ctx context.Context, p peer.ID) []*cardEntry {
+	cards, nprov, err := s.find(ctx, d, CapabilityKey(s.swarm, capID), capabilityQuorum, func(ctx context.Context, p peer.ID) []*cardEntry {
 		return s.offering(ctx, d, p, capID)
 	})
 	if err != nil {

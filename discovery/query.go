@@ -28,6 +28,13 @@ const (
 	// closest holds every provider that reached it, so two answers give
 	// the whole set unless both come from peers that missed a provide.
 	providerQuorum = 2
+	// capabilityQuorum is providerQuorum for a capability, which many
+	// agents offer: each provide reached the closest peers as its
+	// provider saw them, and two answers missed providers in a swarm of
+	// 100 nodes that had just formed. The answers past the second come
+	// from the same round (queryAlpha peers are asked at once), so they
+	// cost the wait for the fifth fastest answer, not another round.
+	capabilityQuorum = 5
 	// rpcTimeout bounds one DHT request to one peer within a lookup.
 	rpcTimeout = 5 * time.Second
 )
@@ -44,7 +51,7 @@ func messenger(d *dht.IpfsDHT) *pb.ProtocolMessenger {
 
 // quickProviders is a Kademlia lookup of key's providers (the iterative
 // GET_PROVIDERS of kad-dht's FindProvidersAsync) that stops as soon as
-// [providerQuorum] peers have answered with providers, instead of running
+// quorum peers ([providerQuorum], [capabilityQuorum]) have answered with providers, instead of running
 // on until the closest peers have all answered. It asks up to
 // [queryAlpha] peers at once, starting from the routing table's peers
 // closest to the key and moving to the closer peers they name, among the
@@ -54,7 +61,7 @@ func messenger(d *dht.IpfsDHT) *pb.ProtocolMessenger {
 // other than this node, as soon as it arrives, with the addresses the
 // answering peer gave (also added to the peerstore for a while, as
 // kad-dht does). It returns how many peers answered with providers.
-func (s *Service) quickProviders(ctx context.Context, d *dht.IpfsDHT, key string, found func(peer.AddrInfo)) int {
+func (s *Service) quickProviders(ctx context.Context, d *dht.IpfsDHT, key string, quorum int, found func(peer.AddrInfo)) int {
 	mh := KeyCID(key).Hash()
 	target := kb.ConvertKey(string(mh))
 	pm := messenger(d)
@@ -127,7 +134,7 @@ func (s *Service) quickProviders(ctx context.Context, d *dht.IpfsDHT, key string
 	defer func() { cancel(); wg.Wait() }()
 	answers := make(chan answer)
 	inflight := 0
-	for withProviders < providerQuorum {
+	for withProviders < quorum {
 		for i := 0; i < len(order) && i < queryK && inflight < queryAlpha; i++ {
 			p := order[i]
 			if peers[p] != heard {
