@@ -46,6 +46,9 @@ import (
 // appeared, grouped by function, nova's first, and writes heap profiles
 // before and after to prefix-<benchmark>-{before,after}.heap.
 func BenchmarkIdlePerPeer(b *testing.B) {
+	if os.Getenv("NOVA_IDLE_PROFILE") != "" {
+		runtime.MemProfileRate = 4 << 10 // precise enough to attribute a few KiB per peer
+	}
 	n := 16
 	if v, err := strconv.Atoi(os.Getenv("NOVA_IDLE_PEERS")); err == nil && v >= 2 {
 		n = v
