@@ -21,6 +21,8 @@ import (
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/p2p/net/connmgr"
+	"github.com/libp2p/go-libp2p/p2p/security/noise"
+	libp2ptls "github.com/libp2p/go-libp2p/p2p/security/tls"
 	quic "github.com/libp2p/go-libp2p/p2p/transport/quic"
 	webrtc "github.com/libp2p/go-libp2p/p2p/transport/webrtc"
 	"github.com/libp2p/go-libp2p/p2p/transport/websocket"
@@ -598,6 +600,13 @@ func (n *Node) newHost() (host.Host, error) {
 		libp2p.ResourceManager(rm),
 		libp2p.ConnectionManager(cm),
 		libp2p.Ping(true),
+		// Noise first, TLS for peers that offer only TLS: an idle Noise
+		// connection holds no buffer, where a TLS one keeps the largest
+		// record it has read (up to 16 KiB: a hello with cards fills one)
+		// for the connection's life, and the Noise handshake has no
+		// certificate to build and parse.
+		libp2p.Security(noise.ID, noise.New),
+		libp2p.Security(libp2ptls.ID, libp2ptls.New),
 		libp2p.EnableHolePunching(),
 		libp2p.EnableAutoNATv2(),
 		// Relay service: startRelayService (reach.go), once AutoNAT v2

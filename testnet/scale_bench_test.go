@@ -10,9 +10,11 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/p2p/net/swarm"
 
 	"github.com/nova-node/nova-node/envelope"
@@ -28,8 +30,10 @@ import (
 // connection manager (48-72 peers per node) do the rest, as for a swarm
 // that grew from invites. It reports, once (use -benchtime 1x):
 //
-//   - findable-s: from the last node's start until every node finds three
-//     agents of other nodes, picked at random, by name;
+//   - join-s: until every node has joined (in waves of ten, each once the
+//     swarm settled from the last);
+//   - findable-s: from then until every node finds three agents of other
+//     nodes, picked at random, by name;
 //   - lookup-p50-ms, lookup-p99-ms: name lookups of random agents from
 //     random nodes after that;
 //   - bcast-p50-ms, bcast-p99-ms: a broadcast until every other node
@@ -38,7 +42,9 @@ import (
 //   - heap-MiB/node, goroutines/node, conns/node: once idle.
 //
 // It takes several minutes on 2 cores and is never part of a plain test
-// run (benchmarks are not).
+// run (benchmarks are not). NOVA_SCALE_DIAG=1 prints, every 5 s, the
+// process's CPU time, descriptors, goroutines and connections, and every
+// failed dial to a bootstrap node: what to look at when a run stalls.
 func BenchmarkScale200(b *testing.B) {
 	n := 200
 	if v, err := strconv.Atoi(os.Getenv("NOVA_SCALE_N")); err == nil && v >= 4 {
@@ -61,12 +67,23 @@ func BenchmarkScale200(b *testing.B) {
 			}))
 		started := time.Now()
 		ctx := context.Background()
-		// Each node dials its bootstrap node once, as `run` does; on a
-		// loaded machine a handshake can take seconds, so with patience.
+		stopDiag := scaleDiagnostics(net)
+		defer stopDiag()
+		// Each node dials its bootstrap node once, as `run` does. The
+		// nodes join in waves of ten, each wave once the swarm has settled
+		// from the last (its connections stopped changing): 200 nodes
+		// joining at once on 2 cores queue each handshake behind every
+		// other node's DHT walk, past libp2p's 5 s dial timeout for
+		// loopback and LAN addresses, and the bootstrap nodes' listeners
+		// (16 handshakes in flight each) stop accepting. On a loaded
+		// machine a handshake can still take seconds, so with patience.
 		connect := func(i, j int) {
 			addr := net.Nodes[j].Addrs()[0].String() + "/p2p/" + net.Nodes[j].Host().ID().String()
 			var err error
-			for range 5 {
+			for end := time.Now().Add(3 * time.Minute); time.Now().Before(end); {
+				if net.Nodes[i].Host().Network().Connectedness(net.Nodes[j].ID()) == network.Connected {
+					return
+				}
 				if sw, ok := net.Nodes[i].Host().Network().(*swarm.Swarm); ok {
 					sw.Backoff().Clear(net.Nodes[j].Host().ID())
 				}
@@ -76,26 +93,30 @@ func BenchmarkScale200(b *testing.B) {
 				if err == nil {
 					return
 				}
+				if os.Getenv("NOVA_SCALE_DIAG") != "" {
+					fmt.Fprintf(os.Stderr, "scale: node %d -> bootstrap %d: %v\n", i, j, err)
+				}
+				time.Sleep(time.Second) // a retry, not a wait for an event
 			}
 			b.Errorf("node %d cannot connect to its bootstrap node %d: %v", i, j, err)
 		}
-		const boot = 10
+		const boot, wave = 10, 10
 		for i := 1; i < min(boot, n); i++ {
 			connect(i, 0)
 		}
-		var wg sync.WaitGroup
-		sem := make(chan struct{}, 8)
-		for i := boot; i < n; i++ {
-			wg.Go(func() {
-				sem <- struct{}{}
-				defer func() { <-sem }()
-				connect(i, i%boot)
-			})
+		net.Settle(10 * time.Second)
+		for first := boot; first < n; first += wave {
+			var wg sync.WaitGroup
+			for i := first; i < min(first+wave, n); i++ {
+				wg.Go(func() { connect(i, i%boot) })
+			}
+			wg.Wait()
+			net.Settle(10 * time.Second)
 		}
-		wg.Wait()
 		if b.Failed() {
 			b.FailNow()
 		}
+		joined := time.Since(started)
 		rng := rand.New(rand.NewPCG(1, 2))
 		name := func(i int) string { return fmt.Sprintf("a%d", i) }
 
@@ -134,7 +155,8 @@ func BenchmarkScale200(b *testing.B) {
 		if len(pending) > 0 {
 			b.Fatalf("%d of %d lookups still fail after 10 minutes, e.g. a%d from node %d", len(pending), 3*n, pending[0].agent, pending[0].from)
 		}
-		b.ReportMetric(time.Since(started).Seconds(), "findable-s")
+		b.ReportMetric(joined.Seconds(), "join-s")
+		b.ReportMetric(time.Since(started).Seconds()-joined.Seconds(), "findable-s")
 
 		// Lookup latency of random agents from random nodes.
 		var lookups []time.Duration
@@ -262,4 +284,49 @@ func reportPercentiles(b *testing.B, ds []time.Duration, what string) {
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	b.ReportMetric(ms(ds[len(ds)/2]), what+"-p50-ms")
 	b.ReportMetric(ms(ds[len(ds)*99/100]), what+"-p99-ms")
+}
+
+// scaleDiagnostics prints, every 5 s while NOVA_SCALE_DIAG is set, what the
+// process holds and uses: CPU time so far, file descriptors, goroutines, connections in all and on
+// the busiest node, and the bootstrap nodes' inbound connections as their
+// resource managers count them. It returns the function that stops it.
+func scaleDiagnostics(net *testnet.Net) func() {
+	if os.Getenv("NOVA_SCALE_DIAG") == "" {
+		return func() {}
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	start := time.Now()
+	wg.Go(func() {
+		t := time.NewTicker(5 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+			fds, _ := os.ReadDir("/proc/self/fd")
+			total, most := 0, 0
+			for _, nd := range net.Nodes {
+				c := len(nd.Host().Network().Conns())
+				total += c
+				most = max(most, c)
+			}
+			var boot []string
+			for _, nd := range net.Nodes[:min(3, len(net.Nodes))] {
+				_ = nd.Host().Network().ResourceManager().ViewSystem(func(s network.ResourceScope) error {
+					st := s.Stat()
+					boot = append(boot, fmt.Sprintf("%d/%d/%dMiB", st.NumConnsInbound, st.NumConnsOutbound, st.Memory>>20))
+					return nil
+				})
+			}
+			var ru syscall.Rusage
+			_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+			cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+			fmt.Fprintf(os.Stderr, "scale: %4.0fs cpu=%.0fs fds=%d goroutines=%d conns=%d (%.1f/node, max %d) boot in/out/mem=%v\n",
+				time.Since(start).Seconds(), cpu.Seconds(), len(fds), runtime.NumGoroutine(), total, float64(total)/float64(len(net.Nodes)), most, boot)
+		}
+	})
+	return func() { close(done); wg.Wait() }
 }
