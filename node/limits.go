@@ -11,6 +11,7 @@ import (
 	"github.com/libp2p/go-libp2p/x/rate"
 
 	"github.com/nova-node/nova-node/crdt"
+	"github.com/nova-node/nova-node/discovery"
 	"github.com/nova-node/nova-node/mcpbridge"
 	"github.com/nova-node/nova-node/protocol"
 )
@@ -49,6 +50,11 @@ var lanPrefixes = []string{"127.0.0.0/8", "::1/128", "10.0.0.0/8", "172.16.0.0/1
 //     in and 1,024 out in all (+512 each per GiB), 256 MiB (+64 MiB per
 //     GiB). A stream holds 4 KiB plus the request it read (at most 1 MiB)
 //     and the answer (a delta, at most 8 MiB).
+//   - nova.records (/nova/records/1.0.0, a capability lookup's read of a
+//     provider's records, within 5 s): 8 in and 8 out per peer, 4 MiB per
+//     peer; 1,024 in and 1,024 out in all (+512 each per GiB), 64 MiB
+//     (+32 MiB per GiB). A stream holds 4 KiB plus, when reading an
+//     answer, its records (at most 1 MiB).
 var serviceLimits = []struct {
 	name          string
 	total         rcmgr.BaseLimit
@@ -67,6 +73,10 @@ var serviceLimits = []struct {
 		rcmgr.BaseLimit{StreamsInbound: 1024, StreamsOutbound: 1024, Streams: 2048, Memory: 256 << 20},
 		rcmgr.BaseLimitIncrease{StreamsInbound: 512, StreamsOutbound: 512, Streams: 1024, Memory: 64 << 20},
 		rcmgr.BaseLimit{StreamsInbound: 64, StreamsOutbound: 64, Streams: 128, Memory: 64 << 20}},
+	{discovery.RecordsService,
+		rcmgr.BaseLimit{StreamsInbound: 1024, StreamsOutbound: 1024, Streams: 2048, Memory: 64 << 20},
+		rcmgr.BaseLimitIncrease{StreamsInbound: 512, StreamsOutbound: 512, Streams: 1024, Memory: 32 << 20},
+		rcmgr.BaseLimit{StreamsInbound: 8, StreamsOutbound: 8, Streams: 16, Memory: 4 << 20}},
 }
 
 // newResourceManager is libp2p's resource manager with its scaled default
