@@ -8,6 +8,7 @@ import (
 	mrand "math/rand/v2"
 	"net"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -54,6 +55,9 @@ type simParams struct {
 	warmup   time.Duration
 	seed     uint64
 	parallel int // lookups in flight at once
+	// connLow and connHigh are the connection manager's watermarks
+	// (a node's defaults are about 100 and 150).
+	connLow, connHigh int
 }
 
 // wallClock is the machine's monotonic clock in nanoseconds: inside a
@@ -82,6 +86,8 @@ func readSimParams() simParams {
 		warmup:   time.Duration(envInt("NOVA_SIM_WARMUP_S", 120)) * time.Second,
 		seed:     uint64(envInt("NOVA_SIM_SEED", 1)),
 		parallel: envInt("NOVA_SIM_PARALLEL", 20),
+		connLow:  envInt("NOVA_SIM_CONN_LOW", 100),
+		connHigh: envInt("NOVA_SIM_CONN_HIGH", 150),
 	}
 }
 
@@ -145,6 +151,7 @@ func (n *simNode) stop() {
 // sim is the swarm and what it measured.
 type sim struct {
 	t      *testing.T
+	p      simParams
 	nw     *packetNet
 	next   int // index of the next node: its IP and agent name
 	online []*simNode
@@ -158,7 +165,7 @@ func (s *sim) start(boot []peer.AddrInfo) (*simNode, error) {
 	idx := s.next
 	s.next++
 	addr := fmt.Sprintf("/ip4/%s/udp/8000/quic-v1", ipFor(idx))
-	cm, err := connmgr.NewConnManager(100, 150, connmgr.WithGracePeriod(time.Minute))
+	cm, err := connmgr.NewConnManager(s.p.connLow, s.p.connHigh, connmgr.WithGracePeriod(time.Minute))
 	if err != nil {
 		return nil, err
 	}
@@ -392,11 +399,11 @@ func pctInt(xs []int, p float64) int {
 func TestSim1000Churn(t *testing.T) {
 	p := readSimParams()
 	wall := wallClock()
-	t.Logf("sim: %d nodes, %d minutes, %d%% churn per minute, %d lookups and %d broadcasts per minute, warm-up %s",
-		p.n, p.minutes, p.churn, p.lookups, p.bcasts, p.warmup)
+	t.Logf("sim: %d nodes, %d minutes, %d%% churn per minute, %d lookups and %d broadcasts per minute, warm-up %s, connections %d-%d",
+		p.n, p.minutes, p.churn, p.lookups, p.bcasts, p.warmup, p.connLow, p.connHigh)
 	synctest.Test(t, func(t *testing.T) {
 		nw := newPacketNet(pairLatency)
-		s := &sim{t: t, nw: nw, rng: mrand.New(mrand.NewPCG(p.seed, 27)), recv: map[string]map[int]time.Time{}}
+		s := &sim{t: t, p: p, nw: nw, rng: mrand.New(mrand.NewPCG(p.seed, 27)), recv: map[string]map[int]time.Time{}}
 		defer func() {
 			for _, n := range s.online {
 				n.stop()
@@ -410,7 +417,10 @@ func TestSim1000Churn(t *testing.T) {
 		t.Logf("sim: %d nodes started in %s simulated, %s wall", p.n, time.Since(t0).Round(time.Second), (wallClock() - wall).Round(time.Second))
 		time.Sleep(p.warmup)
 		have, all := s.converged()
-		t.Logf("sim: after warm-up (%s wall): registries list %.2f%% of the online agents", (wallClock() - wall).Round(time.Second), 100*float64(have)/float64(max(all, 1)))
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		t.Logf("sim: after warm-up (%s wall): registries list %.2f%% of the online agents; %d goroutines, heap %d MB, simulated datagrams %d",
+			(wallClock() - wall).Round(time.Second), 100*float64(have)/float64(max(all, 1)), runtime.NumGoroutine(), ms.HeapAlloc>>20, nw.sent.Load())
 
 		var total lookupStats
 		var reach, reachAll []float64
