@@ -1,0 +1,507 @@
+//go:build sim
+
+package testnet_test
+
+import (
+	"context"
+	"fmt"
+	mrand "math/rand/v2"
+	"net"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/libp2p/go-libp2p"
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/protocol"
+	"github.com/libp2p/go-libp2p/p2p/net/connmgr"
+	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
+
+	"github.com/nova-node/nova-node/agentcard"
+	"github.com/nova-node/nova-node/discovery"
+	"github.com/nova-node/nova-node/envelope"
+	nproto "github.com/nova-node/nova-node/protocol"
+	"github.com/nova-node/nova-node/tiers"
+)
+
+// The simulated swarm: every node is discovery (the Kademlia DHT under
+// /nova, name lookups, roster, refresh), the router (broadcasts over the
+// one GossipSub) and GossipSub, the production packages wired as node/
+// wires them, on a libp2p host whose only transport is QUIC over
+// go-libp2p's simulated network (x/simlibp2p, marcopolo/simnet), inside a
+// testing/synctest bubble: time is simulated, so minutes of churn run in
+// the seconds the CPU needs. See docs/simulation.md.
+
+const simSwarm = "sim"
+
+// simParams are the run's knobs, read from the environment.
+type simParams struct {
+	n        int // nodes online at any time
+	minutes  int // simulated minutes of churn
+	churn    int // percent of the nodes replaced each minute
+	lookups  int // name lookups per minute
+	bcasts   int // broadcasts per minute
+	warmup   time.Duration
+	seed     uint64
+	parallel int // lookups in flight at once
+	// connLow and connHigh are the connection manager's watermarks
+	// (a node's defaults are about 100 and 150).
+	connLow, connHigh int
+}
+
+// wallClock is the machine's monotonic clock in nanoseconds: inside a
+// synctest bubble time.Now is simulated, and the run's cost in real time
+// is read here.
+func wallClock() time.Duration {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return time.Duration(ts.Nano())
+}
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+func readSimParams() simParams {
+	return simParams{
+		n:        envInt("NOVA_SIM_N", 1000),
+		minutes:  envInt("NOVA_SIM_MINUTES", 5),
+		churn:    envInt("NOVA_SIM_CHURN_PCT", 10),
+		lookups:  envInt("NOVA_SIM_LOOKUPS", 200),
+		bcasts:   envInt("NOVA_SIM_BROADCASTS", 3),
+		warmup:   time.Duration(envInt("NOVA_SIM_WARMUP_S", 120)) * time.Second,
+		seed:     uint64(envInt("NOVA_SIM_SEED", 1)),
+		parallel: envInt("NOVA_SIM_PARALLEL", 20),
+		connLow:  envInt("NOVA_SIM_CONN_LOW", 100),
+		connHigh: envInt("NOVA_SIM_CONN_HIGH", 150),
+	}
+}
+
+// dhtCounter counts the DHT requests a node sends: every message written
+// on an outbound stream of nova's DHT protocol is one request (kad-dht
+// writes each message with one Write).
+type dhtCounter struct {
+	host.Host
+	sent atomic.Int64
+}
+
+func isDHT(pids []protocol.ID) bool {
+	for _, p := range pids {
+		if strings.HasPrefix(string(p), "/nova/") && strings.HasSuffix(string(p), "/kad/1.0.0") {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *dhtCounter) NewStream(ctx context.Context, p peer.ID, pids ...protocol.ID) (network.Stream, error) {
+	s, err := c.Host.NewStream(ctx, p, pids...)
+	if err != nil || !isDHT(pids) {
+		return s, err
+	}
+	return &countedStream{Stream: s, n: &c.sent}, nil
+}
+
+type countedStream struct {
+	network.Stream
+	n *atomic.Int64
+}
+
+func (s *countedStream) Write(b []byte) (int, error) {
+	s.n.Add(1)
+	return s.Stream.Write(b)
+}
+
+// simNode is one node of the simulated swarm, hosting one agent.
+type simNode struct {
+	idx    int
+	h      host.Host
+	dc     *dhtCounter
+	disc   *discovery.Service
+	r      *nproto.Router
+	reg    *agentcard.Registry
+	cancel context.CancelFunc
+	agent  string
+	busy   atomic.Bool // a lookup from this node is in flight
+}
+
+func (n *simNode) info() peer.AddrInfo { return peer.AddrInfo{ID: n.h.ID(), Addrs: n.h.Addrs()} }
+
+func (n *simNode) stop() {
+	_ = n.r.Close()
+	_ = n.disc.Close()
+	n.cancel()
+	_ = n.h.Close()
+}
+
+// sim is the swarm and what it measured.
+type sim struct {
+	t      *testing.T
+	p      simParams
+	nw     *packetNet
+	next   int // index of the next node: its IP and agent name
+	online []*simNode
+	rng    *mrand.Rand
+
+	mu   sync.Mutex
+	recv map[string]map[int]time.Time // broadcast id -> node idx -> delivery time
+}
+
+func (s *sim) start(boot []peer.AddrInfo) (*simNode, error) {
+	idx := s.next
+	s.next++
+	addr := fmt.Sprintf("/ip4/%s/udp/8000/quic-v1", ipFor(idx))
+	cm, err := connmgr.NewConnManager(s.p.connLow, s.p.connHigh, connmgr.WithGracePeriod(time.Minute))
+	if err != nil {
+		return nil, err
+	}
+	h, err := libp2p.New(
+		libp2p.ListenAddrStrings(addr),
+		quicOn(s.nw),
+		libp2p.DisableIdentifyAddressDiscovery(), // stalls synctest (x/simlibp2p)
+		libp2p.ResourceManager(&network.NullResourceManager{}),
+		libp2p.ConnectionManager(cm),
+	)
+	if err != nil {
+		return nil, err
+	}
+	key := h.Peerstore().PrivKey(h.ID())
+	ctx, cancel := context.WithCancel(context.Background())
+	n := &simNode{idx: idx, h: h, cancel: cancel, agent: fmt.Sprintf("s%d", idx)}
+	fail := func(err error) (*simNode, error) {
+		cancel()
+		_ = h.Close()
+		return nil, err
+	}
+	ps, err := pubsub.NewGossipSub(ctx, h, nproto.PubSubOptions(simSwarm, 1<<20)...)
+	if err != nil {
+		return fail(err)
+	}
+	n.reg = agentcard.NewRegistry(h.ID(), agentcard.WithRemoteTTL(discovery.DefaultTTL))
+	card := agentcard.Card{
+		ID: n.agent, Name: n.agent, Version: "1.0.0", Description: "simulated agent", Tier: tiers.L2,
+		Protocols: []string{"a2a/1.0"}, Endpoints: []agentcard.Endpoint{{Transport: "libp2p", Address: "/nova/a2a/1.0.0"}},
+		Capabilities: []agentcard.Capability{{ID: "echo", Name: "echo"}},
+	}
+	if _, err := n.reg.Register(card); err != nil {
+		return fail(err)
+	}
+	n.dc = &dhtCounter{Host: h}
+	n.disc, err = discovery.New(n.dc, key, simSwarm, n.reg, n.reg,
+		discovery.WithBootstrapPeers(boot), discovery.WithMDNS(false),
+		// The host's one address, polled: the kernel's address
+		// notifications (netlink) are real I/O, which never lets a
+		// synctest bubble's clock move.
+		discovery.WithInterfaceAddrs(func() ([]net.IP, error) { return []net.IP{ipFor(idx)}, nil }), discovery.WithTTL(discovery.DefaultTTL),
+		discovery.WithLogger(zap.NewNop().Sugar()))
+	if err != nil {
+		return fail(err)
+	}
+	n.r, err = nproto.New(h, n.reg, nproto.WithPubSub(ps, simSwarm), nproto.WithResolver(n.disc, 0),
+		nproto.WithMaxFrameSize(1<<20), nproto.WithRequestTimeout(10*time.Second))
+	if err != nil {
+		_ = n.disc.Close()
+		return fail(err)
+	}
+	n.r.Handle(n.agent, func(_ context.Context, env *envelope.Envelope) (any, error) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if m := s.recv[env.ID]; m != nil {
+			if _, dup := m[idx]; !dup {
+				m[idx] = time.Now()
+			}
+		}
+		return nil, nil
+	})
+	if err := n.disc.Start(ctx); err != nil {
+		n.stop()
+		return nil, err
+	}
+	if err := n.r.Start(ctx); err != nil {
+		n.stop()
+		return nil, err
+	}
+	return n, nil
+}
+
+// bootPeers picks up to three random online nodes.
+func (s *sim) bootPeers() []peer.AddrInfo {
+	var out []peer.AddrInfo
+	for _, i := range s.rng.Perm(len(s.online))[:min(3, len(s.online))] {
+		out = append(out, s.online[i].info())
+	}
+	return out
+}
+
+// join starts k nodes, each bootstrapping from three random online nodes.
+func (s *sim) join(k int) {
+	for range k {
+		n, err := s.start(s.bootPeers())
+		if err != nil {
+			s.t.Fatalf("sim: start node %d: %v", s.next-1, err)
+		}
+		s.online = append(s.online, n)
+	}
+}
+
+// leave stops k random online nodes.
+func (s *sim) leave(k int) {
+	s.rng.Shuffle(len(s.online), func(i, j int) { s.online[i], s.online[j] = s.online[j], s.online[i] })
+	for _, n := range s.online[:k] {
+		n.stop()
+	}
+	s.online = slices.Delete(s.online, 0, k)
+}
+
+// lookupStats gathers a minute's lookups.
+type lookupStats struct {
+	mu       sync.Mutex
+	ok, fail int
+	lat      []time.Duration
+	reqs     []int
+	errs     map[string]int
+}
+
+// lookups runs k lookups by name of random online agents from random
+// online nodes, at most par at once and one at a time per looking node
+// (so its DHT request count belongs to that lookup, plus whatever
+// background traffic the node sends meanwhile).
+func (s *sim) lookups(k, par int, st *lookupStats) {
+	sem := make(chan struct{}, par)
+	var wg sync.WaitGroup
+	for range k {
+		var from, to *simNode
+		for {
+			from, to = s.online[s.rng.IntN(len(s.online))], s.online[s.rng.IntN(len(s.online))]
+			if from != to && from.busy.CompareAndSwap(false, true) {
+				break
+			}
+		}
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem; from.busy.Store(false) }()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			before := from.dc.sent.Load()
+			t0 := time.Now()
+			cards, err := from.disc.FindByName(ctx, to.agent)
+			lat := time.Since(t0)
+			reqs := int(from.dc.sent.Load() - before)
+			found := err == nil && slices.ContainsFunc(cards, func(c agentcard.Card) bool { return c.Host == to.h.ID().String() })
+			st.mu.Lock()
+			defer st.mu.Unlock()
+			if found {
+				st.ok++
+				st.lat = append(st.lat, lat)
+				st.reqs = append(st.reqs, reqs)
+				return
+			}
+			st.fail++
+			msg := "found other hosts"
+			if err != nil {
+				msg = err.Error()
+				if len(msg) > 80 {
+					msg = msg[:80]
+				}
+			}
+			if st.errs == nil {
+				st.errs = map[string]int{}
+			}
+			st.errs[msg]++
+		})
+	}
+	wg.Wait()
+}
+
+// broadcast sends one broadcast from a random online node and returns
+// its id and the nodes online when it went out.
+func (s *sim) broadcast() (string, time.Time, []*simNode, error) {
+	from := s.online[s.rng.IntN(len(s.online))]
+	env, err := envelope.NewFactory().New(from.agent, envelope.Broadcast, envelope.TypeNotification, "sim")
+	if err != nil {
+		return "", time.Time{}, nil, err
+	}
+	s.mu.Lock()
+	s.recv[env.ID] = map[int]time.Time{}
+	s.mu.Unlock()
+	t0 := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := from.r.Send(ctx, env); err != nil {
+		return "", time.Time{}, nil, err
+	}
+	var to []*simNode
+	for _, n := range s.online {
+		if n != from {
+			to = append(to, n)
+		}
+	}
+	return env.ID, t0, to, nil
+}
+
+// converged reports how many (online node, online agent of another node)
+// pairs the node's registry holds, out of all.
+func (s *sim) converged() (have, all int) {
+	for _, n := range s.online {
+		for _, m := range s.online {
+			if n == m {
+				continue
+			}
+			all++
+			if _, ok := n.reg.Get(m.agent + "@" + m.h.ID().String()); ok {
+				have++
+			}
+		}
+	}
+	return have, all
+}
+
+func pct(ds []time.Duration, p float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	ds = slices.Clone(ds)
+	slices.Sort(ds)
+	return ds[min(len(ds)-1, int(float64(len(ds))*p))]
+}
+
+func pctInt(xs []int, p float64) int {
+	if len(xs) == 0 {
+		return 0
+	}
+	xs = slices.Clone(xs)
+	slices.Sort(xs)
+	return xs[min(len(xs)-1, int(float64(len(xs))*p))]
+}
+
+// TestSim1000Churn runs NOVA_SIM_N nodes (default 1,000) for
+// NOVA_SIM_MINUTES simulated minutes; each minute NOVA_SIM_CHURN_PCT
+// percent of them (default 10) leave and as many new ones join,
+// bootstrapping through three random online nodes. Each minute it
+// measures name lookups of random online agents from random online nodes
+// (success, simulated latency, DHT requests sent), broadcast reach to the
+// online nodes, and how much of the swarm every node's registry lists.
+// Run it with -tags sim (see docs/simulation.md).
+func TestSim1000Churn(t *testing.T) {
+	p := readSimParams()
+	wall := wallClock()
+	t.Logf("sim: %d nodes, %d minutes, %d%% churn per minute, %d lookups and %d broadcasts per minute, warm-up %s, connections %d-%d",
+		p.n, p.minutes, p.churn, p.lookups, p.bcasts, p.warmup, p.connLow, p.connHigh)
+	synctest.Test(t, func(t *testing.T) {
+		nw := newPacketNet(pairLatency)
+		s := &sim{t: t, p: p, nw: nw, rng: mrand.New(mrand.NewPCG(p.seed, 27)), recv: map[string]map[int]time.Time{}}
+		defer func() {
+			for _, n := range s.online {
+				n.stop()
+			}
+		}()
+		t0 := time.Now()
+		for s.next < p.n {
+			s.join(min(50, p.n-s.next))
+			time.Sleep(time.Second) // join in waves, as a swarm grows
+		}
+		t.Logf("sim: %d nodes started in %s simulated, %s wall", p.n, time.Since(t0).Round(time.Second), (wallClock() - wall).Round(time.Second))
+		time.Sleep(p.warmup)
+		have, all := s.converged()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		t.Logf("sim: after warm-up (%s wall): registries list %.2f%% of the online agents; %d goroutines, heap %d MB, simulated datagrams %d",
+			(wallClock() - wall).Round(time.Second), 100*float64(have)/float64(max(all, 1)), runtime.NumGoroutine(), ms.HeapAlloc>>20, nw.sent.Load())
+
+		var total lookupStats
+		var reach, reachAll []float64
+		var bcLat []time.Duration
+		k := p.n * p.churn / 100
+		for m := 1; m <= p.minutes; m++ {
+			start := time.Now()
+			s.leave(k)
+			s.join(k)
+			// New nodes publish as they start; lookups begin 10 s later.
+			time.Sleep(10 * time.Second)
+			var st lookupStats
+			s.lookups(p.lookups, p.parallel, &st)
+			type sent struct {
+				id string
+				at time.Time
+				to []*simNode
+			}
+			var bs []sent
+			for range p.bcasts {
+				id, at, to, err := s.broadcast()
+				if err != nil {
+					t.Errorf("sim: minute %d: broadcast: %v", m, err)
+					continue
+				}
+				bs = append(bs, sent{id, at, to})
+			}
+			time.Sleep(20 * time.Second)
+			minReach := 1.0
+			for _, b := range bs {
+				s.mu.Lock()
+				got := s.recv[b.id]
+				n := 0
+				for _, to := range b.to {
+					if at, ok := got[to.idx]; ok {
+						n++
+						bcLat = append(bcLat, at.Sub(b.at))
+					}
+				}
+				s.mu.Unlock()
+				r := float64(n) / float64(len(b.to))
+				reach = append(reach, r)
+				minReach = min(minReach, r)
+				if n == len(b.to) {
+					reachAll = append(reachAll, 1)
+				} else {
+					reachAll = append(reachAll, 0)
+				}
+			}
+			have, all := s.converged()
+			t.Logf("sim: minute %d: lookups %d/%d ok, p50 %s p99 %s, DHT requests p50 %d p99 %d; broadcasts min reach %.2f%%; registries list %.2f%% of online agents; wall %s; errors %v",
+				m, st.ok, st.ok+st.fail, pct(st.lat, .5), pct(st.lat, .99), pctInt(st.reqs, .5), pctInt(st.reqs, .99),
+				100*minReach, 100*float64(have)/float64(max(all, 1)), (wallClock() - wall).Round(time.Second), st.errs)
+			total.ok += st.ok
+			total.fail += st.fail
+			total.lat = append(total.lat, st.lat...)
+			total.reqs = append(total.reqs, st.reqs...)
+			if left := time.Minute - time.Since(start); left > 0 {
+				time.Sleep(left)
+			}
+		}
+		rate := float64(total.ok) / float64(max(total.ok+total.fail, 1))
+		full := 0.0
+		for _, r := range reachAll {
+			full += r
+		}
+		meanReach := 0.0
+		for _, r := range reach {
+			meanReach += r
+		}
+		t.Logf("sim: RESULT n=%d minutes=%d churn=%d%%/min: lookups %d/%d = %.3f%%, latency p50 %s p90 %s p99 %s max %s, DHT requests p50 %d p90 %d p99 %d; broadcasts %d, mean reach %.3f%%, all online reached in %.0f of %.0f, delivery p50 %s p99 %s; wall %s",
+			p.n, p.minutes, p.churn, total.ok, total.ok+total.fail, 100*rate,
+			pct(total.lat, .5), pct(total.lat, .9), pct(total.lat, .99), pct(total.lat, 1),
+			pctInt(total.reqs, .5), pctInt(total.reqs, .9), pctInt(total.reqs, .99),
+			len(reach), 100*meanReach/float64(max(len(reach), 1)), full, float64(len(reachAll)),
+			pct(bcLat, .5), pct(bcLat, .99), (wallClock() - wall).Round(time.Second))
+		if rate < 0.999 {
+			t.Errorf("sim: lookup success %.3f%%, goal ≥ 99.9%%", 100*rate)
+		}
+		if full < float64(len(reachAll)) {
+			t.Errorf("sim: %d of %d broadcasts missed an online node, goal 100%%", len(reachAll)-int(full), len(reachAll))
+		}
+	})
+}

@@ -1,0 +1,215 @@
+//go:build sim
+
+package testnet_test
+
+import (
+	"errors"
+	"hash/fnv"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/libp2p/go-libp2p"
+	"github.com/libp2p/go-libp2p/p2p/transport/quicreuse"
+	"github.com/quic-go/quic-go"
+	"go.uber.org/fx"
+)
+
+// packetNet is a simulated UDP network for QUIC: datagrams between its
+// endpoints arrive after a latency fixed per pair of addresses, or are
+// lost with probability loss, on simulated time inside a synctest bubble.
+// It stands in for go-libp2p's x/simlibp2p and marcopolo/simnet (which
+// this module does not require), without their bandwidth model: links are
+// as fast as the CPU.
+type packetNet struct {
+	latency func(from, to net.Addr) time.Duration
+	loss    func() bool // nil: no loss
+
+	mu    sync.Mutex
+	conns map[string]*packetConn
+
+	sent, lost, dropped atomic.Int64
+}
+
+func newPacketNet(latency func(from, to net.Addr) time.Duration) *packetNet {
+	return &packetNet{latency: latency, conns: map[string]*packetConn{}}
+}
+
+// listen opens the endpoint at addr.
+func (n *packetNet) listen(addr *net.UDPAddr) (*packetConn, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if _, ok := n.conns[addr.String()]; ok {
+		return nil, errors.New("packetnet: address in use: " + addr.String())
+	}
+	c := &packetConn{net: n, addr: addr, in: make(chan datagram, 1024), closed: make(chan struct{}), wake: make(chan struct{})}
+	n.conns[addr.String()] = c
+	return c, nil
+}
+
+type datagram struct {
+	b    []byte
+	from net.Addr
+}
+
+// packetConn is one endpoint: a net.PacketConn with a receive buffer of
+// 1,024 datagrams (a full buffer drops, as a UDP socket does).
+type packetConn struct {
+	net    *packetNet
+	addr   *net.UDPAddr
+	in     chan datagram
+	closed chan struct{}
+	once   sync.Once
+
+	mu       sync.Mutex
+	deadline chan struct{} // closed when the read deadline passes; nil: none
+	timer    *time.Timer
+	wake     chan struct{} // closed when the deadline changes
+}
+
+func (c *packetConn) ReadFrom(b []byte) (int, net.Addr, error) {
+	for {
+		c.mu.Lock()
+		dl, wake := c.deadline, c.wake
+		c.mu.Unlock()
+		select {
+		case d := <-c.in:
+			return copy(b, d.b), d.from, nil
+		case <-c.closed:
+			return 0, nil, net.ErrClosed
+		case <-dl:
+			return 0, nil, os.ErrDeadlineExceeded
+		case <-wake:
+		}
+	}
+}
+
+func (c *packetConn) WriteTo(b []byte, to net.Addr) (int, error) {
+	select {
+	case <-c.closed:
+		return 0, net.ErrClosed
+	default:
+	}
+	n := c.net
+	n.sent.Add(1)
+	if n.loss != nil && n.loss() {
+		n.lost.Add(1)
+		return len(b), nil
+	}
+	d := datagram{b: append([]byte(nil), b...), from: c.addr}
+	key := to.String()
+	time.AfterFunc(n.latency(c.addr, to), func() {
+		n.mu.Lock()
+		dst := n.conns[key]
+		n.mu.Unlock()
+		if dst == nil {
+			n.dropped.Add(1)
+			return
+		}
+		select {
+		case dst.in <- d:
+		case <-dst.closed:
+			n.dropped.Add(1)
+		default:
+			n.dropped.Add(1)
+		}
+	})
+	return len(b), nil
+}
+
+func (c *packetConn) Close() error {
+	c.once.Do(func() {
+		close(c.closed)
+		c.net.mu.Lock()
+		if c.net.conns[c.addr.String()] == c {
+			delete(c.net.conns, c.addr.String())
+		}
+		c.net.mu.Unlock()
+		c.mu.Lock()
+		if c.timer != nil {
+			c.timer.Stop()
+		}
+		c.mu.Unlock()
+	})
+	return nil
+}
+
+func (c *packetConn) LocalAddr() net.Addr { return c.addr }
+
+func (c *packetConn) SetDeadline(t time.Time) error { return c.SetReadDeadline(t) }
+
+func (c *packetConn) SetWriteDeadline(time.Time) error { return nil }
+
+func (c *packetConn) SetReadDeadline(t time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.timer != nil {
+		c.timer.Stop()
+		c.timer = nil
+	}
+	close(c.wake)
+	c.wake = make(chan struct{})
+	if t.IsZero() {
+		c.deadline = nil
+		return nil
+	}
+	ch := make(chan struct{})
+	c.deadline = ch
+	if d := time.Until(t); d <= 0 {
+		close(ch)
+	} else {
+		c.timer = time.AfterFunc(d, func() { close(ch) })
+	}
+	return nil
+}
+
+// sourceIP makes quicreuse dial from the listening address (the one
+// address of a simulated host).
+type sourceIP struct{ ip atomic.Pointer[net.IP] }
+
+func (s *sourceIP) PreferredSourceIPForDestination(*net.UDPAddr) (net.IP, error) {
+	return *s.ip.Load(), nil
+}
+
+// quicOn makes a libp2p host's QUIC transport listen and dial on the
+// simulated network (as x/simlibp2p's QUICSimnet does on simnet).
+func quicOn(pn *packetNet) libp2p.Option {
+	src := &sourceIP{}
+	return libp2p.QUICReuse(
+		func(l fx.Lifecycle, reset quic.StatelessResetKey, token quic.TokenGeneratorKey, opts ...quicreuse.Option) (*quicreuse.ConnManager, error) {
+			cm, err := quicreuse.NewConnManager(reset, token, opts...)
+			if err != nil {
+				return nil, err
+			}
+			l.Append(fx.StopHook(cm.Close)) // a conn manager passed in is not closed by the host
+			return cm, nil
+		},
+		quicreuse.OverrideSourceIPSelector(func() (quicreuse.SourceIPSelector, error) { return src, nil }),
+		quicreuse.OverrideListenUDP(func(_ string, addr *net.UDPAddr) (net.PacketConn, error) {
+			src.ip.Store(&addr.IP)
+			return pn.listen(addr)
+		}),
+	)
+}
+
+// ipFor is the simulated address of node idx: a public IPv4 address, so
+// the DHT treats its peers as it treats peers on the internet.
+func ipFor(idx int) net.IP { return net.IPv4(1, byte(idx>>16), byte(idx>>8), byte(idx)).To4() }
+
+// pairLatency is the one-way latency between two simulated addresses:
+// 10 to 70 ms, fixed per pair and the same both ways, so round trips
+// range over 20 to 140 ms, as between hosts of one continent and across
+// an ocean.
+func pairLatency(from, to net.Addr) time.Duration {
+	a, b := from.String(), to.String()
+	if a > b {
+		a, b = b, a
+	}
+	h := fnv.New32a()
+	h.Write([]byte(a))
+	h.Write([]byte{0})
+	h.Write([]byte(b))
+	return 10*time.Millisecond + time.Duration(h.Sum32()%61)*time.Millisecond
+}
