@@ -567,7 +567,7 @@ func (r *Router) refuseStream(st network.Stream, p peer.ID, err error) {
 func (r *Router) acceptCards(p peer.ID, cards [][]byte) error {
 	opened := make([]agentcard.Card, 0, len(cards))
 	for _, b := range cards {
-		c, signer, err := agentcard.Open(b) // also validates the card
+		c, signer, err := r.opener.Open(b) // also validates the card; a card seen before is not verified again
 		if err != nil {
 			return fmt.Errorf("card presented by %s refused: %w", shortID(p), err)
 		}

@@ -60,6 +60,7 @@ type Router struct {
 	key     crypto.PrivKey
 	o       options
 	log     *zap.SugaredLogger
+	opener  *agentcard.Opener // the signed cards of hellos, verified once per distinct card
 
 	mu            orderedMutex[lockRouter]
 	started       bool
@@ -209,6 +210,7 @@ func New(h host.Host, reg *agentcard.Registry, opts ...Option) (*Router, error) 
 	}
 	return &Router{
 		h:             h,
+		opener:        agentcard.NewOpener(0),
 		self:          h.ID(),
 		selfStr:       h.ID().String(),
 		peerIDs:       newBounded[string, peer.ID](4096),
