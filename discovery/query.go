@@ -37,6 +37,14 @@ const (
 	capabilityQuorum = 5
 	// rpcTimeout bounds one DHT request to one peer within a lookup.
 	rpcTimeout = 5 * time.Second
+	// quorumGrace is how long a provider query waits for the rest of its
+	// quorum once a first peer answered with providers: that long, or
+	// three times what the first answer took, whichever is more. A closest
+	// peer that left without closing its connection (a laptop asleep)
+	// would otherwise hold the lookup for rpcTimeout; the providers
+	// already found are being resolved meanwhile, and a lookup that gets
+	// no card from them runs the full query.
+	quorumGrace = 100 * time.Millisecond
 )
 
 // messenger returns a kad-dht protocol messenger on the DHT's own message
@@ -57,7 +65,9 @@ func messenger(d *dht.IpfsDHT) *pb.ProtocolMessenger {
 // closest to the key and moving to the closer peers they name, among the
 // [queryK] closest it has heard of; it also ends when those have all
 // answered or failed. This node's own provider store counts as one
-// answer. found is called on the query's goroutine for every new provider
+// answer. Once one peer answered with providers, the others have
+// [quorumGrace] (or three times the first answer's wait) to complete the
+// quorum. found is called on the query's goroutine for every new provider
 // other than this node, as soon as it arrives, with the addresses the
 // answering peer gave (also added to the peerstore for a while, as
 // kad-dht does). It returns how many peers answered with providers.
@@ -134,7 +144,14 @@ func (s *Service) quickProviders(ctx context.Context, d *dht.IpfsDHT, key string
 	defer func() { cancel(); wg.Wait() }()
 	answers := make(chan answer)
 	inflight := 0
+	start := time.Now()
+	var grace <-chan time.Time // armed by the first answer with providers
 	for withProviders < quorum {
+		if withProviders > 0 && grace == nil {
+			t := time.NewTimer(max(quorumGrace, 3*time.Since(start)))
+			defer t.Stop()
+			grace = t.C
+		}
 		for i := 0; i < len(order) && i < queryK && inflight < queryAlpha; i++ {
 			p := order[i]
 			if peers[p] != heard {
@@ -158,6 +175,8 @@ func (s *Service) quickProviders(ctx context.Context, d *dht.IpfsDHT, key string
 		var a answer
 		select {
 		case a = <-answers:
+		case <-grace:
+			return withProviders
 		case <-ctx.Done():
 			return withProviders
 		}
