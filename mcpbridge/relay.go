@@ -194,7 +194,8 @@ func (t notifyTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if err != nil {
 		return nil, err
 	}
-	nc := &notifyConn{Connection: c, ln: t.ln, on: t.on, waiting: map[string]chan *jsonrpc.Response{}, done: make(chan struct{})}
+	nc := &notifyConn{Connection: c, ln: t.ln, on: t.on}
+	nc.init("nova-b")
 	t.ln.onRead = true
 	t.ln.conn = nc
 	return nc, nil
@@ -207,11 +208,7 @@ type notifyConn struct {
 	ln *link
 	on func(*link, *jsonrpc.Request)
 
-	mu      sync.Mutex
-	waiting map[string]chan *jsonrpc.Response // call's calls in flight, by id
-	ended   error
-	done    chan struct{}
-	next    atomic.Uint64
+	pending // call's calls in flight
 }
 
 func (c *notifyConn) Read(ctx context.Context) (jsonrpc.Message, error) {
@@ -240,87 +237,25 @@ func (c *notifyConn) Close() error {
 	return c.Connection.Close()
 }
 
-func (c *notifyConn) end(err error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.ended == nil {
-		c.ended = err
-		close(c.done)
-	}
-}
-
-// answer hands r to the call waiting for it, if any.
-func (c *notifyConn) answer(r *jsonrpc.Response) bool {
-	id, ok := r.ID.Raw().(string)
-	if !ok {
-		return false
-	}
-	c.mu.Lock()
-	ch, ok := c.waiting[id]
-	delete(c.waiting, id)
-	c.mu.Unlock()
-	if ok {
-		ch <- r
-	}
-	return ok
-}
-
 // call sends a request for method with params under an id of its own (a
 // string; the go-sdk's are numbers) and waits for its answer, telling the
 // server with notifications/cancelled when ctx ends first.
 func (c *notifyConn) call(ctx context.Context, method string, params any) (json.RawMessage, error) {
-	id := "nova-b" + strconv.FormatUint(c.next.Add(1), 10)
 	raw, err := json.Marshal(params)
 	if err != nil {
 		return nil, fmt.Errorf("mcpbridge: encode %s: %w", method, err)
 	}
-	req := &jsonrpc.Request{ID: mustID(id), Method: method, Params: raw}
-	ch := make(chan *jsonrpc.Response, 1)
-	c.mu.Lock()
-	if c.ended != nil {
-		err := c.ended
-		c.mu.Unlock()
-		return nil, fmt.Errorf("%w: calling %q: %v", mcp.ErrConnectionClosed, method, err)
-	}
-	c.waiting[id] = ch
-	c.mu.Unlock()
-	forget := func() {
-		c.mu.Lock()
-		delete(c.waiting, id)
-		c.mu.Unlock()
-	}
-	if err := c.Connection.Write(ctx, req); err != nil {
-		forget()
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
+	return c.pending.call(ctx, method, func(id string) error {
+		return c.Connection.Write(ctx, &jsonrpc.Request{ID: mustID(id), Method: method, Params: raw})
+	}, func(id string) {
+		p, err := json.Marshal(&mcp.CancelledParams{RequestID: id, Reason: ctx.Err().Error()})
+		if err == nil {
+			n := &jsonrpc.Request{Method: "notifications/cancelled", Params: p}
+			wctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = c.Connection.Write(wctx, n)
 		}
-		return nil, fmt.Errorf("%w: calling %q: %v", mcp.ErrConnectionClosed, method, err)
-	}
-	select {
-	case r := <-ch:
-		if r.Error != nil {
-			return nil, fmt.Errorf("calling %q: %w", method, r.Error)
-		}
-		return r.Result, nil
-	case <-ctx.Done():
-		forget()
-		go func() {
-			p, err := json.Marshal(&mcp.CancelledParams{RequestID: id, Reason: ctx.Err().Error()})
-			if err == nil {
-				n := &jsonrpc.Request{Method: "notifications/cancelled", Params: p}
-				wctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				defer cancel()
-				_ = c.Connection.Write(wctx, n)
-			}
-		}()
-		return nil, ctx.Err()
-	case <-c.done:
-		forget()
-		c.mu.Lock()
-		err := c.ended
-		c.mu.Unlock()
-		return nil, fmt.Errorf("%w: calling %q: %v", mcp.ErrConnectionClosed, method, err)
-	}
+	})
 }
 
 func mustID(s string) jsonrpc.ID {

@@ -10,7 +10,6 @@ import (
 	"io"
 	"strconv"
 	"sync"
-	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -127,15 +126,13 @@ type lineConn struct {
 
 	hosted func(*jsonrpc.Request) bool // consumes what it answers itself
 
-	mu      sync.Mutex
-	waiting map[string]chan *jsonrpc.Response // lineCall's calls in flight, by id
-	ended   error                             // why the connection ended; nil while open
-	next    atomic.Uint64
-	done    chan struct{} // closed when the connection ends
+	pending // call's calls in flight
 }
 
 func newLineConn(rwc io.ReadWriteCloser) *lineConn {
-	return &lineConn{rwc: rwc, max: MaxLine, r: bufio.NewReaderSize(rwc, lineBuffer), waiting: map[string]chan *jsonrpc.Response{}, done: make(chan struct{})}
+	c := &lineConn{rwc: rwc, max: MaxLine, r: bufio.NewReaderSize(rwc, lineBuffer)}
+	c.init("n")
+	return c
 }
 
 // lineTransport connects an MCP session to c.
@@ -215,22 +212,6 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	}
 }
 
-// answer hands r to the lineCall waiting for it, if any.
-func (c *lineConn) answer(r *jsonrpc.Response) bool {
-	id, ok := r.ID.Raw().(string)
-	if !ok {
-		return false
-	}
-	c.mu.Lock()
-	ch, ok := c.waiting[id]
-	delete(c.waiting, id)
-	c.mu.Unlock()
-	if ok {
-		ch <- r
-	}
-	return ok
-}
-
 // Write sends one message.
 func (c *lineConn) Write(ctx context.Context, m jsonrpc.Message) error {
 	if err := ctx.Err(); err != nil {
@@ -266,20 +247,6 @@ func (c *lineConn) writeResult(id jsonrpc.ID, result []byte) error {
 	})
 }
 
-// end records why the connection ended and fails the calls in flight.
-func (c *lineConn) end(err error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.ended != nil {
-		return
-	}
-	if err == nil {
-		err = io.EOF
-	}
-	c.ended = err
-	close(c.done)
-}
-
 // Close ends the connection and its stream.
 func (c *lineConn) Close() error {
 	c.end(mcp.ErrConnectionClosed)
@@ -290,56 +257,22 @@ func (c *lineConn) Close() error {
 // own (a string; the go-sdk's are numbers) and waits for its answer. When
 // ctx ends first, the peer is told with notifications/cancelled.
 func (c *lineConn) call(ctx context.Context, method string, params []byte) (json.RawMessage, error) {
-	id := "n" + strconv.FormatUint(c.next.Add(1), 10)
-	ch := make(chan *jsonrpc.Response, 1)
-	c.mu.Lock()
-	if c.ended != nil {
-		err := c.ended
-		c.mu.Unlock()
-		return nil, fmt.Errorf("%w: calling %q: %v", mcp.ErrConnectionClosed, method, err)
-	}
-	c.waiting[id] = ch
-	c.mu.Unlock()
-	forget := func() {
-		c.mu.Lock()
-		delete(c.waiting, id)
-		c.mu.Unlock()
-	}
-	err := c.writeLine(func(b []byte) []byte {
-		b = append(b, `{"jsonrpc":"2.0","id":`...)
-		b = strconv.AppendQuote(b, id)
-		b = append(b, `,"method":`...)
-		b = strconv.AppendQuote(b, method)
-		b = append(b, `,"params":`...)
-		b = append(b, params...)
-		return append(b, '}')
+	return c.pending.call(ctx, method, func(id string) error {
+		return c.writeLine(func(b []byte) []byte {
+			b = append(b, `{"jsonrpc":"2.0","id":`...)
+			b = strconv.AppendQuote(b, id)
+			b = append(b, `,"method":`...)
+			b = strconv.AppendQuote(b, method)
+			b = append(b, `,"params":`...)
+			b = append(b, params...)
+			return append(b, '}')
+		})
+	}, func(id string) {
+		cp, _ := json.Marshal(&mcp.CancelledParams{RequestID: id, Reason: ctx.Err().Error()})
+		c.wmu.Lock()
+		defer c.wmu.Unlock()
+		_ = c.writeLineLocked(cp)
 	})
-	if err != nil {
-		forget()
-		return nil, fmt.Errorf("%w: calling %q: %v", mcp.ErrConnectionClosed, method, err)
-	}
-	select {
-	case r := <-ch:
-		if r.Error != nil {
-			return nil, fmt.Errorf("calling %q: %w", method, r.Error)
-		}
-		return r.Result, nil
-	case <-ctx.Done():
-		forget()
-		go func() {
-			cp, _ := json.Marshal(&mcp.CancelledParams{RequestID: id, Reason: ctx.Err().Error()})
-			c.wmu.Lock()
-			defer c.wmu.Unlock()
-			_ = c.writeLineLocked(cp)
-		}()
-		return nil, ctx.Err()
-	case <-c.done:
-		forget()
-		c.mu.Lock()
-		err := c.ended
-		c.mu.Unlock()
-		return nil, fmt.Errorf("%w: calling %q: %v", mcp.ErrConnectionClosed, method, err)
-	}
 }
 
 // writeLineLocked writes a notifications/cancelled with params p; c.wmu
