@@ -53,18 +53,27 @@ func TestLookupOfAHostThatDoesNotServe(t *testing.T) {
 	}
 }
 
-// TestCapabilityLookupTakesHeldCards: with the lookup cache off, a
-// capability lookup still reads every matching host's index, but takes
-// the cards it already holds at the revision the index lists instead of
-// reading them again; a card whose host lists a new revision is read
-// again, and the lookup returns the new one.
-func TestCapabilityLookupTakesHeldCards(t *testing.T) {
+// uncachedSwarm is six published nodes with the lookup cache and the
+// roster off, so every capability lookup asks the network, and checks
+// for leaked goroutines at the end.
+func uncachedSwarm(t *testing.T) []*testNode {
+	t.Helper()
 	checkLeaks(t)
 	tm := slow
 	tm.cache = 0
 	nodes := network(t, 6, tm, discovery.WithRosterInterval(0))
 	waitRoutingTables(t, nodes, 3)
 	publishAll(t, nodes)
+	return nodes
+}
+
+// TestCapabilityLookupTakesHeldCards: with the lookup cache off, a
+// capability lookup still reads every matching host's index, but takes
+// the cards it already holds at the revision the index lists instead of
+// reading them again; a card whose host lists a new revision is read
+// again, and the lookup returns the new one.
+func TestCapabilityLookupTakesHeldCards(t *testing.T) {
+	nodes := uncachedSwarm(t)
 	q := nodes[0]
 	if cards, err := q.svc.FindByCapability(t.Context(), "echo"); err != nil || len(cards) != len(nodes)-1 {
 		t.Fatalf("first FindByCapability(echo) = %d cards, %v", len(cards), err)
@@ -117,12 +126,7 @@ func serveAs(n *testNode, count uint64, recs ...[]byte) {
 // more records than allowed is read with GET_VALUE instead, and every
 // lookup returns only the genuine cards, one per provider.
 func TestCapabilityLookupReadsServedRecords(t *testing.T) {
-	checkLeaks(t)
-	tm := slow
-	tm.cache = 0
-	nodes := network(t, 6, tm, discovery.WithRosterInterval(0))
-	waitRoutingTables(t, nodes, 3)
-	publishAll(t, nodes)
+	nodes := uncachedSwarm(t)
 	q := nodes[0]
 	check := func(what string) {
 		t.Helper()
