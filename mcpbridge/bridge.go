@@ -659,7 +659,7 @@ func (b *Bridge) Metrics() MetricsSnapshot { return b.reg.Metrics().Snapshot() }
 func (b *Bridge) callEntry(ctx context.Context, e Entry, as string, args json.RawMessage) (*mcp.CallToolResult, error) {
 	if e.Local {
 		agent, _, _ := SplitCanonical(e.remote)
-		if _, err := b.authorize(b.self, as, agent); err != nil {
+		if err := b.authorize(b.self, as, agent); err != nil {
 			return nil, RPCError(err)
 		}
 		res, err := b.reg.CallTool(ctx, e.remote, args)
@@ -727,7 +727,7 @@ func (b *Bridge) callRemote(ctx context.Context, e Entry, as string, args json.R
 		return nil, nil, err
 	}
 	var out mcp.CallToolResult
-	if err := json.Unmarshal(raw, &out); err != nil {
+	if err := decodeToolResult(raw, &out); err != nil {
 		// A server's result crosses undecoded: one the SDK cannot read
 		// (an unknown content type) fails the call like a failing tool.
 		bad := toMCPResult(Result{IsError: true, Error: &ToolError{ErrCode: CodeToolFailed, Message: "the tool's result is malformed: " + err.Error(), Agent: e.Agent, Tool: e.Canonical}}, hasSchema(e.output))
@@ -779,7 +779,7 @@ func (b *Bridge) read(ctx context.Context, e Entry, uri string, local func(conte
 	as := b.cfg.As()
 	if e.Local {
 		agent := strings.SplitN(e.Agent, "@", 2)[0]
-		if _, err := b.authorize(b.self, as, agent); err != nil {
+		if err := b.authorize(b.self, as, agent); err != nil {
 			return nil, RPCError(err)
 		}
 		rc, err := local(ctx)
@@ -820,7 +820,7 @@ func (b *Bridge) promptEntry(ctx context.Context, e Entry, args map[string]strin
 	as := b.cfg.As()
 	if e.Local {
 		agent, _, _ := SplitCanonical(e.remote)
-		if _, err := b.authorize(b.self, as, agent); err != nil {
+		if err := b.authorize(b.self, as, agent); err != nil {
 			return nil, RPCError(err)
 		}
 		res, err := b.reg.GetPromptResult(ctx, e.remote, args)

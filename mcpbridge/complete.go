@@ -121,7 +121,7 @@ func (b *Bridge) completeFace(ctx context.Context, req *mcp.CompleteRequest) (*m
 	as := b.cfg.As()
 	if e.Local {
 		agent := strings.SplitN(e.Agent, "@", 2)[0]
-		if _, err := b.authorize(b.self, as, agent); err != nil {
+		if err := b.authorize(b.self, as, agent); err != nil {
 			return nil, RPCError(err)
 		}
 		res, err := b.reg.Complete(ctx, &q)
@@ -153,7 +153,7 @@ func (b *Bridge) completePeer(p peer.ID) func(context.Context, *mcp.CompleteRequ
 			}
 			return nil, resourceNotFound(req.Params.Ref.URI)
 		}
-		if _, err := b.authorize(p, metaCaller(req), agent); err != nil {
+		if err := b.authorize(p, metaCaller(req), agent); err != nil {
 			return nil, RPCError(err)
 		}
 		q := *req.Params

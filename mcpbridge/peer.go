@@ -168,7 +168,7 @@ func (b *Bridge) fillPeerServer(srv *mcp.Server, p peer.ID) {
 		r := r
 		srv.AddResource(&mcp.Resource{URI: r.URI, Name: r.Name, MIMEType: r.MIMEType, Meta: mcp.Meta{"nova/agent": r.Agent}},
 			func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-				if _, err := b.authorize(p, metaCaller(req), r.Agent); err != nil {
+				if err := b.authorize(p, metaCaller(req), r.Agent); err != nil {
 					return nil, RPCError(err)
 				}
 				rc, err := b.reg.ReadResource(ctx, r.URI)
@@ -188,7 +188,7 @@ func (b *Bridge) fillPeerServer(srv *mcp.Server, p peer.ID) {
 		tm := tm
 		srv.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: tm.URITemplate, Name: tm.Name, Description: tm.Description, MIMEType: tm.MIMEType, Meta: mcp.Meta{"nova/agent": tm.Agent}},
 			func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-				if _, err := b.authorize(p, metaCaller(req), tm.Agent); err != nil {
+				if err := b.authorize(p, metaCaller(req), tm.Agent); err != nil {
 					return nil, RPCError(err)
 				}
 				rc, err := b.reg.ReadTemplate(ctx, tm.URITemplate, req.Params.URI)
@@ -207,7 +207,7 @@ func (b *Bridge) fillPeerServer(srv *mcp.Server, p peer.ID) {
 		pr := pr
 		srv.AddPrompt(&mcp.Prompt{Name: pr.Canonical, Title: pr.Canonical, Description: pr.Description, Arguments: promptArgs(pr.Arguments), Meta: mcp.Meta{"nova/agent": pr.Agent}},
 			func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
-				if _, err := b.authorize(p, metaCaller(req), pr.Agent); err != nil {
+				if err := b.authorize(p, metaCaller(req), pr.Agent); err != nil {
 					return nil, RPCError(err)
 				}
 				out, err := b.reg.GetPromptResult(ctx, pr.Canonical, req.Params.Arguments)
@@ -263,16 +263,17 @@ func safeAddTool(srv *mcp.Server, t *mcp.Tool, h mcp.ToolHandler) (ok bool) {
 
 // authorize checks a call from the claimed caller on peer p to a local
 // agent's item: caller hosted by p, tier and sandbox rules.
-func (b *Bridge) authorize(p peer.ID, caller, agent string) (agentcard.Card, error) {
-	c, err := b.pol.Caller(p, caller)
+// It reads the cards in place (no copies: it runs on every call).
+func (b *Bridge) authorize(p peer.ID, caller, agent string) error {
+	c, err := b.pol.resolveCaller(p, caller)
 	if err != nil {
-		return c, err
+		return b.pol.refuse(err, p)
 	}
-	target, ok := b.pol.Cards.Get(agent)
+	target, ok := b.pol.Cards.GetShared(agent)
 	if !ok || target.Host != b.self.String() {
-		return c, &agentcard.NotFoundError{Query: agent}
+		return &agentcard.NotFoundError{Query: agent}
 	}
-	return c, b.pol.Check(p, c, target)
+	return b.pol.Check(p, c, target)
 }
 
 // peerMiddleware filters list results by [Policy.Visible] for the caller
@@ -600,7 +601,7 @@ func (b *Bridge) servedServers() map[*mcp.Server]peer.ID {
 // maxPeerResult becomes an isError result with RESULT_TOO_LARGE, for this
 // call alone. The error is a JSON-RPC error with the code.
 func (b *Bridge) peerToolCall(ctx context.Context, p peer.ID, t ToolInfo, caller string, rl *relay, args json.RawMessage) ([]byte, error) {
-	if _, err := b.authorize(p, caller, t.Agent); err != nil {
+	if err := b.authorize(p, caller, t.Agent); err != nil {
 		return nil, RPCError(err)
 	}
 	res, err := b.reg.CallTool(withRelay(ctx, rl), t.Canonical, args)

@@ -122,16 +122,18 @@ func (pol *Policy) Caller(p peer.ID, claimed string) (agentcard.Card, error) {
 	if err != nil {
 		return c, pol.refuse(err, p)
 	}
-	return c, nil
+	return c.Clone(), nil
 }
 
-// resolveCaller is [Policy.Caller] without telling Security of a refusal:
-// lists use it, as hiding items from an unknown caller is no violation.
+// resolveCaller is [Policy.Caller] without telling Security of a refusal
+// (lists use it, as hiding items from an unknown caller is no violation)
+// and without the copy: the card shares its slices with the registry, and
+// the caller must not modify their elements (see agentcard's GetShared).
 func (pol *Policy) resolveCaller(p peer.ID, claimed string) (agentcard.Card, error) {
 	if claimed == "" {
 		return agentcard.Card{}, &callerError{Caller: claimed, Peer: p, Reason: "no calling agent in _meta." + MetaCaller}
 	}
-	c, err := pol.Cards.Resolve(claimed)
+	c, _, err := pol.Cards.ResolveShared(claimed)
 	if err != nil {
 		return agentcard.Card{}, &callerError{Caller: claimed, Peer: p, Reason: err.Error()}
 	}

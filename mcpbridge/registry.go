@@ -519,11 +519,10 @@ func (r *Registry) CallTool(ctx context.Context, name string, args json.RawMessa
 	if t := bytes.TrimSpace(args); len(t) == 0 || string(t) == "null" {
 		args = json.RawMessage(`{}`) // no arguments
 	} else {
-		var obj map[string]json.RawMessage
 		if !json.Valid(args) {
 			return Result{}, &ArgumentsError{Tool: info.Canonical, Reason: "not valid JSON"}
 		}
-		if err := json.Unmarshal(args, &obj); err != nil || obj == nil {
+		if t[0] != '{' { // valid JSON: an object is what starts with '{'
 			return Result{}, &ArgumentsError{Tool: info.Canonical, Reason: "not a JSON object"}
 		}
 		args = cloneRaw(args)

@@ -262,7 +262,7 @@ func (b *Bridge) subscribeUp(ctx context.Context, e Entry, on bool) error {
 			return b.reg.UnsubscribeResource(ctx, e.remote)
 		}
 		agent := strings.SplitN(e.Agent, "@", 2)[0]
-		if _, err := b.authorize(b.self, as, agent); err != nil {
+		if err := b.authorize(b.self, as, agent); err != nil {
 			return err
 		}
 		return b.reg.SubscribeResource(ctx, e.remote)
@@ -353,7 +353,7 @@ func (b *Bridge) peerSubscribe(p peer.ID, ps *peerSubs) func(context.Context, *m
 		if agent == "" {
 			return resourceNotFound(uri)
 		}
-		if _, err := b.authorize(p, metaCaller(req), agent); err != nil {
+		if err := b.authorize(p, metaCaller(req), agent); err != nil {
 			return RPCError(err)
 		}
 		b.subMu.Lock()
