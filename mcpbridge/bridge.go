@@ -75,6 +75,7 @@ type Bridge struct {
 	cfg    Config
 	h      host.Host
 	self   peer.ID
+	selfID string // self.String(), which encodes it anew on every call
 	reg    *Registry
 	pol    *Policy
 	client *mcp.Client
@@ -132,7 +133,7 @@ func New(cfg Config) (*Bridge, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	b := &Bridge{
-		cfg: cfg, h: cfg.Host, self: cfg.Host.ID(), reg: cfg.Registry, pol: cfg.Policy,
+		cfg: cfg, h: cfg.Host, self: cfg.Host.ID(), selfID: cfg.Host.ID().String(), reg: cfg.Registry, pol: cfg.Policy,
 		ctx: ctx, cancel: cancel, kick: make(chan struct{}, 1),
 		served: map[*mcp.Server]peer.ID{}, servedItems: map[*mcp.Server]servedItems{},
 		peers: map[peer.ID]*peerConn{}, dialing: map[peer.ID]chan struct{}{},

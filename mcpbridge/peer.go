@@ -14,6 +14,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	segjson "github.com/segmentio/encoding/json"
 
 	"github.com/nova-node/nova-node/agentcard"
 )
@@ -270,7 +271,7 @@ func (b *Bridge) authorize(p peer.ID, caller, agent string) error {
 		return b.pol.refuse(err, p)
 	}
 	target, ok := b.pol.Cards.GetShared(agent)
-	if !ok || target.Host != b.self.String() {
+	if !ok || target.Host != b.selfID {
 		return &agentcard.NotFoundError{Query: agent}
 	}
 	return b.pol.Check(p, c, target)
@@ -690,7 +691,8 @@ func (b *Bridge) hostCalls(sctx context.Context, lc *lineConn, p peer.ID, srv *m
 // hostedToolCall runs a peer's tools/call of a tool that srv serves.
 func (b *Bridge) hostedToolCall(ctx context.Context, p peer.ID, srv *mcp.Server, ss *mcp.ServerSession, params json.RawMessage) ([]byte, error) {
 	var c hostedCall
-	if err := json.Unmarshal(params, &c); err != nil {
+	// As the go-sdk's server reads params: its JSON library, its flags.
+	if _, err := segjson.Parse(params, &c, segjson.DontMatchCaseInsensitiveStructFields); err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "invalid tools/call params: " + err.Error()}
 	}
 	b.mu.Lock()

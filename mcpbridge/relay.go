@@ -246,6 +246,14 @@ func (c *notifyConn) call(ctx context.Context, method string, params any) (json.
 		return nil, fmt.Errorf("mcpbridge: encode %s: %w", method, err)
 	}
 	return c.pending.call(ctx, method, func(id string) error {
+		if lc, ok := c.Connection.(*lineConn); ok {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			// A stdio server: the request is written as one line, without
+			// the go-sdk's encoder re-encoding params it was given as JSON.
+			return lc.writeRequest(id, method, raw)
+		}
 		return c.Connection.Write(ctx, &jsonrpc.Request{ID: mustID(id), Method: method, Params: raw})
 	}, func(id string) {
 		p, err := json.Marshal(&mcp.CancelledParams{RequestID: id, Reason: ctx.Err().Error()})

@@ -247,6 +247,19 @@ func (c *lineConn) writeResult(id jsonrpc.ID, result []byte) error {
 	})
 }
 
+// writeRequest writes a request for method with params (JSON) under id.
+func (c *lineConn) writeRequest(id, method string, params []byte) error {
+	return c.writeLine(func(b []byte) []byte {
+		b = append(b, `{"jsonrpc":"2.0","id":`...)
+		b = strconv.AppendQuote(b, id)
+		b = append(b, `,"method":`...)
+		b = strconv.AppendQuote(b, method)
+		b = append(b, `,"params":`...)
+		b = append(b, params...)
+		return append(b, '}')
+	})
+}
+
 // Close ends the connection and its stream.
 func (c *lineConn) Close() error {
 	c.end(mcp.ErrConnectionClosed)
@@ -258,15 +271,7 @@ func (c *lineConn) Close() error {
 // ctx ends first, the peer is told with notifications/cancelled.
 func (c *lineConn) call(ctx context.Context, method string, params []byte) (json.RawMessage, error) {
 	return c.pending.call(ctx, method, func(id string) error {
-		return c.writeLine(func(b []byte) []byte {
-			b = append(b, `{"jsonrpc":"2.0","id":`...)
-			b = strconv.AppendQuote(b, id)
-			b = append(b, `,"method":`...)
-			b = strconv.AppendQuote(b, method)
-			b = append(b, `,"params":`...)
-			b = append(b, params...)
-			return append(b, '}')
-		})
+		return c.writeRequest(id, method, params)
 	}, func(id string) {
 		cp, _ := json.Marshal(&mcp.CancelledParams{RequestID: id, Reason: ctx.Err().Error()})
 		c.wmu.Lock()
