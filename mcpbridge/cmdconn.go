@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"os/exec"
+	"sync"
 	"syscall"
 	"time"
 
@@ -44,15 +45,35 @@ type processPipes struct {
 	stdout    io.Reader
 	stdin     io.WriteCloser
 	terminate time.Duration
+
+	closeOnce sync.Once
+	closeErr  error
 }
 
 func (p *processPipes) Read(b []byte) (int, error)  { return p.stdout.Read(b) }
 func (p *processPipes) Write(b []byte) (int, error) { return p.stdin.Write(b) }
 
+// writeBy writes b to the server's stdin, giving up at deadline (a pipe
+// supports write deadlines; anything else writes without one).
+func (p *processPipes) writeBy(b []byte, deadline time.Time) (int, error) {
+	d, ok := p.stdin.(interface{ SetWriteDeadline(time.Time) error })
+	if !ok || d.SetWriteDeadline(deadline) != nil {
+		return p.stdin.Write(b)
+	}
+	defer func() { _ = d.SetWriteDeadline(time.Time{}) }()
+	return p.stdin.Write(b)
+}
+
 // Close ends the server as MCP's stdio transport asks: closes its stdin,
 // waits for it to exit, then sends SIGTERM, then SIGKILL. Its exit closes
-// stdout, which ends a read in progress.
+// stdout, which ends a read in progress. Later calls return the first
+// one's error.
 func (p *processPipes) Close() error {
+	p.closeOnce.Do(func() { p.closeErr = p.close() })
+	return p.closeErr
+}
+
+func (p *processPipes) close() error {
 	if err := p.stdin.Close(); err != nil {
 		return err
 	}

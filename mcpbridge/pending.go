@@ -26,6 +26,7 @@ type pending struct {
 	ended   error         // why the connection ended; nil while open
 	done    chan struct{} // closed when the connection ends
 	next    atomic.Uint64
+	notices sync.WaitGroup // the cancel callbacks running; none start once ended
 }
 
 func (p *pending) init(prefix string) {
@@ -65,9 +66,26 @@ func (p *pending) answer(r *jsonrpc.Response) bool {
 	return ok
 }
 
+// wait waits for the cancel callbacks started by call; call it once the
+// connection has ended (end), as none starts after that.
+func (p *pending) wait() { p.notices.Wait() }
+
+// notify runs f on a goroutine that wait waits for, unless the
+// connection has ended.
+func (p *pending) notify(f func()) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ended != nil {
+		return // the peer is gone: nothing to tell it
+	}
+	p.notices.Go(f)
+}
+
 // call sends a request for method under a new id with send and waits
-// for its answer. When ctx ends first, cancel(id) tells the peer (on a
-// goroutine of its own: it writes, and the caller is not kept waiting).
+// for its answer. When ctx ends first, cancel(id) tells the peer, on a
+// goroutine of the connection's (notify): it writes, and the caller is not
+// kept waiting. cancel must bound its own time: the connection's Close
+// waits for it.
 func (p *pending) call(ctx context.Context, method string, send func(id string) error, cancel func(id string)) (json.RawMessage, error) {
 	id := p.prefix + strconv.FormatUint(p.next.Add(1), 10)
 	ch := make(chan *jsonrpc.Response, 1)
@@ -99,7 +117,7 @@ func (p *pending) call(ctx context.Context, method string, send func(id string) 
 		return r.Result, nil
 	case <-ctx.Done():
 		forget()
-		go cancel(id)
+		p.notify(func() { cancel(id) })
 		return nil, ctx.Err()
 	case <-p.done:
 		forget()

@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -234,7 +233,9 @@ func (c *notifyConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 
 func (c *notifyConn) Close() error {
 	c.end(mcp.ErrConnectionClosed)
-	return c.Connection.Close()
+	err := c.Connection.Close()
+	c.wait()
+	return err
 }
 
 // call sends a request for method with params under an id of its own (a
@@ -256,10 +257,14 @@ func (c *notifyConn) call(ctx context.Context, method string, params any) (json.
 		}
 		return c.Connection.Write(ctx, &jsonrpc.Request{ID: mustID(id), Method: method, Params: raw})
 	}, func(id string) {
+		if lc, ok := c.Connection.(*lineConn); ok {
+			lc.tellCancelled(id, ctx.Err().Error())
+			return
+		}
 		p, err := json.Marshal(&mcp.CancelledParams{RequestID: id, Reason: ctx.Err().Error()})
 		if err == nil {
 			n := &jsonrpc.Request{Method: "notifications/cancelled", Params: p}
-			wctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			wctx, cancel := context.WithTimeout(context.Background(), cancelNoticeTimeout)
 			defer cancel()
 			_ = c.Connection.Write(wctx, n)
 		}

@@ -107,6 +107,17 @@ func (ss *sessionStream) Write(p []byte) (int, error) {
 	return ss.s.Write(p)
 }
 
+// writeBy writes p by deadline; the next Write arms its own deadline
+// afresh. Writes are serialised by the session's line codec.
+func (ss *sessionStream) writeBy(p []byte, deadline time.Time) (int, error) {
+	ss.wdl = streamscope.Deadline{}
+	if err := ss.s.SetWriteDeadline(deadline); err != nil {
+		return ss.Write(p)
+	}
+	defer func() { _ = ss.s.SetWriteDeadline(time.Time{}) }()
+	return ss.s.Write(p)
+}
+
 // Close ends the stream when its session ends; the go-sdk calls it once
 // for each direction. A session ends cleanly when the peer closed the
 // stream or this bridge is closing; any other end (a malformed message,

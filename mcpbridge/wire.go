@@ -10,6 +10,7 @@ import (
 	"io"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -121,7 +122,7 @@ type lineConn struct {
 	buf []byte // a line longer than r's buffer
 	max int    // longest line read
 
-	wmu  sync.Mutex
+	wsem chan struct{} // held while a line is written
 	wbuf []byte
 
 	hosted func(*jsonrpc.Request) bool // consumes what it answers itself
@@ -130,7 +131,7 @@ type lineConn struct {
 }
 
 func newLineConn(rwc io.ReadWriteCloser) *lineConn {
-	c := &lineConn{rwc: rwc, max: MaxLine, r: bufio.NewReaderSize(rwc, lineBuffer)}
+	c := &lineConn{rwc: rwc, max: MaxLine, r: bufio.NewReaderSize(rwc, lineBuffer), wsem: make(chan struct{}, 1)}
 	c.init("n")
 	return c
 }
@@ -226,12 +227,46 @@ func (c *lineConn) Write(ctx context.Context, m jsonrpc.Message) error {
 
 // writeLine writes the line that fill appends.
 func (c *lineConn) writeLine(fill func([]byte) []byte) error {
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
+	c.wsem <- struct{}{}
+	defer func() { <-c.wsem }()
 	c.wbuf = append(fill(c.wbuf[:0]), '\n')
 	_, err := c.rwc.Write(c.wbuf)
 	if cap(c.wbuf) > keepLine {
 		c.wbuf = nil
+	}
+	return err
+}
+
+// deadlineWriter is a connection that can bound one write by a deadline
+// of its own (a session stream; its other writes keep their own bound).
+type deadlineWriter interface {
+	writeBy(p []byte, deadline time.Time) (int, error)
+}
+
+// writeLineBy writes the line that fill appends if it can by ctx's
+// deadline: it waits for the line until then, and the write is bounded by
+// it where the connection allows (a [deadlineWriter]). A write cut short
+// has left part of a line on the wire, so it ends the connection.
+func (c *lineConn) writeLineBy(ctx context.Context, fill func([]byte) []byte) error {
+	select {
+	case c.wsem <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-c.done:
+		return mcp.ErrConnectionClosed
+	}
+	defer func() { <-c.wsem }()
+	c.wbuf = append(fill(c.wbuf[:0]), '\n')
+	var err error
+	dl, ok := ctx.Deadline()
+	if dw, isDW := c.rwc.(deadlineWriter); ok && isDW {
+		_, err = dw.writeBy(c.wbuf, dl)
+	} else {
+		_, err = c.rwc.Write(c.wbuf)
+	}
+	if err != nil {
+		c.end(err)
+		_ = c.rwc.Close()
 	}
 	return err
 }
@@ -260,10 +295,13 @@ func (c *lineConn) writeRequest(id, method string, params []byte) error {
 	})
 }
 
-// Close ends the connection and its stream.
+// Close ends the connection and its stream, and waits for the
+// cancellation notices still being written.
 func (c *lineConn) Close() error {
 	c.end(mcp.ErrConnectionClosed)
-	return c.rwc.Close()
+	err := c.rwc.Close()
+	c.wait()
+	return err
 }
 
 // call sends a request for method with params (JSON) under an id of its
@@ -273,20 +311,35 @@ func (c *lineConn) call(ctx context.Context, method string, params []byte) (json
 	return c.pending.call(ctx, method, func(id string) error {
 		return c.writeRequest(id, method, params)
 	}, func(id string) {
-		cp, _ := json.Marshal(&mcp.CancelledParams{RequestID: id, Reason: ctx.Err().Error()})
-		c.wmu.Lock()
-		defer c.wmu.Unlock()
-		_ = c.writeLineLocked(cp)
+		c.tellCancelled(id, ctx.Err().Error())
 	})
 }
 
-// writeLineLocked writes a notifications/cancelled with params p; c.wmu
-// is held.
-func (c *lineConn) writeLineLocked(p []byte) error {
-	line := append([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":`), p...)
-	line = append(line, "}\n"...)
-	_, err := c.rwc.Write(line)
-	return err
+// cancelNoticeTimeout bounds a notifications/cancelled: the wait for the
+// line (another message being written) and its write.
+const cancelNoticeTimeout = 5 * time.Second
+
+// tellCancelled tells the peer, with notifications/cancelled, that this
+// node gave up its call id. It runs on a goroutine of the connection's
+// (pending.call's notify), which Close waits for, and takes at most
+// cancelNoticeTimeout: a notice that cannot have the line by then is
+// dropped (the peer answers the call, and the answer is discarded), and a
+// write the peer does not take by then ends the connection.
+func (c *lineConn) tellCancelled(id, reason string) {
+	p, err := json.Marshal(&mcp.CancelledParams{RequestID: id, Reason: reason})
+	if err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cancelNoticeTimeout)
+	defer cancel()
+	err = c.writeLineBy(ctx, func(b []byte) []byte {
+		b = append(b, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":`...)
+		b = append(b, p...)
+		return append(b, '}')
+	})
+	if err != nil {
+		log.Debugw("cannot tell the peer a call was cancelled", "id", id, "err", err)
+	}
 }
 
 // hostCalls tracks the calls a node answers itself on one connection, so
