@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	golog "github.com/ipfs/go-log/v2"
@@ -75,7 +76,8 @@ type Bridge struct {
 	cfg    Config
 	h      host.Host
 	self   peer.ID
-	selfID string // self.String(), which encodes it anew on every call
+	selfID string                   // self.String(), which encodes it anew on every call
+	lastID atomic.Pointer[idString] // see peerString
 	reg    *Registry
 	pol    *Policy
 	client *mcp.Client
@@ -535,7 +537,7 @@ func (b *Bridge) faceMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 			if err != nil {
 				return res, err
 			}
-			caller, cerr := b.pol.resolveCaller(b.self, b.cfg.As())
+			caller, cerr := b.pol.resolveCaller(b.self, b.selfID, b.cfg.As())
 			b.filterList(res, caller, cerr == nil)
 			return res, nil
 		case "tools/call":

@@ -262,11 +262,31 @@ func safeAddTool(srv *mcp.Server, t *mcp.Tool, h mcp.ToolHandler) (ok bool) {
 	return true
 }
 
+// idString is a peer ID and its String().
+type idString struct {
+	p peer.ID
+	s string
+}
+
+// peerString is p.String(), kept for the last peer asked about: the
+// policy compares it on every call, and encoding it costs microseconds.
+func (b *Bridge) peerString(p peer.ID) string {
+	if p == b.self {
+		return b.selfID
+	}
+	if last := b.lastID.Load(); last != nil && last.p == p {
+		return last.s
+	}
+	s := p.String()
+	b.lastID.Store(&idString{p, s})
+	return s
+}
+
 // authorize checks a call from the claimed caller on peer p to a local
 // agent's item: caller hosted by p, tier and sandbox rules.
 // It reads the cards in place (no copies: it runs on every call).
 func (b *Bridge) authorize(p peer.ID, caller, agent string) error {
-	c, err := b.pol.resolveCaller(p, caller)
+	c, err := b.pol.resolveCaller(p, b.peerString(p), caller)
 	if err != nil {
 		return b.pol.refuse(err, p)
 	}

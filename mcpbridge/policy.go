@@ -118,7 +118,7 @@ type Policy struct {
 // Caller returns the card of the agent claimed as caller, which peer p must
 // host.
 func (pol *Policy) Caller(p peer.ID, claimed string) (agentcard.Card, error) {
-	c, err := pol.resolveCaller(p, claimed)
+	c, err := pol.resolveCaller(p, p.String(), claimed)
 	if err != nil {
 		return c, pol.refuse(err, p)
 	}
@@ -129,7 +129,8 @@ func (pol *Policy) Caller(p peer.ID, claimed string) (agentcard.Card, error) {
 // (lists use it, as hiding items from an unknown caller is no violation)
 // and without the copy: the card shares its slices with the registry, and
 // the caller must not modify their elements (see agentcard's GetShared).
-func (pol *Policy) resolveCaller(p peer.ID, claimed string) (agentcard.Card, error) {
+// host is p.String(), which the caller may have at hand.
+func (pol *Policy) resolveCaller(p peer.ID, host, claimed string) (agentcard.Card, error) {
 	if claimed == "" {
 		return agentcard.Card{}, &callerError{Caller: claimed, Peer: p, Reason: "no calling agent in _meta." + MetaCaller}
 	}
@@ -137,7 +138,7 @@ func (pol *Policy) resolveCaller(p peer.ID, claimed string) (agentcard.Card, err
 	if err != nil {
 		return agentcard.Card{}, &callerError{Caller: claimed, Peer: p, Reason: err.Error()}
 	}
-	if c.Host != p.String() {
+	if c.Host != host {
 		return agentcard.Card{}, &callerError{Caller: claimed, Peer: p, Reason: "that agent is hosted by " + c.Host}
 	}
 	return c, nil
