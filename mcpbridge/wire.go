@@ -246,7 +246,8 @@ type deadlineWriter interface {
 // writeLineBy writes the line that fill appends if it can by ctx's
 // deadline: it waits for the line until then, and the write is bounded by
 // it where the connection allows (a [deadlineWriter]). A write cut short
-// has left part of a line on the wire, so it ends the connection.
+// after part of the line went out ends the connection: the rest of the
+// line would run into the next message.
 func (c *lineConn) writeLineBy(ctx context.Context, fill func([]byte) []byte) error {
 	select {
 	case c.wsem <- struct{}{}:
@@ -257,14 +258,17 @@ func (c *lineConn) writeLineBy(ctx context.Context, fill func([]byte) []byte) er
 	}
 	defer func() { <-c.wsem }()
 	c.wbuf = append(fill(c.wbuf[:0]), '\n')
-	var err error
+	var (
+		n   int
+		err error
+	)
 	dl, ok := ctx.Deadline()
 	if dw, isDW := c.rwc.(deadlineWriter); ok && isDW {
-		_, err = dw.writeBy(c.wbuf, dl)
+		n, err = dw.writeBy(c.wbuf, dl)
 	} else {
-		_, err = c.rwc.Write(c.wbuf)
+		n, err = c.rwc.Write(c.wbuf)
 	}
-	if err != nil {
+	if err != nil && n > 0 {
 		c.end(err)
 		_ = c.rwc.Close()
 	}
@@ -322,9 +326,10 @@ const cancelNoticeTimeout = 5 * time.Second
 // tellCancelled tells the peer, with notifications/cancelled, that this
 // node gave up its call id. It runs on a goroutine of the connection's
 // (pending.call's notify), which Close waits for, and takes at most
-// cancelNoticeTimeout: a notice that cannot have the line by then is
-// dropped (the peer answers the call, and the answer is discarded), and a
-// write the peer does not take by then ends the connection.
+// cancelNoticeTimeout: a notice that cannot have the line, or that the
+// peer does not take, by then is dropped (the peer answers the call, and
+// the answer is discarded); one the peer took only part of ends the
+// connection (see writeLineBy).
 func (c *lineConn) tellCancelled(id, reason string) {
 	p, err := json.Marshal(&mcp.CancelledParams{RequestID: id, Reason: reason})
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net"
 	"testing"
 	"testing/synctest"
@@ -99,8 +100,8 @@ func TestCancelNoticeReachesPeer(t *testing.T) {
 	})
 }
 
-// A peer that takes no line: the notice's write is cut at its deadline,
-// which ends the connection (part of a line may be on the wire).
+// A peer that takes no line: the notice's write is cut at its deadline
+// and the notice dropped; nothing of it went out, so the connection stays.
 func TestCancelNoticeWriteBounded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		a, b := net.Pipe()
@@ -112,8 +113,49 @@ func TestCancelNoticeWriteBounded(t *testing.T) {
 			t.Fatal("the notice gave up before its deadline")
 		}
 		time.Sleep(time.Millisecond)
+		if !noticeDone(c) || ended(c) {
+			t.Fatal("the notice's write outlived its deadline, or ended the connection")
+		}
+		_ = c.Close()
+	})
+}
+
+// partialPipe takes the first half of a write, then blocks until the
+// write's deadline: a stream whose peer stopped reading mid-line.
+type partialPipe struct {
+	deadlinePipe
+}
+
+func (p partialPipe) writeBy(b []byte, deadline time.Time) (int, error) {
+	n, err := p.deadlinePipe.writeBy(b[:len(b)/2], deadline)
+	if err != nil {
+		return n, err
+	}
+	m, err := p.deadlinePipe.writeBy(b[len(b)/2:], deadline)
+	return n + m, err
+}
+
+// A notice the peer took only part of ends the connection at its
+// deadline: the rest of its line would run into the next message.
+func TestCancelNoticePartialWriteEndsConn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a, b := net.Pipe()
+		defer b.Close()
+		c := newLineConn(partialPipe{deadlinePipe{a}})
+		peer := bufio.NewReader(b)
+		cancelledCall(t, c, peer)
+		half := make(chan error, 1)
+		go func() { // the peer reads what comes, then stops
+			buf := make([]byte, 1)
+			_, err := io.ReadAtLeast(peer, buf, 1)
+			half <- err
+		}()
+		if err := <-half; err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(cancelNoticeTimeout)
 		if !noticeDone(c) || !ended(c) {
-			t.Fatal("the notice's write outlived its deadline, or did not end the connection")
+			t.Fatal("a notice cut mid-line did not end the connection at its deadline")
 		}
 		_ = c.Close()
 	})
