@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"testing"
 	"time"
 
@@ -26,7 +27,7 @@ import (
 // measures concurrent calls through one peer session. The round trip is
 // measured twice: back to back, and after the stream sat idle for about
 // as long as the backend takes to answer (idleGap), as each leg of a mesh
-// call does.
+// call does. Each reports its median (p50-ns) besides its mean (ns/op).
 //
 //	go test -run '^$' -bench BenchmarkMCPCall -benchtime 2000x -count 5 ./testnet/
 func BenchmarkMCPCall(b *testing.B) {
@@ -42,11 +43,15 @@ func BenchmarkMCPCall(b *testing.B) {
 		}
 		defer cs.Close()
 		b.ResetTimer()
+		var l latencies
 		for b.Loop() {
-			if _, err := cs.CallTool(b.Context(), &mcp.CallToolParams{Name: "say", Arguments: args}); err != nil {
-				b.Fatal(err)
-			}
+			l.time(func() {
+				if _, err := cs.CallTool(b.Context(), &mcp.CallToolParams{Name: "say", Arguments: args}); err != nil {
+					b.Fatal(err)
+				}
+			})
 		}
+		l.report(b)
 	})
 	net := testnet.New(b, 2, testnet.WithConfig(func(i int, c *node.Config) {
 		if i == 1 {
@@ -82,30 +87,39 @@ func BenchmarkMCPCall(b *testing.B) {
 		}
 	}
 	b.Run("stream-rtt", func(b *testing.B) {
+		var l latencies
 		for b.Loop() {
-			roundTrip(b)
+			l.time(func() { roundTrip(b) })
 		}
+		l.report(b)
 	})
 	// Each leg of a mesh call starts on a stream (and Go runtimes) left
 	// idle while the backend works, which costs more than a round trip
 	// right after the last one: this is the round trip after idleGap, the
 	// gap not counted.
 	b.Run("stream-rtt-idle", func(b *testing.B) {
-		var total time.Duration
+		var l latencies
 		for range b.N {
 			time.Sleep(idleGap)
-			start := time.Now()
-			roundTrip(b)
-			total += time.Since(start)
+			l.time(func() { roundTrip(b) })
+		}
+		var total time.Duration
+		for _, d := range l {
+			total += d
 		}
 		b.ReportMetric(float64(total.Nanoseconds())/float64(b.N), "ns/op")
+		l.report(b)
 	})
 	b.Run("mesh", func(b *testing.B) {
+		var l latencies
 		for b.Loop() {
-			if r, err := face.CallTool(b.Context(), "toolsmith.say", args); err != nil || r.IsError {
-				b.Fatal(err, r)
-			}
+			l.time(func() {
+				if r, err := face.CallTool(b.Context(), "toolsmith.say", args); err != nil || r.IsError {
+					b.Fatal(err, r)
+				}
+			})
 		}
+		l.report(b)
 	})
 	b.Run("mesh-parallel", func(b *testing.B) {
 		b.SetParallelism(8) // 8 x GOMAXPROCS callers share one peer session
@@ -118,4 +132,24 @@ func BenchmarkMCPCall(b *testing.B) {
 			}
 		})
 	})
+}
+
+// latencies holds the duration of each call of a benchmark, whose median
+// it reports as p50-ns: on a shared machine a few calls stalled for
+// milliseconds move the mean (ns/op) by more than the differences the
+// benchmark compares.
+type latencies []time.Duration
+
+func (l *latencies) time(f func()) {
+	start := time.Now()
+	f()
+	*l = append(*l, time.Since(start))
+}
+
+func (l latencies) report(b *testing.B) {
+	if len(l) == 0 {
+		return
+	}
+	s := slices.Sorted(slices.Values(l))
+	b.ReportMetric(float64(s[len(s)/2].Nanoseconds()), "p50-ns")
 }
