@@ -76,6 +76,10 @@ func TestProperty1_RegisterAndRetrieve(t *testing.T) {
 		if n := len(r.Local()); n != len(cards) {
 			t.Fatalf("Local() has %d cards, want %d", n, len(cards))
 		}
+		first, ok := r.FirstLocal()
+		if want := slices.MinFunc(r.Local(), func(a, b agentcard.Card) int { return strings.Compare(a.ID, b.ID) }); !ok || !first.Equal(want) {
+			t.Fatalf("FirstLocal() = %s, %v; want %s", first.ID, ok, want.ID)
+		}
 	})
 }
 

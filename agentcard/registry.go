@@ -759,6 +759,25 @@ func (r *Registry) Local() []Card {
 	return r.filter(true)
 }
 
+// FirstLocal returns the visible local card with the smallest id (a
+// node's default agent), copying only that card; false when the node
+// hosts no visible agent.
+func (r *Registry) FirstLocal() (Card, bool) {
+	now := r.now()
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	var first *entry
+	for _, e := range r.locals {
+		if r.visible(e, now) && (first == nil || e.card.ID < first.card.ID) {
+			first = e
+		}
+	}
+	if first == nil {
+		return Card{}, false
+	}
+	return cards([]*entry{first})[0], true
+}
+
 // Remote returns the visible remote cards, sorted by address.
 func (r *Registry) Remote() []Card {
 	return r.filter(false)

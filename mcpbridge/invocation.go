@@ -16,7 +16,9 @@ type InvocationRecord struct {
 	Agent string `json:"agent"`
 	// Arguments are the call's arguments (a JSON object).
 	Arguments json.RawMessage `json:"arguments,omitempty"`
-	// Result is the handler's result content, also when IsError.
+	// Result is the handler's result content, also when IsError. It
+	// shares the bytes of the result the call returned (a result can be
+	// megabytes): read it, do not modify it.
 	Result json.RawMessage `json:"result,omitempty"`
 	// DurationMs is the handler's run time in milliseconds.
 	DurationMs float64 `json:"durationMs"`

@@ -556,7 +556,7 @@ func (r *Registry) CallTool(ctx context.Context, name string, args json.RawMessa
 		Tool:       info.Canonical,
 		Agent:      info.Agent,
 		Arguments:  args,
-		Result:     cloneRaw(res.Content),
+		Result:     res.Content, // shared, not copied: see InvocationRecord
 		DurationMs: float64(dur) / float64(time.Millisecond),
 		Success:    !res.IsError,
 		Time:       start.UnixMilli(),

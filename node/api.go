@@ -479,11 +479,7 @@ func (n *Node) SendFromAPI(ctx context.Context, req localapi.SendRequest) locala
 // because it reads the registry, not a configuration a reload replaces.
 // ok is false when the node hosts no agent.
 func (n *Node) defaultAgent() (c agentcard.Card, ok bool) {
-	local := n.reg.Local()
-	if len(local) == 0 {
-		return agentcard.Card{}, false
-	}
-	return slices.MinFunc(local, func(a, b agentcard.Card) int { return strings.Compare(a.ID, b.ID) }), true
+	return n.reg.FirstLocal()
 }
 
 // maxRequest bounds the JSON body of the API's small requests (all but
