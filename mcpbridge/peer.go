@@ -617,14 +617,20 @@ func (b *Bridge) servedServers() map[*mcp.Server]peer.ID {
 }
 
 // peerToolCall runs local tool t for caller on peer p (after the policy
-// checks) and returns its result's JSON: a backend's answer as the bytes
-// the registry holds, any other result encoded once. A result over
-// maxPeerResult becomes an isError result with RESULT_TOO_LARGE, for this
-// call alone. The error is a JSON-RPC error with the code.
+// checks) and returns its result's JSON: see runPeerTool.
 func (b *Bridge) peerToolCall(ctx context.Context, p peer.ID, t ToolInfo, caller string, rl *relay, args json.RawMessage) ([]byte, error) {
 	if err := b.authorize(p, caller, t.Agent); err != nil {
 		return nil, RPCError(err)
 	}
+	return b.runPeerTool(ctx, t, rl, args)
+}
+
+// runPeerTool runs local tool t for a peer's caller the policy let call
+// it, and returns its result's JSON: a backend's answer as the bytes the
+// registry holds, any other result encoded once. A result over
+// maxPeerResult becomes an isError result with RESULT_TOO_LARGE, for this
+// call alone. The error is a JSON-RPC error with the code.
+func (b *Bridge) runPeerTool(ctx context.Context, t ToolInfo, rl *relay, args json.RawMessage) ([]byte, error) {
 	res, err := b.reg.CallTool(withRelay(ctx, rl), t.Canonical, args)
 	if err != nil {
 		return nil, RPCError(err)
@@ -691,10 +697,18 @@ func (b *Bridge) hostCalls(sctx context.Context, lc *lineConn, p peer.ID, srv *m
 			cancel()
 			return false // an id in use: the session answers it
 		}
+		// The checks run here, on the reading goroutine, whose stack has
+		// grown to what they need: on the call's own goroutine they would
+		// grow a fresh stack on every call. They neither block nor wait.
+		c, t, err := b.checkHostedCall(p, srv, r.Params)
 		go func() {
 			defer cancel()
 			defer inflight.remove(r.ID)
-			raw, err := b.hostedToolCall(ctx, p, srv, ss, r.Params)
+			var raw []byte
+			if err == nil {
+				call, _ := c.Meta.Call.(string)
+				raw, err = b.runPeerTool(ctx, t, sessionRelay(ctx, ss, c.Meta.ProgressToken, call), c.Arguments)
+			}
 			if err == nil {
 				err = lc.writeResult(r.ID, raw)
 			} else {
@@ -708,22 +722,25 @@ func (b *Bridge) hostCalls(sctx context.Context, lc *lineConn, p peer.ID, srv *m
 	}
 }
 
-// hostedToolCall runs a peer's tools/call of a tool that srv serves.
-func (b *Bridge) hostedToolCall(ctx context.Context, p peer.ID, srv *mcp.Server, ss *mcp.ServerSession, params json.RawMessage) ([]byte, error) {
+// checkHostedCall reads a peer's tools/call of a tool that srv serves
+// and checks it: the tool must be one srv serves, its caller one the
+// policy lets call it from p.
+func (b *Bridge) checkHostedCall(p peer.ID, srv *mcp.Server, params json.RawMessage) (hostedCall, ToolInfo, error) {
 	var c hostedCall
 	// As the go-sdk's server reads params: its JSON library, its flags.
 	if _, err := segjson.Parse(params, &c, segjson.DontMatchCaseInsensitiveStructFields); err != nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "invalid tools/call params: " + err.Error()}
+		return c, ToolInfo{}, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "invalid tools/call params: " + err.Error()}
 	}
 	b.mu.Lock()
 	served := slices.Contains(b.servedItems[srv].tools, c.Name)
 	b.mu.Unlock()
 	t, ok := b.reg.Lookup(c.Name)
 	if !served || !ok || t.Canonical != c.Name {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", c.Name)}
+		return c, ToolInfo{}, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", c.Name)}
 	}
 	caller, _ := c.Meta.Caller.(string)
-	call, _ := c.Meta.Call.(string)
-	rl := sessionRelay(ctx, ss, c.Meta.ProgressToken, call)
-	return b.peerToolCall(ctx, p, t, caller, rl, c.Arguments)
+	if err := b.authorize(p, caller, t.Agent); err != nil {
+		return c, ToolInfo{}, RPCError(err)
+	}
+	return c, t, nil
 }
