@@ -11,9 +11,11 @@ import (
 	"strconv"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	segjson "github.com/segmentio/encoding/json"
 )
 
 // The node-to-node session (/nova/mcp/1.0.0) is newline-delimited JSON-RPC,
@@ -44,10 +46,25 @@ type wireMsg struct {
 }
 
 // decodeLine decodes one JSON-RPC message (not a batch: batches are not
-// spoken between nodes, at protocol 2025-06-18 and later).
+// spoken between nodes, at protocol 2025-06-18 and later) as the go-sdk's
+// jsonrpc.DecodeMessage reads it: its JSON library (segmentio's, several
+// times faster than encoding/json on the envelope around params or a
+// result it keeps raw) and its flags (field names matched exactly). A line
+// nested deeper than the go-sdk accepts is decoded by encoding/json, which
+// bounds its own depth, so that no line can exhaust the stack.
 func decodeLine(line []byte) (jsonrpc.Message, error) {
 	var w wireMsg
-	if err := json.Unmarshal(line, &w); err != nil {
+	var err error
+	if withinDepth(line, sdkMaxDepth) {
+		var rest []byte
+		rest, err = segjson.Parse(line, &w, segjson.DontMatchCaseInsensitiveStructFields)
+		if err == nil && len(bytes.TrimSpace(rest)) > 0 {
+			err = fmt.Errorf("invalid character %q after top-level value", rest[0])
+		}
+	} else {
+		err = json.Unmarshal(line, &w)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("mcpbridge: malformed JSON-RPC message: %w", err)
 	}
 	if w.Version != "2.0" {
@@ -71,7 +88,8 @@ func decodeLine(line []byte) (jsonrpc.Message, error) {
 }
 
 // decodeID is a JSON-RPC id: absent or null (a notification), a string or
-// an integer (as the go-sdk reads it: a number's integer part).
+// an integer (as the go-sdk reads it: a number's integer part). raw is a
+// JSON value its line's decoder checked.
 func decodeID(raw json.RawMessage) (jsonrpc.ID, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
@@ -79,11 +97,15 @@ func decodeID(raw json.RawMessage) (jsonrpc.ID, error) {
 	}
 	var v any
 	if raw[0] == '"' {
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return jsonrpc.ID{}, fmt.Errorf("mcpbridge: malformed JSON-RPC id: %w", err)
+		if len(raw) >= 2 && raw[len(raw)-1] == '"' && bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) {
+			v = string(raw[1 : len(raw)-1]) // no escapes: the text is the string
+		} else {
+			var s string
+			if err := json.Unmarshal(raw, &s); err != nil {
+				return jsonrpc.ID{}, fmt.Errorf("mcpbridge: malformed JSON-RPC id: %w", err)
+			}
+			v = s
 		}
-		v = s
 	} else {
 		var f float64
 		if err := json.Unmarshal(raw, &f); err != nil {
