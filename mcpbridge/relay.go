@@ -224,6 +224,9 @@ func (c *notifyConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			}
 		case *jsonrpc.Response:
 			if c.answer(r) {
+				if lc, ok := c.Connection.(*lineConn); ok {
+					lc.yieldIfIdle()
+				}
 				continue
 			}
 		}
