@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	segjson "github.com/segmentio/encoding/json"
 )
 
 // MetaError is the _meta key of a failed tool call's structured error
@@ -96,7 +97,7 @@ func fromSentResult(raw json.RawMessage) (Result, error) {
 		IsError bool        `json:"isError"`
 		Content *[]struct{} `json:"content"`
 	}
-	if err := json.Unmarshal(raw, &probe); err != nil || probe.IsError || probe.Content == nil {
+	if !probeSent(raw, &probe) || probe.IsError || probe.Content == nil {
 		var r mcp.CallToolResult
 		if err := json.Unmarshal(raw, &r); err != nil {
 			return Result{}, fmt.Errorf("mcpbridge: the server's tool result is malformed: %w", err)
@@ -104,6 +105,17 @@ func fromSentResult(raw json.RawMessage) (Result, error) {
 		return fromMCPResult(&r)
 	}
 	return Result{Content: raw, sent: true}, nil
+}
+
+// probeSent decodes what fromSentResult asks of a result into probe as
+// the go-sdk reads it (decodeLine's library and flags), reporting whether
+// it could.
+func probeSent(raw json.RawMessage, probe any) bool {
+	if !withinDepth(raw, sdkMaxDepth) {
+		return false
+	}
+	_, err := segjson.Parse(raw, probe, segjson.DontMatchCaseInsensitiveStructFields)
+	return err == nil
 }
 
 // fromMCPResult is the registry Result of a backend's (or a peer's) answer.
