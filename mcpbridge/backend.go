@@ -1,6 +1,7 @@
 package mcpbridge
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
@@ -434,6 +436,7 @@ func (b *Backend) syncTools(ctx context.Context, cs *mcp.ClientSession) error {
 		}
 		tool := Tool{Agent: b.agent, Name: t.Name, Description: t.Description, InputSchema: in, OutputSchema: out}
 		name := t.Name
+		nameJSON, _ := json.Marshal(name)
 		b.mu.Lock()
 		had := b.tools[canon]
 		b.mu.Unlock()
@@ -449,21 +452,22 @@ func (b *Backend) syncTools(ctx context.Context, cs *mcp.ClientSession) error {
 				return Result{}, err
 			}
 			params := &mcp.CallToolParams{Name: name, Arguments: args}
-			if ln := b.linkFor(cs); ln != nil && relayFrom(ctx) != nil {
-				rl := relayFrom(ctx)
+			ln := b.linkFor(cs)
+			if rl := relayFrom(ctx); ln != nil && rl != nil {
 				tok, done := b.calls.add(ln, rl)
 				defer done()
 				if rl.progress != nil {
 					params.SetProgressToken(tok)
 				}
 			}
-			if ln := b.linkFor(cs); ln != nil && ln.conn != nil {
+			if ln != nil && ln.conn != nil {
 				// A stdio server: the call goes on its connection itself,
 				// and its result comes back as the bytes it sent.
-				if params.Arguments == nil {
-					params.Arguments = map[string]any{}
+				p, err := toolCallParams(nameJSON, args, params.GetProgressToken())
+				if err != nil {
+					return Result{}, err
 				}
-				raw, err := ln.conn.call(ctx, "tools/call", params)
+				raw, err := ln.conn.call(ctx, "tools/call", p)
 				if err != nil {
 					return Result{}, err
 				}
@@ -658,4 +662,34 @@ func (b *Backend) dropUnseen(held, seen map[string]bool) []string {
 		}
 	}
 	return gone
+}
+
+// toolCallParams is the JSON of a tools/call's params: the tool's name
+// (nameJSON, already JSON), its arguments (a JSON object the registry
+// checked, {} when none) on one line, and the progress token (a string
+// this node gave) when there is one. It is the JSON json.Marshal makes of
+// the go-sdk's CallToolParams, without its reflection on every call.
+func toolCallParams(nameJSON []byte, args json.RawMessage, tok any) (json.RawMessage, error) {
+	b := make([]byte, 0, len(nameJSON)+len(args)+64)
+	b = append(b, `{"name":`...)
+	b = append(b, nameJSON...)
+	b = append(b, `,"arguments":`...)
+	switch {
+	case len(bytes.TrimSpace(args)) == 0:
+		b = append(b, "{}"...)
+	case bytes.ContainsAny(args, "\r\n"):
+		buf := bytes.NewBuffer(b)
+		if err := json.Compact(buf, args); err != nil {
+			return nil, fmt.Errorf("mcpbridge: encode tools/call: %w", err)
+		}
+		b = buf.Bytes()
+	default:
+		b = append(b, args...)
+	}
+	if s, ok := tok.(string); ok {
+		b = append(b, `,"_meta":{"progressToken":`...)
+		b = strconv.AppendQuote(b, s)
+		b = append(b, '}')
+	}
+	return append(b, '}'), nil
 }

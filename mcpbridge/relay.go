@@ -241,13 +241,17 @@ func (c *notifyConn) Close() error {
 	return err
 }
 
-// call sends a request for method with params under an id of its own (a
+// call sends a request for method with params (a value, or JSON on one
+// line as a json.RawMessage) under an id of its own (a
 // string; the go-sdk's are numbers) and waits for its answer, telling the
 // server with notifications/cancelled when ctx ends first.
 func (c *notifyConn) call(ctx context.Context, method string, params any) (json.RawMessage, error) {
-	raw, err := json.Marshal(params)
-	if err != nil {
-		return nil, fmt.Errorf("mcpbridge: encode %s: %w", method, err)
+	raw, ok := params.(json.RawMessage) // already JSON, on one line
+	if !ok {
+		var err error
+		if raw, err = json.Marshal(params); err != nil {
+			return nil, fmt.Errorf("mcpbridge: encode %s: %w", method, err)
+		}
 	}
 	return c.pending.call(ctx, method, func(id string) error {
 		if lc, ok := c.Connection.(*lineConn); ok {

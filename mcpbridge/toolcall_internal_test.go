@@ -1,0 +1,53 @@
+package mcpbridge
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"pgregory.net/rapid"
+)
+
+// toolCallParams writes, on one line, what json.Marshal makes of the
+// go-sdk's CallToolParams for the same name, arguments and token.
+func TestToolCallParamsAsMarshal(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		name := rapid.String().Draw(t, "name")
+		obj := rapid.MapOf(rapid.String(), rapid.OneOf(
+			rapid.Just[any](nil), rapid.Map(rapid.Int(), func(i int) any { return float64(i) }),
+			rapid.Map(rapid.String(), func(s string) any { return s }),
+		)).Draw(t, "args")
+		var args []byte
+		if rapid.Bool().Draw(t, "indent") {
+			args, _ = json.MarshalIndent(obj, "", "\n\t ")
+		} else {
+			args, _ = json.Marshal(obj)
+		}
+		p := &mcp.CallToolParams{Name: name, Arguments: json.RawMessage(args)}
+		if rapid.Bool().Draw(t, "progress") {
+			p.SetProgressToken("nova-" + rapid.StringMatching(`[0-9]{1,5}`).Draw(t, "tok"))
+		}
+		want, err := json.Marshal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nameJSON, _ := json.Marshal(name)
+		got, err := toolCallParams(nameJSON, args, p.GetProgressToken())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.ContainsAny(got, "\r\n") {
+			t.Fatalf("params span lines: %q", got)
+		}
+		var g, w any
+		if err := json.Unmarshal(got, &g); err != nil {
+			t.Fatalf("%s: %v", got, err)
+		}
+		_ = json.Unmarshal(want, &w)
+		if !reflect.DeepEqual(g, w) {
+			t.Fatalf("got %s, want %s", got, want)
+		}
+	})
+}
