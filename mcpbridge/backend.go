@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"sort"
-	"strconv"
 	"sync"
 	"time"
 
@@ -688,7 +687,7 @@ func toolCallParams(nameJSON []byte, args json.RawMessage, tok any) (json.RawMes
 	}
 	if s, ok := tok.(string); ok {
 		b = append(b, `,"_meta":{"progressToken":`...)
-		b = strconv.AppendQuote(b, s)
+		b = appendJSONString(b, s)
 		b = append(b, '}')
 	}
 	return append(b, '}'), nil

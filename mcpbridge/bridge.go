@@ -712,16 +712,15 @@ func (b *Bridge) callRemote(ctx context.Context, e Entry, as string, args json.R
 	if len(args) > maxPeerResult {
 		return nil, nil, &TooLargeError{What: "arguments of tool", Name: e.Canonical, Size: len(args)}
 	}
-	params := &mcp.CallToolParams{Meta: mcp.Meta{MetaCaller: as}, Name: e.remote, Arguments: args}
+	var tok string
+	progress := false
 	if rl := relayFrom(ctx); rl != nil {
-		tok, done := b.calls.add(pc.ln, rl)
+		var done func()
+		tok, done = b.calls.add(pc.ln, rl)
 		defer done()
-		params.Meta[metaCall] = tok
-		if rl.progress != nil {
-			params.SetProgressToken(tok)
-		}
+		progress = rl.progress != nil
 	}
-	p, err := json.Marshal(params)
+	p, err := peerCallParams(as, e.remote, args, tok, progress)
 	if err != nil {
 		return nil, nil, &ArgumentsError{Tool: e.Canonical, Reason: "not valid JSON"}
 	}
@@ -1011,4 +1010,47 @@ func writeTooManySessions(w http.ResponseWriter, max int) {
 func resourceNotFound(uri string) *jsonrpc.Error {
 	data, _ := json.Marshal(map[string]string{"uri": uri, "code": CodeResourceNotFound})
 	return &jsonrpc.Error{Code: -32002, Message: fmt.Sprintf("resource not found: %s (list resources to see what the swarm offers)", uri), Data: data}
+}
+
+// peerCallParams is the JSON of a tools/call's params to a peer: the
+// caller (as), the call's token (tok, when it has a relay; the progress
+// token too when progress is asked for), the tool's name on the peer and
+// the arguments, compacted onto one line. It is the JSON json.Marshal
+// makes of the go-sdk's CallToolParams, without its reflection on every
+// call; arguments that are not JSON are an error.
+func peerCallParams(as, remote string, args json.RawMessage, tok string, progress bool) ([]byte, error) {
+	b := make([]byte, 0, len(as)+len(remote)+len(args)+96)
+	b = append(b, `{"_meta":{`...)
+	if tok != "" {
+		b = append(b, `"nova/call":`...)
+		b = appendJSONString(b, tok)
+		b = append(b, ',')
+	}
+	b = append(b, `"nova/caller":`...)
+	b = appendJSONString(b, as)
+	if tok != "" && progress {
+		b = append(b, `,"progressToken":`...)
+		b = appendJSONString(b, tok)
+	}
+	b = append(b, `},"name":`...)
+	b = appendJSONString(b, remote)
+	b = append(b, `,"arguments":`...)
+	buf := bytes.NewBuffer(b)
+	if err := json.Compact(buf, args); err != nil {
+		return nil, err
+	}
+	return append(buf.Bytes(), '}'), nil
+}
+
+// appendJSONString appends s as a JSON string, as json.Marshal writes it.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s)
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }

@@ -51,3 +51,43 @@ func TestToolCallParamsAsMarshal(t *testing.T) {
 		}
 	})
 }
+
+// peerCallParams writes, on one line, what json.Marshal makes of the
+// go-sdk's CallToolParams for the same caller, call token, name and
+// arguments, and refuses arguments that are not JSON as it does.
+func TestPeerCallParamsAsMarshal(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		as := rapid.String().Draw(t, "as")
+		name := rapid.String().Draw(t, "name")
+		args := []byte(rapid.SampledFrom([]string{`{}`, `{"a": [1, 2,
+ {"b":"<&>\u2028"}]}`, `null`, `"x"`, `{"a":`, `{"a":1}{}`, ` {"text" : "ping"} `}).Draw(t, "args"))
+		tok := rapid.SampledFrom([]string{"", "nova-1", "nova-\"<9>"}).Draw(t, "tok")
+		progress := rapid.Bool().Draw(t, "progress")
+		p := &mcp.CallToolParams{Meta: mcp.Meta{MetaCaller: as}, Name: name, Arguments: json.RawMessage(args)}
+		if tok != "" {
+			p.Meta[metaCall] = tok
+			if progress {
+				p.SetProgressToken(tok)
+			}
+		}
+		want, werr := json.Marshal(p)
+		got, err := peerCallParams(as, name, args, tok, progress)
+		if (err != nil) != (werr != nil) {
+			t.Fatalf("error %v, json.Marshal's %v", err, werr)
+		}
+		if err != nil {
+			return
+		}
+		if bytes.ContainsAny(got, "\r\n") {
+			t.Fatalf("params span lines: %q", got)
+		}
+		var g, w any
+		if err := json.Unmarshal(got, &g); err != nil {
+			t.Fatalf("%s: %v", got, err)
+		}
+		_ = json.Unmarshal(want, &w)
+		if !reflect.DeepEqual(g, w) {
+			t.Fatalf("got %s, want %s", got, want)
+		}
+	})
+}
