@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -680,6 +681,7 @@ type hostedCall struct {
 // session is initialized, and every other message, go to the session.
 func (b *Bridge) hostCalls(sctx context.Context, lc *lineConn, p peer.ID, srv *mcp.Server, sess *atomic.Pointer[mcp.ServerSession]) func(*jsonrpc.Request) bool {
 	var inflight hostCalls
+	workers := &hostWorkers{ctx: sctx}
 	return func(r *jsonrpc.Request) bool {
 		switch r.Method {
 		case "notifications/cancelled":
@@ -701,7 +703,7 @@ func (b *Bridge) hostCalls(sctx context.Context, lc *lineConn, p peer.ID, srv *m
 		// grown to what they need: on the call's own goroutine they would
 		// grow a fresh stack on every call. They neither block nor wait.
 		c, t, err := b.checkHostedCall(p, srv, r.Params)
-		go func() {
+		workers.run(func() {
 			defer cancel()
 			defer inflight.remove(r.ID)
 			var raw []byte
@@ -717,7 +719,7 @@ func (b *Bridge) hostCalls(sctx context.Context, lc *lineConn, p peer.ID, srv *m
 			if err != nil {
 				log.Debugw("cannot answer a peer's tool call", "peer", p, "err", err)
 			}
-		}()
+		})
 		return true
 	}
 }
@@ -743,4 +745,64 @@ func (b *Bridge) checkHostedCall(p peer.ID, srv *mcp.Server, params json.RawMess
 		return c, ToolInfo{}, RPCError(err)
 	}
 	return c, t, nil
+}
+
+// maxIdleHostWorkers is how many goroutines a peer session keeps waiting
+// for its next tool call (see hostWorkers).
+const maxIdleHostWorkers = 4
+
+// hostWorkers runs the tool calls a peer sends on one session, each on a
+// goroutine of its own, and keeps up to maxIdleHostWorkers of those
+// goroutines waiting for the next call once theirs ended: a fresh
+// goroutine grows its stack to what a call needs on every call (about
+// 10 us of a call's critical path with its start and exit). A waiting
+// goroutine ends with the session (ctx); one that finds maxIdleHostWorkers
+// others waiting ends at once. So a session holds at most one goroutine a
+// call in flight plus maxIdleHostWorkers.
+type hostWorkers struct {
+	ctx  context.Context
+	mu   sync.Mutex
+	idle []chan func() // each waiting goroutine's: it takes one call on it
+}
+
+// run runs f on a waiting goroutine, or on a new one.
+func (w *hostWorkers) run(f func()) {
+	w.mu.Lock()
+	if n := len(w.idle); n > 0 {
+		ch := w.idle[n-1]
+		w.idle = w.idle[:n-1]
+		w.mu.Unlock()
+		ch <- f // buffered: never blocks
+		return
+	}
+	w.mu.Unlock()
+	go w.work(make(chan func(), 1), f)
+}
+
+// work runs f, then the calls handed to it on ch while it waits.
+func (w *hostWorkers) work(ch chan func(), f func()) {
+	for {
+		f()
+		w.mu.Lock()
+		if len(w.idle) >= maxIdleHostWorkers || w.ctx.Err() != nil {
+			w.mu.Unlock()
+			return
+		}
+		w.idle = append(w.idle, ch)
+		w.mu.Unlock()
+		select {
+		case f = <-ch:
+		case <-w.ctx.Done():
+			w.mu.Lock()
+			i := slices.Index(w.idle, ch)
+			if i >= 0 {
+				w.idle = slices.Delete(w.idle, i, i+1)
+			}
+			w.mu.Unlock()
+			if i >= 0 {
+				return
+			}
+			f = <-ch // run took ch before the session ended: its call comes
+		}
+	}
 }
