@@ -319,47 +319,4 @@ func BenchmarkIdleNodeMemory(b *testing.B) {
 	}
 }
 
-// BenchmarkIdleNodeCPU reports the CPU two connected, idle nodes use per
-// second (after a warm-up and a burst of requests, so channels, workers
-// and timers exist), next to two plain libp2p hosts in the same process.
-// An idle node on a laptop should let the CPU sleep. Use -benchtime 1x.
-func BenchmarkIdleNodeCPU(b *testing.B) {
-	const idle = 5 * time.Second
-	b.Run("libp2p-hosts", func(b *testing.B) {
-		for b.Loop() {
-			h1, _ := libp2p.New(libp2p.ListenAddrStrings(testnet.ListenAddrs(testnet.TCP)...))
-			h2, _ := libp2p.New(libp2p.ListenAddrStrings(testnet.ListenAddrs(testnet.TCP)...))
-			if err := h1.Connect(context.Background(), peer.AddrInfo{ID: h2.ID(), Addrs: h2.Addrs()}); err != nil {
-				b.Fatal(err)
-			}
-			time.Sleep(time.Second)
-			c0 := cputime.Process()
-			time.Sleep(idle)
-			b.ReportMetric(float64(cputime.Process()-c0)/float64(time.Millisecond)/idle.Seconds(), "cpu-ms/s")
-			h1.Close()
-			h2.Close()
-		}
-	})
-	b.Run("nova-nodes", func(b *testing.B) {
-		for b.Loop() {
-			net := testnet.New(b, 2, testnet.WithTransport(testnet.TCP))
-			net.Connect(0, 1)
-			net.WaitForCards()
-			for range 1000 {
-				env, _ := net.Nodes[0].NewEnvelope("a0", "a1", envelope.TypeRequest, "x")
-				if _, _, err := net.Nodes[0].Request(context.Background(), env); err != nil {
-					b.Fatal(err)
-				}
-			}
-			time.Sleep(time.Second)
-			c0 := cputime.Process()
-			time.Sleep(idle)
-			b.ReportMetric(float64(cputime.Process()-c0)/float64(time.Millisecond)/idle.Seconds(), "cpu-ms/s")
-			for _, nd := range net.Nodes {
-				nd.Close()
-			}
-		}
-	})
-}
-
 var _ = protocol.PathBroadcast

@@ -24,6 +24,8 @@ import (
 	"github.com/libp2p/go-libp2p/p2p/security/noise"
 	libp2ptls "github.com/libp2p/go-libp2p/p2p/security/tls"
 
+	"github.com/nova-node/nova-node/envelope"
+	"github.com/nova-node/nova-node/internal/cputime"
 	"github.com/nova-node/nova-node/node"
 	"github.com/nova-node/nova-node/testnet"
 )
@@ -165,6 +167,73 @@ func settle(count func() int) {
 			last, stable = c, 0
 		}
 	}
+}
+
+// BenchmarkIdleNodeCPU reports the CPU two connected, idle nodes use per
+// second (after a warm-up and a burst of requests, so channels, workers
+// and timers exist), in the same process as its counterparts:
+//
+//   - libp2p-hosts: two bare libp2p hosts, default options;
+//   - libp2p-dht-gossipsub: two libp2p hosts as a nova node builds them,
+//     with a DHT server and GossipSub subscribed to one topic
+//     ([rawIdleHost]), which is the share of an idle node's CPU that is
+//     libp2p's own (GossipSub's heartbeat, the DHT's and connection
+//     manager's timers);
+//   - nova-nodes: two nova nodes.
+//
+// An idle node on a laptop should let the CPU sleep. Use -benchtime 1x;
+// NOVA_IDLE_SECONDS sets the measured window (default 5).
+func BenchmarkIdleNodeCPU(b *testing.B) {
+	idle := 5 * time.Second
+	if s, err := strconv.Atoi(os.Getenv("NOVA_IDLE_SECONDS")); err == nil && s > 0 {
+		idle = time.Duration(s) * time.Second
+	}
+	measure := func(b *testing.B) {
+		time.Sleep(time.Second) // let the connection's first exchanges end
+		c0 := cputime.Process()
+		time.Sleep(idle) // the window measured: nothing to wait for but the clock
+		b.ReportMetric(float64(cputime.Process()-c0)/float64(time.Millisecond)/idle.Seconds(), "cpu-ms/s")
+	}
+	b.Run("libp2p-hosts", func(b *testing.B) {
+		for b.Loop() {
+			h1, _ := libp2p.New(libp2p.ListenAddrStrings(testnet.ListenAddrs(testnet.TCP)...))
+			h2, _ := libp2p.New(libp2p.ListenAddrStrings(testnet.ListenAddrs(testnet.TCP)...))
+			if err := h1.Connect(context.Background(), peer.AddrInfo{ID: h2.ID(), Addrs: h2.Addrs()}); err != nil {
+				b.Fatal(err)
+			}
+			measure(b)
+			h1.Close()
+			h2.Close()
+		}
+	})
+	b.Run("libp2p-dht-gossipsub", func(b *testing.B) {
+		for b.Loop() {
+			h1, h2 := rawIdleHost(b), rawIdleHost(b)
+			if err := h1.Connect(context.Background(), peer.AddrInfo{ID: h2.ID(), Addrs: h2.Addrs()}); err != nil {
+				b.Fatal(err)
+			}
+			measure(b)
+			h1.Close()
+			h2.Close()
+		}
+	})
+	b.Run("nova-nodes", func(b *testing.B) {
+		for b.Loop() {
+			net := testnet.New(b, 2, testnet.WithTransport(testnet.TCP))
+			net.Connect(0, 1)
+			net.WaitForCards()
+			for range 1000 {
+				env, _ := net.Nodes[0].NewEnvelope("a0", "a1", envelope.TypeRequest, "x")
+				if _, _, err := net.Nodes[0].Request(context.Background(), env); err != nil {
+					b.Fatal(err)
+				}
+			}
+			measure(b)
+			for _, nd := range net.Nodes {
+				nd.Close()
+			}
+		}
+	})
 }
 
 // rawIdleHost is a libp2p host as a nova node builds one, without nova:
