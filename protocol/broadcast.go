@@ -403,15 +403,17 @@ func (r *Router) deliverBroadcast(env *envelope.Envelope, from agentcard.Card, v
 		if h == nil {
 			continue
 		}
-		// The slot is taken here, before a goroutine exists: a stream of
-		// broadcasts to slow agents waits in GossipSub's bounded queue
-		// (which drops the excess) instead of piling up goroutines.
+		// The slot is taken here, before the call is handed to a worker: a
+		// stream of broadcasts to slow agents waits in GossipSub's bounded
+		// queue (which drops the excess) instead of piling up goroutines.
+		// The call runs on a warm worker (goWork), whose stack has grown
+		// already, rather than on a new goroutine per delivery.
 		select {
 		case r.sem <- struct{}{}:
 		case <-r.ctx.Done():
 			return n
 		}
-		if !r.spawn(func() {
+		if !r.goWork(func() {
 			defer func() { <-r.sem }()
 			r.runHandler(h, env, from, to, false, false, clock.Now()) // a broadcast is not recorded as a question; each agent gets its own payload
 		}) {
