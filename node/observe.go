@@ -126,6 +126,8 @@ type Observer struct {
 	latencyNs float64
 	decisions uint64
 	audit     *lumberjack.Logger
+	auditBuf  []byte                 // the audit line being written, kept for the next
+	auditPeer peerText               // the last peer named in an audit line, with its text
 	buckets   map[peer.ID]*auditPeer // the audit rate limits', at most auditPeers
 	pending   uint64                 // entries left out of the audit log whose count is not written yet
 	swept     time.Time              // when pending counts were last looked for (see sweepSummaries)
@@ -403,15 +405,160 @@ func auditPeerOf(ev *localapi.Event) peer.ID {
 // writeAudit appends ev to the audit log and reports whether it was
 // written. The caller holds o.mu and has checked that o.audit is open.
 func (o *Observer) writeAudit(ev localapi.Event) bool { // by value: &ev would move Record's ev to the heap
-	b, err := json.Marshal(ev)
+	b, ok := appendAuditJSON(o.auditBuf[:0], &ev, &o.auditPeer)
+	var err error
+	if !ok {
+		// A time appendAuditJSON leaves to encoding/json (its year or zone
+		// outside RFC 3339), which reports the error.
+		b, err = json.Marshal(ev)
+	}
 	if err == nil {
-		_, err = o.audit.Write(append(b, '\n'))
+		b = append(b, '\n')
+		_, err = o.audit.Write(b)
+	}
+	if cap(b) <= maxAuditBuf {
+		o.auditBuf = b
 	}
 	if err != nil {
 		o.m.AuditWriteErrors++
 		return false
 	}
 	return true
+}
+
+// maxAuditBuf is the largest audit line buffer the Observer keeps for the
+// next line; a larger one (fields near MaxEventFieldLen) is left to the GC.
+const maxAuditBuf = 16 << 10
+
+// peerText is a peer ID with its text (base58), kept for the next event
+// of the same peer: a burst of broadcasts names one publisher in every
+// audit line, and encoding it costs microseconds.
+type peerText struct {
+	id   peer.ID
+	text string
+}
+
+// appendAuditJSON appends ev to b as encoding/json's Marshal writes it:
+// the same fields, order, omitempty rules and string escaping (HTML
+// characters, U+2028, U+2029 and invalid UTF-8 included), without its
+// reflection and allocations. It reports false, leaving the line to
+// encoding/json, for a time RFC 3339 cannot express. last caches the text
+// of the last peer encoded.
+func appendAuditJSON(b []byte, ev *localapi.Event, last *peerText) ([]byte, bool) {
+	b = append(b, `{"type":`...)
+	b = appendJSONString(b, ev.Type)
+	b = append(b, `,"time":"`...)
+	n0 := len(b)
+	b = ev.Time.AppendFormat(b, time.RFC3339Nano)
+	if !strictRFC3339(b[n0:]) {
+		return b, false
+	}
+	b = append(b, '"')
+	b = appendJSONField(b, `,"envelopeId":`, ev.EnvelopeID)
+	b = appendJSONField(b, `,"sender":`, ev.Sender)
+	b = appendJSONField(b, `,"recipient":`, ev.Recipient)
+	b = appendJSONField(b, `,"messageType":`, string(ev.MessageType))
+	b = appendJSONField(b, `,"routingPath":`, ev.Path)
+	if ev.Latency != 0 {
+		b = append(b, `,"latencyNs":`...)
+		b = strconv.AppendInt(b, int64(ev.Latency), 10)
+	}
+	b = append(b, `,"success":`...)
+	b = strconv.AppendBool(b, ev.Success)
+	b = appendJSONField(b, `,"code":`, ev.Code)
+	b = appendJSONField(b, `,"detail":`, ev.Detail)
+	if ev.Peer != "" {
+		if last.id != ev.Peer || last.text == "" {
+			*last = peerText{id: ev.Peer, text: ev.Peer.String()}
+		}
+		b = append(b, `,"peer":`...)
+		b = appendJSONString(b, last.text)
+	}
+	b = append(b, `,"sourceTier":`...)
+	b = strconv.AppendInt(b, int64(ev.SourceTier), 10)
+	b = append(b, `,"targetTier":`...)
+	b = strconv.AppendInt(b, int64(ev.TargetTier), 10)
+	return append(b, '}'), true
+}
+
+// strictRFC3339 reports whether t, a time formatted as time.RFC3339Nano,
+// is one time.Time's MarshalJSON accepts: a four-digit year and a zone
+// offset under 24 hours.
+func strictRFC3339(t []byte) bool {
+	if len(t) < len("2006-01-02T15:04:05Z") || t[4] != '-' {
+		return false
+	}
+	if t[len(t)-1] == 'Z' {
+		return true
+	}
+	c := t[len(t)-len("Z07:00")]
+	h := t[len(t)-len("07:00"):]
+	return !('0' <= c && c <= '9') && 10*(h[0]-'0')+(h[1]-'0') < 24
+}
+
+// appendJSONField appends name and s as a JSON string, unless s is empty
+// (omitempty).
+func appendJSONField(b []byte, name, s string) []byte {
+	if s == "" {
+		return b
+	}
+	return appendJSONString(append(b, name...), s)
+}
+
+// appendJSONString appends s as encoding/json writes a string with HTML
+// escaping (its default): quotes, backslash and the short escapes \b \f
+// \n \r \t; other control characters, <, > and & as \u00XX; U+2028 and
+// U+2029 escaped; each byte of invalid UTF-8 as \ufffd.
+func appendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
 }
 
 // auditPeer is one peer's token buckets in the audit log, one per kind.

@@ -482,3 +482,73 @@ func TestProperty34_InvocationEventsRoundTrip(t *testing.T) {
 		}
 	})
 }
+
+// The audit line appendAuditJSON writes is byte for byte the line
+// encoding/json's Marshal writes for the same event, for every field set or
+// empty, strings that need escaping (quotes, control characters, HTML
+// characters, U+2028 and U+2029, invalid UTF-8), times in any zone, and a
+// peer repeated or changed between lines (its cached text); and a time
+// RFC 3339 cannot express is left to encoding/json.
+func TestPropertyAuditLineAsEncodingJSON(t *testing.T) {
+	peers := []peer.ID{testPeer(t), testPeer(t), testPeer(t)}
+	str := func(rt *rapid.T, name string) string {
+		return rapid.OneOf(rapid.Just(""), rapid.String(),
+			rapid.StringOfN(rapid.RuneFrom([]rune{'a', '"', '\\', '<', '>', '&', '\b', '\f', '\n', '\r', '\t', 0, 0x1f, 0x7f, 'é', '\u2028', '\u2029', '𝄞', utf8.RuneError}), 0, 40, -1),
+			rapid.Map(rapid.SliceOfN(rapid.Byte(), 0, 40), func(b []byte) string { return string(b) })).Draw(rt, name)
+	}
+	var last peerText
+	rapid.Check(t, func(rt *rapid.T) {
+		zone := time.FixedZone("z", rapid.IntRange(-30*3600, 30*3600).Draw(rt, "offset"))
+		at := time.Unix(rapid.Int64Range(-70e9, 300e9).Draw(rt, "sec"), rapid.Int64Range(0, 999999999).Draw(rt, "nsec"))
+		if rapid.Bool().Draw(rt, "utc") {
+			at = at.UTC()
+		} else {
+			at = at.In(zone)
+		}
+		ev := localapi.Event{
+			Type: str(rt, "type"), Time: at, EnvelopeID: str(rt, "id"), Sender: str(rt, "sender"),
+			Recipient: str(rt, "recipient"), MessageType: envelope.Type(str(rt, "messageType")), Path: str(rt, "path"),
+			Latency: time.Duration(rapid.OneOf(rapid.Just(int64(0)), rapid.Int64()).Draw(rt, "latency")),
+			Success: rapid.Bool().Draw(rt, "success"), Code: str(rt, "code"), Detail: str(rt, "detail"),
+			Peer:       rapid.SampledFrom(append([]peer.ID{""}, peers...)).Draw(rt, "peer"),
+			SourceTier: rapid.IntRange(-1, 3).Draw(rt, "source"), TargetTier: rapid.Int().Draw(rt, "target"),
+		}
+		want, werr := json.Marshal(ev)
+		got, ok := appendAuditJSON(nil, &ev, &last)
+		if !ok {
+			if werr == nil {
+				rt.Fatalf("left to encoding/json, which encodes it: %s", want)
+			}
+			return
+		}
+		if werr != nil {
+			rt.Fatalf("encoded %s; encoding/json: %v", got, werr)
+		}
+		if string(got) != string(want) {
+			rt.Fatalf("got  %s\nwant %s", got, want)
+		}
+	})
+}
+
+// The Observer's audit log holds, for a cross-tier message, the line
+// encoding/json writes, ended by a newline.
+func TestAuditLineOnDisk(t *testing.T) {
+	o, path := auditObserver(t)
+	p := testPeer(t)
+	ev := localapi.Event{Type: protocol.EvtMessageReceived, Time: time.Date(2026, 11, 27, 22, 3, 7, 120, time.UTC), EnvelopeID: "e<1>",
+		Sender: "a@x", Recipient: "b\u2028@y", MessageType: envelope.TypeNotification, Path: "broadcast", Success: true,
+		Detail: "tab\there \"q\" \xff", Peer: p, SourceTier: 0, TargetTier: 2}
+	o.Record(ev)
+	o.Record(ev)
+	want, err := json.Marshal(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := string(want) + "\n" + string(want) + "\n"; string(got) != w {
+		t.Fatalf("audit log:\n%s\nwant:\n%s", got, w)
+	}
+}

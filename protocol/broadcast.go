@@ -385,33 +385,40 @@ func leastPrivilege(addr string, publisher peer.ID) agentcard.Card {
 // tier; sandbox rules as for direct messages), except the sender itself.
 func (r *Router) deliverBroadcast(env *envelope.Envelope, from agentcard.Card, via peer.ID) int {
 	n := 0
+	// Addresses are built once per message and per agent, not at every use:
+	// a burst delivers every message to every agent of every node.
+	fromAddr := from.Address()
+	fromAgent := from.SandboxAgentAt(fromAddr)
+	just := ""
+	if env.Metadata != nil {
+		just = env.Metadata.EscalationJustification
+	}
 	for _, to := range r.reg.Local() {
-		if to.Address() == from.Address() {
+		if to.HasAddress(fromAddr) {
 			continue
-		}
-		just := ""
-		if env.Metadata != nil {
-			just = env.Metadata.EscalationJustification
 		}
 		if r.o.rules.Check(tiers.Message{Source: from.Tier, Target: to.Tier, Type: string(env.Type), Justification: just, Broadcast: true}) != nil {
 			continue
 		}
-		if d := r.o.policy.CheckReach(from.SandboxAgent(), to.SandboxAgent()); !d.Allowed {
+		toAddr := to.Address()
+		if d := r.o.policy.CheckReach(fromAgent, to.SandboxAgentAt(toAddr)); !d.Allowed {
 			continue
 		}
 		h := r.handler(to.ID)
 		if h == nil {
 			continue
 		}
-		// The slot is taken here, before a goroutine exists: a stream of
-		// broadcasts to slow agents waits in GossipSub's bounded queue
-		// (which drops the excess) instead of piling up goroutines.
+		// The slot is taken here, before the call is handed to a worker: a
+		// stream of broadcasts to slow agents waits in GossipSub's bounded
+		// queue (which drops the excess) instead of piling up goroutines.
+		// The call runs on a warm worker (goWork), whose stack has grown
+		// already, rather than on a new goroutine per delivery.
 		select {
 		case r.sem <- struct{}{}:
 		case <-r.ctx.Done():
 			return n
 		}
-		if !r.spawn(func() {
+		if !r.goWork(func() {
 			defer func() { <-r.sem }()
 			r.runHandler(h, env, from, to, false, false, clock.Now()) // a broadcast is not recorded as a question; each agent gets its own payload
 		}) {
@@ -419,7 +426,7 @@ func (r *Router) deliverBroadcast(env *envelope.Envelope, from agentcard.Card, v
 			return n
 		}
 		n++
-		ev := Event{Type: EvtMessageReceived, Time: clock.Now(), EnvelopeID: env.ID, Sender: from.Address(), Recipient: to.Address(),
+		ev := Event{Type: EvtMessageReceived, Time: clock.Now(), EnvelopeID: env.ID, Sender: fromAddr, Recipient: toAddr,
 			MessageType: env.Type, Path: PathBroadcast, Success: true, Peer: via, SourceTier: int(from.Tier), TargetTier: int(to.Tier)}
 		r.o.sink.Emit(ev)
 	}

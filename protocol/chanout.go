@@ -184,6 +184,18 @@ func (r *Router) outChannelByID(id string) *outChannel {
 // enqueue hands env to the channel. done (which must not block) is called
 // once with nil when the receiver took it, or with the reason it never will.
 func (c *outChannel) enqueue(env *envelope.Envelope, raw []byte, buf *[]byte, urgent, ackNow bool, enq, expires time.Time, done func(error), report sentReport) error {
+	// For an envelope on a channel with few unacknowledged (a request now
+	// and then, its answer) the persister is woken after the frame went to
+	// the stream (defers run last first): the wake-up, which may bring up
+	// an idle CPU, is then not on the envelope's way out. Behind a backlog
+	// (a stream of posts) it is woken at once: a write may wait for the
+	// peer's window, and the persister's passes checkpoint the journal.
+	wake := false
+	defer func() {
+		if wake {
+			c.r.wakePersister()
+		}
+	}()
 	c.mu.Lock()
 	defer c.unlock()
 	if c.stopped {
@@ -222,6 +234,7 @@ func (c *outChannel) enqueue(env *envelope.Envelope, raw []byte, buf *[]byte, ur
 		}
 	}
 	fresh := c.m.Fresh()
+	lone := len(c.m.Pending()) < answerAckMax
 	oi := &outItem{env: env, raw: raw, buf: buf, done: done, report: report, urgent: urgent, ackNow: ackNow, enq: enq, expires: expires}
 	it, transmit, err := c.m.Enqueue(oi)
 	if err != nil {
@@ -233,7 +246,11 @@ func (c *outChannel) enqueue(env *envelope.Envelope, raw []byte, buf *[]byte, ur
 	// only if still unacknowledged after persistAfter: the passes a stream
 	// of envelopes wakes also checkpoint the journal, which would fill
 	// (and fail the sends) without them.
-	c.r.wakePersister()
+	if lone {
+		wake = true
+	} else {
+		c.r.wakePersister()
+	}
 	if c.m.State() == channel.Away {
 		// The peer is away: a waiting sender hears so now, and the
 		// envelope waits with the others. Someone waiting for it or its

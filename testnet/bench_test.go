@@ -3,8 +3,11 @@ package testnet_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -183,6 +186,7 @@ func BenchmarkBroadcastBurst(b *testing.B) {
 	b.Run("nova", func(b *testing.B) {
 		net, log := novaSwarm(b)
 		for b.Loop() {
+			stop := burstProfile(b)
 			start, base, cpu := time.Now(), log.n.Load(), cputime.Process()
 			for k := 0; k < burst; k++ {
 				env, _ := net.Nodes[0].NewEnvelope("sun", envelope.Broadcast, envelope.TypeNotification, k)
@@ -191,6 +195,7 @@ func BenchmarkBroadcastBurst(b *testing.B) {
 				}
 			}
 			waitCount(log, base+burst*(benchNodes-1), 20*time.Second)
+			stop()
 			b.ReportMetric(float64(time.Since(start).Milliseconds()), "ms-all")
 			b.ReportMetric(float64((cputime.Process() - cpu).Milliseconds()), "cpu-ms")
 			b.ReportMetric(100*float64(log.n.Load()-base)/float64(burst*(benchNodes-1)), "%delivered")
@@ -203,6 +208,7 @@ func BenchmarkBroadcastBurst(b *testing.B) {
 func benchRawBurst(b *testing.B, burst int, full bool, opts ...pubsub.Option) {
 	topics, log := rawSwarmOf(b, full, opts...)
 	for b.Loop() {
+		stop := burstProfile(b)
 		start, base, cpu := time.Now(), log.n.Load(), cputime.Process()
 		for k := 0; k < burst; k++ {
 			// A payload of its own each: GossipSub keeps the slice it is
@@ -214,9 +220,33 @@ func benchRawBurst(b *testing.B, burst int, full bool, opts ...pubsub.Option) {
 			topics[0].Publish(context.Background(), payload)
 		}
 		waitCount(log, base+int64(burst)*(benchNodes-1), 20*time.Second)
+		stop()
 		b.ReportMetric(float64(time.Since(start).Milliseconds()), "ms-all")
 		b.ReportMetric(float64((cputime.Process() - cpu).Milliseconds()), "cpu-ms")
 		b.ReportMetric(100*float64(log.n.Load()-base)/float64(int64(burst)*(benchNodes-1)), "%delivered")
+	}
+}
+
+// burstProfile starts a CPU profile of the burst alone, without the
+// swarm's set-up, when NOVA_BURST_PROFILE=prefix is set, written to
+// prefix-<benchmark>.cpu (read it with `go tool pprof -top -cum`); the
+// function it returns stops it. Run without -test.cpuprofile then.
+func burstProfile(b *testing.B) (stop func()) {
+	prefix := os.Getenv("NOVA_BURST_PROFILE")
+	if prefix == "" {
+		return func() {}
+	}
+	f, err := os.Create(prefix + "-" + strings.ReplaceAll(b.Name(), "/", "-") + ".cpu")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		b.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
 	}
 }
 
