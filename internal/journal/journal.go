@@ -99,6 +99,7 @@ func (j *Journal) Reset() error {
 	j.segs[0].setHeader(j.gen)
 	j.segs[0].off = headerSize
 	j.segs[0].clearNext()
+	j.segs[0].prefault(headerSize, prefaultAhead)
 	j.cur, j.free = 0, [2]bool{false, true}
 	j.closed = false
 	j.dirty = true
@@ -190,8 +191,18 @@ func (j *Journal) Rotate() (release func()) {
 	}
 }
 
+// prefaultAhead is how much of the current segment past the write
+// position Reset and Sync fault in: about a second of a sporadic sender's
+// records (a request and its answer take a few hundred bytes), so that its
+// appends, on the request's path, find their pages present and writable
+// (after each flush the kernel write-protects them again). Small, because
+// the pages faulted in are written back at the next flush even if nothing
+// was appended to them yet.
+const prefaultAhead = 64 << 10
+
 // Sync flushes what was appended to stable storage (a power loss then
-// keeps it too): one flush for every append since the last Sync.
+// keeps it too): one flush for every append since the last Sync. It then
+// faults in the pages the next appends will reach.
 func (j *Journal) Sync() error {
 	j.mu.Lock()
 	if !j.dirty || j.segs[0] == nil {
@@ -205,7 +216,22 @@ func (j *Journal) Sync() error {
 	for _, s := range segs {
 		errs = append(errs, s.sync())
 	}
+	j.prefault()
 	return errors.Join(errs...)
+}
+
+// prefault faults in prefaultAhead bytes of the current segment from the
+// write position on (see prefaultAhead).
+func (j *Journal) prefault() {
+	j.mu.Lock()
+	if j.closed || j.segs[0] == nil {
+		j.mu.Unlock()
+		return
+	}
+	s := j.segs[j.cur]
+	off := s.off
+	j.mu.Unlock()
+	s.prefault(off, prefaultAhead)
 }
 
 // Close releases the segments; Append fails afterwards.
