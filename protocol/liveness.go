@@ -45,7 +45,9 @@ import (
 // timeout (10 s). The one TCP probe, probeIfMoved's, is judged by the
 // peer's kernel (WithAckCheck), not by the pong.
 
-// livenessTick is how often the streams are looked at.
+// livenessTick is how often the streams are looked at, while any of them
+// runs over QUIC; with none, the loop sleeps until one is opened (an idle
+// node on TCP alone wakes for nothing).
 const livenessTick = time.Second
 
 // watch is what livenessLoop last saw of one stream.
@@ -104,7 +106,24 @@ func (r *Router) livenessLoop() {
 			}
 		}
 		seen = live
+		if len(live) == 0 && !r.sleepUntilQUIC(t) {
+			return
+		}
 	}
+}
+
+// sleepUntilQUIC stops t until an outbound stream on QUIC is added (or one
+// was since the last look: the signal waits), then restarts it; false when
+// the router closes first.
+func (r *Router) sleepUntilQUIC(t *time.Ticker) bool {
+	t.Stop()
+	select {
+	case <-r.ctx.Done():
+		return false
+	case <-r.quicOut:
+	}
+	t.Reset(livenessTick)
+	return true
 }
 
 // probe pings s's peer on s's connection and closes that connection if

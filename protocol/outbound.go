@@ -361,6 +361,12 @@ func (r *Router) stream(ctx context.Context, p peer.ID) (*outStream, error) {
 			r.out[p] = s
 			r.wg.Go(s.flushLoop)
 			r.wg.Go(s.readLoop)
+			if onQUIC(s.st.Conn()) {
+				select {
+				case r.quicOut <- struct{}{}:
+				default:
+				}
+			}
 		}
 		r.mu.Unlock()
 		if err != nil {

@@ -76,6 +76,7 @@ type Router struct {
 	watermarks    map[string]uint64      // persisted inbound watermarks, loaded at Start
 	out           map[peer.ID]*outStream
 	opening       map[peer.ID]chan struct{}
+	quicOut       chan struct{}                    // an outbound stream on QUIC was added: wakes a sleeping livenessLoop
 	regreet       *bounded[peer.ID, time.Duration] // last re-greeting delay per peer (see regreetLater)
 	regreetTimers map[peer.ID]*time.Timer          // pending re-greetings, at most one per peer
 	unreached     *bounded[peer.ID, time.Time]     // peers a stream could not be opened to, since last reached (see reach)
@@ -234,6 +235,7 @@ func New(h host.Host, reg *agentcard.Registry, opts ...Option) (*Router, error) 
 		pending:       make(map[pendingKey]*pendingReq),
 		pendingIDs:    make(map[string]pendingKey),
 		persistKick:   make(chan struct{}, 1),
+		quicOut:       make(chan struct{}, 1),
 		workIdle:      make(chan struct{}, 1),
 		answerable:    newAskSet(16384),
 		seen:          newSeenSet(65536),
