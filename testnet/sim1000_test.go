@@ -68,6 +68,12 @@ type simParams struct {
 	// grace is how long a new connection is safe from trimming (a node's
 	// is 10 s).
 	grace time.Duration
+	// wave is how many nodes start at once while the swarm forms, and
+	// waveGap the time between two waves: waves closer than the grace
+	// period plus the connection manager's 10 s between trims let every
+	// node connect to every other before any connection may be trimmed.
+	wave    int
+	waveGap time.Duration
 	// trace logs, for every lookup that fails, where the looked-up
 	// agent's name provider record is (NOVA_SIM_TRACE=1).
 	trace bool
@@ -102,6 +108,8 @@ func readSimParams() simParams {
 		connLow:  envInt("NOVA_SIM_CONN_LOW", 100),
 		connHigh: envInt("NOVA_SIM_CONN_HIGH", 150),
 		grace:    time.Duration(envInt("NOVA_SIM_GRACE_S", 10)) * time.Second,
+		wave:     envInt("NOVA_SIM_WAVE", 50),
+		waveGap:  time.Duration(envInt("NOVA_SIM_WAVE_GAP_S", 1)) * time.Second,
 		trace:    os.Getenv("NOVA_SIM_TRACE") == "1",
 	}
 }
@@ -590,6 +598,22 @@ func writeSimHeapProfile(t *testing.T, path string) {
 	}
 }
 
+// usage describes what the swarm holds: goroutines, heap, stacks and
+// connections per node.
+func (s *sim) usage() string {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	conns, maxConns := 0, 0
+	for _, n := range s.online {
+		c := len(n.h.Network().Conns())
+		conns += c
+		maxConns = max(maxConns, c)
+	}
+	return fmt.Sprintf("%d goroutines, heap %d MB (in use %d MB), stacks %d MB, from the OS %d MB; connections per node mean %.1f max %d",
+		runtime.NumGoroutine(), ms.HeapAlloc>>20, ms.HeapInuse>>20, ms.StackInuse>>20, ms.Sys>>20,
+		float64(conns)/float64(max(len(s.online), 1)), maxConns)
+}
+
 func pct(ds []time.Duration, p float64) time.Duration {
 	if len(ds) == 0 {
 		return 0
@@ -631,23 +655,15 @@ func TestSim1000Churn(t *testing.T) {
 		}()
 		t0 := time.Now()
 		for s.next < p.n {
-			s.join(min(50, p.n-s.next))
-			time.Sleep(time.Second) // join in waves, as a swarm grows
+			s.join(min(p.wave, p.n-s.next))
+			time.Sleep(p.waveGap) // join in waves, as a swarm grows
+			t.Logf("sim: %d nodes up after %s simulated, %s wall; %s", s.next, time.Since(t0).Round(time.Second), (wallClock() - wall).Round(time.Second), s.usage())
 		}
-		t.Logf("sim: %d nodes started in %s simulated, %s wall", p.n, time.Since(t0).Round(time.Second), (wallClock() - wall).Round(time.Second))
+		t.Logf("sim: %d nodes started in %s simulated, %s wall; %s", p.n, time.Since(t0).Round(time.Second), (wallClock() - wall).Round(time.Second), s.usage())
 		time.Sleep(p.warmup)
 		have, all := s.converged()
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		conns, maxConns := 0, 0
-		for _, n := range s.online {
-			c := len(n.h.Network().Conns())
-			conns += c
-			maxConns = max(maxConns, c)
-		}
-		t.Logf("sim: after warm-up (%s wall): registries list %.2f%% of the online agents; %d goroutines, heap %d MB (in use %d MB), stacks %d MB, from the OS %d MB; connections per node mean %.1f max %d; simulated datagrams %d",
-			(wallClock() - wall).Round(time.Second), 100*float64(have)/float64(max(all, 1)), runtime.NumGoroutine(), ms.HeapAlloc>>20, ms.HeapInuse>>20, ms.StackInuse>>20, ms.Sys>>20,
-			float64(conns)/float64(len(s.online)), maxConns, nw.sent.Load())
+		t.Logf("sim: after warm-up (%s wall): registries list %.2f%% of the online agents; %s; simulated datagrams %d",
+			(wallClock() - wall).Round(time.Second), 100*float64(have)/float64(max(all, 1)), s.usage(), nw.sent.Load())
 		if path := os.Getenv("NOVA_SIM_HEAPPROFILE"); path != "" {
 			writeSimHeapProfile(t, path)
 		}
@@ -705,9 +721,9 @@ func TestSim1000Churn(t *testing.T) {
 				}
 			}
 			have, all := s.converged()
-			t.Logf("sim: minute %d: lookups %d/%d ok, p50 %s p99 %s, DHT requests p50 %d p99 %d; broadcasts min reach %.2f%%; registries list %.2f%% of online agents; wall %s; errors %v",
+			t.Logf("sim: minute %d: lookups %d/%d ok, p50 %s p99 %s, DHT requests p50 %d p99 %d; broadcasts min reach %.2f%%; registries list %.2f%% of online agents; %s; wall %s; errors %v",
 				m, st.ok, st.ok+st.fail, pct(st.lat, .5), pct(st.lat, .99), pctInt(st.reqs, .5), pctInt(st.reqs, .99),
-				100*minReach, 100*float64(have)/float64(max(all, 1)), (wallClock() - wall).Round(time.Second), st.errs)
+				100*minReach, 100*float64(have)/float64(max(all, 1)), s.usage(), (wallClock() - wall).Round(time.Second), st.errs)
 			total.ok += st.ok
 			total.fail += st.fail
 			total.lat = append(total.lat, st.lat...)
