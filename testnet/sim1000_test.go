@@ -3,12 +3,15 @@
 package testnet_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	mrand "math/rand/v2"
 	"net"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,6 +22,7 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p"
+	kb "github.com/libp2p/go-libp2p-kbucket"
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
@@ -55,9 +59,24 @@ type simParams struct {
 	warmup   time.Duration
 	seed     uint64
 	parallel int // lookups in flight at once
-	// connLow and connHigh are the connection manager's watermarks
-	// (a node's defaults are about 100 and 150).
+	// connLow and connHigh are the connection manager's watermarks: a
+	// node sets them to half and three quarters of libp2p's scaled
+	// inbound-connection limit, 64 plus 64 per GiB of an eighth of the
+	// machine's memory: 32 and 48 up to 1 GiB of memory, 64 and 96 at 8
+	// GiB, about 100 and 150 at 16 GiB.
 	connLow, connHigh int
+	// grace is how long a new connection is safe from trimming (a node's
+	// is 10 s).
+	grace time.Duration
+	// wave is how many nodes start at once while the swarm forms, and
+	// waveGap the time between two waves: waves closer than the grace
+	// period plus the connection manager's 10 s between trims let every
+	// node connect to every other before any connection may be trimmed.
+	wave    int
+	waveGap time.Duration
+	// trace logs, for every lookup that fails, where the looked-up
+	// agent's name provider record is (NOVA_SIM_TRACE=1).
+	trace bool
 }
 
 // wallClock is the machine's monotonic clock in nanoseconds: inside a
@@ -88,6 +107,10 @@ func readSimParams() simParams {
 		parallel: envInt("NOVA_SIM_PARALLEL", 20),
 		connLow:  envInt("NOVA_SIM_CONN_LOW", 100),
 		connHigh: envInt("NOVA_SIM_CONN_HIGH", 150),
+		grace:    time.Duration(envInt("NOVA_SIM_GRACE_S", 10)) * time.Second,
+		wave:     envInt("NOVA_SIM_WAVE", 50),
+		waveGap:  time.Duration(envInt("NOVA_SIM_WAVE_GAP_S", 1)) * time.Second,
+		trace:    os.Getenv("NOVA_SIM_TRACE") == "1",
 	}
 }
 
@@ -97,6 +120,13 @@ func readSimParams() simParams {
 type dhtCounter struct {
 	host.Host
 	sent atomic.Int64
+
+	// With NOVA_SIM_TRACE: the ADD_PROVIDER requests this node sent for
+	// the name key of its own agent (multihash nameMH), and when the
+	// first went out.
+	nameMH        []byte
+	nameProvides  atomic.Int64
+	firstProvided atomic.Pointer[time.Time]
 }
 
 func isDHT(pids []protocol.ID) bool {
@@ -113,17 +143,75 @@ func (c *dhtCounter) NewStream(ctx context.Context, p peer.ID, pids ...protocol.
 	if err != nil || !isDHT(pids) {
 		return s, err
 	}
-	return &countedStream{Stream: s, n: &c.sent}, nil
+	return &countedStream{Stream: s, c: c}, nil
 }
 
 type countedStream struct {
 	network.Stream
-	n *atomic.Int64
+	c *dhtCounter
 }
 
 func (s *countedStream) Write(b []byte) (int, error) {
-	s.n.Add(1)
+	s.c.sent.Add(1)
+	if s.c.nameMH != nil && isAddProvider(b, s.c.nameMH) {
+		if s.c.nameProvides.Add(1) == 1 {
+			now := time.Now()
+			s.c.firstProvided.Store(&now)
+		}
+	}
 	return s.Stream.Write(b)
+}
+
+// isAddProvider reports whether b, one length-delimited kad-dht message,
+// is an ADD_PROVIDER request for key: field 1 (type) is 2 and field 2
+// (key) is key.
+func isAddProvider(b, key []byte) bool {
+	n, k := binary.Uvarint(b)
+	if k <= 0 || uint64(len(b)-k) < n {
+		return false
+	}
+	b = b[k : k+int(n)]
+	typ, gotKey := uint64(0), []byte(nil)
+	for len(b) > 0 {
+		tag, k := binary.Uvarint(b)
+		if k <= 0 {
+			return false
+		}
+		b = b[k:]
+		switch tag & 7 {
+		case 0: // varint
+			v, k := binary.Uvarint(b)
+			if k <= 0 {
+				return false
+			}
+			if tag>>3 == 1 {
+				typ = v
+			}
+			b = b[k:]
+		case 2: // length-delimited
+			l, k := binary.Uvarint(b)
+			if k <= 0 || uint64(len(b)-k) < l {
+				return false
+			}
+			if tag>>3 == 2 {
+				gotKey = b[k : k+int(l)]
+			}
+			b = b[k+int(l):]
+		case 1:
+			if len(b) < 8 {
+				return false
+			}
+			b = b[8:]
+		case 5:
+			if len(b) < 4 {
+				return false
+			}
+			b = b[4:]
+		default:
+			return false
+		}
+	}
+	return typ == 2 && bytes.Equal(gotKey, key)
 }
 
 // simNode is one node of the simulated swarm, hosting one agent.
@@ -137,6 +225,11 @@ type simNode struct {
 	cancel context.CancelFunc
 	agent  string
 	busy   atomic.Bool // a lookup from this node is in flight
+
+	// With NOVA_SIM_TRACE: when the node started and when its first
+	// publish succeeded (zero until then), in simulated time.
+	started   time.Time
+	published atomic.Pointer[time.Time]
 }
 
 func (n *simNode) info() peer.AddrInfo { return peer.AddrInfo{ID: n.h.ID(), Addrs: n.h.Addrs()} }
@@ -159,13 +252,15 @@ type sim struct {
 
 	mu   sync.Mutex
 	recv map[string]map[int]time.Time // broadcast id -> node idx -> delivery time
+
+	traceMu sync.Mutex // one trace at a time
 }
 
 func (s *sim) start(boot []peer.AddrInfo) (*simNode, error) {
 	idx := s.next
 	s.next++
 	addr := fmt.Sprintf("/ip4/%s/udp/8000/quic-v1", ipFor(idx))
-	cm, err := connmgr.NewConnManager(s.p.connLow, s.p.connHigh, connmgr.WithGracePeriod(time.Minute))
+	cm, err := connmgr.NewConnManager(s.p.connLow, s.p.connHigh, connmgr.WithGracePeriod(s.p.grace))
 	if err != nil {
 		return nil, err
 	}
@@ -181,7 +276,7 @@ func (s *sim) start(boot []peer.AddrInfo) (*simNode, error) {
 	}
 	key := h.Peerstore().PrivKey(h.ID())
 	ctx, cancel := context.WithCancel(context.Background())
-	n := &simNode{idx: idx, h: h, cancel: cancel, agent: fmt.Sprintf("s%d", idx)}
+	n := &simNode{idx: idx, h: h, cancel: cancel, agent: fmt.Sprintf("s%d", idx), started: time.Now()}
 	fail := func(err error) (*simNode, error) {
 		cancel()
 		_ = h.Close()
@@ -201,6 +296,9 @@ func (s *sim) start(boot []peer.AddrInfo) (*simNode, error) {
 		return fail(err)
 	}
 	n.dc = &dhtCounter{Host: h}
+	if s.p.trace {
+		n.dc.nameMH = discovery.KeyCID(discovery.NameKey(simSwarm, n.agent)).Hash()
+	}
 	n.disc, err = discovery.New(n.dc, key, simSwarm, n.reg, n.reg,
 		discovery.WithBootstrapPeers(boot), discovery.WithMDNS(false),
 		// The host's one address, polled: the kernel's address
@@ -235,7 +333,28 @@ func (s *sim) start(boot []peer.AddrInfo) (*simNode, error) {
 		n.stop()
 		return nil, err
 	}
+	if s.p.trace {
+		go n.watchPublish(ctx)
+	}
 	return n, nil
+}
+
+// watchPublish records when the node's first publish succeeds.
+func (n *simNode) watchPublish(ctx context.Context) {
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if n.disc.Stats().Publishes > 0 {
+			now := time.Now()
+			n.published.Store(&now)
+			return
+		}
+	}
 }
 
 // bootPeers picks up to three random online nodes.
@@ -311,6 +430,11 @@ func (s *sim) lookups(k, par int, st *lookupStats) {
 				return
 			}
 			st.fail++
+			if s.p.trace {
+				st.mu.Unlock()
+				s.traceMiss(from, to, lat, err)
+				st.mu.Lock()
+			}
 			msg := "found other hosts"
 			if err != nil {
 				msg = err.Error()
@@ -325,6 +449,85 @@ func (s *sim) lookups(k, par int, st *lookupStats) {
 		})
 	}
 	wg.Wait()
+}
+
+// traceMiss logs where the provider record of to's name is when a lookup
+// of it from from failed: which of the online nodes closest to the name
+// key hold it, whether the looking node's routing table knows them, and
+// when to's first publish completed. Lookups run while no node joins or
+// leaves, so s.online is stable.
+func (s *sim) traceMiss(from, to *simNode, lat time.Duration, lookupErr error) {
+	s.traceMu.Lock()
+	defer s.traceMu.Unlock()
+	mh := discovery.KeyCID(discovery.NameKey(simSwarm, to.agent)).Hash()
+	target := kb.ConvertKey(string(mh))
+	byID := map[peer.ID]*simNode{}
+	ids := make([]peer.ID, 0, len(s.online))
+	for _, n := range s.online {
+		byID[n.h.ID()] = n
+		ids = append(ids, n.h.ID())
+	}
+	ids = kb.SortClosestPeers(ids, target)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var ranks []string
+	closeHeld, held, closeKnown := 0, 0, 0
+	for i, id := range ids {
+		n := byID[id]
+		provs, err := n.disc.DHT().ProviderStore().GetProviders(ctx, mh)
+		has := err == nil && slices.ContainsFunc(provs, func(ai peer.AddrInfo) bool { return ai.ID == to.h.ID() })
+		known := from.disc.DHT().RoutingTable().Find(id) != ""
+		if has {
+			held++
+			ranks = append(ranks, strconv.Itoa(i))
+		}
+		if i < 20 {
+			if has {
+				closeHeld++
+			}
+			if known {
+				closeKnown++
+			}
+		}
+	}
+	pub := "none yet"
+	if at := to.published.Load(); at != nil {
+		pub = at.Sub(to.started).String()
+	}
+	if at := to.dc.firstProvided.Load(); at != nil {
+		pub += fmt.Sprintf(", first ADD_PROVIDER of its name %s after start (%d sent)", at.Sub(to.started), to.dc.nameProvides.Load())
+	} else {
+		pub += ", no ADD_PROVIDER of its name sent"
+	}
+	st := to.disc.Stats()
+	s.t.Logf("sim: trace: lookup of %s from node %d failed after %s (%v): target up %s, first publish after %s (%d ok, %d failed), routing table %d; looker up %s, routing table %d, knows %d of the 20 online nodes closest to the key; record held by %d of those 20 and by %d of %d online nodes, at ranks %v",
+		to.agent, from.idx, lat, lookupErr, time.Since(to.started).Round(time.Millisecond), pub, st.Publishes, st.PublishFailures,
+		to.disc.DHT().RoutingTable().Size(), time.Since(from.started).Round(time.Second), from.disc.DHT().RoutingTable().Size(),
+		closeKnown, closeHeld, held, len(ids), ranks)
+}
+
+// tracePublishes logs how long the nodes that joined took to complete
+// their first publish, as of now.
+func (s *sim) tracePublishes(m int, fresh []*simNode) {
+	var ds, ps []time.Duration
+	var sent []int
+	pending, unsent := 0, 0
+	for _, n := range fresh {
+		if at := n.published.Load(); at != nil {
+			ds = append(ds, at.Sub(n.started))
+		} else {
+			pending++
+		}
+		if at := n.dc.firstProvided.Load(); at != nil {
+			ps = append(ps, at.Sub(n.started))
+		} else {
+			unsent++
+		}
+		sent = append(sent, int(n.dc.nameProvides.Load()))
+	}
+	s.t.Logf("sim: trace: minute %d: %d joined; first publish done by %d: p50 %s p90 %s max %s, not done: %d; first ADD_PROVIDER of the name sent by %d: p50 %s p90 %s max %s, not sent: %d; ADD_PROVIDERs of the name sent p50 %d min %d",
+		m, len(fresh), len(ds), pct(ds, .5), pct(ds, .9), pct(ds, 1), pending,
+		len(ps), pct(ps, .5), pct(ps, .9), pct(ps, 1), unsent, pctInt(sent, .5), pctInt(sent, 0))
 }
 
 // broadcast sends one broadcast from a random online node and returns
@@ -370,6 +573,47 @@ func (s *sim) converged() (have, all int) {
 	return have, all
 }
 
+// writeSimHeapProfile writes the heap profile of the swarm as it runs (a
+// test's -memprofile is written after every node stopped) to path, and
+// its goroutine profile to path.goroutine.
+func writeSimHeapProfile(t *testing.T, path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		t.Errorf("sim: heap profile: %v", err)
+		return
+	}
+	defer f.Close()
+	runtime.GC()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		t.Errorf("sim: heap profile: %v", err)
+	}
+	g, err := os.Create(path + ".goroutine")
+	if err != nil {
+		t.Errorf("sim: goroutine profile: %v", err)
+		return
+	}
+	defer g.Close()
+	if err := pprof.Lookup("goroutine").WriteTo(g, 0); err != nil {
+		t.Errorf("sim: goroutine profile: %v", err)
+	}
+}
+
+// usage describes what the swarm holds: goroutines, heap, stacks and
+// connections per node.
+func (s *sim) usage() string {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	conns, maxConns := 0, 0
+	for _, n := range s.online {
+		c := len(n.h.Network().Conns())
+		conns += c
+		maxConns = max(maxConns, c)
+	}
+	return fmt.Sprintf("%d goroutines, heap %d MB (in use %d MB), stacks %d MB, from the OS %d MB; connections per node mean %.1f max %d",
+		runtime.NumGoroutine(), ms.HeapAlloc>>20, ms.HeapInuse>>20, ms.StackInuse>>20, ms.Sys>>20,
+		float64(conns)/float64(max(len(s.online), 1)), maxConns)
+}
+
 func pct(ds []time.Duration, p float64) time.Duration {
 	if len(ds) == 0 {
 		return 0
@@ -411,16 +655,18 @@ func TestSim1000Churn(t *testing.T) {
 		}()
 		t0 := time.Now()
 		for s.next < p.n {
-			s.join(min(50, p.n-s.next))
-			time.Sleep(time.Second) // join in waves, as a swarm grows
+			s.join(min(p.wave, p.n-s.next))
+			time.Sleep(p.waveGap) // join in waves, as a swarm grows
+			t.Logf("sim: %d nodes up after %s simulated, %s wall; %s", s.next, time.Since(t0).Round(time.Second), (wallClock() - wall).Round(time.Second), s.usage())
 		}
-		t.Logf("sim: %d nodes started in %s simulated, %s wall", p.n, time.Since(t0).Round(time.Second), (wallClock() - wall).Round(time.Second))
+		t.Logf("sim: %d nodes started in %s simulated, %s wall; %s", p.n, time.Since(t0).Round(time.Second), (wallClock() - wall).Round(time.Second), s.usage())
 		time.Sleep(p.warmup)
 		have, all := s.converged()
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		t.Logf("sim: after warm-up (%s wall): registries list %.2f%% of the online agents; %d goroutines, heap %d MB, simulated datagrams %d",
-			(wallClock() - wall).Round(time.Second), 100*float64(have)/float64(max(all, 1)), runtime.NumGoroutine(), ms.HeapAlloc>>20, nw.sent.Load())
+		t.Logf("sim: after warm-up (%s wall): registries list %.2f%% of the online agents; %s; simulated datagrams %d",
+			(wallClock() - wall).Round(time.Second), 100*float64(have)/float64(max(all, 1)), s.usage(), nw.sent.Load())
+		if path := os.Getenv("NOVA_SIM_HEAPPROFILE"); path != "" {
+			writeSimHeapProfile(t, path)
+		}
 
 		var total lookupStats
 		var reach, reachAll []float64
@@ -430,8 +676,12 @@ func TestSim1000Churn(t *testing.T) {
 			start := time.Now()
 			s.leave(k)
 			s.join(k)
+			fresh := slices.Clone(s.online[len(s.online)-k:])
 			// New nodes publish as they start; lookups begin 10 s later.
 			time.Sleep(10 * time.Second)
+			if p.trace {
+				s.tracePublishes(m, fresh)
+			}
 			var st lookupStats
 			s.lookups(p.lookups, p.parallel, &st)
 			type sent struct {
@@ -471,9 +721,9 @@ func TestSim1000Churn(t *testing.T) {
 				}
 			}
 			have, all := s.converged()
-			t.Logf("sim: minute %d: lookups %d/%d ok, p50 %s p99 %s, DHT requests p50 %d p99 %d; broadcasts min reach %.2f%%; registries list %.2f%% of online agents; wall %s; errors %v",
+			t.Logf("sim: minute %d: lookups %d/%d ok, p50 %s p99 %s, DHT requests p50 %d p99 %d; broadcasts min reach %.2f%%; registries list %.2f%% of online agents; %s; wall %s; errors %v",
 				m, st.ok, st.ok+st.fail, pct(st.lat, .5), pct(st.lat, .99), pctInt(st.reqs, .5), pctInt(st.reqs, .99),
-				100*minReach, 100*float64(have)/float64(max(all, 1)), (wallClock() - wall).Round(time.Second), st.errs)
+				100*minReach, 100*float64(have)/float64(max(all, 1)), s.usage(), (wallClock() - wall).Round(time.Second), st.errs)
 			total.ok += st.ok
 			total.fail += st.fail
 			total.lat = append(total.lat, st.lat...)

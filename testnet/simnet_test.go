@@ -3,6 +3,7 @@
 package testnet_test
 
 import (
+	"container/heap"
 	"errors"
 	"hash/fnv"
 	"net"
@@ -20,6 +21,10 @@ import (
 // packetNet is a simulated UDP network for QUIC: datagrams between its
 // endpoints arrive after a latency fixed per pair of addresses, or are
 // lost with probability loss, on simulated time inside a synctest bubble.
+// Each endpoint queues the datagrams on their way to it and delivers them
+// from one timer, armed for the earliest arrival: a timer (and the
+// goroutine that runs its function) per datagram cost a swarm of 100
+// nodes over 100,000 goroutines at the instants many datagrams arrive.
 // It stands in for go-libp2p's x/simlibp2p and marcopolo/simnet (which
 // this module does not require), without their bandwidth model: links are
 // as fast as the CPU.
@@ -45,6 +50,8 @@ func (n *packetNet) listen(addr *net.UDPAddr) (*packetConn, error) {
 		return nil, errors.New("packetnet: address in use: " + addr.String())
 	}
 	c := &packetConn{net: n, addr: addr, in: make(chan datagram, 1024), closed: make(chan struct{}), wake: make(chan struct{})}
+	c.arrive = time.AfterFunc(time.Hour, c.deliver)
+	c.arrive.Stop()
 	n.conns[addr.String()] = c
 	return c, nil
 }
@@ -52,6 +59,34 @@ func (n *packetNet) listen(addr *net.UDPAddr) (*packetConn, error) {
 type datagram struct {
 	b    []byte
 	from net.Addr
+}
+
+// inFlight is a datagram on its way, due at at; seq keeps datagrams due at
+// the same instant in the order they were sent.
+type inFlight struct {
+	at  time.Time
+	seq uint64
+	d   datagram
+}
+
+// flightQueue is a min-heap of datagrams on their way, earliest first.
+type flightQueue []inFlight
+
+func (q flightQueue) Len() int { return len(q) }
+func (q flightQueue) Less(i, j int) bool {
+	if !q[i].at.Equal(q[j].at) {
+		return q[i].at.Before(q[j].at)
+	}
+	return q[i].seq < q[j].seq
+}
+func (q flightQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *flightQueue) Push(x any)   { *q = append(*q, x.(inFlight)) }
+func (q *flightQueue) Pop() any {
+	old := *q
+	x := old[len(old)-1]
+	old[len(old)-1] = inFlight{}
+	*q = old[:len(old)-1]
+	return x
 }
 
 // packetConn is one endpoint: a net.PacketConn with a receive buffer of
@@ -67,6 +102,53 @@ type packetConn struct {
 	deadline chan struct{} // closed when the read deadline passes; nil: none
 	timer    *time.Timer
 	wake     chan struct{} // closed when the deadline changes
+
+	qmu     sync.Mutex
+	flights flightQueue // datagrams on their way here
+	seq     uint64
+	arrive  *time.Timer // runs deliver when the earliest is due
+	armed   time.Time   // when arrive fires; zero: stopped
+}
+
+// enqueue puts d on its way here, due at at.
+func (c *packetConn) enqueue(at time.Time, d datagram) {
+	c.qmu.Lock()
+	defer c.qmu.Unlock()
+	c.seq++
+	heap.Push(&c.flights, inFlight{at: at, seq: c.seq, d: d})
+	if c.armed.IsZero() || at.Before(c.armed) {
+		c.armed = at
+		c.arrive.Reset(time.Until(at))
+	}
+}
+
+// deliver hands every datagram that is due to the reader, dropping those
+// that find the receive buffer full or the endpoint closed, and arms the
+// timer for the next.
+func (c *packetConn) deliver() {
+	c.qmu.Lock()
+	defer c.qmu.Unlock()
+	now := time.Now()
+	for len(c.flights) > 0 && !c.flights[0].at.After(now) {
+		f := heap.Pop(&c.flights).(inFlight)
+		select {
+		case c.in <- f.d:
+		default:
+			c.net.dropped.Add(1)
+		}
+	}
+	c.armed = time.Time{}
+	select {
+	case <-c.closed:
+		c.net.dropped.Add(int64(len(c.flights)))
+		c.flights = nil
+		return
+	default:
+	}
+	if len(c.flights) > 0 {
+		c.armed = c.flights[0].at
+		c.arrive.Reset(c.flights[0].at.Sub(now))
+	}
 }
 
 func (c *packetConn) ReadFrom(b []byte) (int, net.Addr, error) {
@@ -98,24 +180,16 @@ func (c *packetConn) WriteTo(b []byte, to net.Addr) (int, error) {
 		n.lost.Add(1)
 		return len(b), nil
 	}
-	d := datagram{b: append([]byte(nil), b...), from: c.addr}
-	key := to.String()
-	time.AfterFunc(n.latency(c.addr, to), func() {
-		n.mu.Lock()
-		dst := n.conns[key]
-		n.mu.Unlock()
-		if dst == nil {
-			n.dropped.Add(1)
-			return
-		}
-		select {
-		case dst.in <- d:
-		case <-dst.closed:
-			n.dropped.Add(1)
-		default:
-			n.dropped.Add(1)
-		}
-	})
+	n.mu.Lock()
+	dst := n.conns[to.String()]
+	n.mu.Unlock()
+	if dst == nil {
+		// Nobody listens there (a node that left): the datagram is lost,
+		// as UDP to a closed port is.
+		n.dropped.Add(1)
+		return len(b), nil
+	}
+	dst.enqueue(time.Now().Add(n.latency(c.addr, to)), datagram{b: append([]byte(nil), b...), from: c.addr})
 	return len(b), nil
 }
 
@@ -132,6 +206,12 @@ func (c *packetConn) Close() error {
 			c.timer.Stop()
 		}
 		c.mu.Unlock()
+		c.qmu.Lock()
+		c.arrive.Stop()
+		c.armed = time.Time{}
+		c.net.dropped.Add(int64(len(c.flights)))
+		c.flights = nil
+		c.qmu.Unlock()
 	})
 	return nil
 }
