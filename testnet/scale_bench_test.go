@@ -10,13 +10,17 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	dht "github.com/libp2p/go-libp2p-kad-dht"
+	pb "github.com/libp2p/go-libp2p-kad-dht/pb"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/p2p/net/swarm"
 
+	"github.com/nova-node/nova-node/discovery"
 	"github.com/nova-node/nova-node/envelope"
 	"github.com/nova-node/nova-node/node"
 	"github.com/nova-node/nova-node/node/localapi"
@@ -39,7 +43,15 @@ import (
 //   - bcast-p50-ms, bcast-p99-ms: a broadcast until every other node
 //     delivered it (20 broadcasts, 200 ms apart);
 //   - doc-s: a document written on one node until every node holds the value;
-//   - heap-MiB/node, goroutines/node, conns/node: once idle.
+//   - heap-MiB/node, goroutines/node, conns/node: once idle;
+//   - dht-req/node/min: DHT requests served (every Kademlia message, as
+//     kad-dht's request hook counts them) per node per minute, over the
+//     whole run and (idle-) over an idle window of NOVA_SCALE_IDLE (3
+//     minutes, one refresh interval, by default) at the end.
+//
+// NOVA_SCALE_ROSTER=dht turns discovery's roster gossip off, so that the
+// roster and the refresh read every member's records from the DHT: the
+// cost the gossip removes, measured in the same build.
 //
 // It takes several minutes on 2 cores and is never part of a plain test
 // run (benchmarks are not). NOVA_SCALE_DIAG=1 prints, every 5 s, the
@@ -55,8 +67,14 @@ func BenchmarkScale200(b *testing.B) {
 		var before runtime.MemStats
 		runtime.ReadMemStats(&before)
 		goBefore := runtime.NumGoroutine()
+		var dhtReqs atomic.Int64
 		net := testnet.New(b, n, testnet.WithTransport(testnet.TCP), testnet.WithoutLeakCheck(b),
 			testnet.WithConfig(func(i int, c *node.Config) {
+				c.DiscoveryOptions = append(c.DiscoveryOptions, discovery.WithDHTOptions(
+					dht.OnRequestHook(func(context.Context, network.Stream, *pb.Message) { dhtReqs.Add(1) })))
+				if os.Getenv("NOVA_SCALE_ROSTER") == "dht" {
+					c.DiscoveryOptions = append(c.DiscoveryOptions, discovery.WithGossip(nil))
+				}
 				c.MetricsListen = "off"
 				// A laptop's share of the swarm: 96 inbound connections,
 				// so the connection manager keeps each node at 48-72 peers
@@ -269,6 +287,17 @@ func BenchmarkScale200(b *testing.B) {
 		b.ReportMetric(float64(after.HeapInuse-before.HeapInuse)/float64(n)/(1<<20), "heap-MiB/node")
 		b.ReportMetric(float64(runtime.NumGoroutine()-goBefore)/float64(n), "goroutines/node")
 		b.ReportMetric(float64(conns)/float64(n), "conns/node")
+		perNodeMin := func(reqs int64, d time.Duration) float64 { return float64(reqs) / float64(n) / d.Minutes() }
+		b.ReportMetric(perNodeMin(dhtReqs.Load(), time.Since(started)), "dht-req/node/min")
+		idle := 3 * time.Minute
+		if d, err := time.ParseDuration(os.Getenv("NOVA_SCALE_IDLE")); err == nil {
+			idle = d
+		}
+		if idle > 0 {
+			r0 := dhtReqs.Load()
+			time.Sleep(idle) // a rate over time is what is measured
+			b.ReportMetric(perNodeMin(dhtReqs.Load()-r0, idle), "idle-dht-req/node/min")
+		}
 		for _, nd := range net.Nodes {
 			nd.Close()
 		}
