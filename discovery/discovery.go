@@ -89,7 +89,9 @@ type Service struct {
 	rtAtPublish int        // routing-table size at the last publish; guarded by pubMu
 
 	cache     cache
-	gossip    gossip
+	gossip    gossip      // roster messages of others: their rates, held messages, cards to fetch
+	pace      gossip      // the rate of this node's own roster messages
+	gossipDue atomic.Bool // a roster message was held back by the rate
 	stats     counters
 	own       atomic.Pointer[served] // the records last published, served on RecordsProtocol
 	recStore  *quotaStore            // the DHT's value records, bounded; set by Start
@@ -148,6 +150,7 @@ func New(h host.Host, key crypto.PrivKey, swarm string, src Source, sink Sink, o
 		found:    make(chan peer.AddrInfo, 64),
 		cache:    newCache(),
 		gossip:   newGossip(),
+		pace:     newGossip(),
 	}, nil
 }
 

@@ -125,7 +125,10 @@
 // republish interval: O(swarm) per node, with no DHT read at all.
 // Messages are taken at most gossipBurst (4) at once and then one per
 // 10 s per author (or a quarter of the republish interval), past which
-// they are ignored; authors tracked are bounded ([maxMembers]). A message
+// they are ignored; authors tracked are bounded ([maxMembers]). A node
+// paces its own messages within that rate: one held back is not lost, the
+// node sends its latest state once the rate allows, so a burst of card
+// changes ends with its last state on every node. A message
 // that lies (garbage, an index another key signed, a card that is not
 // what the index lists) is a [*GossipError] (INVALID_CARD), counted, and
 // reported to [WithSecurityEvents]; the node's validator rejects it, so

@@ -41,6 +41,7 @@ const (
 	// cards, coalesced); every message is a full statement, so one
 	// dropped past the rate is made good by the next.
 	gossipBurst  = 4
+	paceBurst    = gossipBurst - 1 // what this node allows itself
 	gossipRefill = 10 * time.Second
 	// maxGossipAuthors bounds the authors whose rate this node tracks:
 	// the roster's maxMembers. Authors silent for two TTLs leave first; a
@@ -116,6 +117,11 @@ func newGossip() gossip {
 // allow takes one token from from's rate bucket and reports whether there
 // was one.
 func (g *gossip) allow(from peer.ID, now time.Time, refill, forget time.Duration) bool {
+	return g.allowBurst(from, now, gossipBurst, refill, forget)
+}
+
+// allowBurst is allow with a burst of burst tokens.
+func (g *gossip) allowBurst(from peer.ID, now time.Time, burst float64, refill, forget time.Duration) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	st := g.authors[from]
@@ -132,10 +138,10 @@ func (g *gossip) allow(from peer.ID, now time.Time, refill, forget time.Duration
 				return false
 			}
 		}
-		st = &gossipState{tokens: gossipBurst, last: now}
+		st = &gossipState{tokens: burst, last: now}
 		g.authors[from] = st
 	}
-	st.tokens = min(gossipBurst, st.tokens+now.Sub(st.last).Seconds()/refill.Seconds())
+	st.tokens = min(burst, st.tokens+now.Sub(st.last).Seconds()/refill.Seconds())
 	st.last = now
 	if st.tokens < 1 {
 		return false
@@ -197,7 +203,7 @@ func (s *Service) TakeGossip(from peer.ID, data []byte) error {
 	if len(data) > MaxGossipSize {
 		return s.lie(from, fmt.Sprintf("message of %d bytes, more than %d", len(data), MaxGossipSize))
 	}
-	if !s.gossip.allow(from, now, min(gossipRefill, s.cfg.republish/4), watchFor*s.cfg.ttl) {
+	if !s.gossip.allow(from, now, s.gossipRefill(), watchFor*s.cfg.ttl) {
 		s.stats.gossipIgnored.Add(1)
 		return fmt.Errorf("%w: past the rate of %s", ErrGossipIgnored, from)
 	}
@@ -339,11 +345,23 @@ func (s *Service) fetchLater(host peer.ID) {
 
 // fetchLoop reads the cards that roster messages listed without carrying
 // them, at most [parallelism] hosts at once, until the service closes.
+//
+// It also sends this node's latest roster message when publishGossip held
+// one back past the rate, checking once per refill.
 func (s *Service) fetchLoop() {
+	t := time.NewTicker(s.gossipRefill())
+	defer t.Stop()
 	for {
 		select {
 		case <-s.ctx.Done():
 			return
+		case <-t.C:
+			if s.gossipDue.Swap(false) {
+				if own := s.own.Load(); own != nil && own.gossip != nil {
+					s.publishGossip(s.ctx, own.gossip)
+				}
+			}
+			continue
 		case <-s.gossip.wake:
 		}
 		s.gossip.mu.Lock()
@@ -373,10 +391,24 @@ func (s *Service) fetchLoop() {
 	}
 }
 
+// gossipRefill is how often an author's roster messages are taken past
+// the burst: [gossipRefill], or a quarter of the republish interval when
+// shorter.
+func (s *Service) gossipRefill() time.Duration { return min(gossipRefill, s.cfg.republish/4) }
+
 // publishGossip sends msg, this node's roster message, on the roster
-// topic; a failure is logged, the DHT records stand in for it.
+// topic; a failure is logged, the DHT records stand in for it. It keeps
+// within the rate receivers take ([gossipBurst] less one, then one per
+// 1.25 refills, a margin for the network's jitter): past it the message
+// is not sent now, and the fetch loop sends this node's latest message
+// once the rate allows, so a burst of card changes ends with its last
+// state taken everywhere rather than ignored.
 func (s *Service) publishGossip(ctx context.Context, msg []byte) {
 	if s.cfg.gossip == nil {
+		return
+	}
+	if !s.pace.allowBurst(s.self, s.cfg.now(), paceBurst, s.gossipRefill()*5/4, 0) {
+		s.gossipDue.Store(true)
 		return
 	}
 	if err := s.cfg.gossip(ctx, msg); err != nil {

@@ -261,3 +261,45 @@ func TestGossipLies(t *testing.T) {
 		t.Error("a publish did not renew the roster message")
 	}
 }
+
+// TestGossipBurstEndsInItsLastState: a host that changes its cards faster
+// than receivers take its roster messages holds the excess back and sends
+// its latest state once the rate allows, so every receiver ends with every
+// agent, by gossip alone.
+func TestGossipBurstEndsInItsLastState(t *testing.T) {
+	checkLeaks(t)
+	b := &bus{}
+	tm := timing{ttl: 20 * time.Second, republish: 2 * time.Second, refresh: 2 * time.Second, cache: time.Second}
+	newGossipNode := func(boot []peer.AddrInfo) *testNode {
+		self := new(peer.ID)
+		n := newNode(t, boot, tm, nil, b.publisher(self), discovery.WithRosterInterval(0))
+		*self = n.h.ID()
+		b.mu.Lock()
+		b.nodes = append(b.nodes, n)
+		b.mu.Unlock()
+		return n
+	}
+	recv := newGossipNode(nil)
+	host := newGossipNode([]peer.AddrInfo{recv.info()})
+	waitRoutingTables(t, []*testNode{recv, host}, 1)
+	const burst = 8
+	for i := range burst {
+		if _, err := host.reg.Register(agentCard(agentName(i), "echo")); err != nil {
+			t.Fatal(err)
+		}
+		if err := host.svc.Publish(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitfor.Eventually(t, 20*time.Second, func() error {
+		for i := range burst {
+			if _, ok := recv.reg.Get(agentName(i) + "@" + host.h.ID().String()); !ok {
+				return errors.New("the receiver lacks " + agentName(i))
+			}
+		}
+		return nil
+	})
+	if st := recv.svc.Stats(); st.GossipIgnored != 0 {
+		t.Errorf("%d roster messages ignored: the host sent past the rate", st.GossipIgnored)
+	}
+}
