@@ -200,12 +200,12 @@ func (s *Service) TakeGossip(from peer.ID, data []byte) error {
 		return nil
 	}
 	now := s.cfg.now()
-	if len(data) > MaxGossipSize {
-		return s.lie(from, fmt.Sprintf("message of %d bytes, more than %d", len(data), MaxGossipSize))
-	}
 	if !s.gossip.allow(from, now, s.gossipRefill(), watchFor*s.cfg.ttl) {
 		s.stats.gossipIgnored.Add(1)
 		return fmt.Errorf("%w: past the rate of %s", ErrGossipIgnored, from)
+	}
+	if len(data) > MaxGossipSize {
+		return s.lie(from, fmt.Sprintf("message of %d bytes, more than %d", len(data), MaxGossipSize))
 	}
 	rawIx, rawCards, err := readRecords(bufio.NewReader(bytes.NewReader(data)), nil)
 	if err != nil {
@@ -252,9 +252,15 @@ func (s *Service) TakeGossip(from peer.ID, data []byte) error {
 		}
 		cards[i] = &c
 	}
-	ix, err = s.takeIndex(from, ix, sum)
+	taken, err := s.takeIndex(from, ix, sum)
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrGossipIgnored, err)
+	}
+	if taken.LastSeenAt != ix.LastSeenAt {
+		// A newer index of from was taken meanwhile (two messages
+		// checked at once): this one must not undo it.
+		s.stats.gossipIgnored.Add(1)
+		return fmt.Errorf("%w: index of %s older than the one held", ErrGossipIgnored, from)
 	}
 	s.stats.gossipTaken.Add(1)
 	s.gossip.hold(from, data)
