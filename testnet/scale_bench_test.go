@@ -38,6 +38,8 @@ import (
 //     swarm settled from the last);
 //   - findable-s: from then until every node finds three agents of other
 //     nodes, picked at random, by name;
+//   - listed-s: from the join until every node's registry lists agents of
+//     every other node (the roster's work, measured beside the rest);
 //   - lookup-p50-ms, lookup-p99-ms: name lookups of random agents from
 //     random nodes after that;
 //   - bcast-p50-ms, bcast-p99-ms: a broadcast until every other node
@@ -135,6 +137,37 @@ func BenchmarkScale200(b *testing.B) {
 			b.FailNow()
 		}
 		joined := time.Since(started)
+		// Meanwhile: until every node's registry lists every other
+		// node's agent (the roster's work; lookups add a few).
+		listed := make(chan time.Duration, 1)
+		stopListed := make(chan struct{})
+		var listWG sync.WaitGroup
+		listWG.Go(func() {
+			t := time.NewTicker(time.Second)
+			defer t.Stop()
+			for {
+				all := true
+				for _, nd := range net.Nodes {
+					hosts := map[string]bool{}
+					for _, c := range nd.Registry().Remote() {
+						hosts[c.Host] = true
+					}
+					if len(hosts) < n-1 {
+						all = false
+						break
+					}
+				}
+				if all {
+					listed <- time.Since(started) - joined
+					return
+				}
+				select {
+				case <-stopListed:
+					return
+				case <-t.C:
+				}
+			}
+		})
 		rng := rand.New(rand.NewPCG(1, 2))
 		name := func(i int) string { return fmt.Sprintf("a%d", i) }
 
@@ -277,6 +310,14 @@ func BenchmarkScale200(b *testing.B) {
 		}
 		b.ReportMetric(time.Since(start).Seconds(), "doc-s")
 
+		close(stopListed)
+		listWG.Wait()
+		select {
+		case d := <-listed:
+			b.ReportMetric(d.Seconds(), "listed-s")
+		default:
+			b.Logf("some node still does not list agents of every other node after the lookups, broadcasts and the document (listed-s not reported)")
+		}
 		runtime.GC()
 		var after runtime.MemStats
 		runtime.ReadMemStats(&after)
