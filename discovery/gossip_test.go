@@ -27,16 +27,19 @@ type bus struct {
 	answers []error
 }
 
+// publisher is the WithGossip option of the node whose ID the caller
+// writes to *self under b.mu once the node exists.
 func (b *bus) publisher(self *peer.ID) discovery.Option {
 	return discovery.WithGossip(func(_ context.Context, msg []byte) error {
 		b.mu.Lock()
 		nodes := append([]*testNode(nil), b.nodes...)
+		from := *self
 		b.mu.Unlock()
 		for _, n := range nodes {
-			if n.h.ID() == *self {
+			if n.h.ID() == from {
 				continue
 			}
-			err := n.svc.TakeGossip(*self, msg)
+			err := n.svc.TakeGossip(from, msg)
 			b.mu.Lock()
 			b.answers = append(b.answers, err)
 			b.mu.Unlock()
@@ -60,8 +63,8 @@ func gossipNode(t *testing.T, b *bus, boot []peer.AddrInfo, rosterEvery time.Dur
 		opts = append(opts, discovery.WithSecurityEvents(events))
 	}
 	n := newNode(t, boot, gossipTiming, cards, opts...)
-	*self = n.h.ID()
 	b.mu.Lock()
+	*self = n.h.ID()
 	if !b.deaf {
 		b.nodes = append(b.nodes, n)
 	}
@@ -142,6 +145,8 @@ func TestGossipCarriesTheRoster(t *testing.T) {
 	if q, r := after.DHTQueries-before.DHTQueries, after.DHTRequests-before.DHTRequests; q != 0 || r != 0 {
 		t.Errorf("refresh after the roster gossip made %d DHT queries and %d requests, want none", q, r)
 	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	for _, err := range b.answers {
 		if err != nil && !errors.Is(err, discovery.ErrGossipIgnored) {
 			t.Errorf("an honest roster message was refused: %v", err)
@@ -284,8 +289,8 @@ func TestGossipBurstEndsInItsLastState(t *testing.T) {
 	newGossipNode := func(boot []peer.AddrInfo) *testNode {
 		self := new(peer.ID)
 		n := newNode(t, boot, tm, nil, b.publisher(self), discovery.WithRosterInterval(0))
-		*self = n.h.ID()
 		b.mu.Lock()
+		*self = n.h.ID()
 		b.nodes = append(b.nodes, n)
 		b.mu.Unlock()
 		return n

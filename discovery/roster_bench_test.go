@@ -48,8 +48,8 @@ func BenchmarkRosterCost(b *testing.B) {
 					if mode == "gossip" {
 						self := new(peer.ID)
 						n = newNode(b, boot, tm, cards, append(opts, bs.publisher(self))...)
-						*self = n.h.ID()
 						bs.mu.Lock()
+						*self = n.h.ID()
 						bs.nodes = append(bs.nodes, n)
 						bs.mu.Unlock()
 					} else {
