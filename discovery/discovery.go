@@ -89,6 +89,9 @@ type Service struct {
 	rtAtPublish int        // routing-table size at the last publish; guarded by pubMu
 
 	cache     cache
+	gossip    gossip      // roster messages of others: their rates, held messages, cards to fetch
+	pace      gossip      // the rate of this node's own roster messages
+	gossipDue atomic.Bool // a roster message was held back by the rate
 	stats     counters
 	own       atomic.Pointer[served] // the records last published, served on RecordsProtocol
 	recStore  *quotaStore            // the DHT's value records, bounded; set by Start
@@ -146,6 +149,8 @@ func New(h host.Host, key crypto.PrivKey, swarm string, src Source, sink Sink, o
 		booted:   make(chan struct{}),
 		found:    make(chan peer.AddrInfo, 64),
 		cache:    newCache(),
+		gossip:   newGossip(),
+		pace:     newGossip(),
 	}, nil
 }
 
@@ -204,10 +209,16 @@ func (s *Service) Start(ctx context.Context) error {
 	s.dht, s.mdns, s.started = d, md, true
 	s.recStore, s.provStore = recStore, provStore
 	s.h.SetStreamHandler(RecordsProtocol, s.serveRecords)
+	if s.cfg.gossip != nil {
+		s.h.SetStreamHandler(RosterProtocol, s.serveRoster)
+	}
 	s.wg.Go(s.publishLoop)
 	s.wg.Go(s.refreshLoop)
 	if s.cfg.roster > 0 {
 		s.wg.Go(s.rosterLoop)
+	}
+	if s.cfg.gossip != nil {
+		s.wg.Go(s.fetchLoop)
 	}
 	if s.cfg.mdns && startMDNS != nil {
 		s.wg.Go(s.mdnsLoop) // also when mDNS failed: a move restarts it
@@ -244,6 +255,7 @@ func (s *Service) Close() error {
 		// kad-dht's Close leaves its stream handler on the host.
 		s.h.RemoveStreamHandler(dhtProtocol)
 		s.h.RemoveStreamHandler(RecordsProtocol)
+		s.h.RemoveStreamHandler(RosterProtocol)
 		errs = append(errs, d.Close())
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -435,6 +447,21 @@ type Stats struct {
 	RosterCards     uint64 // cards of members found by the roster (see [Service.Roster])
 	Served          uint64 // requests for this node's records answered on [RecordsProtocol]
 
+	// DHT work this service started (kad-dht's own routing-table upkeep
+	// is not counted).
+	DHTQueries  uint64 // reading walks through the DHT: GetValue, FindProviders
+	DHTRequests uint64 // single requests to a chosen peer: GET_VALUE to a host, GET_PROVIDERS within a quick provider query
+	DHTWrites   uint64 // publishing walks: PutValue and Provide
+
+	// The roster gossip (see [WithGossip]).
+	GossipSent    uint64 // roster messages this node published
+	GossipTaken   uint64 // roster messages of others taken
+	GossipCards   uint64 // cards merged from roster messages
+	GossipIgnored uint64 // roster messages ignored: stale, already held, past their author's rate
+	GossipRefused uint64 // roster messages refused as lies (each also a SecurityEvent)
+	RosterServed  uint64 // snapshots of the roster served on [RosterProtocol]
+	RosterAsked   uint64 // roster messages taken from snapshots asked for on [RosterProtocol]
+
 	// The DHT store this node keeps for its peers (see [WithRecordLimits]).
 	Records          int    // value records held
 	RecordBytes      int    // their keys and values, in bytes
@@ -447,6 +474,8 @@ type Stats struct {
 type counters struct {
 	publishes, publishFailures, lookups, merged, refused, cacheHits, mdnsFound, mdnsDropped, moves, rosterCards atomic.Uint64
 	recordsRefused, providersRefused, served                                                                    atomic.Uint64
+	dhtQueries, dhtRequests, dhtWrites                                                                          atomic.Uint64
+	gossipSent, gossipTaken, gossipCards, gossipIgnored, gossipRefused, rosterServed, rosterAsked               atomic.Uint64
 }
 
 // Stats returns the service's counters.
@@ -457,6 +486,10 @@ func (s *Service) Stats() Stats {
 		CardsMerged: c.merged.Load(), CardsRefused: c.refused.Load(), CacheHits: c.cacheHits.Load(),
 		MDNSFound: c.mdnsFound.Load(), MDNSDropped: c.mdnsDropped.Load(), Moves: c.moves.Load(), RosterCards: c.rosterCards.Load(),
 		RecordsRefused: c.recordsRefused.Load(), ProvidersRefused: c.providersRefused.Load(), Served: c.served.Load(),
+		DHTQueries: c.dhtQueries.Load(), DHTRequests: c.dhtRequests.Load(), DHTWrites: c.dhtWrites.Load(),
+		GossipSent: c.gossipSent.Load(), GossipTaken: c.gossipTaken.Load(), GossipCards: c.gossipCards.Load(),
+		GossipIgnored: c.gossipIgnored.Load(), GossipRefused: c.gossipRefused.Load(),
+		RosterServed: c.rosterServed.Load(), RosterAsked: c.rosterAsked.Load(),
 	}
 	s.mu.Lock()
 	rs, ps := s.recStore, s.provStore

@@ -8,3 +8,11 @@ func (s *Service) ForgetCards() {
 	clear(s.cache.cards)
 	clear(s.cache.indexes)
 }
+
+// OwnGossip returns the roster message this node last published.
+func OwnGossip(s *Service) []byte {
+	if own := s.own.Load(); own != nil {
+		return own.gossip
+	}
+	return nil
+}

@@ -271,6 +271,7 @@ func (s *Service) cachedProviders(key string) ([]peer.ID, bool) {
 func (s *Service) fullProviders(ctx context.Context, d *dht.IpfsDHT, key string, found func(peer.AddrInfo)) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	s.stats.dhtQueries.Add(1)
 	for ai := range d.FindProvidersAsync(ctx, KeyCID(key), maxProviders) {
 		found(ai)
 	}
@@ -628,6 +629,7 @@ func (s *Service) Refresh(ctx context.Context) error {
 func (s *Service) refresh(ctx context.Context, d *dht.IpfsDHT) {
 	now := s.cfg.now()
 	hosts := map[peer.ID][]string{}
+	skipped := 0
 	s.cache.mu.Lock()
 	for addr, e := range s.cache.cards {
 		if now.Sub(e.seen) >= watchFor*s.cfg.ttl {
@@ -646,6 +648,17 @@ func (s *Service) refresh(ctx context.Context, d *dht.IpfsDHT) {
 	for p, e := range s.cache.indexes {
 		if _, ok := hosts[p]; !ok && now.Sub(e.fetched) >= s.cfg.cacheTTL {
 			delete(s.cache.indexes, p)
+		}
+	}
+	if s.cfg.gossip != nil {
+		// A host whose roster message came within half the TTL needs no
+		// read: it vouched for its cards then, and its next message comes
+		// well before they go stale.
+		for p := range hosts {
+			if e, ok := s.cache.indexes[p]; ok && now.Sub(time.UnixMilli(e.ix.LastSeenAt)) < s.cfg.ttl/2 {
+				delete(hosts, p)
+				skipped++
+			}
 		}
 	}
 	s.cache.mu.Unlock()
@@ -680,7 +693,7 @@ func (s *Service) refresh(ctx context.Context, d *dht.IpfsDHT) {
 			s.deliver(e)
 		}
 	})
-	if len(list) > 0 {
-		s.log.Debugw("refreshed", "hosts", len(list))
+	if len(list) > 0 || skipped > 0 {
+		s.log.Debugw("refreshed", "hosts", len(list), "vouchedByGossip", skipped)
 	}
 }

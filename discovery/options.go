@@ -1,6 +1,7 @@
 package discovery
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -47,10 +48,12 @@ type config struct {
 	now           func() time.Time
 	log           *zap.SugaredLogger
 	dhtOptions    []dht.Option
-	ips           func() ([]net.IP, error) // nil: moves are not followed
-	ipsFromKernel bool                     // ips are the system's: the kernel says when they change
-	records       Limits                   // bounds of the DHT's value record store
-	providers     Limits                   // bounds of the DHT's provider store
+	ips           func() ([]net.IP, error)                    // nil: moves are not followed
+	ipsFromKernel bool                                        // ips are the system's: the kernel says when they change
+	records       Limits                                      // bounds of the DHT's value record store
+	providers     Limits                                      // bounds of the DHT's provider store
+	gossip        func(ctx context.Context, msg []byte) error // publishes on the roster topic; nil: no roster gossip
+	events        func(SecurityEvent)                         // told of peers caught lying; nil: none
 }
 
 func defaults() config {
@@ -320,6 +323,33 @@ func WithDHTOptions(opts ...dht.Option) Option {
 func WithAuthority(present func() [][]byte, accept func(host peer.ID, records [][]byte)) Option {
 	return func(c *config) error {
 		c.authPresent, c.authAccept = present, accept
+		return nil
+	}
+}
+
+// WithGossip carries the roster on a publish/subscribe topic
+// ([RosterTopic], GossipSub's in a node): publish sends one message to
+// every member. On every publish (its heartbeat and every change of its
+// cards) the service publishes its signed index and cards with it, and the
+// caller feeds every message the topic brings to [Service.TakeGossip]. A
+// member then learns of another's cards, their changes, their heartbeats
+// and the agents it removed from one message per publish, and the refresh
+// loop reads from the DHT only the hosts no message has vouched for within
+// half the TTL. Default: none, every card is kept alive by DHT reads.
+func WithGossip(publish func(ctx context.Context, msg []byte) error) Option {
+	return func(c *config) error {
+		c.gossip = publish
+		return nil
+	}
+}
+
+// WithSecurityEvents sets the function told of every peer caught lying to
+// discovery (a roster message with a forged or mismatched record); default
+// none. It is called on the goroutine that read the lie and must not
+// block.
+func WithSecurityEvents(f func(SecurityEvent)) Option {
+	return func(c *config) error {
+		c.events = f
 		return nil
 	}
 }

@@ -81,7 +81,11 @@ func (s *Service) Publish(ctx context.Context) error {
 	} else {
 		puts = append(puts, put{IndexKey(s.self), sealedIx})
 		own.index = sealedIx
+		own.gossip = gossipMessage(sealedIx, own.cards)
 		s.own.Store(&own)
+		// The roster message goes first: it reaches every member in one
+		// GossipSub round, the DHT puts take their closest peers' answers.
+		s.publishGossip(ctx, own.gossip)
 	}
 	keys := make([]string, 0, len(provide))
 	for k := range provide {
@@ -96,6 +100,7 @@ func (s *Service) Publish(ctx context.Context) error {
 		mu.Unlock()
 	}
 	forEach(len(puts)+len(keys), parallelism, func(i int) {
+		s.stats.dhtWrites.Add(1)
 		if i < len(puts) {
 			if err := d.PutValue(ctx, puts[i].key, puts[i].value); err != nil {
 				fail(fmt.Errorf("put %s: %w", puts[i].key, err))

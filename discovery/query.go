@@ -161,6 +161,7 @@ func (s *Service) quickProviders(ctx context.Context, d *dht.IpfsDHT, key string
 			inflight++
 			wg.Go(func() {
 				rctx, rcancel := context.WithTimeout(qctx, rpcTimeout)
+				s.stats.dhtRequests.Add(1)
 				provs, closer, err := pm.GetProviders(rctx, p, mh)
 				rcancel()
 				select {
@@ -229,6 +230,7 @@ func getRecord[T any](ctx context.Context, s *Service, d *dht.IpfsDHT, host peer
 	var zero T
 	if host != s.self && (dial || s.h.Network().Connectedness(host) == network.Connected) {
 		rctx, cancel := context.WithTimeout(ctx, rpcTimeout)
+		s.stats.dhtRequests.Add(1)
 		rec, _, err := messenger(d).GetValue(rctx, host, key)
 		cancel()
 		if err == nil && rec == nil {
@@ -245,6 +247,7 @@ func getRecord[T any](ctx context.Context, s *Service, d *dht.IpfsDHT, host peer
 		}
 		s.log.Debugw("host did not serve its record, asking the DHT", "key", key, "err", err)
 	}
+	s.stats.dhtQueries.Add(1)
 	v, err := d.GetValue(ctx, key, dht.Quorum(1))
 	if err != nil {
 		return zero, err

@@ -2,10 +2,12 @@ package discovery
 
 import (
 	"context"
+	"slices"
 	"sync/atomic"
 	"time"
 
 	dht "github.com/libp2p/go-libp2p-kad-dht"
+	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
 )
 
@@ -18,20 +20,73 @@ const (
 // rosterLoop reads the swarm's roster (see [Service.Roster]) one second
 // after Start, then after 2, 4, 8… seconds up to the roster interval, and
 // every roster interval after that, until the service closes.
+//
+// With roster gossip ([WithGossip]) each pass first asks a connected peer
+// for the roster messages it holds ([RosterProtocol]) until one answers,
+// so a newcomer lists every member at once; and the second and third
+// passes send this node's own roster message again, for the members whose
+// GossipSub mesh had not formed when the first went out.
 func (s *Service) rosterLoop() {
-	wait := min(rosterFirst, s.cfg.roster)
+	limit := s.cfg.roster
+	if s.cfg.gossip != nil {
+		// Members arrive by gossip within a second of their first publish;
+		// the roster's DHT read only catches those whose messages were lost.
+		limit = max(limit, s.cfg.republish)
+	}
+	wait := min(rosterFirst, limit)
 	t := time.NewTimer(wait)
 	defer t.Stop()
-	for {
+	synced := false
+	for pass := 0; ; pass++ {
 		select {
 		case <-s.ctx.Done():
 			return
 		case <-t.C:
 		}
+		if s.cfg.gossip != nil {
+			if !synced {
+				synced = s.syncRoster(s.ctx)
+			}
+			if own := s.own.Load(); (pass == 1 || pass == 2) && own != nil && own.gossip != nil {
+				s.publishGossip(s.ctx, own.gossip)
+			}
+		}
 		s.roster(s.ctx, s.dht)
-		wait = min(2*wait, s.cfg.roster)
+		wait = min(2*wait, limit)
 		t.Reset(wait)
 	}
+}
+
+// syncRoster asks connected peers, the bootstrap peers first, for the
+// roster messages they hold ([RosterProtocol]), at most three, until one
+// answers with messages this node took, and reports whether one did.
+func (s *Service) syncRoster(ctx context.Context) bool {
+	var order []peer.ID
+	for _, ai := range s.cfg.bootstrap {
+		if s.h.Network().Connectedness(ai.ID) == network.Connected {
+			order = append(order, ai.ID)
+		}
+	}
+	for _, p := range s.h.Network().Peers() {
+		if !slices.Contains(order, p) {
+			order = append(order, p)
+		}
+	}
+	for i, p := range order {
+		if i == 3 {
+			break
+		}
+		took, err := s.askRoster(ctx, p)
+		if err != nil {
+			s.log.Debugw("roster snapshot not served", "peer", p, "err", err)
+			continue
+		}
+		s.log.Debugw("roster snapshot taken", "peer", p, "members", took)
+		if took > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // Roster reads now what the roster loop reads every roster interval, and
@@ -65,6 +120,7 @@ func (s *Service) roster(ctx context.Context, d *dht.IpfsDHT) {
 	s.cache.mu.Unlock()
 	var fresh []peer.ID
 	ctx2, cancel := context.WithCancel(ctx)
+	s.stats.dhtQueries.Add(1)
 	for ai := range d.FindProvidersAsync(ctx2, KeyCID(MembersKey(s.swarm)), maxMembers) {
 		if ai.ID != s.self && !known[ai.ID] {
 			known[ai.ID] = true

@@ -52,8 +52,9 @@ const (
 // served is what this node last published, as it serves it on
 // [RecordsProtocol]: immutable once stored.
 type served struct {
-	index []byte
-	cards []servedCard
+	index  []byte
+	cards  []servedCard
+	gossip []byte // the roster message of index and cards (see [WithGossip])
 }
 
 type servedCard struct {

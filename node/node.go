@@ -197,14 +197,50 @@ func (n *Node) build(stack *closers) error {
 	if err != nil {
 		return fmt.Errorf("node: gossipsub: %w", err)
 	}
+	// Discovery's roster rides on its own topic: every member's signed
+	// index and cards reach every node in one message per publish.
+	roster, err := ps.Join(discovery.RosterTopic(n.cfg.Swarm))
+	if err != nil {
+		return fmt.Errorf("node: join the roster topic: %w", err)
+	}
 	disc, err := discovery.New(h, n.key, n.cfg.Swarm, n.reg, n.reg,
 		append([]discovery.Option{discovery.WithBootstrapPeers(boot), discovery.WithMDNS(n.cfg.MDNS), discovery.WithTTL(discoveryTTL),
-			discovery.WithAuthority(n.auth.indexRecords, n.auth.acceptIndexRecords)},
+			discovery.WithAuthority(n.auth.indexRecords, n.auth.acceptIndexRecords),
+			discovery.WithGossip(func(ctx context.Context, msg []byte) error { return roster.Publish(ctx, msg) }),
+			discovery.WithSecurityEvents(func(e discovery.SecurityEvent) {
+				n.obs.Emit(protocol.Event{Type: protocol.EvtSecurityRaised, Time: time.Now(), Code: e.Code, Peer: e.Peer,
+					Detail: e.Detail, SourceTier: -1, TargetTier: -1})
+			})},
 			n.cfg.DiscoveryOptions...)...)
 	if err != nil {
 		return fmt.Errorf("node: discovery: %w", err)
 	}
 	stack.push(disc.Close)
+	if err := ps.RegisterTopicValidator(discovery.RosterTopic(n.cfg.Swarm), func(_ context.Context, _ peer.ID, m *pubsub.Message) pubsub.ValidationResult {
+		switch err := disc.TakeGossip(m.GetFrom(), m.Data); {
+		case err == nil:
+			return pubsub.ValidationAccept
+		case errors.Is(err, discovery.ErrGossipIgnored):
+			return pubsub.ValidationIgnore
+		default:
+			return pubsub.ValidationReject
+		}
+	}, pubsub.WithValidatorInline(true)); err != nil {
+		return fmt.Errorf("node: roster validator: %w", err)
+	}
+	rosterSub, err := roster.Subscribe()
+	if err != nil {
+		return fmt.Errorf("node: subscribe to the roster topic: %w", err)
+	}
+	var rosterWG sync.WaitGroup
+	rosterWG.Go(func() { // the validator took each message; this only drains them
+		for {
+			if _, err := rosterSub.Next(psCtx); err != nil {
+				return
+			}
+		}
+	})
+	stack.push(func() error { rosterSub.Cancel(); rosterWG.Wait(); return nil })
 	ropts := []protocol.Option{
 		protocol.WithPubSub(ps, n.cfg.Swarm),
 		protocol.WithResolver(disc, 0),

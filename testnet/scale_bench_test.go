@@ -10,13 +10,17 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	dht "github.com/libp2p/go-libp2p-kad-dht"
+	pb "github.com/libp2p/go-libp2p-kad-dht/pb"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/p2p/net/swarm"
 
+	"github.com/nova-node/nova-node/discovery"
 	"github.com/nova-node/nova-node/envelope"
 	"github.com/nova-node/nova-node/node"
 	"github.com/nova-node/nova-node/node/localapi"
@@ -34,12 +38,22 @@ import (
 //     swarm settled from the last);
 //   - findable-s: from then until every node finds three agents of other
 //     nodes, picked at random, by name;
+//   - listed-s: from the join until every node's registry lists agents of
+//     every other node (the roster's work, measured beside the rest);
 //   - lookup-p50-ms, lookup-p99-ms: name lookups of random agents from
 //     random nodes after that;
 //   - bcast-p50-ms, bcast-p99-ms: a broadcast until every other node
 //     delivered it (20 broadcasts, 200 ms apart);
 //   - doc-s: a document written on one node until every node holds the value;
-//   - heap-MiB/node, goroutines/node, conns/node: once idle.
+//   - heap-MiB/node, goroutines/node, conns/node: once idle;
+//   - dht-req/node/min: DHT requests served (every Kademlia message, as
+//     kad-dht's request hook counts them) per node per minute, over the
+//     whole run and (idle-) over an idle window of NOVA_SCALE_IDLE (3
+//     minutes, one refresh interval, by default) at the end.
+//
+// NOVA_SCALE_ROSTER=dht turns discovery's roster gossip off, so that the
+// roster and the refresh read every member's records from the DHT: the
+// cost the gossip removes, measured in the same build.
 //
 // It takes several minutes on 2 cores and is never part of a plain test
 // run (benchmarks are not). NOVA_SCALE_DIAG=1 prints, every 5 s, the
@@ -55,8 +69,14 @@ func BenchmarkScale200(b *testing.B) {
 		var before runtime.MemStats
 		runtime.ReadMemStats(&before)
 		goBefore := runtime.NumGoroutine()
+		var dhtReqs atomic.Int64
 		net := testnet.New(b, n, testnet.WithTransport(testnet.TCP), testnet.WithoutLeakCheck(b),
 			testnet.WithConfig(func(i int, c *node.Config) {
+				c.DiscoveryOptions = append(c.DiscoveryOptions, discovery.WithDHTOptions(
+					dht.OnRequestHook(func(context.Context, network.Stream, *pb.Message) { dhtReqs.Add(1) })))
+				if os.Getenv("NOVA_SCALE_ROSTER") == "dht" {
+					c.DiscoveryOptions = append(c.DiscoveryOptions, discovery.WithGossip(nil))
+				}
 				c.MetricsListen = "off"
 				// A laptop's share of the swarm: 96 inbound connections,
 				// so the connection manager keeps each node at 48-72 peers
@@ -117,6 +137,37 @@ func BenchmarkScale200(b *testing.B) {
 			b.FailNow()
 		}
 		joined := time.Since(started)
+		// Meanwhile: until every node's registry lists every other
+		// node's agent (the roster's work; lookups add a few).
+		listed := make(chan time.Duration, 1)
+		stopListed := make(chan struct{})
+		var listWG sync.WaitGroup
+		listWG.Go(func() {
+			t := time.NewTicker(time.Second)
+			defer t.Stop()
+			for {
+				all := true
+				for _, nd := range net.Nodes {
+					hosts := map[string]bool{}
+					for _, c := range nd.Registry().Remote() {
+						hosts[c.Host] = true
+					}
+					if len(hosts) < n-1 {
+						all = false
+						break
+					}
+				}
+				if all {
+					listed <- time.Since(started) - joined
+					return
+				}
+				select {
+				case <-stopListed:
+					return
+				case <-t.C:
+				}
+			}
+		})
 		rng := rand.New(rand.NewPCG(1, 2))
 		name := func(i int) string { return fmt.Sprintf("a%d", i) }
 
@@ -259,6 +310,14 @@ func BenchmarkScale200(b *testing.B) {
 		}
 		b.ReportMetric(time.Since(start).Seconds(), "doc-s")
 
+		close(stopListed)
+		listWG.Wait()
+		select {
+		case d := <-listed:
+			b.ReportMetric(d.Seconds(), "listed-s")
+		default:
+			b.Logf("some node still does not list agents of every other node after the lookups, broadcasts and the document (listed-s not reported)")
+		}
 		runtime.GC()
 		var after runtime.MemStats
 		runtime.ReadMemStats(&after)
@@ -269,6 +328,17 @@ func BenchmarkScale200(b *testing.B) {
 		b.ReportMetric(float64(after.HeapInuse-before.HeapInuse)/float64(n)/(1<<20), "heap-MiB/node")
 		b.ReportMetric(float64(runtime.NumGoroutine()-goBefore)/float64(n), "goroutines/node")
 		b.ReportMetric(float64(conns)/float64(n), "conns/node")
+		perNodeMin := func(reqs int64, d time.Duration) float64 { return float64(reqs) / float64(n) / d.Minutes() }
+		b.ReportMetric(perNodeMin(dhtReqs.Load(), time.Since(started)), "dht-req/node/min")
+		idle := 3 * time.Minute
+		if d, err := time.ParseDuration(os.Getenv("NOVA_SCALE_IDLE")); err == nil {
+			idle = d
+		}
+		if idle > 0 {
+			r0 := dhtReqs.Load()
+			time.Sleep(idle) // a rate over time is what is measured
+			b.ReportMetric(perNodeMin(dhtReqs.Load()-r0, idle), "idle-dht-req/node/min")
+		}
 		for _, nd := range net.Nodes {
 			nd.Close()
 		}
