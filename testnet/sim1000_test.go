@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	mrand "math/rand/v2"
 	"net"
@@ -77,6 +78,10 @@ type simParams struct {
 	// trace logs, for every lookup that fails, where the looked-up
 	// agent's name provider record is (NOVA_SIM_TRACE=1).
 	trace bool
+	// dhtRoster turns discovery's roster gossip off, as a node built
+	// without it reads every member's records from the DHT
+	// (NOVA_SIM_ROSTER=dht).
+	dhtRoster bool
 }
 
 // wallClock is the machine's monotonic clock in nanoseconds: inside a
@@ -111,6 +116,8 @@ func readSimParams() simParams {
 		wave:     envInt("NOVA_SIM_WAVE", 50),
 		waveGap:  time.Duration(envInt("NOVA_SIM_WAVE_GAP_S", 1)) * time.Second,
 		trace:    os.Getenv("NOVA_SIM_TRACE") == "1",
+
+		dhtRoster: os.Getenv("NOVA_SIM_ROSTER") == "dht",
 	}
 }
 
@@ -299,15 +306,53 @@ func (s *sim) start(boot []peer.AddrInfo) (*simNode, error) {
 	if s.p.trace {
 		n.dc.nameMH = discovery.KeyCID(discovery.NameKey(simSwarm, n.agent)).Hash()
 	}
+	// The roster rides on its GossipSub topic as on a node (node/node.go):
+	// discovery publishes through it, and the topic's validator hands
+	// each message to discovery.
+	roster, err := ps.Join(discovery.RosterTopic(simSwarm))
+	if err != nil {
+		return fail(err)
+	}
+	gossip := discovery.WithGossip(func(ctx context.Context, msg []byte) error { return roster.Publish(ctx, msg) })
+	if s.p.dhtRoster {
+		gossip = discovery.WithGossip(nil)
+	}
 	n.disc, err = discovery.New(n.dc, key, simSwarm, n.reg, n.reg,
 		discovery.WithBootstrapPeers(boot), discovery.WithMDNS(false),
 		// The host's one address, polled: the kernel's address
 		// notifications (netlink) are real I/O, which never lets a
 		// synctest bubble's clock move.
 		discovery.WithInterfaceAddrs(func() ([]net.IP, error) { return []net.IP{ipFor(idx)}, nil }), discovery.WithTTL(discovery.DefaultTTL),
-		discovery.WithLogger(zap.NewNop().Sugar()))
+		discovery.WithLogger(zap.NewNop().Sugar()), gossip)
 	if err != nil {
 		return fail(err)
+	}
+	if !s.p.dhtRoster {
+		if err := ps.RegisterTopicValidator(discovery.RosterTopic(simSwarm), func(_ context.Context, _ peer.ID, m *pubsub.Message) pubsub.ValidationResult {
+			switch err := n.disc.TakeGossip(m.GetFrom(), m.Data); {
+			case err == nil:
+				return pubsub.ValidationAccept
+			case errors.Is(err, discovery.ErrGossipIgnored):
+				return pubsub.ValidationIgnore
+			default:
+				return pubsub.ValidationReject
+			}
+		}, pubsub.WithValidatorInline(true)); err != nil {
+			_ = n.disc.Close()
+			return fail(err)
+		}
+		sub, err := roster.Subscribe()
+		if err != nil {
+			_ = n.disc.Close()
+			return fail(err)
+		}
+		go func() { // drains the accepted messages; ends with the node's context
+			for {
+				if _, err := sub.Next(ctx); err != nil {
+					return
+				}
+			}
+		}()
 	}
 	n.r, err = nproto.New(h, n.reg, nproto.WithPubSub(ps, simSwarm), nproto.WithResolver(n.disc, 0),
 		nproto.WithMaxFrameSize(1<<20), nproto.WithRequestTimeout(10*time.Second))
