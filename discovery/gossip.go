@@ -516,24 +516,24 @@ func (s *Service) serveRoster(st network.Stream) {
 
 // askRoster asks p for the roster messages it holds on [RosterProtocol]
 // and takes each as [Service.TakeGossip] takes one from the topic. It
-// returns how many it took.
-func (s *Service) askRoster(ctx context.Context, p peer.ID) (int, error) {
+// returns how many it took and how many p served.
+func (s *Service) askRoster(ctx context.Context, p peer.ID) (took, served int, err error) {
 	ctx, cancel := context.WithTimeout(ctx, rosterAskTimeout)
 	defer cancel()
 	st, err := s.h.NewStream(ctx, p, RosterProtocol)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	mem, err := attachRecords(st)
 	if err != nil {
 		_ = st.Reset()
-		return 0, err
+		return 0, 0, err
 	}
 	defer mem.Release()
 	defer st.Close()
 	if err := mem.Grow(MaxGossipSize); err != nil {
 		_ = st.Reset()
-		return 0, err
+		return 0, 0, err
 	}
 	if dl, ok := ctx.Deadline(); ok {
 		_ = st.SetDeadline(dl)
@@ -544,26 +544,26 @@ func (s *Service) askRoster(ctx context.Context, p peer.ID) (int, error) {
 	r := bufio.NewReaderSize(st, 4<<10)
 	n, err := binary.ReadUvarint(r)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if n > maxMembers+1 {
 		_ = st.Reset()
-		return 0, fmt.Errorf("%d roster messages served, more than %d", n, maxMembers+1)
+		return 0, 0, fmt.Errorf("%d roster messages served, more than %d", n, maxMembers+1)
 	}
 	buf := make([]byte, 0, 4<<10)
-	took := 0
+	served = int(n)
 	for range n {
 		size, err := binary.ReadUvarint(r)
 		if err != nil {
-			return took, err
+			return took, served, err
 		}
 		if size > MaxGossipSize {
 			_ = st.Reset()
-			return took, fmt.Errorf("roster message of %d bytes, more than %d", size, MaxGossipSize)
+			return took, served, fmt.Errorf("roster message of %d bytes, more than %d", size, MaxGossipSize)
 		}
 		buf = slices.Grow(buf[:0], int(size))[:size]
 		if _, err := io.ReadFull(r, buf); err != nil {
-			return took, err
+			return took, served, err
 		}
 		author, err := gossipAuthor(buf)
 		if err != nil {
@@ -575,7 +575,7 @@ func (s *Service) askRoster(ctx context.Context, p peer.ID) (int, error) {
 			s.stats.rosterAsked.Add(1)
 		}
 	}
-	return took, nil
+	return took, served, nil
 }
 
 // gossipAuthor returns the signer of a roster message's index, unverified:

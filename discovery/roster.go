@@ -59,7 +59,8 @@ func (s *Service) rosterLoop() {
 
 // syncRoster asks connected peers, the bootstrap peers first, for the
 // roster messages they hold ([RosterProtocol]), at most three, until one
-// answers with messages this node took, and reports whether one did.
+// serves any (taken, or held already), and reports whether one did: a
+// peer that holds none yet is asked again on the next pass.
 func (s *Service) syncRoster(ctx context.Context) bool {
 	var order []peer.ID
 	for _, ai := range s.cfg.bootstrap {
@@ -76,13 +77,13 @@ func (s *Service) syncRoster(ctx context.Context) bool {
 		if i == 3 {
 			break
 		}
-		took, err := s.askRoster(ctx, p)
+		took, served, err := s.askRoster(ctx, p)
 		if err != nil {
 			s.log.Debugw("roster snapshot not served", "peer", p, "err", err)
 			continue
 		}
-		s.log.Debugw("roster snapshot taken", "peer", p, "members", took)
-		if took > 0 {
+		s.log.Debugw("roster snapshot taken", "peer", p, "members", took, "served", served)
+		if served > 0 { // what it holds is taken, or held already: in step
 			return true
 		}
 	}
