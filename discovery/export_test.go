@@ -16,3 +16,7 @@ func OwnGossip(s *Service) []byte {
 	}
 	return nil
 }
+
+// SyncRoster runs one roster catch-up (see syncRoster) and reports whether
+// a peer served the roster messages it holds.
+func SyncRoster(s *Service) bool { return s.syncRoster(s.ctx) }

@@ -319,3 +319,25 @@ func TestGossipBurstEndsInItsLastState(t *testing.T) {
 		t.Errorf("%d roster messages ignored: the host sent past the rate", st.GossipIgnored)
 	}
 }
+
+// TestGossipCatchUpEndsWhenHeld: a node that gossip already brought every
+// roster message still counts a peer's snapshot of them as caught up, so
+// the roster loop stops asking on every pass.
+func TestGossipCatchUpEndsWhenHeld(t *testing.T) {
+	checkLeaks(t)
+	b := &bus{}
+	first := gossipNode(t, b, nil, time.Hour, nil, agentCard(agentName(0), "echo"))
+	second := gossipNode(t, b, []peer.AddrInfo{first.info()}, time.Hour, nil, agentCard(agentName(1), "echo"))
+	nodes := []*testNode{first, second}
+	waitRoutingTables(t, nodes, 1)
+	publishAll(t, nodes)
+	waitfor.Eventually(t, 20*time.Second, func() error {
+		if _, ok := second.reg.Get(agentName(0) + "@" + first.h.ID().String()); !ok {
+			return errors.New("gossip has not brought the first node's card yet")
+		}
+		return nil
+	})
+	if !discovery.SyncRoster(second.svc) {
+		t.Fatal("a snapshot of roster messages already held did not end the catch-up")
+	}
+}
