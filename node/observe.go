@@ -18,6 +18,7 @@ import (
 	"gopkg.in/natefinch/lumberjack.v2"
 
 	"github.com/nova-node/nova-node/envelope"
+	"github.com/nova-node/nova-node/internal/jsonstr"
 	"github.com/nova-node/nova-node/node/localapi"
 	"github.com/nova-node/nova-node/protocol"
 	"github.com/nova-node/nova-node/tiers"
@@ -506,60 +507,8 @@ func appendJSONField(b []byte, name, s string) []byte {
 }
 
 // appendJSONString appends s as encoding/json writes a string with HTML
-// escaping (its default): quotes, backslash and the short escapes \b \f
-// \n \r \t; other control characters, <, > and & as \u00XX; U+2028 and
-// U+2029 escaped; each byte of invalid UTF-8 as \ufffd.
-func appendJSONString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if c := s[i]; c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
+// escaping (its default).
+func appendJSONString(b []byte, s string) []byte { return jsonstr.Append(b, s, true) }
 
 // auditPeer is one peer's token buckets in the audit log, one per kind.
 type auditPeer struct {
