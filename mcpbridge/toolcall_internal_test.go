@@ -38,17 +38,7 @@ func TestToolCallParamsAsMarshal(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if bytes.ContainsAny(got, "\r\n") {
-			t.Fatalf("params span lines: %q", got)
-		}
-		var g, w any
-		if err := json.Unmarshal(got, &g); err != nil {
-			t.Fatalf("%s: %v", got, err)
-		}
-		_ = json.Unmarshal(want, &w)
-		if !reflect.DeepEqual(g, w) {
-			t.Fatalf("got %s, want %s", got, want)
-		}
+		sameParams(t, got, want)
 	})
 }
 
@@ -78,16 +68,21 @@ func TestPeerCallParamsAsMarshal(t *testing.T) {
 		if err != nil {
 			return
 		}
-		if bytes.ContainsAny(got, "\r\n") {
-			t.Fatalf("params span lines: %q", got)
-		}
-		var g, w any
-		if err := json.Unmarshal(got, &g); err != nil {
-			t.Fatalf("%s: %v", got, err)
-		}
-		_ = json.Unmarshal(want, &w)
-		if !reflect.DeepEqual(g, w) {
-			t.Fatalf("got %s, want %s", got, want)
-		}
+		sameParams(t, got, want)
 	})
+}
+
+// sameParams fails t unless got is one line of JSON equal in value to want.
+func sameParams(t *rapid.T, got, want []byte) {
+	if bytes.ContainsAny(got, "\r\n") {
+		t.Fatalf("params span lines: %q", got)
+	}
+	var g, w any
+	if err := json.Unmarshal(got, &g); err != nil {
+		t.Fatalf("%s: %v", got, err)
+	}
+	_ = json.Unmarshal(want, &w)
+	if !reflect.DeepEqual(g, w) {
+		t.Fatalf("got %s, want %s", got, want)
+	}
 }
