@@ -228,19 +228,13 @@ func (n *Node) build(stack *closers) error {
 	}, pubsub.WithValidatorInline(true)); err != nil {
 		return fmt.Errorf("node: roster validator: %w", err)
 	}
-	rosterSub, err := roster.Subscribe()
+	// Relayed, not subscribed: the validator takes each message, and a
+	// relay needs no goroutine draining a subscription.
+	stopRelay, err := roster.Relay()
 	if err != nil {
-		return fmt.Errorf("node: subscribe to the roster topic: %w", err)
+		return fmt.Errorf("node: relay the roster topic: %w", err)
 	}
-	var rosterWG sync.WaitGroup
-	rosterWG.Go(func() { // the validator took each message; this only drains them
-		for {
-			if _, err := rosterSub.Next(psCtx); err != nil {
-				return
-			}
-		}
-	})
-	stack.push(func() error { rosterSub.Cancel(); rosterWG.Wait(); return nil })
+	stack.push(func() error { stopRelay(); return nil })
 	ropts := []protocol.Option{
 		protocol.WithPubSub(ps, n.cfg.Swarm),
 		protocol.WithResolver(disc, 0),

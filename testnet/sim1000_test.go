@@ -341,18 +341,10 @@ func (s *sim) start(boot []peer.AddrInfo) (*simNode, error) {
 			_ = n.disc.Close()
 			return fail(err)
 		}
-		sub, err := roster.Subscribe()
-		if err != nil {
+		if _, err := roster.Relay(); err != nil { // ends with the node's GossipSub
 			_ = n.disc.Close()
 			return fail(err)
 		}
-		go func() { // drains the accepted messages; ends with the node's context
-			for {
-				if _, err := sub.Next(ctx); err != nil {
-					return
-				}
-			}
-		}()
 	}
 	n.r, err = nproto.New(h, n.reg, nproto.WithPubSub(ps, simSwarm), nproto.WithResolver(n.disc, 0),
 		nproto.WithMaxFrameSize(1<<20), nproto.WithRequestTimeout(10*time.Second))
@@ -716,8 +708,17 @@ func TestSim1000Churn(t *testing.T) {
 		t.Logf("sim: %d nodes started in %s simulated, %s wall; %s", p.n, time.Since(t0).Round(time.Second), (wallClock() - wall).Round(time.Second), s.usage())
 		time.Sleep(p.warmup)
 		have, all := s.converged()
-		t.Logf("sim: after warm-up (%s wall): registries list %.2f%% of the online agents; %s; simulated datagrams %d",
-			(wallClock() - wall).Round(time.Second), 100*float64(have)/float64(max(all, 1)), s.usage(), nw.sent.Load())
+		var gossipTaken, rosterCards uint64
+		for _, n := range s.online {
+			st := n.disc.Stats()
+			gossipTaken += st.GossipTaken
+			rosterCards += st.RosterCards
+		}
+		t.Logf("sim: after warm-up (%s wall): registries list %.2f%% of the online agents; roster messages taken by gossip %d, cards read by the DHT roster %d; %s; simulated datagrams %d",
+			(wallClock() - wall).Round(time.Second), 100*float64(have)/float64(max(all, 1)), gossipTaken, rosterCards, s.usage(), nw.sent.Load())
+		if !p.dhtRoster && gossipTaken == 0 {
+			t.Errorf("sim: no roster message was taken by gossip")
+		}
 		if path := os.Getenv("NOVA_SIM_HEAPPROFILE"); path != "" {
 			writeSimHeapProfile(t, path)
 		}
