@@ -320,7 +320,10 @@ func natSwarmWith(t *testing.T, n *natNet, flags []string, laptops ...string) ti
 		n.run(l)
 	}
 	for _, l := range laptops {
-		waitfor.Eventually(t, 30*time.Second, func() error {
+		// A reservation follows AutoNAT's verdict of private reachability,
+		// which takes several probes: under a loaded test run (the whole
+		// suite on one CPU beside a busy loop) it took past 30 s once.
+		waitfor.Eventually(t, 60*time.Second, func() error {
 			var info localapi.IDInfo
 			if err := n.cliJSON(l, &info, "id"); err != nil {
 				return err
