@@ -216,23 +216,9 @@ func (n *Node) build(stack *closers) error {
 		return fmt.Errorf("node: discovery: %w", err)
 	}
 	stack.push(disc.Close)
-	if err := ps.RegisterTopicValidator(discovery.RosterTopic(n.cfg.Swarm), func(_ context.Context, _ peer.ID, m *pubsub.Message) pubsub.ValidationResult {
-		switch err := disc.TakeGossip(m.GetFrom(), m.Data); {
-		case err == nil:
-			return pubsub.ValidationAccept
-		case errors.Is(err, discovery.ErrGossipIgnored):
-			return pubsub.ValidationIgnore
-		default:
-			return pubsub.ValidationReject
-		}
-	}, pubsub.WithValidatorInline(true)); err != nil {
-		return fmt.Errorf("node: roster validator: %w", err)
-	}
-	// Relayed, not subscribed: the validator takes each message, and a
-	// relay needs no goroutine draining a subscription.
-	stopRelay, err := roster.Relay()
+	stopRelay, err := CarryRoster(ps, roster, disc)
 	if err != nil {
-		return fmt.Errorf("node: relay the roster topic: %w", err)
+		return err
 	}
 	stack.push(func() error { stopRelay(); return nil })
 	ropts := []protocol.Option{
@@ -809,4 +795,30 @@ func PrepareDataDir(cfg Config) (created bool, err error) {
 // reports whether it wrote it; it never overwrites.
 func WriteConfig(cfg Config) (written bool, err error) {
 	return writeConfigTemplate(cfg)
+}
+
+// CarryRoster makes ps carry discovery's roster on roster (the topic
+// discovery publishes on, [discovery.RosterTopic]): a validator hands each
+// message to d ([discovery.Service.TakeGossip]: accepted, ignored or
+// rejected as a lie), and the topic is relayed, not subscribed, since the
+// validator does all the work and a relay needs no goroutine draining a
+// subscription. stop ends the relay.
+func CarryRoster(ps *pubsub.PubSub, roster *pubsub.Topic, d *discovery.Service) (stop func(), err error) {
+	if err := ps.RegisterTopicValidator(roster.String(), func(_ context.Context, _ peer.ID, m *pubsub.Message) pubsub.ValidationResult {
+		switch err := d.TakeGossip(m.GetFrom(), m.Data); {
+		case err == nil:
+			return pubsub.ValidationAccept
+		case errors.Is(err, discovery.ErrGossipIgnored):
+			return pubsub.ValidationIgnore
+		default:
+			return pubsub.ValidationReject
+		}
+	}, pubsub.WithValidatorInline(true)); err != nil {
+		return nil, fmt.Errorf("node: roster validator: %w", err)
+	}
+	cancel, err := roster.Relay()
+	if err != nil {
+		return nil, fmt.Errorf("node: relay the roster topic: %w", err)
+	}
+	return func() { cancel() }, nil
 }

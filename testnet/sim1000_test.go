@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	mrand "math/rand/v2"
 	"net"
@@ -36,6 +35,7 @@ import (
 	"github.com/nova-node/nova-node/agentcard"
 	"github.com/nova-node/nova-node/discovery"
 	"github.com/nova-node/nova-node/envelope"
+	"github.com/nova-node/nova-node/node"
 	nproto "github.com/nova-node/nova-node/protocol"
 	"github.com/nova-node/nova-node/tiers"
 )
@@ -328,20 +328,7 @@ func (s *sim) start(boot []peer.AddrInfo) (*simNode, error) {
 		return fail(err)
 	}
 	if !s.p.dhtRoster {
-		if err := ps.RegisterTopicValidator(discovery.RosterTopic(simSwarm), func(_ context.Context, _ peer.ID, m *pubsub.Message) pubsub.ValidationResult {
-			switch err := n.disc.TakeGossip(m.GetFrom(), m.Data); {
-			case err == nil:
-				return pubsub.ValidationAccept
-			case errors.Is(err, discovery.ErrGossipIgnored):
-				return pubsub.ValidationIgnore
-			default:
-				return pubsub.ValidationReject
-			}
-		}, pubsub.WithValidatorInline(true)); err != nil {
-			_ = n.disc.Close()
-			return fail(err)
-		}
-		if _, err := roster.Relay(); err != nil { // ends with the node's GossipSub
+		if _, err := node.CarryRoster(ps, roster, n.disc); err != nil { // as a node does; ends with the node's GossipSub
 			_ = n.disc.Close()
 			return fail(err)
 		}
