@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"math/rand/v2"
 	"slices"
 	"time"
 
@@ -14,15 +15,29 @@ import (
 	"github.com/nova-node/nova-node/crdt/delta"
 )
 
-// The digest: every digestEvery, a node publishes its clock of each open
-// document on the companion topic <doc topic>/clock (when it changed, and
-// every digestForce regardless). A node that sees a clock with updates it
-// lacks asks that peer (or the neighbour that forwarded the digest) for a
-// catch-up, so an update whose broadcast was lost is repaired within
+// The digest: a node publishes its clock of each open document on the
+// companion topic <doc topic>/clock. A node that sees a clock with updates
+// it lacks asks that peer (or the neighbour that forwarded the digest) for
+// a catch-up, so an update whose broadcast was lost is repaired within
 // seconds, without waiting for a later update to reveal the gap.
+//
+// When digests go out follows Trickle (RFC 6206), so that a swarm that
+// agrees on a document sends a few digests per interval in all, however
+// many nodes hold it: were every node to publish on its own schedule, each
+// node would receive and check the digests of all the others, a cost that
+// grows with the swarm. A node's interval runs from digestEvery, doubling,
+// up to digestForce. In each interval it picks a moment uniformly in the
+// interval's second half and publishes its digest then, unless it has
+// already heard digestRedundancy digests equal to its own (same clock,
+// same log digest) in the interval. Anything that disagrees (its own
+// document changed, or a peer's digest differs from its own) sets the
+// interval back to digestEvery, so news spreads within a few seconds; a
+// node that missed an update hears a digest of the others' at least about
+// every digestForce, and its own digest, which differs, sets theirs back.
 const (
-	digestEvery = 2 * time.Second
-	digestForce = 10 * time.Second
+	digestEvery      = 2 * time.Second
+	digestForce      = 10 * time.Second
+	digestRedundancy = 2
 )
 
 // DigestTopic is the companion topic of a document's clock digests.
@@ -75,7 +90,7 @@ func (d *Doc) startDigest() error {
 		d.joins = append(d.joins, h)
 		d.wg.Go(func() { d.followJoins(h) })
 	}
-	d.wg.Go(d.digestLoop)
+	d.wg.Go(func() { d.digestLoop(d.publishDigest) })
 	d.wg.Go(d.digestReader)
 	return nil
 }
@@ -131,45 +146,77 @@ func (d *Doc) wroteSince(t time.Time) bool {
 	return d.lastLocal.After(t)
 }
 
-func (d *Doc) digestLoop() {
-	t := time.NewTicker(digestEvery)
-	defer t.Stop()
-	var last delta.VersionVector
-	var lastSum []byte
-	lastSent := time.Time{}
+// digestLoop calls publish (publishDigest) on the schedule above, and at
+// once when followJoins asks (see there).
+func (d *Doc) digestLoop(publish func()) {
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	interval := digestEvery
 	for {
-		force := false
-		select {
-		case <-d.ctx.Done():
-			return
-		case <-t.C:
-		case <-d.digestNow:
-			force = true
-		}
-		if force && !d.wroteSince(time.Now().Add(-digestForce)) {
-			continue
-		}
-		clock := d.Clock()
-		sum := d.logSum()
-		if len(clock) == 0 || (!force && clock.Compare(last) == delta.Equal && bytes.Equal(sum, lastSum) && time.Since(lastSent) < digestForce) {
-			continue
-		}
-		b, err := encMode.Marshal(digest{Clock: clock, Sum: sum})
-		if err != nil {
-			continue
-		}
-		ctx, cancel := context.WithTimeout(d.ctx, 5*time.Second)
-		if d.dtopic.Publish(ctx, b) == nil {
-			last, lastSum, lastSent = clock, sum, time.Now()
-		}
-		cancel()
-		if force {
+		d.heard.Store(0)
+		at := interval/2 + rand.N(interval/2)
+		timer.Reset(at)
+		due, restart := true, false
+		for !restart {
 			select {
 			case <-d.ctx.Done():
 				return
-			case <-time.After(joinDigestGap):
+			case <-timer.C:
+			case <-d.digestReset:
+				if interval > digestEvery {
+					interval, restart = digestEvery, true
+				} else {
+					d.heard.Store(0) // what was heard agreed with what this node held before
+				}
+				continue
+			case <-d.digestNow:
+				if !d.wroteSince(time.Now().Add(-digestForce)) {
+					continue
+				}
+				publish()
+				select {
+				case <-d.ctx.Done():
+					return
+				case <-time.After(joinDigestGap):
+				}
+				continue
 			}
+			if !due {
+				break // the interval is over
+			}
+			due = false
+			if d.heard.Load() < digestRedundancy {
+				publish()
+			}
+			timer.Reset(interval - at)
 		}
+		if !restart {
+			interval = min(2*interval, digestForce)
+		}
+	}
+}
+
+// publishDigest publishes the document's clock and log digest.
+func (d *Doc) publishDigest() {
+	clock := d.Clock()
+	if len(clock) == 0 {
+		return
+	}
+	b, err := encMode.Marshal(digest{Clock: clock, Sum: d.logSum()})
+	if err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(d.ctx, 5*time.Second)
+	defer cancel()
+	_ = d.dtopic.Publish(ctx, b)
+}
+
+// resetDigest tells digestLoop that something disagrees with the digest
+// it last published: the document changed, or a peer's digest differs.
+func (d *Doc) resetDigest() {
+	select {
+	case d.digestReset <- struct{}{}:
+	default:
 	}
 }
 
@@ -199,12 +246,19 @@ func (d *Doc) digestReader() {
 			}
 		}
 		if len(ahead) == 0 {
-			// Same clock, another log: one of us lacks a history of an
-			// equivocating replica.
-			if len(dg.Sum) == 0 || mine.Compare(dg.Clock) != delta.Equal || bytes.Equal(dg.Sum, d.logSum()) {
+			same := mine.Compare(dg.Clock) == delta.Equal
+			if same && (len(dg.Sum) == 0 || bytes.Equal(dg.Sum, d.logSum())) {
+				d.heard.Add(1) // a digest like this node's own: see digestLoop
 				continue
 			}
+			d.resetDigest()
+			if !same {
+				continue // the peer lacks updates: this node's digest, soon, tells it which
+			}
+			// Same clock, another log: one of us lacks a history of an
+			// equivocating replica.
 		} else {
+			d.resetDigest()
 			d.mu.Lock()
 			d.claimLocked(from, claim{at: time.Now(), ahead: ahead})
 			d.mu.Unlock()

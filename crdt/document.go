@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
@@ -31,8 +32,13 @@ type Doc struct {
 	// digestNow asks digestLoop for a digest at once: a peer joined the
 	// document's digest topic (see followJoins).
 	digestNow chan struct{}
-	joins     []*pubsub.TopicEventHandler // peers joining the document's topics (see followJoins)
-	probe     bool                        // opened by Lookup alone; under m.mu
+	// digestReset tells digestLoop that something disagrees with the
+	// digest it last published; heard counts the digests equal to this
+	// node's own in the current interval (see digestLoop).
+	digestReset chan struct{}
+	heard       atomic.Int64
+	joins       []*pubsub.TopicEventHandler // peers joining the document's topics (see followJoins)
+	probe       bool                        // opened by Lookup alone; under m.mu
 
 	mu        sync.Mutex
 	opening   int       // catch-ups of the first round not answered yet
@@ -308,6 +314,7 @@ func (d *Doc) flush() {
 }
 
 func (d *Doc) notifyLocked(c Change) {
+	d.resetDigest()
 	for w := range d.watchers {
 		select {
 		case w.c <- c:

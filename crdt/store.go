@@ -72,7 +72,7 @@ func (m *Manager) load(name string) (*Doc, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Doc{m: m, name: name, log: lg, watchers: map[*Watch]struct{}{}, ready: make(chan struct{}), digestNow: make(chan struct{}, 1)}
+	d := &Doc{m: m, name: name, log: lg, watchers: map[*Watch]struct{}{}, ready: make(chan struct{}), digestNow: make(chan struct{}, 1), digestReset: make(chan struct{}, 1)}
 	state, logged, err := m.store.LoadDoc(name)
 	if err != nil {
 		return nil, fmt.Errorf("crdt: load %s: %w", name, err)

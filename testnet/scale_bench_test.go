@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"sync"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/nova-node/nova-node/discovery"
 	"github.com/nova-node/nova-node/envelope"
+	"github.com/nova-node/nova-node/internal/cputime"
 	"github.com/nova-node/nova-node/node"
 	"github.com/nova-node/nova-node/node/localapi"
 	"github.com/nova-node/nova-node/protocol"
@@ -49,7 +51,9 @@ import (
 //   - dht-req/node/min: DHT requests served (every Kademlia message, as
 //     kad-dht's request hook counts them) per node per minute, over the
 //     whole run and (idle-) over an idle window of NOVA_SCALE_IDLE (3
-//     minutes, one refresh interval, by default) at the end.
+//     minutes, one refresh interval, by default) at the end;
+//   - idle-cpu-ms/s/node: the process's CPU time over that idle window,
+//     per node per second (NOVA_SCALE_CPUPROFILE=file profiles the window).
 //
 // NOVA_SCALE_ROSTER=dht turns discovery's roster gossip off, so that the
 // roster and the refresh read every member's records from the DHT: the
@@ -335,12 +339,38 @@ func BenchmarkScale200(b *testing.B) {
 			idle = d
 		}
 		if idle > 0 {
-			r0 := dhtReqs.Load()
+			r0, cpu0 := dhtReqs.Load(), cputime.Process()
+			stopProfile := scaleCPUProfile(b)
 			time.Sleep(idle) // a rate over time is what is measured
+			stopProfile()
 			b.ReportMetric(perNodeMin(dhtReqs.Load()-r0, idle), "idle-dht-req/node/min")
+			cpu := cputime.Process() - cpu0
+			b.ReportMetric(float64(cpu.Microseconds())/1000/float64(n)/idle.Seconds(), "idle-cpu-ms/s/node")
 		}
 		for _, nd := range net.Nodes {
 			nd.Close()
+		}
+	}
+}
+
+// scaleCPUProfile starts a CPU profile of the idle window when
+// NOVA_SCALE_CPUPROFILE names a file, and returns what stops it.
+func scaleCPUProfile(b *testing.B) (stop func()) {
+	path := os.Getenv("NOVA_SCALE_CPUPROFILE")
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		b.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			b.Error(err)
 		}
 	}
 }
