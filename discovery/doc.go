@@ -143,8 +143,11 @@
 // The DHT roster. The roster loop ([Service.Roster],
 // [WithRosterInterval]) reads the providers of the members key one second
 // after Start, then after 2, 4, 8… seconds up to the roster interval (30 s
-// by default; with gossip, the republish interval, since members arrive by
-// gossip) and every interval after that; for every member whose cards
+// by default) and every interval after that. With gossip the interval is
+// the republish interval, since members arrive by gossip, and the read is
+// skipped on the early passes once a peer has served its roster messages:
+// every node provides the members key, so each read is a full DHT walk
+// whose answers list up to every member. For every member whose cards
 // this node has not found yet (a member whose messages were lost, or one
 // that does not gossip) it reads the signed index and the listed cards
 // (from the member itself when connected, else from the DHT), verified

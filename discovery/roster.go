@@ -25,7 +25,12 @@ const (
 // for the roster messages it holds ([RosterProtocol]) until one answers,
 // so a newcomer lists every member at once; and the second and third
 // passes send this node's own roster message again, for the members whose
-// GossipSub mesh had not formed when the first went out.
+// GossipSub mesh had not formed when the first went out. The DHT read
+// then runs only while no peer has served its roster messages, and every
+// roster interval once the passes reach it: every node provides the
+// members key, so each read is a full DHT walk whose answers list up to
+// every member, and a young node's passes at 1, 2, 4… s would repeat it
+// for what gossip already brought.
 func (s *Service) rosterLoop() {
 	limit := s.cfg.roster
 	if s.cfg.gossip != nil {
@@ -51,7 +56,9 @@ func (s *Service) rosterLoop() {
 				s.publishGossip(s.ctx, own.gossip)
 			}
 		}
-		s.roster(s.ctx, s.dht)
+		if s.cfg.gossip == nil || !synced || wait >= limit {
+			s.roster(s.ctx, s.dht)
+		}
 		wait = min(2*wait, limit)
 		t.Reset(wait)
 	}
