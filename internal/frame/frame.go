@@ -57,10 +57,9 @@ const growStep = 32 << 10
 const readSize = 4 << 10
 
 // smallSize is the size of the array an idle Reader reads into: enough for
-// a length prefix. It is no more than a bufio.Reader's smallest buffer (16
-// bytes), so a Reader over one reads no more from the transport than the
-// bufio.Reader would.
-const smallSize = 16
+// a length prefix and the small frames (acknowledgements) that make most
+// of a quiet stream's traffic, which are then read without the read buffer.
+const smallSize = 64
 
 // maxEmptyReads is how many reads returning nothing, and no error, the
 // Reader accepts in a row before it fails with io.ErrNoProgress (as
@@ -78,9 +77,10 @@ var (
 //
 // A Reader on an idle stream holds no buffer: when a call to Next finds
 // nothing buffered, the read buffer and the body buffer go back to their
-// pools, and the Reader waits for the next frame by reading into a 16-byte
-// array of its own. Once bytes arrive it takes a read buffer from the pool
-// again, so a stream with thousands of idle peers costs no buffer per peer.
+// pools, and the Reader waits for the next frame by reading into a 64-byte
+// array of its own (a small frame is read whole from it). When a frame
+// needs more it takes a read buffer from the pool again, so a node with
+// thousands of idle peers holds no read buffer per stream.
 // While bytes stay buffered (a burst) it keeps its buffers and reads on
 // from them without touching the pools. The last bytes of a large body are
 // read through the read buffer, which also takes in whatever of the next
@@ -162,9 +162,14 @@ func (fr *Reader) fill() {
 		fr.w = copy(fr.rbuf[:], fr.buf[:fr.w])
 		fr.buf = fr.rbuf[:]
 	}
+	dst := fr.buf[fr.w:]
+	if fr.br != nil && fr.rbuf == nil && len(dst) > fr.br.Size() {
+		// No more than the bufio.Reader would read from its source.
+		dst = dst[:fr.br.Size()]
+	}
 	for range maxEmptyReads {
-		n, err := fr.src.Read(fr.buf[fr.w:])
-		if n < 0 || n > len(fr.buf)-fr.w {
+		n, err := fr.src.Read(dst)
+		if n < 0 || n > len(dst) {
 			fr.err = errBadRead
 			return
 		}
