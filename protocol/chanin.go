@@ -2,6 +2,8 @@ package protocol
 
 import (
 	"bufio"
+	"io"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -46,13 +48,20 @@ const (
 // the channel workers send opened/ack/nack frames through it, and its ack
 // timer sends the coalesced acknowledgements (on a Router goroutine).
 // Lock order: see package doc.
+//
+// Its write buffer comes from inWriters when a frame is written to an
+// empty one, and goes back when a flush empties it, all under mu: an idle
+// inbound stream holds none. Every frame written is flushed by whoever
+// wrote it or later (the stream loop when its input drains, the ack
+// timer, a prompt ack), as with a buffer of its own.
 type inStream struct {
-	r   *Router
-	st  network.Stream
-	mu  orderedMutex[lockInStream]
-	bw  *bufio.Writer
-	err error
-	dl  deadline
+	r    *Router
+	st   network.Stream
+	mu   orderedMutex[lockInStream]
+	sink io.Writer     // the stream with its write deadline (deadlineWriter), made once
+	bw   *bufio.Writer // from inWriters while it holds frames, else nil
+	err  error
+	dl   deadline
 
 	ended         atomic.Bool             // the stream's reading is over (close): its channels may be evicted
 	closedAtClose atomic.Bool             // closed by ackDueAtClose with its last acks: not to be reset
@@ -62,9 +71,13 @@ type inStream struct {
 	fires         time.Time // when the armed timer fires
 }
 
+// inWriters are the write buffers of inbound streams (acks, opened,
+// nacks), held by a stream only while frames wait in them.
+var inWriters = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, inWriteBuffer) }}
+
 func newInStream(r *Router, st network.Stream) *inStream {
 	s := &inStream{r: r, st: st}
-	s.bw = bufio.NewWriterSize(deadlineWriter{st, &s.dl}, 4<<10)
+	s.sink = deadlineWriter{st, &s.dl}
 	return s
 }
 
@@ -84,14 +97,16 @@ func (s *inStream) writeLocked(b []byte, flush bool) {
 	if s.err != nil {
 		return
 	}
+	if s.bw == nil {
+		s.bw = inWriters.Get().(*bufio.Writer)
+		s.bw.Reset(s.sink)
+	}
 	if err := frame.Write(s.bw, b); err != nil {
 		s.failLocked(err)
 		return
 	}
 	if flush {
-		if err := s.bw.Flush(); err != nil {
-			s.failLocked(err)
-		}
+		s.flushLocked()
 	}
 }
 
@@ -100,6 +115,7 @@ func (s *inStream) writeLocked(b []byte, flush bool) {
 // (acks written after a failed write would never leave).
 func (s *inStream) failLocked(err error) {
 	s.err = err
+	s.bw = nil // holding what never left: not for another stream
 	_ = s.st.Reset()
 }
 
@@ -109,12 +125,18 @@ func (s *inStream) flush() {
 	s.flushLocked()
 }
 
+// flushLocked writes what is buffered and gives the emptied buffer back.
 func (s *inStream) flushLocked() {
-	if s.err == nil && s.bw.Buffered() > 0 {
-		if err := s.bw.Flush(); err != nil {
-			s.failLocked(err)
-		}
+	if s.err != nil || s.bw == nil {
+		return
 	}
+	if err := s.bw.Flush(); err != nil {
+		s.failLocked(err)
+		return
+	}
+	s.bw.Reset(nil) // no hold on the stream from the pool
+	inWriters.Put(s.bw)
+	s.bw = nil
 }
 
 // ack acknowledges ic's watermark now (flushed if asked), unless an ack
@@ -277,6 +299,11 @@ func (s *inStream) close() {
 	defer s.mu.Unlock()
 	if s.err == nil {
 		s.err = ErrChannelClosed
+	}
+	if s.bw != nil { // acks still buffered are dropped with the due ones
+		s.bw.Reset(nil)
+		inWriters.Put(s.bw)
+		s.bw = nil
 	}
 	if s.timer != nil {
 		s.timer.Stop()

@@ -1,7 +1,6 @@
 package protocol
 
 import (
-	"bufio"
 	"container/list"
 	"errors"
 	"fmt"
@@ -56,18 +55,23 @@ func (r *Router) handleStream(st network.Stream) {
 	r.mu.Unlock()
 	defer r.wg.Done()
 	rd := &inReader{r: r, st: st, p: p, pStr: p.String(), mem: mem, out: out,
-		fr: frame.NewReader(bufio.NewReaderSize(st, inReadBuffer), r.o.maxFrame)}
+		fr: frame.NewReader(st, r.o.maxFrame)}
 	rd.resume = rd.run
 	rd.run()
 }
 
-// The buffers an inbound stream holds from its start, reserved in its
-// resource scope: the frame reader's buffer and the inStream's writer
-// (newInStream's size). The frame body buffer is reserved as it grows
-// (inReader.reserve).
+// The buffers of an inbound stream, reserved in its resource scope from
+// its start: the frame reader's read buffer and the inStream's writer
+// (inWriters' size). The frame body buffer is reserved as it grows
+// (inReader.reserve). The reservations are worst cases: an idle stream
+// holds none of these buffers (the reader gives its buffers back between
+// frames, see frame.Reader; the writer holds one only while acks wait in
+// it), but the resource manager keeps them reserved for the stream's life,
+// so that a stream that becomes busy never fails for memory it had.
 const (
 	inReadBuffer    = 4 << 10
-	inStreamBuffers = inReadBuffer + 4<<10
+	inWriteBuffer   = 4 << 10
+	inStreamBuffers = inReadBuffer + inWriteBuffer
 )
 
 // inReader is the reading side of an inbound stream: the loop's state,
@@ -157,9 +161,10 @@ func (rd *inReader) run() {
 
 // reserve grows the stream's reservation to hold a frame body of n bytes,
 // rounded up to 4 KiB so that a stream of slowly growing frames does not
-// ask the resource manager at every frame. The reader keeps its body
-// buffer across frames, so the reservation is the largest frame's until
-// the stream ends. It reports false when the resource manager refuses.
+// ask the resource manager at every frame. The reservation is the largest
+// frame's until the stream ends: a worst case, as the reader keeps its body
+// buffer only while frames keep coming. It reports false when the resource
+// manager refuses.
 func (rd *inReader) reserve(n int) bool {
 	n = (n + 4<<10 - 1) &^ (4<<10 - 1)
 	if err := rd.mem.Grow(inStreamBuffers + n); err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -18,25 +19,39 @@ import (
 )
 
 // outStream is this node's one long-lived stream to a peer, shared by every
-// channel to agents on that peer. Writers append frames to a 64 KiB buffer
+// channel to agents on that peer. Writers append frames to a 16 KiB buffer
 // under wmu: an urgent write (a caller is waiting) flushes at once; other
-// writes kick the flusher goroutine, which flushes whatever has accumulated,
-// so bursts coalesce into few transport writes. A reader goroutine routes
-// opened/ack/nack frames to channels. Both goroutines belong to the Router.
-// When the stream fails it is reset, every channel bound to it is told
-// (TransportLost), and the next use opens a new stream.
+// writes leave the flushing to the flusher goroutine, which flushes
+// whatever has accumulated, so bursts coalesce into few transport writes.
+// A reader goroutine routes opened/ack/nack frames to channels. Both
+// goroutines belong to the Router. When the stream fails it is reset,
+// every channel bound to it is told (TransportLost), and the next use
+// opens a new stream.
+//
+// An idle stream costs one goroutine (the reader, holding no buffer: see
+// frame.Reader) and no write buffer. The write buffer comes from
+// outWriters when a write finds none, and goes back as soon as a flush
+// empties it. The flusher runs only while something waits to be flushed:
+// a non-urgent write that finds none running starts it (flushing), and it
+// exits when it finds the buffer gone. Both decisions are made under wmu,
+// after the write's append and at the flusher's look at the buffer, so
+// one of the two always sees the other: either the flusher looks after
+// the append and flushes it, or it exited before it, had cleared flushing,
+// and the write starts a new one. No frame is left unflushed, and frames
+// never interleave (each write appends all its frames under wmu).
 type outStream struct {
 	r      *Router
 	p      peer.ID
 	st     network.Stream
-	kick   chan struct{}
 	done   chan struct{}
 	opened time.Time
 
-	wmu  orderedMutex[lockStreamWrite]
-	bw   *bufio.Writer
-	werr error
-	dl   deadline // under wmu
+	wmu      orderedMutex[lockStreamWrite]
+	sink     io.Writer     // the stream with its write deadline (deadlineWriter), made once
+	bw       *bufio.Writer // from outWriters while it holds frames, else nil
+	flushing bool          // a flusher goroutine runs (or is being started)
+	werr     error
+	dl       deadline // under wmu
 
 	// For the liveness check (livenessLoop): writes and frames read so
 	// far, and whether a probe is running.
@@ -57,20 +72,27 @@ type openResult struct {
 	err              error
 }
 
-// outStreamBuffers is what an outbound stream holds from its start: the
-// writer's buffer (newOutStream). Frames read back (opened, acks, nacks)
-// are reserved as they come (readLoop).
+// outStreamBuffers is the writer's buffer of an outbound stream, reserved
+// in its scope from the stream's start. Frames read back (opened, acks,
+// nacks) are reserved as they come (readLoop). The reservations are worst
+// cases: the writer's buffer is held only while frames wait in it, and the
+// reader's buffers only while a frame is being read, but the resource
+// manager is told of both for the stream's life, so that a stream that
+// becomes busy never fails for memory it reserved at its start.
 const outStreamBuffers = 16 << 10
+
+// outWriters are the write buffers of outbound streams, held by a stream
+// only while frames wait in them.
+var outWriters = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, outStreamBuffers) }}
 
 func (r *Router) newOutStream(p peer.ID, st network.Stream, mem *streamscope.Memory) *outStream {
 	s := &outStream{
 		r: r, p: p, st: st, mem: mem, opened: clock.Now(),
-		kick:    make(chan struct{}, 1),
 		done:    make(chan struct{}),
 		opening: map[string]chan openResult{},
 		bound:   map[*outChannel]struct{}{},
 	}
-	s.bw = bufio.NewWriterSize(deadlineWriter{st, &s.dl}, outStreamBuffers)
+	s.sink = deadlineWriter{st, &s.dl}
 	return s
 }
 
@@ -141,26 +163,57 @@ func (s *outStream) writeWith(urgent bool, fill func(bw *bufio.Writer) error) er
 		s.wmu.Unlock()
 		return err
 	}
+	if s.bw == nil {
+		s.bw = outWriters.Get().(*bufio.Writer)
+		s.bw.Reset(s.sink)
+	}
 	err := fill(s.bw)
 	s.writes.Add(1)
 	if err == nil && urgent {
 		err = s.bw.Flush()
 	}
-	if err != nil {
+	start := false
+	switch {
+	case err != nil:
 		s.werr = err
+		s.bw = nil // holding what never left: not for another stream
+	case s.bw.Buffered() == 0:
+		s.putWriterLocked()
+	case !s.flushing:
+		s.flushing, start = true, true
 	}
 	s.wmu.Unlock()
 	if err != nil {
 		s.fail(err)
 		return err
 	}
-	if !urgent {
-		select {
-		case s.kick <- struct{}{}:
-		default:
-		}
+	if start {
+		s.startFlusher()
 	}
 	return nil
+}
+
+// putWriterLocked gives the empty write buffer back. wmu is held.
+func (s *outStream) putWriterLocked() {
+	s.bw.Reset(nil) // no hold on the stream from the pool
+	outWriters.Put(s.bw)
+	s.bw = nil
+}
+
+// startFlusher runs flushLoop on a Router goroutine, which Close waits
+// for. Once the Router is closed no goroutine starts: the caller flushes
+// itself, as the stream is about to be reset anyway.
+func (s *outStream) startFlusher() {
+	r := s.r
+	r.mu.Lock()
+	ok := !r.closed
+	if ok {
+		r.wg.Go(s.flushLoop)
+	}
+	r.mu.Unlock()
+	if !ok {
+		s.flushLoop()
+	}
 }
 
 // writeFramed writes frames already length-prefixed, then flushes now
@@ -172,19 +225,21 @@ func (s *outStream) writeFramed(b []byte, urgent bool) error {
 	})
 }
 
+// flushLoop flushes what writers append until it finds nothing more, then
+// exits (see outStream for why nothing is left behind).
 func (s *outStream) flushLoop() {
 	for {
-		select {
-		case <-s.kick:
-		case <-s.done:
+		s.wmu.Lock()
+		if s.werr != nil || s.bw == nil {
+			s.flushing = false
+			s.wmu.Unlock()
 			return
 		}
-		s.wmu.Lock()
-		var err error
-		if s.werr == nil && s.bw.Buffered() > 0 {
-			if err = s.bw.Flush(); err != nil {
-				s.werr = err
-			}
+		err := s.bw.Flush()
+		if err != nil {
+			s.werr, s.bw, s.flushing = err, nil, false
+		} else {
+			s.putWriterLocked()
 		}
 		s.wmu.Unlock()
 		if err != nil {
@@ -253,7 +308,9 @@ func (s *outStream) readLoop() {
 		body, err := fr.Next()
 		s.reads.Add(1)
 		if err == nil && len(body) > s.body && s.mem != nil {
-			// The frame reader keeps its largest buffer: reserve it.
+			// The largest frame so far, reserved for the stream's life: a
+			// worst case, as the reader holds its body buffer only while
+			// frames keep coming.
 			n := (len(body) + 4<<10 - 1) &^ (4<<10 - 1)
 			if err = s.mem.Grow(outStreamBuffers + n); err == nil {
 				s.body = n
@@ -359,8 +416,7 @@ func (r *Router) stream(ctx context.Context, p peer.ID) (*outStream, error) {
 				return nil, ErrChannelClosed
 			}
 			r.out[p] = s
-			r.wg.Go(s.flushLoop)
-			r.wg.Go(s.readLoop)
+			r.wg.Go(s.readLoop) // the flusher starts with the first write that needs it
 			if onQUIC(s.st.Conn()) {
 				select {
 				case r.quicOut <- struct{}{}:

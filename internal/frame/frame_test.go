@@ -167,22 +167,27 @@ func TestLargeFrameOneByteReads(t *testing.T) {
 	}
 }
 
-// repeating replays one byte slice forever.
-type repeating struct {
+// endless replays one byte slice forever, filling every read: the next
+// frame has always arrived.
+type endless struct {
 	b   []byte
 	off int
 }
 
-func (r *repeating) Read(p []byte) (int, error) {
-	n := copy(p, r.b[r.off:])
-	r.off = (r.off + n) % len(r.b)
-	return n, nil
+func (r *endless) Read(p []byte) (int, error) {
+	for n := 0; n < len(p); {
+		m := copy(p[n:], r.b[r.off:])
+		r.off = (r.off + m) % len(r.b)
+		n += m
+	}
+	return len(p), nil
 }
 
 // Once grown, the body buffer serves later frames of the same size without
-// allocating.
+// allocating, as long as they keep coming (the next one is buffered when a
+// frame ends); an idle Reader gives its buffers back (lazy_internal_test.go).
 func TestLargeBufferReused(t *testing.T) {
-	r := frame.NewReader(&repeating{b: frame.Append(nil, make([]byte, 300<<10))}, 0)
+	r := frame.NewReader(&endless{b: frame.Append(nil, make([]byte, 300<<10))}, 0)
 	if _, err := r.Next(); err != nil {
 		t.Fatal(err)
 	}
