@@ -65,7 +65,7 @@ var errBadDocName = errors.New("crdt: bad document name")
 // and checks it: size, CBOR limits, a valid document name, a summary
 // sorted by replica with valid ids, seqs and digests.
 func readCatchupRequest(r io.Reader) (catchupReq, error) {
-	body, err := frame.NewReader(bufio.NewReader(r), catchupRequestMax).Next()
+	body, err := frame.NewReader(r, catchupRequestMax).Next()
 	if err != nil {
 		return catchupReq{}, err
 	}
@@ -125,7 +125,7 @@ type answerReader struct {
 }
 
 func newAnswerReader(r io.Reader) *answerReader {
-	return &answerReader{fr: frame.NewReader(bufio.NewReader(r), catchupFrameMax)}
+	return &answerReader{fr: frame.NewReader(r, catchupFrameMax)}
 }
 
 // next returns the next signed update of the answer, or done at its end.
@@ -422,8 +422,9 @@ const (
 )
 
 // catchupBuffer is what a catch-up stream holds before its frame arrives:
-// the frame reader's buffer (bufio.NewReader's size). The frame's bytes
-// and the answer's encoding are reserved as they come.
+// at most the frame reader's read buffer, which it takes from a pool while
+// a frame is read. The frame's bytes and the answer's encoding are
+// reserved as they come.
 const catchupBuffer = 4 << 10
 
 // attachCatchup attaches a catch-up stream to ServiceName, reserves its

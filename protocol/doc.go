@@ -76,7 +76,7 @@
 // each other's mutexes. The arrows after each row are where the code does
 // take a later mutex while holding that one.
 //
-//	1  outChannel.sendMu → outChannel.mu (flushSends), outStream.wmu (the frames' write), outStream.mu and Router.mu (a failed write: outStream.fail)
+//	1  outChannel.sendMu → outChannel.mu (flushSends), outStream.wmu (the frames' write), outStream.mu and Router.mu (a failed write: outStream.fail; starting the flusher: outStream.startFlusher)
 //	2  outChannel.mu     → Router.mu (perform: spawn a dial), outStream.mu (bind, unbind), outChannel.evMu, Router.pmu (emitFailure), bounded.mu (wasAnswered)
 //	3  Router.mu         → inChannel.mu (openIn, evictIdleLocked), bounded.mu (reached, regreetLater), MemStore.mu (Start)
 //	4  inStream.mu       → inChannel.mu (ack, ackLater, close)
