@@ -38,7 +38,10 @@
 //     node hosting an agent, "nova/<swarm>/members" ([MembersKey], the
 //     swarm's roster). Provider puts are not acknowledged, so lookups that
 //     find nothing retry with backoff ([WithRetry]), and results are
-//     cached for [WithLookupCacheTTL].
+//     cached for [WithLookupCacheTTL]. A key's first provide since Start
+//     reaches the closest peers found within 2 s before the full
+//     provide runs, so that a new agent is findable while a lookup slowed
+//     by departed peers goes on.
 //
 // [Validator] is the DHT validator of the "nova" namespace; every node
 // installs it, so a record is checked on every hop: on a put, on a read,
