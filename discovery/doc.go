@@ -214,9 +214,11 @@
 // (five when this node's store holds none of the providers; in a larger
 // swarm, another round to the closer peers they name), each new provider's
 // records request leaving as its answer arrives; and six records round
-// trips, in parallel, one per provider, each carrying one index and one
-// card. Per provider, the index is decoded and the card verified (one
-// signature) on the goroutine that read them, as soon as they arrive.
+// trips, in parallel, one per provider, each carrying the provider's
+// index and its cards that offer the capability. Per provider, the index
+// is decoded and each card verified (one signature each) on the
+// goroutine that read them, as soon as they arrive, in parallel with the
+// other providers'.
 // The lookup answers once the query has ended and every provider found
 // has answered or failed: it waits for all of them, so that it returns
 // every card the providers hold, not the fastest ones.
