@@ -32,7 +32,10 @@ var lookupNodes = flag.Int("nova.lookupnodes", 100, "nodes in BenchmarkLookup's 
 // card record on the same DHT ("raw-getvalue"): every sub-benchmark also
 // times that raw read, from the same querying node for the same target,
 // alternating with its own lookup, and reports both p50s and their ratio
-// (x-raw), so that a noisy machine moves both alike. Each iteration picks
+// (x-raw), so that a noisy machine moves both alike. The capability
+// sub-benchmarks also time a name lookup of the target from the same node
+// in the same way (name-p50-ms, x-name), since their goal is a multiple
+// of a name lookup. Each iteration picks
 // a random querying node and a random target; latencies are reported in
 // milliseconds; -nova.lookupnodes sets the DHT's size. Run it alone:
 //
@@ -63,10 +66,15 @@ func BenchmarkLookup(b *testing.B) {
 		slices.Sort(lat)
 		return lat[len(lat)*pc/100]
 	}
-	// run times f against raw; prep, when not nil, runs untimed before
-	// each f.
-	run := func(b *testing.B, want int, prep func(q, target int), f func(ctx context.Context, q, target int) (int, error)) {
-		var lat, rawLat []time.Duration
+	byName := func(ctx context.Context, q, target int) error {
+		_, err := nodes[q].svc.FindByName(ctx, agentName(target))
+		return err
+	}
+	// run times f against raw and, when withName is set, against a name
+	// lookup of the target from the same node; prep, when not nil, runs
+	// untimed before each f.
+	run := func(b *testing.B, want int, withName bool, prep func(q, target int), f func(ctx context.Context, q, target int) (int, error)) {
+		var lat, rawLat, nameLat []time.Duration
 		i := 0
 		for b.Loop() {
 			q, target := pick()
@@ -76,6 +84,14 @@ func BenchmarkLookup(b *testing.B) {
 					b.Fatalf("node %d, target %d: raw GetValue: %v", q, target, err)
 				}
 				rawLat = append(rawLat, time.Since(start))
+				if !withName {
+					return
+				}
+				start = time.Now()
+				if err := byName(context.Background(), q, target); err != nil {
+					b.Fatalf("node %d, target %d: name lookup: %v", q, target, err)
+				}
+				nameLat = append(nameLat, time.Since(start))
 			}
 			if i%2 == 1 {
 				timeRaw()
@@ -99,6 +115,11 @@ func BenchmarkLookup(b *testing.B) {
 		b.ReportMetric(ms(p(lat, 99)), "p99-ms")
 		b.ReportMetric(ms(raw50), "raw-p50-ms")
 		b.ReportMetric(float64(p50)/float64(raw50), "x-raw")
+		if withName {
+			name50 := p(nameLat, 50)
+			b.ReportMetric(ms(name50), "name-p50-ms")
+			b.ReportMetric(float64(p50)/float64(name50), "x-name")
+		}
 	}
 	b.Run("raw-getvalue", func(b *testing.B) {
 		var lat []time.Duration
@@ -114,7 +135,7 @@ func BenchmarkLookup(b *testing.B) {
 		b.ReportMetric(ms(p(lat, 99)), "p99-ms")
 	})
 	b.Run("name", func(b *testing.B) {
-		run(b, 1, nil, func(ctx context.Context, q, target int) (int, error) {
+		run(b, 1, false, nil, func(ctx context.Context, q, target int) (int, error) {
 			cards, err := nodes[q].svc.FindByName(ctx, agentName(target))
 			return len(cards), err
 		})
@@ -128,17 +149,17 @@ func BenchmarkLookup(b *testing.B) {
 		cards, err := nodes[q].svc.FindByCapability(ctx, fmt.Sprintf("skill-%d", target%5))
 		return len(cards), err
 	}
-	b.Run("capability", func(b *testing.B) { run(b, 1, forget, only) })
-	b.Run("capability-20-agents", func(b *testing.B) { run(b, len(nodes)/5-1, forget, skill) })
+	b.Run("capability", func(b *testing.B) { run(b, 1, true, forget, only) })
+	b.Run("capability-20-agents", func(b *testing.B) { run(b, len(nodes)/5-1, true, forget, skill) })
 	b.Run("capability-20-agents-held", func(b *testing.B) {
-		run(b, len(nodes)/5-1, func(q, target int) {
+		run(b, len(nodes)/5-1, true, func(q, target int) {
 			if _, err := skill(context.Background(), q, target); err != nil {
 				b.Fatalf("node %d, target %d: %v", q, target, err)
 			}
 		}, skill)
 	})
 	b.Run("address", func(b *testing.B) {
-		run(b, 1, nil, func(ctx context.Context, q, target int) (int, error) {
+		run(b, 1, false, nil, func(ctx context.Context, q, target int) (int, error) {
 			_, err := nodes[q].svc.Lookup(ctx, agentName(target)+"@"+nodes[target].h.ID().String())
 			return 1, err
 		})

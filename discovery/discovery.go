@@ -84,9 +84,10 @@ type Service struct {
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 
-	pubMu       sync.Mutex // serialises Publish
-	stamp       int64      // last heartbeat published (unix ms); guarded by pubMu
-	rtAtPublish int        // routing-table size at the last publish; guarded by pubMu
+	pubMu       sync.Mutex      // serialises Publish
+	stamp       int64           // last heartbeat published (unix ms); guarded by pubMu
+	rtAtPublish int             // routing-table size at the last publish; guarded by pubMu
+	provided    map[string]bool // provider keys provided to the closest peers since Start; guarded by pubMu
 
 	cache     cache
 	gossip    gossip      // roster messages of others: their rates, held messages, cards to fetch

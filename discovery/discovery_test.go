@@ -315,3 +315,31 @@ func TestLiveness(t *testing.T) {
 	}
 	heartbeatsSince(clk.now())
 }
+
+// TestPublishRemembersProvidedKeys: a publish remembers the provider keys
+// it provided, so that only a key new since Start is first provided with
+// a bounded lookup; a key of a removed agent is forgotten.
+func TestPublishRemembersProvidedKeys(t *testing.T) {
+	checkLeaks(t)
+	nodes := network(t, 3, slow, discovery.WithRosterInterval(0))
+	waitRoutingTables(t, nodes, 1)
+	publishAll(t, nodes)
+	n := nodes[0]
+	want := []string{
+		discovery.CapabilityKey(swarm, "echo"), discovery.CapabilityKey(swarm, "only-0"), discovery.CapabilityKey(swarm, "skill-0"),
+		discovery.MembersKey(swarm), discovery.NameKey(swarm, agentName(0)),
+	}
+	slices.Sort(want)
+	if got := discovery.ProvidedKeys(n.svc); !slices.Equal(got, want) {
+		t.Fatalf("provided keys after a publish = %v, want %v", got, want)
+	}
+	if _, err := n.reg.Register(agentCard(agentName(0), "echo")); err != nil {
+		t.Fatal(err)
+	}
+	publishAll(t, nodes[:1])
+	want = []string{discovery.CapabilityKey(swarm, "echo"), discovery.MembersKey(swarm), discovery.NameKey(swarm, agentName(0))}
+	slices.Sort(want)
+	if got := discovery.ProvidedKeys(n.svc); !slices.Equal(got, want) {
+		t.Fatalf("provided keys after the agent dropped two capabilities = %v, want %v", got, want)
+	}
+}

@@ -38,7 +38,10 @@
 //     node hosting an agent, "nova/<swarm>/members" ([MembersKey], the
 //     swarm's roster). Provider puts are not acknowledged, so lookups that
 //     find nothing retry with backoff ([WithRetry]), and results are
-//     cached for [WithLookupCacheTTL].
+//     cached for [WithLookupCacheTTL]. A key's first provide since Start
+//     reaches the closest peers found within 2 s before the full
+//     provide runs, so that a new agent is findable while a lookup slowed
+//     by departed peers goes on.
 //
 // [Validator] is the DHT validator of the "nova" namespace; every node
 // installs it, so a record is checked on every hop: on a put, on a read,
@@ -174,41 +177,67 @@
 //
 // [Service.FindByName] finds the providers of the name key, then reads
 // each provider's card; [Service.FindByCapability] finds the providers of
-// the capability key, reads their indexes, then the listed cards that
-// offer the capability (the card decides, not the index);
+// the capability key, then each provider's index and the listed cards
+// that offer the capability (the card decides, not the index);
 // [Service.Lookup] reads one card by address. On the wire:
 //
 //  1. Providers: a Kademlia GET_PROVIDERS query (kad-dht's messages, up to
 //     10 peers at once, closest to the key first, moving to the closer
 //     peers they name) that stops as soon as two peers (five for a
 //     capability, which many agents offer) have answered with providers;
-//     every honest peer among the closest holds every provider that
-//     reached it. In a 100-node swarm that is usually the first round. Providers that gave cards within [WithLookupCacheTTL] are
-//     reused without a query.
+//     this node's own provider store counts as one answer, and every
+//     honest peer among the closest holds every provider that reached
+//     it. In a 100-node swarm that is usually the first round. Providers
+//     that gave cards within [WithLookupCacheTTL] are reused without a
+//     query.
 //  2. Records: each provider is asked the moment it is found (at most 16
-//     at once), over a connection the caller is about to use anyway (a
-//     dial first where there is none). A name costs one DHT GET_VALUE
-//     request to the provider itself for its card (the host stores its
-//     own card and index, and its copy is the newest). A capability costs
-//     one request on [RecordsProtocol]: the provider answers with its
-//     signed index and the signed cards of its agents that offer the
-//     capability, as it last published them; a card this node already
-//     holds at the revision the index lists is taken as held, the index
-//     vouching that it is current. A provider that does not speak the
-//     protocol, or serves a record that fails a check or a bound, is read
-//     with GET_VALUE requests instead (its index, then each card); a host
-//     that does not answer GET_VALUE with a valid record is read from the
-//     DHT with Quorum(1).
+//     at once), while the query goes on, over a connection the caller is
+//     about to use anyway (a dial first where there is none). A name
+//     costs one DHT GET_VALUE request to the provider itself for its card
+//     (the host stores its own card and index, and its copy is the
+//     newest). A capability costs one request on [RecordsProtocol]: the
+//     provider answers with its signed index and the signed cards of its
+//     agents that offer the capability, as it last published them; a
+//     card this node already holds at the revision the index lists is
+//     taken as held, the index vouching that it is current. A provider
+//     that does not speak the protocol, or serves a record that fails a
+//     check or a bound, is read with GET_VALUE requests instead (its
+//     index, then each card); a host that does not answer GET_VALUE with
+//     a valid record is read from the DHT with Quorum(1).
 //  3. When that gives no card, kad-dht's full provider lookup (until the
 //     closest peers have all answered) runs before the lookup answers, so
 //     a peer answering fast with nothing valid cannot hide a name; then
 //     [WithRetry]'s retries.
 //
-// A stale but valid card is acceptable, its heartbeat bounds its age.
-// Every record is checked as the nova validator checks it (signature,
-// signer = the key's peer, agent id) whichever path it took,
-// and every card returned is verified, fresh and already merged into the
-// sink. Nothing found is an agentcard error with a seed code
+// A capability that six agents of other nodes offer, none of whose cards
+// this node holds, therefore costs: no round trip for the providers this
+// node's provider store holds (each one's records request leaves at
+// once); one Kademlia round of GET_PROVIDERS to the ten peers closest to
+// the key, of which the first four answers with providers end the query
+// (five when this node's store holds none of the providers; in a larger
+// swarm, another round to the closer peers they name), each new provider's
+// records request leaving as its answer arrives; and six records round
+// trips, in parallel, one per provider, each carrying the provider's
+// index and its cards that offer the capability. Per provider, the index
+// is decoded and each card verified (one signature each) on the
+// goroutine that read them, as soon as they arrive, in parallel with the
+// other providers'.
+// The lookup answers once the query has ended and every provider found
+// has answered or failed: it waits for all of them, so that it returns
+// every card the providers hold, not the fastest ones.
+//
+// Every card is checked as the nova validator checks it (signature,
+// signer = host = the key's peer, agent id) whichever path it took, and
+// every card returned is verified, fresh and already merged into the
+// sink. So is every index read from the DHT. The index a host serves
+// about itself on [RecordsProtocol] is checked likewise but for its
+// signature: the secure connection it came on proves that the host sent
+// it, which is all its signature proves to this node, and it is never
+// passed on to another node (a roster message carrying the same bytes is
+// ignored as already held, not relayed). Its authority records are handed
+// to [WithAuthority]'s accept, which verifies each of them, as for any
+// index. A stale but valid card is acceptable, its heartbeat bounds its
+// age. Nothing found is an agentcard error with a seed code
 // (AGENT_NOT_FOUND, CAPABILITY_NOT_FOUND) that says what was searched.
 //
 // # What the caller must do

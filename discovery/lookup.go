@@ -506,11 +506,12 @@ func (s *Service) offering(ctx context.Context, d *dht.IpfsDHT, p peer.ID, capID
 }
 
 // askIndex reads p's index and the cards it serves for capID on
-// [RecordsProtocol], verifies the index and takes it (takeIndex); the
+// [RecordsProtocol], checks the index (openServedIndex: p itself sent
+// it, so its signature is not verified) and takes it (takeIndex); the
 // cards are returned unchecked, in the order of the agents the index
 // lists with capID. An index with the same bytes as the one this node
 // holds for p (a host re-signs its index only when it republishes) is
-// not verified again: those bytes were.
+// not decoded again.
 func (s *Service) askIndex(ctx context.Context, p peer.ID, capID string) (Index, [][]byte, error) {
 	v, sent, err := s.askRecords(ctx, p, capID)
 	if err != nil {
@@ -522,7 +523,7 @@ func (s *Service) askIndex(ctx context.Context, p peer.ID, capID string) (Index,
 	s.cache.mu.Unlock()
 	ix := held.ix
 	if !ok || held.sum != sum {
-		if ix, err = validateIndex(IndexKey(p), v); err != nil {
+		if ix, err = openServedIndex(p, v); err != nil {
 			return Index{}, nil, err
 		}
 	}

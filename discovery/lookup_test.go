@@ -122,8 +122,9 @@ func serveAs(n *testNode, count uint64, recs ...[]byte) {
 
 // TestCapabilityLookupReadsServedRecords: a capability lookup reads each
 // provider's index and matching cards in one request on RecordsProtocol;
-// a provider that does not speak it, serves a forged card, or serves
-// more records than allowed is read with GET_VALUE instead, and every
+// a provider that does not speak it, serves a forged card, another
+// host's records or more records than allowed is read with GET_VALUE
+// instead, and every
 // lookup returns only the genuine cards, one per provider.
 func TestCapabilityLookupReadsServedRecords(t *testing.T) {
 	nodes := uncachedSwarm(t)
@@ -165,6 +166,15 @@ func TestCapabilityLookupReadsServedRecords(t *testing.T) {
 	check("a provider serving too many records")
 	serveAs(nodes[4], 1, ix[:len(ix)/2])
 	check("a provider serving a truncated index")
+
+	// The index a provider serves is taken as its host's on the strength
+	// of the connection, so it must be the provider's own.
+	card2, err := nodes[2].svc.DHT().GetValue(t.Context(), agentcard.Key(nodes[2].h.ID(), agentName(2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	serveAs(nodes[1], 2, ix, card2)
+	check("a provider serving another host's index and card")
 
 	// A provider that serves its new index with the card it replaced:
 	// the lookup reads the listed revision with GET_VALUE.

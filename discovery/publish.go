@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ipfs/go-cid"
+
 	"github.com/nova-node/nova-node/agentcard"
 )
 
@@ -19,7 +21,9 @@ import (
 // serves the new index and cards on [RecordsProtocol]. PutValue is acknowledged:
 // it stores the record locally and waits until each of the closest peers
 // has answered or timed out. Provider records are not acknowledged, which
-// is why lookups retry.
+// is why lookups retry. A key provided for the first time is first given
+// to the closest peers found within [firstProvideWait] (see provideKey),
+// so that a new agent is findable before a slow lookup ends.
 //
 // The publish loop calls Publish on its own; call it directly to wait for
 // a publish (after [Service.Announce] returns, the loop publishes soon but
@@ -99,6 +103,11 @@ func (s *Service) Publish(ctx context.Context) error {
 		errs = append(errs, err)
 		mu.Unlock()
 	}
+	first := make([]bool, len(keys))
+	for i, k := range keys {
+		first[i] = !s.provided[k]
+	}
+	done := make([]bool, len(keys))
 	forEach(len(puts)+len(keys), parallelism, func(i int) {
 		s.stats.dhtWrites.Add(1)
 		if i < len(puts) {
@@ -107,11 +116,20 @@ func (s *Service) Publish(ctx context.Context) error {
 			}
 			return
 		}
-		k := keys[i-len(puts)]
-		if err := d.Provide(ctx, KeyCID(k), true); err != nil {
-			fail(fmt.Errorf("provide %s: %w", k, err))
+		i -= len(puts)
+		if err := provideKey(ctx, d, keys[i], first[i]); err != nil {
+			fail(fmt.Errorf("provide %s: %w", keys[i], err))
+			return
 		}
+		done[i] = true
 	})
+	provided := make(map[string]bool, len(keys))
+	for i, k := range keys {
+		if done[i] || !first[i] {
+			provided[k] = true
+		}
+	}
+	s.provided = provided
 	s.rtAtPublish = d.RoutingTable().Size()
 	if err := errors.Join(errs...); err != nil {
 		s.stats.publishFailures.Add(1)
@@ -121,6 +139,45 @@ func (s *Service) Publish(ctx context.Context) error {
 	s.log.Debugw("published", "cards", len(cards), "providerKeys", len(keys), "heartbeat", stamp,
 		"routingTable", s.rtAtPublish, "took", time.Since(start))
 	return nil
+}
+
+// firstProvideWait bounds the closest-peers lookup of the first provide
+// of a key (see provideKey). A lookup in a settled swarm ends well within
+// it; one that waits on peers that left without closing their
+// connections waits about 5 s for each.
+const firstProvideWait = 2 * time.Second
+
+// provider is the part of the DHT that provideKey uses.
+type provider interface {
+	Provide(ctx context.Context, key cid.Cid, broadcast bool) error
+}
+
+// provideKey provides key (its [KeyCID]) to the closest peers. The first
+// time this node provides key since Start (first), the closest-peers
+// lookup that kad-dht's Provide runs first is given [firstProvideWait]:
+// when it has not ended by then, Provide hands the record to the closest
+// peers it has found so far, and returns context.DeadlineExceeded; then
+// the full Provide runs, so the record also reaches the peers closest to
+// the key. Nobody can find a new agent before its provider records are
+// stored; so its name and capabilities are findable about
+// firstProvideWait after the publish starts, even while the lookup waits
+// on departed peers (a swarm with churn), not only once it has ended.
+// Later provides (republishes) run the full Provide alone: the records
+// they renew are still held.
+func provideKey(ctx context.Context, d provider, key string, first bool) error {
+	c := KeyCID(key)
+	if first {
+		qctx, cancel := context.WithTimeout(ctx, firstProvideWait)
+		err := d.Provide(qctx, c, true)
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+	return d.Provide(ctx, c, true)
 }
 
 // fitAuth keeps, in order, the records that fit an index: each at most

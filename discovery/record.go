@@ -153,13 +153,40 @@ func SealIndex(ix Index, key crypto.PrivKey) ([]byte, error) {
 // [IndexDomain], our payload type, a payload that decodes strictly (no
 // unknown fields, no trailing data) and passes the index rules, and a host
 // that is the signer. Every rejection matches agentcard.ErrInvalidCard.
-func OpenIndex(data []byte) (Index, error) {
+func OpenIndex(data []byte) (Index, error) { return openIndex(data, true) }
+
+// openServedIndex decodes data, the index host itself served on
+// [RecordsProtocol], with every check of [OpenIndex] but the signature's:
+// the envelope's key and the index's host must be host. The secure
+// connection the index came on proves who sent it, which is all the
+// signature would prove to this node; the index is never passed on to
+// another node. See "Lookups" in the package doc.
+func openServedIndex(host peer.ID, data []byte) (Index, error) {
+	ix, err := openIndex(data, false)
+	if err == nil && ix.Host != host {
+		err = badRecord("index.host", "index of %s served by %s", ix.Host, host)
+	}
+	return ix, err
+}
+
+// openIndex is [OpenIndex], checking the signature only when verify is
+// set.
+func openIndex(data []byte, verify bool) (Index, error) {
 	if len(data) > MaxIndexSize {
 		return Index{}, badRecord("index", "is %d bytes, more than %d", len(data), MaxIndexSize)
 	}
-	env, err := record.ConsumeTypedEnvelope(data, &indexRecord{})
-	if err != nil {
+	var env *record.Envelope
+	var err error
+	if verify {
+		env, err = record.ConsumeTypedEnvelope(data, &indexRecord{})
+	} else {
+		env, err = record.UnmarshalEnvelope(data)
+	}
+	if err != nil && verify {
 		return Index{}, badRecord("index.signature", "does not verify: %v", err)
+	}
+	if err != nil {
+		return Index{}, badRecord("index", "does not decode: %v", err)
 	}
 	if string(env.PayloadType) != indexPayloadType {
 		return Index{}, badRecord("index.payloadType", "is %.40q, want %q", env.PayloadType, indexPayloadType)

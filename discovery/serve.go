@@ -21,9 +21,11 @@ import (
 // signed records to a capability lookup, in one round trip: the lookup
 // sends a capability id; the node answers with its signed agent index and
 // the signed cards of its agents that offer the capability, exactly as it
-// last published them to the DHT. The lookup checks each of them as it
-// checks a record read from the DHT; a node that does not speak the
-// protocol is read with DHT GET_VALUE requests instead.
+// last published them to the DHT. The lookup checks each card as it
+// checks a record read from the DHT, and the index likewise but for its
+// signature (the connection proves its sender; see "Lookups" in the
+// package doc); a node that does not speak the protocol is read with DHT
+// GET_VALUE requests instead.
 //
 // Request: the capability id as a uvarint length and its bytes (1 to 128
 // bytes). Response: a uvarint count of records, at most 65, then each
