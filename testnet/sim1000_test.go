@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"runtime/metrics"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -636,15 +637,80 @@ func writeSimHeapProfile(t *testing.T, path string) {
 func (s *sim) usage() string {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	conns, maxConns := 0, 0
+	conns, maxConns, peers := 0, 0, 0
 	for _, n := range s.online {
 		c := len(n.h.Network().Conns())
 		conns += c
 		maxConns = max(maxConns, c)
+		peers += len(n.h.Network().Peers())
 	}
-	return fmt.Sprintf("%d goroutines, heap %d MB (in use %d MB), stacks %d MB, from the OS %d MB; connections per node mean %.1f max %d",
+	return fmt.Sprintf("%d goroutines, heap %d MB (in use %d MB), stacks %d MB, from the OS %d MB; connections per node mean %.1f max %d, to %.1f peers",
 		runtime.NumGoroutine(), ms.HeapAlloc>>20, ms.HeapInuse>>20, ms.StackInuse>>20, ms.Sys>>20,
-		float64(conns)/float64(max(len(s.online), 1)), maxConns)
+		float64(conns)/float64(max(len(s.online), 1)), maxConns, float64(peers)/float64(max(len(s.online), 1)))
+}
+
+// memory describes where the memory the process took from the OS goes,
+// per node and per connection of the swarm: the live heap (marked by the
+// last collection), the rest of the heap's objects (garbage the next
+// collection frees), the heap's free and unused space, goroutine stacks,
+// the runtime's own, and what is resident now and at most so far.
+func (s *sim) memory() string {
+	samples := []metrics.Sample{
+		{Name: "/gc/heap/live:bytes"},
+		{Name: "/memory/classes/heap/objects:bytes"},
+		{Name: "/memory/classes/heap/unused:bytes"},
+		{Name: "/memory/classes/heap/free:bytes"},
+		{Name: "/memory/classes/heap/released:bytes"},
+		{Name: "/memory/classes/heap/stacks:bytes"},
+		{Name: "/memory/classes/os-stacks:bytes"},
+		{Name: "/memory/classes/total:bytes"},
+		{Name: "/gc/heap/goal:bytes"},
+		{Name: "/gc/cycles/total:gc-cycles"},
+	}
+	metrics.Read(samples)
+	v := func(i int) uint64 {
+		if samples[i].Value.Kind() != metrics.KindUint64 {
+			return 0
+		}
+		return samples[i].Value.Uint64()
+	}
+	live, objects, unused, free, released, stacks := v(0), v(1), v(2), v(3), v(4), v(5)+v(6)
+	total := v(7)
+	runtimeOwn := total - objects - unused - free - released - stacks
+	conns := 0
+	for _, n := range s.online {
+		conns += len(n.h.Network().Conns())
+	}
+	nodes := max(len(s.online), 1)
+	mb := func(b uint64) float64 { return float64(b) / (1 << 20) }
+	rss, peak := residentKB()
+	return fmt.Sprintf("memory: live heap %.0f MB (%.2f MB a node, %.0f KB a connection), garbage %.0f MB, heap unused %.0f MB and free %.0f MB, stacks %.0f MB (%.2f MB a node), runtime %.0f MB; taken from the OS %.0f MB (%.1f MB a node), released %.0f MB, resident %.0f MB, peak resident %.0f MB (%.1f MB a node); heap goal %.0f MB, %d collections",
+		mb(live), mb(live)/float64(nodes), float64(live)/1024/float64(max(conns, 1)),
+		mb(objects-min(live, objects)), mb(unused), mb(free), mb(stacks), mb(stacks)/float64(nodes), mb(runtimeOwn),
+		mb(total), mb(total)/float64(nodes), mb(released), float64(rss)/1024, float64(peak)/1024, float64(peak)/1024/float64(nodes),
+		mb(v(8)), v(9))
+}
+
+// residentKB reads the process's resident set and its peak so far, in
+// KiB, from /proc/self/status (zero where there is none).
+func residentKB() (rss, peak uint64) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		switch f[0] {
+		case "VmRSS:":
+			rss, _ = strconv.ParseUint(f[1], 10, 64)
+		case "VmHWM:":
+			peak, _ = strconv.ParseUint(f[1], 10, 64)
+		}
+	}
+	return rss, peak
 }
 
 func pct(ds []time.Duration, p float64) time.Duration {
@@ -706,6 +772,7 @@ func TestSim1000Churn(t *testing.T) {
 		if !p.dhtRoster && gossipTaken == 0 {
 			t.Errorf("sim: no roster message was taken by gossip")
 		}
+		t.Logf("sim: after warm-up: %s", s.memory())
 		if path := os.Getenv("NOVA_SIM_HEAPPROFILE"); path != "" {
 			writeSimHeapProfile(t, path)
 		}
@@ -775,6 +842,7 @@ func TestSim1000Churn(t *testing.T) {
 				time.Sleep(left)
 			}
 		}
+		t.Logf("sim: at the end: %s", s.memory())
 		rate := float64(total.ok) / float64(max(total.ok+total.fail, 1))
 		full := 0.0
 		for _, r := range reachAll {
