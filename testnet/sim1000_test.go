@@ -756,9 +756,10 @@ func TestSim1000Churn(t *testing.T) {
 	wall := wallClock()
 	// Every node's goroutine stacks count toward the collector's heap
 	// goal, and the swarm holds about as much in stacks as in live heap,
-	// so at GOGC=100 the heap grows to about three times its live part
-	// before a collection. GOGC=50 takes a sixth off the memory a node
-	// costs for a tenth more CPU (docs/simulation.md, Limits).
+	// so at GOGC=100 the heap grows to two and a half to three times its
+	// live part before a collection. GOGC=50 takes a sixth to a fifth off
+	// the memory a node costs, for a tenth to a fifth more CPU
+	// (docs/simulation.md, Limits).
 	gc := "GOGC " + os.Getenv("GOGC") + " (from the environment)"
 	if os.Getenv("GOGC") == "" {
 		defer debug.SetGCPercent(debug.SetGCPercent(simGCPercent))
