@@ -11,6 +11,8 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -636,15 +638,87 @@ func writeSimHeapProfile(t *testing.T, path string) {
 func (s *sim) usage() string {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	conns, maxConns := 0, 0
+	conns, maxConns, peers := 0, 0, 0
 	for _, n := range s.online {
 		c := len(n.h.Network().Conns())
 		conns += c
 		maxConns = max(maxConns, c)
+		peers += len(n.h.Network().Peers())
 	}
-	return fmt.Sprintf("%d goroutines, heap %d MB (in use %d MB), stacks %d MB, from the OS %d MB; connections per node mean %.1f max %d",
+	return fmt.Sprintf("%d goroutines, heap %d MB (in use %d MB), stacks %d MB, from the OS %d MB; connections per node mean %.1f max %d, to %.1f peers",
 		runtime.NumGoroutine(), ms.HeapAlloc>>20, ms.HeapInuse>>20, ms.StackInuse>>20, ms.Sys>>20,
-		float64(conns)/float64(max(len(s.online), 1)), maxConns)
+		float64(conns)/float64(max(len(s.online), 1)), maxConns, float64(peers)/float64(max(len(s.online), 1)))
+}
+
+// memory describes where the memory the process took from the OS goes,
+// per node and per connection of the swarm: the heap's objects and, of
+// them, the live heap (what a collection run here keeps: the rest is
+// garbage), the heap's unused space in spans in use and its free spans
+// not yet returned to the OS, goroutine stacks, the runtime's own, and
+// what is resident now and at most so far. It runs a collection.
+func (s *sim) memory() string {
+	samples := []metrics.Sample{
+		{Name: "/memory/classes/heap/objects:bytes"},
+		{Name: "/memory/classes/heap/unused:bytes"},
+		{Name: "/memory/classes/heap/free:bytes"},
+		{Name: "/memory/classes/heap/released:bytes"},
+		{Name: "/memory/classes/heap/stacks:bytes"},
+		{Name: "/memory/classes/os-stacks:bytes"},
+		{Name: "/memory/classes/total:bytes"},
+		{Name: "/gc/heap/goal:bytes"},
+		{Name: "/gc/cycles/total:gc-cycles"},
+	}
+	metrics.Read(samples)
+	v := func(i int) uint64 {
+		if samples[i].Value.Kind() != metrics.KindUint64 {
+			return 0
+		}
+		return samples[i].Value.Uint64()
+	}
+	objects, unused, free, released, stacks := v(0), v(1), v(2), v(3), v(4)+v(5)
+	total, goal, cycles := v(6), v(7), v(8)
+	runtimeOwn := total - objects - unused - free - released - stacks
+	runtime.GC()
+	liveSample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(liveSample)
+	live := uint64(0)
+	if liveSample[0].Value.Kind() == metrics.KindUint64 {
+		live = liveSample[0].Value.Uint64()
+	}
+	conns := 0
+	for _, n := range s.online {
+		conns += len(n.h.Network().Conns())
+	}
+	nodes := float64(max(len(s.online), 1))
+	mb := func(b uint64) float64 { return float64(b) / (1 << 20) }
+	rss, peak := residentKB()
+	return fmt.Sprintf("memory: heap objects %.0f MB, of them live %.0f MB (%.2f MB a node, %.0f KB a connection); heap unused %.0f MB and free %.0f MB; stacks %.0f MB (%.2f MB a node); runtime %.0f MB; taken from the OS %.0f MB (%.1f MB a node), released %.0f MB, resident %.0f MB, peak resident %.0f MB (%.1f MB a node); heap goal %.0f MB, %d collections",
+		mb(objects), mb(live), mb(live)/nodes, float64(live)/1024/float64(max(conns, 1)),
+		mb(unused), mb(free), mb(stacks), mb(stacks)/nodes, mb(runtimeOwn),
+		mb(total), mb(total)/nodes, mb(released), float64(rss)/1024, float64(peak)/1024, float64(peak)/1024/nodes,
+		mb(goal), cycles)
+}
+
+// residentKB reads the process's resident set and its peak so far, in
+// KiB, from /proc/self/status (zero where there is none).
+func residentKB() (rss, peak uint64) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		switch f[0] {
+		case "VmRSS:":
+			rss, _ = strconv.ParseUint(f[1], 10, 64)
+		case "VmHWM:":
+			peak, _ = strconv.ParseUint(f[1], 10, 64)
+		}
+	}
+	return rss, peak
 }
 
 func pct(ds []time.Duration, p float64) time.Duration {
@@ -665,6 +739,10 @@ func pctInt(xs []int, p float64) int {
 	return xs[min(len(xs)-1, int(float64(len(xs))*p))]
 }
 
+// simGCPercent is the collector's GOGC in the simulation unless the
+// environment sets GOGC.
+const simGCPercent = 50
+
 // TestSim1000Churn runs NOVA_SIM_N nodes (default 1,000) for
 // NOVA_SIM_MINUTES simulated minutes; each minute NOVA_SIM_CHURN_PCT
 // percent of them (default 10) leave and as many new ones join,
@@ -676,8 +754,19 @@ func pctInt(xs []int, p float64) int {
 func TestSim1000Churn(t *testing.T) {
 	p := readSimParams()
 	wall := wallClock()
-	t.Logf("sim: %d nodes, %d minutes, %d%% churn per minute, %d lookups and %d broadcasts per minute, warm-up %s, connections %d-%d",
-		p.n, p.minutes, p.churn, p.lookups, p.bcasts, p.warmup, p.connLow, p.connHigh)
+	// Every node's goroutine stacks count toward the collector's heap
+	// goal, and the swarm holds about as much in stacks as in live heap,
+	// so at GOGC=100 the heap grows to two and a half to three times its
+	// live part before a collection. GOGC=50 takes a sixth to a fifth off
+	// the memory a node costs, for a tenth to a fifth more CPU
+	// (docs/simulation.md, Limits).
+	gc := "GOGC " + os.Getenv("GOGC") + " (from the environment)"
+	if os.Getenv("GOGC") == "" {
+		defer debug.SetGCPercent(debug.SetGCPercent(simGCPercent))
+		gc = fmt.Sprintf("GOGC %d", simGCPercent)
+	}
+	t.Logf("sim: %d nodes, %d minutes, %d%% churn per minute, %d lookups and %d broadcasts per minute, warm-up %s, connections %d-%d, %s",
+		p.n, p.minutes, p.churn, p.lookups, p.bcasts, p.warmup, p.connLow, p.connHigh, gc)
 	synctest.Test(t, func(t *testing.T) {
 		nw := newPacketNet(pairLatency)
 		s := &sim{t: t, p: p, nw: nw, rng: mrand.New(mrand.NewPCG(p.seed, 27)), recv: map[string]map[int]time.Time{}}
@@ -706,6 +795,7 @@ func TestSim1000Churn(t *testing.T) {
 		if !p.dhtRoster && gossipTaken == 0 {
 			t.Errorf("sim: no roster message was taken by gossip")
 		}
+		t.Logf("sim: after warm-up: %s", s.memory())
 		if path := os.Getenv("NOVA_SIM_HEAPPROFILE"); path != "" {
 			writeSimHeapProfile(t, path)
 		}
@@ -775,6 +865,7 @@ func TestSim1000Churn(t *testing.T) {
 				time.Sleep(left)
 			}
 		}
+		t.Logf("sim: at the end: %s", s.memory())
 		rate := float64(total.ok) / float64(max(total.ok+total.fail, 1))
 		full := 0.0
 		for _, r := range reachAll {
