@@ -5,7 +5,10 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p"
+	"github.com/libp2p/go-libp2p/core/connmgr"
+	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
 	rcmgr "github.com/libp2p/go-libp2p/p2p/host/resource-manager"
 	"github.com/libp2p/go-libp2p/p2p/protocol/ping"
 	"github.com/libp2p/go-libp2p/x/rate"
@@ -182,4 +185,41 @@ func watermarks(limits rcmgr.ConcreteLimitConfig) (low, high int) {
 	high = max(in*3/4, 1)
 	low = max(in/2, 1)
 	return low, high
+}
+
+// softProtect is the value of the tag that stands for kad-dht's and
+// GossipSub's protection of a peer (see protectAsTag).
+const softProtect = 50
+
+// protectAsTag returns h with a connection manager on which Protect tags
+// the peer with softProtect instead, for kad-dht and GossipSub. kad-dht
+// protects every peer of its two buckets farthest from the node's key (up
+// to 40 peers in a swarm of a hundred or more) and GossipSub every mesh
+// peer of every topic (up to 12 each): together enough to hold a node
+// above its high watermark for good, its inbound limit full, and
+// newcomers that know only this node refused. As a tag they still count:
+// trimming closes the peers that are neither first. Losing the connection
+// costs neither: kad-dht keeps the peer in its routing table and dials it
+// when a lookup needs it, GossipSub grafts another connected peer at its
+// next heartbeat. The router's protection of peers with an open channel,
+// and every other use of the host, are unchanged.
+func protectAsTag(h host.Host) host.Host { return tagProtectHost{h} }
+
+type tagProtectHost struct{ host.Host }
+
+func (h tagProtectHost) ConnManager() connmgr.ConnManager {
+	return tagProtectCM{h.Host.ConnManager()}
+}
+
+type tagProtectCM struct{ connmgr.ConnManager }
+
+func (c tagProtectCM) Protect(p peer.ID, tag string) {
+	c.ConnManager.TagPeer(p, "protect/"+tag, softProtect)
+}
+
+// Unprotect removes the tag and reports whether the peer is still
+// protected by anyone else (the router).
+func (c tagProtectCM) Unprotect(p peer.ID, tag string) bool {
+	c.ConnManager.UntagPeer(p, "protect/"+tag)
+	return c.ConnManager.IsProtected(p, "")
 }
