@@ -188,10 +188,10 @@ func watermarks(limits rcmgr.ConcreteLimitConfig) (low, high int) {
 }
 
 // softProtect is the value of the tag that stands for kad-dht's and
-// GossipSub's protection of a peer (see protectAsTag).
+// GossipSub's protection of a peer (see ProtectAsTag).
 const softProtect = 50
 
-// protectAsTag returns h with a connection manager on which Protect tags
+// ProtectAsTag returns h with a connection manager on which Protect tags
 // the peer with softProtect instead, for kad-dht and GossipSub. kad-dht
 // protects every peer of its two buckets farthest from the node's key (up
 // to 40 peers in a swarm of a hundred or more) and GossipSub every mesh
@@ -203,7 +203,7 @@ const softProtect = 50
 // when a lookup needs it, GossipSub grafts another connected peer at its
 // next heartbeat. The router's protection of peers with an open channel,
 // and every other use of the host, are unchanged.
-func protectAsTag(h host.Host) host.Host { return tagProtectHost{h} }
+func ProtectAsTag(h host.Host) host.Host { return tagProtectHost{h} }
 
 type tagProtectHost struct{ host.Host }
 

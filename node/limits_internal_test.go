@@ -44,7 +44,7 @@ func TestLANIsNotThrottled(t *testing.T) {
 }
 
 // TestProtectAsTag: kad-dht's and GossipSub's protection of a peer, through
-// protectAsTag's host, is a tag the connection manager weighs when it
+// ProtectAsTag's host, is a tag the connection manager weighs when it
 // trims, not a protection that keeps the peer above the watermarks; the
 // router's own protection (on the host itself) is unchanged.
 func TestProtectAsTag(t *testing.T) {
@@ -53,12 +53,12 @@ func TestProtectAsTag(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer h.Close()
-	soft := protectAsTag(h).ConnManager()
+	soft := ProtectAsTag(h).ConnManager()
 	p := peer.ID("peer")
 	soft.Protect(p, "kbucket")
 	soft.Protect(p, "pubsub:topic")
 	if h.ConnManager().IsProtected(p, "") {
-		t.Fatal("a protection through protectAsTag protects the peer")
+		t.Fatal("a protection through ProtectAsTag protects the peer")
 	}
 	ti := h.ConnManager().GetTagInfo(p)
 	if ti == nil || ti.Value != 2*softProtect {

@@ -193,7 +193,7 @@ func (n *Node) build(stack *closers) error {
 	// context is the node's whole life.
 	psCtx, psCancel := context.WithCancel(context.Background())
 	stack.push(func() error { psCancel(); return nil })
-	ps, err := pubsub.NewGossipSub(psCtx, protectAsTag(h), protocol.PubSubOptions(n.cfg.Swarm, n.cfg.MaxFrameSize)...)
+	ps, err := pubsub.NewGossipSub(psCtx, ProtectAsTag(h), protocol.PubSubOptions(n.cfg.Swarm, n.cfg.MaxFrameSize)...)
 	if err != nil {
 		return fmt.Errorf("node: gossipsub: %w", err)
 	}
@@ -203,7 +203,7 @@ func (n *Node) build(stack *closers) error {
 	if err != nil {
 		return fmt.Errorf("node: join the roster topic: %w", err)
 	}
-	disc, err := discovery.New(protectAsTag(h), n.key, n.cfg.Swarm, n.reg, n.reg,
+	disc, err := discovery.New(ProtectAsTag(h), n.key, n.cfg.Swarm, n.reg, n.reg,
 		append([]discovery.Option{discovery.WithBootstrapPeers(boot), discovery.WithMDNS(n.cfg.MDNS), discovery.WithTTL(discoveryTTL),
 			discovery.WithAuthority(n.auth.indexRecords, n.auth.acceptIndexRecords),
 			discovery.WithGossip(func(ctx context.Context, msg []byte) error { return roster.Publish(ctx, msg) }),

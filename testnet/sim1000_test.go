@@ -291,7 +291,7 @@ func (s *sim) start(boot []peer.AddrInfo) (*simNode, error) {
 		_ = h.Close()
 		return nil, err
 	}
-	ps, err := pubsub.NewGossipSub(ctx, h, nproto.PubSubOptions(simSwarm, 1<<20)...)
+	ps, err := pubsub.NewGossipSub(ctx, node.ProtectAsTag(h), nproto.PubSubOptions(simSwarm, 1<<20)...)
 	if err != nil {
 		return fail(err)
 	}
@@ -304,7 +304,7 @@ func (s *sim) start(boot []peer.AddrInfo) (*simNode, error) {
 	if _, err := n.reg.Register(card); err != nil {
 		return fail(err)
 	}
-	n.dc = &dhtCounter{Host: h}
+	n.dc = &dhtCounter{Host: node.ProtectAsTag(h)} // as a node's (node/node.go)
 	if s.p.trace {
 		n.dc.nameMH = discovery.KeyCID(discovery.NameKey(simSwarm, n.agent)).Hash()
 	}
