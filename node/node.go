@@ -519,6 +519,10 @@ func (n *Node) Config() Config { return n.cfg }
 // Registry is the node's agent registry (local and remote cards).
 func (n *Node) Registry() *agentcard.Registry { return n.reg }
 
+// DiscoveryStats returns discovery's counters: DHT work, the roster's
+// gossip and snapshots, the records held for peers.
+func (n *Node) DiscoveryStats() discovery.Stats { return n.disc.Stats() }
+
 // Observer gives the node's events and metrics.
 func (n *Node) Observer() *Observer { return n.obs }
 

@@ -209,7 +209,23 @@ func BenchmarkScale200(b *testing.B) {
 			pending = left
 		}
 		if len(pending) > 0 {
-			b.Fatalf("%d of %d lookups still fail after 10 minutes, e.g. a%d from node %d", len(pending), 3*n, pending[0].agent, pending[0].from)
+			// What the failing nodes know of the agents they cannot find.
+			missing := map[int]int{}
+			for _, w := range pending {
+				missing[w.agent]++
+			}
+			for k, w := range pending[:min(5, len(pending))] {
+				from, to := net.Nodes[w.from], net.Nodes[w.agent]
+				hosts := map[string]bool{}
+				for _, c := range from.Registry().Remote() {
+					hosts[c.Host] = true
+				}
+				fs, ts := from.DiscoveryStats(), to.DiscoveryStats()
+				b.Logf("failing %d: a%d from node %d: its registry lists %d hosts (a%d's: %v), connected %v; node %d took %d roster messages (%d from snapshots), node %d sent %d, publish failures %d; a%d is missed by %d nodes",
+					k, w.agent, w.from, len(hosts), w.agent, hosts[to.ID().String()], from.Host().Network().Connectedness(to.ID()) == network.Connected,
+					w.from, fs.GossipTaken, fs.RosterAsked, w.agent, ts.GossipSent, ts.PublishFailures, w.agent, missing[w.agent])
+			}
+			b.Fatalf("%d of %d lookups still fail after 10 minutes, of %d agents, e.g. a%d from node %d", len(pending), 3*n, len(missing), pending[0].agent, pending[0].from)
 		}
 		b.ReportMetric(joined.Seconds(), "join-s")
 		b.ReportMetric(time.Since(started).Seconds()-joined.Seconds(), "findable-s")
