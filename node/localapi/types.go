@@ -122,10 +122,11 @@ const (
 	// stream (GET /v1/events?follow=1) when it ends because the node is
 	// stopping. It is never in the ring, sent to subscribers or audited.
 	EvtNodeStopped = "node-stopped"
-	// EvtPeerGone is the event type of a peer that left: it stayed
-	// disconnected for the node's TaskOptions.PeerGoneAfter and could not
-	// be dialled. The running sub-tasks of its agents are reassigned; the
-	// detail says how many, when there are any.
+	// EvtPeerGone is the event type of a peer that left while its agents
+	// ran sub-tasks of this node's swarms: it stayed disconnected for the
+	// node's TaskOptions.PeerGoneAfter and could not be dialled. The
+	// running sub-tasks of its agents are reassigned; the detail says how
+	// many.
 	EvtPeerGone = "peer-gone"
 	// EvtMCPInvoked is the event of one MCP tool call made or served
 	// through the node (property 33).

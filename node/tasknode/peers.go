@@ -64,10 +64,14 @@ func (d taskDirectory) visible(viewer agentcard.Card, cards []agentcard.Card) []
 }
 
 // watchPeers follows the host's connections for the Coordinator: a peer
-// whose last connection closed, that is still disconnected after
-// PeerGoneAfter and that does not answer one dial, has left, and
-// Coordinator.PeerGone reassigns what its agents were doing. A peer that
-// connects again is no longer gone.
+// whose agents run sub-tasks of this node's swarms, whose last connection
+// closed, that is still disconnected after PeerGoneAfter and that does not
+// answer one dial, has left, and Coordinator.PeerGone reassigns what its
+// agents were doing. A peer that connects again is no longer gone. A peer
+// with nothing running here is not dialled: the connection manager closes
+// idle connections to keep a node within its watermarks, and dialling each
+// back a second later would undo that, over and over (in a 100-node swarm
+// that churn was most of an idle node's CPU).
 func (ts *Service) watchPeers(ctx context.Context) {
 	h := ts.cfg.Host
 	sub, err := h.EventBus().Subscribe(new(event.EvtPeerConnectednessChanged), eventbus.BufSize(256))
@@ -147,7 +151,7 @@ func (ts *Service) watchPeers(ctx context.Context) {
 					continue
 				}
 				delete(due, p)
-				if h.Network().Connectedness(p) == network.Connected {
+				if h.Network().Connectedness(p) == network.Connected || !ts.hasWorkOn(p) {
 					continue
 				}
 				ts.wg.Go(func() { // one dial, off this loop
@@ -164,6 +168,15 @@ func (ts *Service) watchPeers(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// hasWorkOn reports whether an active swarm of this node's Coordinator has
+// a running sub-task assigned to an agent hosted by p.
+func (ts *Service) hasWorkOn(p peer.ID) bool {
+	ts.mu.Lock()
+	coord := ts.coord
+	ts.mu.Unlock()
+	return coord != nil && runningOn(coord.List(), p) > 0
 }
 
 // knowsAgentsOf reports whether the registry holds cards hosted by p.
