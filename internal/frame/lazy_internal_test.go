@@ -52,30 +52,47 @@ func (fr *eagerReader) next() ([]byte, error) {
 	return body, nil
 }
 
+// eagerUvarint reads a length prefix as the Reader must: binary.ReadUvarint,
+// with the Reader's errors, and a non-minimal encoding (a last byte of
+// zero after the first) refused. It is written apart from the Reader's
+// own loop, so that the two check each other.
 func eagerUvarint(r io.ByteReader) (uint64, error) {
-	var x uint64
-	var s uint
-	for i := 0; i < MaxVarintLen; i++ {
-		b, err := r.ReadByte()
-		if err != nil {
-			if i > 0 && errors.Is(err, io.EOF) {
-				return 0, fmt.Errorf("%w: length prefix cut short", ErrMalformed)
-			}
-			return 0, err
-		}
-		if b < 0x80 {
-			if i > 0 && b == 0 {
-				return 0, fmt.Errorf("%w: non-minimal length prefix", ErrMalformed)
-			}
-			if i == MaxVarintLen-1 && b > 1 {
-				return 0, fmt.Errorf("%w: length prefix overflows 64 bits", ErrMalformed)
-			}
-			return x | uint64(b)<<s, nil
-		}
-		x |= uint64(b&0x7f) << s
-		s += 7
+	c := &lastByte{r: r}
+	x, err := binary.ReadUvarint(c)
+	switch {
+	case err == io.EOF:
+		return 0, err
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return 0, fmt.Errorf("%w: length prefix cut short", ErrMalformed)
+	case err != nil && c.err != nil:
+		return 0, c.err // the transport's own error
+	case err != nil:
+		return 0, fmt.Errorf("%w: length prefix overflows 64 bits", ErrMalformed)
+	case c.n > 1 && c.last == 0:
+		return 0, fmt.Errorf("%w: non-minimal length prefix", ErrMalformed)
 	}
-	return 0, fmt.Errorf("%w: length prefix overflows 64 bits", ErrMalformed)
+	return x, nil
+}
+
+// lastByte counts the bytes read through it and keeps the last one.
+type lastByte struct {
+	r    io.ByteReader
+	n    int
+	last byte
+	err  error
+}
+
+func (c *lastByte) ReadByte() (byte, error) {
+	b, err := c.r.ReadByte()
+	if err != nil {
+		if err != io.EOF {
+			c.err = err
+		}
+		return b, err
+	}
+	c.n++
+	c.last = b
+	return b, nil
 }
 
 // chunked hands out in in pieces of the given sizes (the last size
