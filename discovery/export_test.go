@@ -35,3 +35,7 @@ func ProvidedKeys(s *Service) []string {
 	slices.Sort(keys)
 	return keys
 }
+
+// Regossip runs regossip: this node's roster message again, under a new
+// heartbeat.
+func Regossip(s *Service) { s.regossip(s.ctx) }

@@ -341,3 +341,37 @@ func TestGossipCatchUpEndsWhenHeld(t *testing.T) {
 		t.Fatal("a snapshot of roster messages already held did not end the catch-up")
 	}
 }
+
+// TestGossipResendTravels: a node that holds a member's roster message
+// ignores a repeat of it (so GossipSub would not forward the repeat past
+// it), but takes the message the roster loop sends again, sealed under a
+// new heartbeat, so that a member that missed the first hears the second
+// through nodes that had the first.
+func TestGossipResendTravels(t *testing.T) {
+	checkLeaks(t)
+	b := &bus{}
+	recv := gossipNode(t, b, nil, 0, nil)
+	host := gossipNode(t, b, []peer.AddrInfo{recv.info()}, 0, nil, agentCard("resent", "echo"))
+	waitRoutingTables(t, []*testNode{recv, host}, 1)
+	if err := host.svc.Publish(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	first := discovery.OwnGossip(host.svc)
+	if err := recv.svc.TakeGossip(host.h.ID(), first); !errors.Is(err, discovery.ErrGossipIgnored) {
+		t.Fatalf("a repeat of the message held: %v, want ignored", err)
+	}
+	b.mu.Lock()
+	before := len(b.answers)
+	b.mu.Unlock()
+	discovery.Regossip(host.svc)
+	second := discovery.OwnGossip(host.svc)
+	if bytes.Equal(first, second) {
+		t.Fatal("the message sent again is the same message")
+	}
+	b.mu.Lock()
+	answers := b.answers[before:]
+	b.mu.Unlock()
+	if len(answers) != 1 || answers[0] != nil {
+		t.Fatalf("the receiver answered %v to the message sent again, want it taken", answers)
+	}
+}

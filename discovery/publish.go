@@ -40,53 +40,8 @@ func (s *Service) Publish(ctx context.Context) error {
 	defer s.pubMu.Unlock()
 	start := time.Now()
 
-	stamp := s.cfg.now().UnixMilli()
-	if stamp <= s.stamp {
-		stamp = s.stamp + 1
-	}
-	s.stamp = stamp
-
-	cards := s.src.Local()
-	ix := Index{Host: s.self, LastSeenAt: stamp, Agents: make([]IndexEntry, 0, len(cards))}
-	type put struct {
-		key   string
-		value []byte
-	}
-	var puts []put
-	var errs []error
-	var own served
-	provide := map[string]bool{}
-	for _, c := range cards {
-		c.LastSeenAt = stamp
-		sealed, err := agentcard.Seal(c, s.key)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("seal %s: %w", c.ID, err))
-			continue
-		}
-		puts = append(puts, put{agentcard.Key(s.self, c.ID), sealed})
-		e := IndexEntry{ID: c.ID, Revision: c.Revision, Capabilities: make([]string, 0, len(c.Capabilities))}
-		provide[NameKey(s.swarm, c.ID)] = true
-		for _, cp := range c.Capabilities {
-			e.Capabilities = append(e.Capabilities, cp.ID)
-			provide[CapabilityKey(s.swarm, cp.ID)] = true
-		}
-		ix.Agents = append(ix.Agents, e)
-		own.cards = append(own.cards, servedCard{caps: e.Capabilities, sealed: sealed})
-	}
-	if len(cards) > 0 {
-		provide[MembersKey(s.swarm)] = true
-	}
-	if s.cfg.authPresent != nil {
-		ix.Auth = fitAuth(s.cfg.authPresent())
-	}
-	sealedIx, err := SealIndex(ix, s.key)
-	if err != nil {
-		errs = append(errs, err)
-	} else {
-		puts = append(puts, put{IndexKey(s.self), sealedIx})
-		own.index = sealedIx
-		own.gossip = gossipMessage(sealedIx, own.cards)
-		s.own.Store(&own)
+	own, puts, provide, errs := s.sealOwn()
+	if own.gossip != nil {
 		// The roster message goes first: it reaches every member in one
 		// GossipSub round, the DHT puts take their closest peers' answers.
 		s.publishGossip(ctx, own.gossip)
@@ -136,9 +91,83 @@ func (s *Service) Publish(ctx context.Context) error {
 		return fmt.Errorf("discovery: publish: %w", err)
 	}
 	s.stats.publishes.Add(1)
-	s.log.Debugw("published", "cards", len(cards), "providerKeys", len(keys), "heartbeat", stamp,
+	s.log.Debugw("published", "cards", len(own.cards), "providerKeys", len(keys), "heartbeat", s.stamp,
 		"routingTable", s.rtAtPublish, "took", time.Since(start))
 	return nil
+}
+
+// put is one DHT value record of a publish.
+type put struct {
+	key   string
+	value []byte
+}
+
+// sealOwn seals this node's cards and agent index under a new heartbeat
+// and makes them what it serves (s.own): the records to put, the keys to
+// provide, and what failed to seal. Caller holds pubMu.
+func (s *Service) sealOwn() (own served, puts []put, provide map[string]bool, errs []error) {
+	stamp := s.cfg.now().UnixMilli()
+	if stamp <= s.stamp {
+		stamp = s.stamp + 1
+	}
+	s.stamp = stamp
+
+	cards := s.src.Local()
+	ix := Index{Host: s.self, LastSeenAt: stamp, Agents: make([]IndexEntry, 0, len(cards))}
+	provide = map[string]bool{}
+	for _, c := range cards {
+		c.LastSeenAt = stamp
+		sealed, err := agentcard.Seal(c, s.key)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("seal %s: %w", c.ID, err))
+			continue
+		}
+		puts = append(puts, put{agentcard.Key(s.self, c.ID), sealed})
+		e := IndexEntry{ID: c.ID, Revision: c.Revision, Capabilities: make([]string, 0, len(c.Capabilities))}
+		provide[NameKey(s.swarm, c.ID)] = true
+		for _, cp := range c.Capabilities {
+			e.Capabilities = append(e.Capabilities, cp.ID)
+			provide[CapabilityKey(s.swarm, cp.ID)] = true
+		}
+		ix.Agents = append(ix.Agents, e)
+		own.cards = append(own.cards, servedCard{caps: e.Capabilities, sealed: sealed})
+	}
+	if len(cards) > 0 {
+		provide[MembersKey(s.swarm)] = true
+	}
+	if s.cfg.authPresent != nil {
+		ix.Auth = fitAuth(s.cfg.authPresent())
+	}
+	sealedIx, err := SealIndex(ix, s.key)
+	if err != nil {
+		errs = append(errs, err)
+		return own, puts, provide, errs
+	}
+	puts = append(puts, put{IndexKey(s.self), sealedIx})
+	own.index = sealedIx
+	own.gossip = gossipMessage(sealedIx, own.cards)
+	s.own.Store(&own)
+	return own, puts, provide, errs
+}
+
+// regossip seals this node's records under a new heartbeat and sends its
+// roster message, without the DHT puts of a publish. A repeat of the
+// message already sent would not do: a node that holds a message ignores
+// a repeat, and GossipSub forwards only what its validator accepts, so a
+// repeat stops at the first node that had the original, and a member that
+// missed it (its mesh had not formed) would wait for the next heartbeat.
+func (s *Service) regossip(ctx context.Context) {
+	if s.cfg.gossip == nil || s.own.Load() == nil {
+		return // nothing published yet: the first publish sends it
+	}
+	s.pubMu.Lock()
+	own, _, _, errs := s.sealOwn()
+	s.pubMu.Unlock()
+	if len(errs) > 0 || own.gossip == nil {
+		s.log.Debugw("roster message not sealed again", "err", errors.Join(errs...))
+		return
+	}
+	s.publishGossip(ctx, own.gossip)
 }
 
 // firstProvideWait bounds the closest-peers lookup of the first provide

@@ -24,8 +24,9 @@ const (
 // With roster gossip ([WithGossip]) each pass first asks a connected peer
 // for the roster messages it holds ([RosterProtocol]) until one answers,
 // so a newcomer lists every member at once; and the second and third
-// passes send this node's own roster message again, for the members whose
-// GossipSub mesh had not formed when the first went out. The DHT read
+// passes send this node's own roster message again under a new heartbeat
+// (see [Service.regossip]), for the members whose GossipSub mesh had not
+// formed when the first went out. The DHT read
 // then runs only while no peer has served its roster messages, and every
 // roster interval once the passes reach it: every node provides the
 // members key, so each read is a full DHT walk whose answers list up to
@@ -52,8 +53,8 @@ func (s *Service) rosterLoop() {
 			if !synced {
 				synced = s.syncRoster(s.ctx)
 			}
-			if own := s.own.Load(); (pass == 1 || pass == 2) && own != nil && own.gossip != nil {
-				s.publishGossip(s.ctx, own.gossip)
+			if pass == 1 || pass == 2 {
+				s.regossip(s.ctx)
 			}
 		}
 		if s.cfg.gossip == nil || !synced || wait >= limit {
