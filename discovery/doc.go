@@ -139,9 +139,12 @@
 // member's next heartbeat: its roster loop asks a connected peer (a
 // bootstrap peer first) on [RosterProtocol] for the latest message of
 // each author it holds (16 MiB at most), and takes each as if it came
-// from the topic; and it sends its own message again on the loop's
-// second and third passes (about 3 and 7 seconds after Start), for the
-// members whose GossipSub mesh had not formed at its first.
+// from the topic; and it sends its own message again, sealed under a new
+// heartbeat, on the loop's second and third passes (about 3 and 7 seconds
+// after Start), for the members whose GossipSub mesh had not formed at its
+// first: a repeat of the same message would stop at the first node that
+// held it, since a node ignores a message it holds and GossipSub forwards
+// only what is accepted.
 //
 // The DHT roster. The roster loop ([Service.Roster],
 // [WithRosterInterval]) reads the providers of the members key one second
