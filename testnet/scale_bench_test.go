@@ -338,6 +338,7 @@ func BenchmarkScale200(b *testing.B) {
 			b.ReportMetric(d.Seconds(), "listed-s")
 		default:
 			b.Logf("some node still does not list agents of every other node after the lookups, broadcasts and the document (listed-s not reported)")
+			logUnlisted(b, net.Nodes)
 		}
 		runtime.GC()
 		var after runtime.MemStats
@@ -366,6 +367,34 @@ func BenchmarkScale200(b *testing.B) {
 		}
 		for _, nd := range net.Nodes {
 			nd.Close()
+		}
+	}
+}
+
+// logUnlisted logs, for the first nodes whose registry lacks another
+// node's agents, which hosts they lack, and what the roster brought them:
+// where to look when listed-s is not reported.
+func logUnlisted(b *testing.B, nodes []*node.Node) {
+	shown := 0
+	for i, nd := range nodes {
+		hosts := map[string]bool{}
+		for _, c := range nd.Registry().Remote() {
+			hosts[c.Host] = true
+		}
+		var lacks []int
+		for j, other := range nodes {
+			if j != i && !hosts[other.ID().String()] {
+				lacks = append(lacks, j)
+			}
+		}
+		if len(lacks) == 0 {
+			continue
+		}
+		st := nd.DiscoveryStats()
+		b.Logf("node %d lacks the agents of %d nodes (first %v); took %d roster messages (%d from snapshots), ignored %d, refused %d; connected to %d peers",
+			i, len(lacks), lacks[:min(5, len(lacks))], st.GossipTaken, st.RosterAsked, st.GossipIgnored, st.GossipRefused, len(nd.Host().Network().Peers()))
+		if shown++; shown == 5 {
+			return
 		}
 	}
 }
