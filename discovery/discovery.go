@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,6 +18,8 @@ import (
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/peerstore"
+	"github.com/libp2p/go-libp2p/p2p/net/swarm"
 	"go.uber.org/zap"
 
 	"github.com/nova-node/nova-node/agentcard"
@@ -45,6 +48,8 @@ type Source interface {
 const (
 	dialTimeout     = 10 * time.Second
 	rtCheckInterval = time.Second // how often the publish loop looks at the routing table's growth
+	maxJoinedVia    = 16          // peers remembered by JoinedVia, the latest kept
+	rejoinMax       = time.Minute // longest wait between two rejoin attempts of a node left alone
 	maxProviders    = 256         // providers read per lookup
 	parallelism     = 16          // concurrent DHT operations per publish, lookup or refresh
 )
@@ -88,6 +93,9 @@ type Service struct {
 	stamp       int64           // last heartbeat published (unix ms); guarded by pubMu
 	rtAtPublish int             // routing-table size at the last publish; guarded by pubMu
 	provided    map[string]bool // provider keys provided to the closest peers since Start; guarded by pubMu
+
+	joinMu    sync.Mutex
+	joinedVia []peer.AddrInfo // peers the node joined through by hand (JoinedVia); guarded by joinMu
 
 	cache     cache
 	gossip    gossip      // roster messages of others: their rates, held messages, cards to fetch
@@ -184,7 +192,7 @@ func (s *Service) Start(ctx context.Context) error {
 		// nova does not use; "pk" stays for dht.GetPublicKey.
 		dht.Validator(record.NamespacedValidator{"pk": record.PublicKeyValidator{}}),
 		dht.NamespacedValidator(Namespace, Validator{}),
-		dht.BootstrapPeers(s.cfg.bootstrap...),
+		dht.BootstrapPeersFunc(s.rejoinPeers),
 		dht.MaxRecordAge(s.cfg.ttl),
 		dht.ValueGCInterval(s.cfg.ttl),
 		dht.ProviderManagerOpts(records.ProvideValidity(s.cfg.ttl), records.CleanupInterval(s.cfg.ttl)),
@@ -325,13 +333,17 @@ func (s *Service) publishLoop() {
 	rt := time.NewTicker(min(rtCheckInterval, s.cfg.republish))
 	defer rt.Stop()
 	rtSize := -1
+	var alone rejoinPace
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-timer.C:
 		case <-s.announce:
-		case <-rt.C:
+		case now := <-rt.C:
+			if alone.due(len(s.h.Network().Peers()) == 0, now) {
+				s.rejoin(ctx)
+			}
 			if !s.routingTableGrew(d, &rtSize) {
 				continue
 			}
@@ -371,6 +383,85 @@ func (s *Service) connectBootstrap(ctx context.Context) {
 		wg.Go(func() { s.connect(ctx, ai, "bootstrap") })
 	}
 	wg.Wait()
+}
+
+// JoinedVia remembers ai, a peer this node was told to connect to by hand
+// (the node's Connect, `nova-node connect`), as a way back into the swarm
+// beside the bootstrap peers: a node left with no connection at all dials
+// them again (see [Service.Start]), and so does the DHT when its routing
+// table empties. The latest [maxJoinedVia] are kept, in memory only.
+func (s *Service) JoinedVia(ai peer.AddrInfo) {
+	if ai.ID == s.self || len(ai.Addrs) == 0 {
+		return
+	}
+	s.joinMu.Lock()
+	defer s.joinMu.Unlock()
+	s.joinedVia = slices.DeleteFunc(s.joinedVia, func(p peer.AddrInfo) bool { return p.ID == ai.ID })
+	if len(s.joinedVia) == maxJoinedVia {
+		s.joinedVia = s.joinedVia[1:]
+	}
+	s.joinedVia = append(s.joinedVia, peer.AddrInfo{ID: ai.ID, Addrs: slices.Clone(ai.Addrs)})
+}
+
+// rejoinPeers returns the bootstrap peers and the peers the node joined
+// through (JoinedVia): the DHT's bootstrap peers, and whom a node left
+// alone dials.
+func (s *Service) rejoinPeers() []peer.AddrInfo {
+	s.joinMu.Lock()
+	defer s.joinMu.Unlock()
+	out := slices.Clone(s.cfg.bootstrap)
+	for _, ai := range s.joinedVia {
+		if !slices.ContainsFunc(out, func(p peer.AddrInfo) bool { return p.ID == ai.ID }) {
+			out = append(out, ai)
+		}
+	}
+	return out
+}
+
+// rejoin dials every peer of rejoinPeers at once, clearing their dial
+// backoff first (a node left alone is the case the backoff was not made
+// for), and waits for the dials to end.
+func (s *Service) rejoin(ctx context.Context) {
+	peers := s.rejoinPeers()
+	if len(peers) == 0 {
+		return
+	}
+	s.log.Infow("no connection left, dialling the bootstrap peers and those joined through again", "peers", len(peers))
+	s.stats.rejoins.Add(1)
+	var wg sync.WaitGroup
+	for _, ai := range peers {
+		if sw, ok := s.h.Network().(interface{ Backoff() *swarm.DialBackoff }); ok {
+			sw.Backoff().Clear(ai.ID)
+		}
+		s.h.Peerstore().AddAddrs(ai.ID, ai.Addrs, peerstore.TempAddrTTL)
+		wg.Go(func() { s.connect(ctx, ai, "rejoin") })
+	}
+	wg.Wait()
+}
+
+// rejoinPace paces a lone node's attempts to rejoin the swarm: the first one
+// [rtCheckInterval] after the node is found with no connection, then
+// after twice the last wait, up to [rejoinMax]; a connection resets it.
+type rejoinPace struct {
+	next time.Time     // when the next attempt is due; zero: not alone
+	wait time.Duration // the wait after the next attempt
+}
+
+// due reports whether an attempt is due at now, given whether the node is
+// alone, and moves the next one on.
+func (r *rejoinPace) due(alone bool, now time.Time) bool {
+	switch {
+	case !alone:
+		*r = rejoinPace{}
+		return false
+	case r.next.IsZero():
+		r.next, r.wait = now.Add(rtCheckInterval), 2*rtCheckInterval
+		return false
+	case now.Before(r.next):
+		return false
+	}
+	r.next, r.wait = now.Add(r.wait), min(2*r.wait, rejoinMax)
+	return true
 }
 
 func (s *Service) connect(ctx context.Context, ai peer.AddrInfo, why string) {
@@ -470,11 +561,14 @@ type Stats struct {
 	RecordsRefused   uint64 // puts refused at a bound
 	Providers        int    // provider records held
 	ProvidersRefused uint64 // provides refused at a bound
+
+	RoutingTable int    // peers in the DHT's routing table
+	Rejoins      uint64 // times this node, left with no connection, dialled its way back (see [Service.JoinedVia])
 }
 
 type counters struct {
 	publishes, publishFailures, lookups, merged, refused, cacheHits, mdnsFound, mdnsDropped, moves, rosterCards atomic.Uint64
-	recordsRefused, providersRefused, served                                                                    atomic.Uint64
+	recordsRefused, providersRefused, served, rejoins                                                           atomic.Uint64
 	dhtQueries, dhtRequests, dhtWrites                                                                          atomic.Uint64
 	gossipSent, gossipTaken, gossipCards, gossipIgnored, gossipRefused, rosterServed, rosterAsked               atomic.Uint64
 }
@@ -490,11 +584,14 @@ func (s *Service) Stats() Stats {
 		DHTQueries: c.dhtQueries.Load(), DHTRequests: c.dhtRequests.Load(), DHTWrites: c.dhtWrites.Load(),
 		GossipSent: c.gossipSent.Load(), GossipTaken: c.gossipTaken.Load(), GossipCards: c.gossipCards.Load(),
 		GossipIgnored: c.gossipIgnored.Load(), GossipRefused: c.gossipRefused.Load(),
-		RosterServed: c.rosterServed.Load(), RosterAsked: c.rosterAsked.Load(),
+		RosterServed: c.rosterServed.Load(), RosterAsked: c.rosterAsked.Load(), Rejoins: c.rejoins.Load(),
 	}
 	s.mu.Lock()
-	rs, ps := s.recStore, s.provStore
+	rs, ps, d := s.recStore, s.provStore, s.dht
 	s.mu.Unlock()
+	if d != nil {
+		st.RoutingTable = d.RoutingTable().Size()
+	}
 	if rs != nil {
 		st.Records, st.RecordBytes, st.RecordAuthors = rs.usage()
 		st.Providers, _, _ = ps.usage()

@@ -267,6 +267,19 @@
 // ([WithMDNS], on by default) announces "_nova-<swarm>._udp" on the LAN
 // and dials the peers it finds; tests keep it off.
 //
+// # Rejoining
+//
+// A node can end up with no connection at all: every peer trimmed it to
+// stay within its watermarks before its routing table held anyone, the
+// laptop slept, or the network was down when it started. Every second the
+// publish loop looks; a node found alone dials its bootstrap peers and
+// the peers it joined through by hand ([Service.JoinedVia], the node's
+// Connect) a second later, then after 2, 4, 8… seconds up to a minute,
+// until a connection comes (Stats.Rejoins counts the attempts). The DHT
+// gets the same peers as its bootstrap peers, which it dials when its
+// routing table empties. Without either a node whose routing table
+// emptied while it was alone would stay alone until a peer dialled it.
+//
 // # Goroutines
 //
 // New starts nothing. Start starts the publish loop (which first dials the

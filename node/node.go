@@ -564,7 +564,10 @@ const discoveryTTL = 10 * time.Minute
 // checkpoints.
 const journalSegment = 16 << 20
 
-// Connect dials a peer multiaddr ending in /p2p/<peerID>.
+// Connect dials a peer multiaddr ending in /p2p/<peerID>. The peer is
+// then one of the node's ways back into the swarm, beside its bootstrap
+// peers: should the node find itself with no connection at all, it dials
+// them again (discovery.Service.JoinedVia).
 func (n *Node) Connect(ctx context.Context, addr string) (peer.ID, error) {
 	ai, err := parsePeerAddr(addr)
 	if err != nil {
@@ -572,6 +575,12 @@ func (n *Node) Connect(ctx context.Context, addr string) (peer.ID, error) {
 	}
 	if err := n.host.Connect(ctx, *ai); err != nil {
 		return "", fmt.Errorf("node: connect to %s: %w", ai.ID, err)
+	}
+	n.mu.Lock()
+	disc := n.disc
+	n.mu.Unlock()
+	if disc != nil {
+		disc.JoinedVia(*ai)
 	}
 	return ai.ID, nil
 }

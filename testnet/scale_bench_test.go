@@ -221,9 +221,15 @@ func BenchmarkScale200(b *testing.B) {
 					hosts[c.Host] = true
 				}
 				fs, ts := from.DiscoveryStats(), to.DiscoveryStats()
-				b.Logf("failing %d: a%d from node %d: its registry lists %d hosts (a%d's: %v), connected %v; node %d took %d roster messages (%d from snapshots), node %d sent %d, publish failures %d; a%d is missed by %d nodes",
+				unidentified := 0 // connected peers whose protocols identify never told
+				for _, p := range from.Host().Network().Peers() {
+					if ps, _ := from.Host().Peerstore().GetProtocols(p); len(ps) == 0 {
+						unidentified++
+					}
+				}
+				b.Logf("failing %d: a%d from node %d: its registry lists %d hosts (a%d's: %v), connected %v; node %d has %d connections (%d unidentified), %d peers in its routing table, took %d roster messages (%d from snapshots), node %d sent %d, publish failures %d; a%d is missed by %d nodes",
 					k, w.agent, w.from, len(hosts), w.agent, hosts[to.ID().String()], from.Host().Network().Connectedness(to.ID()) == network.Connected,
-					w.from, fs.GossipTaken, fs.RosterAsked, w.agent, ts.GossipSent, ts.PublishFailures, w.agent, missing[w.agent])
+					w.from, len(from.Host().Network().Peers()), unidentified, fs.RoutingTable, fs.GossipTaken, fs.RosterAsked, w.agent, ts.GossipSent, ts.PublishFailures, w.agent, missing[w.agent])
 			}
 			b.Fatalf("%d of %d lookups still fail after 10 minutes, of %d agents, e.g. a%d from node %d", len(pending), 3*n, len(missing), pending[0].agent, pending[0].from)
 		}
@@ -393,8 +399,8 @@ func logUnlisted(b *testing.B, nodes []*node.Node) {
 			continue
 		}
 		st := nd.DiscoveryStats()
-		b.Logf("node %d lacks the agents of %d nodes (first %v); took %d roster messages (%d from snapshots), ignored %d, refused %d; connected to %d peers",
-			i, len(lacks), lacks[:min(5, len(lacks))], st.GossipTaken, st.RosterAsked, st.GossipIgnored, st.GossipRefused, len(nd.Host().Network().Peers()))
+		b.Logf("node %d lacks the agents of %d nodes (first %v); took %d roster messages (%d from snapshots), ignored %d, refused %d; connected to %d peers, %d in its routing table",
+			i, len(lacks), lacks[:min(5, len(lacks))], st.GossipTaken, st.RosterAsked, st.GossipIgnored, st.GossipRefused, len(nd.Host().Network().Peers()), st.RoutingTable)
 		if shown++; shown == 5 {
 			return
 		}
