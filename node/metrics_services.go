@@ -34,6 +34,8 @@ var (
 		"DHT provides refused because the peer's or the store's bound was reached.", nil, nil)
 	descDHTCardsRefused = prometheus.NewDesc("nova_dht_cards_refused_total",
 		"Agent cards read from the DHT and refused: stale, future-dated, forged or mismatched.", nil, nil)
+	descDiscoveryRejoins = prometheus.NewDesc("nova_discovery_rejoins_total",
+		"Times this node, left with no connection, dialled its bootstrap peers and the peers it joined through again.", nil, nil)
 	descDocUpdatesRefused = prometheus.NewDesc("nova_crdt_updates_refused_total",
 		"Shared-document updates from peers refused: undecodable, forged or invalid, on gossip and in catch-up answers.", nil, nil)
 )
@@ -41,7 +43,7 @@ var (
 // Describe implements prometheus.Collector.
 func (c serviceCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descDHTRecords, descDHTRecordBytes, descDHTRecordAuthors,
-		descDHTRecordsRefused, descDHTProviders, descDHTProvidersRefused, descDHTCardsRefused, descDocUpdatesRefused} {
+		descDHTRecordsRefused, descDHTProviders, descDHTProvidersRefused, descDHTCardsRefused, descDiscoveryRejoins, descDocUpdatesRefused} {
 		ch <- d
 	}
 }
@@ -57,6 +59,7 @@ func (c serviceCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descDHTProviders, prometheus.GaugeValue, float64(st.Providers))
 		ch <- prometheus.MustNewConstMetric(descDHTProvidersRefused, prometheus.CounterValue, float64(st.ProvidersRefused))
 		ch <- prometheus.MustNewConstMetric(descDHTCardsRefused, prometheus.CounterValue, float64(st.CardsRefused))
+		ch <- prometheus.MustNewConstMetric(descDiscoveryRejoins, prometheus.CounterValue, float64(st.Rejoins))
 	}
 	if c.docs != nil {
 		ch <- prometheus.MustNewConstMetric(descDocUpdatesRefused, prometheus.CounterValue, float64(c.docs.Rejected()))
