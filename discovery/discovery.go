@@ -386,7 +386,7 @@ func (s *Service) connectBootstrap(ctx context.Context) {
 }
 
 // JoinedVia remembers ai, a peer this node was told to connect to by hand
-// (the node's Connect, `nova-node connect`), as a way back into the swarm
+// (the node's Connect, the local API's POST /v1/connect), as a way back into the swarm
 // beside the bootstrap peers: a node left with no connection at all dials
 // them again (see [Service.Start]), and so does the DHT when its routing
 // table empties. The latest [maxJoinedVia] are kept, in memory only.
