@@ -399,8 +399,11 @@ func logUnlisted(b *testing.B, nodes []*node.Node) {
 			continue
 		}
 		st := nd.DiscoveryStats()
-		b.Logf("node %d lacks the agents of %d nodes (first %v); took %d roster messages (%d from snapshots), ignored %d, refused %d; connected to %d peers, %d in its routing table",
-			i, len(lacks), lacks[:min(5, len(lacks))], st.GossipTaken, st.RosterAsked, st.GossipIgnored, st.GossipRefused, len(nd.Host().Network().Peers()), st.RoutingTable)
+		first := nodes[lacks[0]]
+		fst := first.DiscoveryStats()
+		b.Logf("node %d lacks the agents of %d nodes (first %v); took %d roster messages (%d from snapshots), ignored %d, refused %d; connected to %d peers, %d in its routing table; node %d sent %d roster messages, has %d connections, connected to node %d: %v",
+			i, len(lacks), lacks[:min(5, len(lacks))], st.GossipTaken, st.RosterAsked, st.GossipIgnored, st.GossipRefused, len(nd.Host().Network().Peers()), st.RoutingTable,
+			lacks[0], fst.GossipSent, len(first.Host().Network().Peers()), i, nd.Host().Network().Connectedness(first.ID()) == network.Connected)
 		if shown++; shown == 5 {
 			return
 		}
