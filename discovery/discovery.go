@@ -74,6 +74,7 @@ type Service struct {
 	log   *zap.SugaredLogger
 
 	announce chan struct{}      // a local card changed; capacity 1, coalescing
+	joined   chan struct{}      // the node has a connection again after none; capacity 1, coalescing
 	booted   chan struct{}      // closed once the bootstrap peers have been dialled
 	found    chan peer.AddrInfo // peers found by mDNS, for mdnsLoop
 
@@ -155,6 +156,7 @@ func New(h host.Host, key crypto.PrivKey, swarm string, src Source, sink Sink, o
 	return &Service{
 		h: h, key: key, self: self, swarm: swarm, src: src, sink: sink, cfg: cfg, log: l,
 		announce: make(chan struct{}, 1),
+		joined:   make(chan struct{}, 1),
 		booted:   make(chan struct{}),
 		found:    make(chan peer.AddrInfo, 64),
 		cache:    newCache(),
@@ -341,8 +343,16 @@ func (s *Service) publishLoop() {
 		case <-timer.C:
 		case <-s.announce:
 		case now := <-rt.C:
-			if alone.due(len(s.h.Network().Peers()) == 0, now) {
+			attempt, back := alone.update(len(s.h.Network().Peers()) == 0, now)
+			if attempt {
 				s.rejoin(ctx)
+			}
+			if back {
+				select { // the roster loop runs a newcomer's passes again
+				case s.joined <- struct{}{}:
+
+				default:
+				}
 			}
 			if !s.routingTableGrew(d, &rtSize) {
 				continue
@@ -439,29 +449,31 @@ func (s *Service) rejoin(ctx context.Context) {
 	wg.Wait()
 }
 
-// rejoinPace paces a lone node's attempts to rejoin the swarm: the first one
-// [rtCheckInterval] after the node is found with no connection, then
+// rejoinPace paces a lone node's attempts to rejoin the swarm: the first
+// one [rtCheckInterval] after the node is found with no connection, then
 // after twice the last wait, up to [rejoinMax]; a connection resets it.
 type rejoinPace struct {
 	next time.Time     // when the next attempt is due; zero: not alone
 	wait time.Duration // the wait after the next attempt
 }
 
-// due reports whether an attempt is due at now, given whether the node is
-// alone, and moves the next one on.
-func (r *rejoinPace) due(alone bool, now time.Time) bool {
+// update takes whether the node is alone at now, and reports whether an
+// attempt to rejoin is due, and whether the node is back: connected
+// after it was last seen alone (at its start, or later).
+func (r *rejoinPace) update(alone bool, now time.Time) (attempt, back bool) {
 	switch {
 	case !alone:
+		back = !r.next.IsZero()
 		*r = rejoinPace{}
-		return false
+		return false, back
 	case r.next.IsZero():
 		r.next, r.wait = now.Add(rtCheckInterval), 2*rtCheckInterval
-		return false
+		return false, false
 	case now.Before(r.next):
-		return false
+		return false, false
 	}
 	r.next, r.wait = now.Add(r.wait), min(2*r.wait, rejoinMax)
-	return true
+	return true, false
 }
 
 func (s *Service) connect(ctx context.Context, ai peer.AddrInfo, why string) {
@@ -547,6 +559,7 @@ type Stats struct {
 
 	// The roster gossip (see [WithGossip]).
 	GossipSent    uint64 // roster messages this node published
+	GossipResent  uint64 // of them, sent again under a new heartbeat by a newcomer's roster passes
 	GossipTaken   uint64 // roster messages of others taken
 	GossipCards   uint64 // cards merged from roster messages
 	GossipIgnored uint64 // roster messages ignored: stale, already held, past their author's rate
@@ -570,7 +583,7 @@ type counters struct {
 	publishes, publishFailures, lookups, merged, refused, cacheHits, mdnsFound, mdnsDropped, moves, rosterCards atomic.Uint64
 	recordsRefused, providersRefused, served, rejoins                                                           atomic.Uint64
 	dhtQueries, dhtRequests, dhtWrites                                                                          atomic.Uint64
-	gossipSent, gossipTaken, gossipCards, gossipIgnored, gossipRefused, rosterServed, rosterAsked               atomic.Uint64
+	gossipSent, gossipResent, gossipTaken, gossipCards, gossipIgnored, gossipRefused, rosterServed, rosterAsked atomic.Uint64
 }
 
 // Stats returns the service's counters.
@@ -582,7 +595,7 @@ func (s *Service) Stats() Stats {
 		MDNSFound: c.mdnsFound.Load(), MDNSDropped: c.mdnsDropped.Load(), Moves: c.moves.Load(), RosterCards: c.rosterCards.Load(),
 		RecordsRefused: c.recordsRefused.Load(), ProvidersRefused: c.providersRefused.Load(), Served: c.served.Load(),
 		DHTQueries: c.dhtQueries.Load(), DHTRequests: c.dhtRequests.Load(), DHTWrites: c.dhtWrites.Load(),
-		GossipSent: c.gossipSent.Load(), GossipTaken: c.gossipTaken.Load(), GossipCards: c.gossipCards.Load(),
+		GossipSent: c.gossipSent.Load(), GossipResent: c.gossipResent.Load(), GossipTaken: c.gossipTaken.Load(), GossipCards: c.gossipCards.Load(),
 		GossipIgnored: c.gossipIgnored.Load(), GossipRefused: c.gossipRefused.Load(),
 		RosterServed: c.rosterServed.Load(), RosterAsked: c.rosterAsked.Load(), Rejoins: c.rejoins.Load(),
 	}

@@ -141,8 +141,10 @@
 // each author it holds (16 MiB at most), and takes each as if it came
 // from the topic; and it sends its own message again, sealed under a new
 // heartbeat, on the loop's second and third passes (about 3 and 7 seconds
-// after Start), for the members whose GossipSub mesh had not formed at its
-// first: a repeat of the same message would stop at the first node that
+// after Start; Stats.GossipResent), for the members whose GossipSub mesh
+// had not formed at its first. A node that was alone, at its start or
+// later, runs these passes again from its first connection (see
+// Rejoining): a repeat of the same message would stop at the first node that
 // held it, since a node ignores a message it holds and GossipSub forwards
 // only what is accepted.
 //
@@ -279,6 +281,9 @@
 // gets the same peers as its bootstrap peers, which it dials when its
 // routing table empties. Without either a node whose routing table
 // emptied while it was alone would stay alone until a peer dialled it.
+// Once connected again, the node runs a newcomer's roster passes again:
+// it asks a peer for the roster messages it missed and sends its own
+// again twice.
 //
 // # Goroutines
 //

@@ -375,3 +375,36 @@ func TestGossipResendTravels(t *testing.T) {
 		t.Fatalf("the receiver answered %v to the message sent again, want it taken", answers)
 	}
 }
+
+// A node that started alone (its network not up yet) spent its newcomer's
+// roster passes on nobody. From its first connection it runs them again:
+// its own message goes out again twice under new heartbeats, for the
+// members whose mesh had not formed at the first, as at a start among
+// peers.
+func TestGossipNewcomerPassesAgainWhenNoLongerAlone(t *testing.T) {
+	checkLeaks(t)
+	b := &bus{}
+	slowRepublish := gossipTiming
+	slowRepublish.republish = 3 * time.Minute // no heartbeat within the test
+	member := newNode(t, nil, slowRepublish, nil, b.publisher(new(peer.ID)))
+	self := new(peer.ID)
+	alone := newNode(t, nil, slowRepublish, []agentcard.Card{agentCard("late", "echo")}, b.publisher(self), discovery.WithRosterInterval(time.Minute))
+	*self = alone.h.ID()
+	resent := func(want uint64, within time.Duration) {
+		t.Helper()
+		waitfor.Eventually(t, within, func() error {
+			if n := alone.svc.Stats().GossipResent; n < want {
+				return fmt.Errorf("roster message sent again %d times, want %d", n, want)
+			}
+			return nil
+		})
+	}
+	resent(2, 20*time.Second) // the start's passes, at about 3 and 7 s
+	if err := alone.h.Connect(context.Background(), member.info()); err != nil {
+		t.Fatal(err)
+	}
+	resent(4, 15*time.Second) // the same passes from the connection
+	if st := member.svc.Stats(); st.RosterServed == 0 {
+		t.Error("the node did not ask its new peer for the roster it missed")
+	}
+}

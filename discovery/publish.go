@@ -167,6 +167,7 @@ func (s *Service) regossip(ctx context.Context) {
 		s.log.Debugw("roster message not sealed again", "err", errors.Join(errs...))
 		return
 	}
+	s.stats.gossipResent.Add(1)
 	s.publishGossip(ctx, own.gossip)
 }
 

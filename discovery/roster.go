@@ -26,7 +26,9 @@ const (
 // so a newcomer lists every member at once; and the second and third
 // passes send this node's own roster message again under a new heartbeat
 // (see [Service.regossip]), for the members whose GossipSub mesh had not
-// formed when the first went out. The DHT read
+// formed when the first went out. A node that was alone (started before
+// its network was up, or left with no connection) runs these passes
+// again from its first connection. The DHT read
 // then runs only while no peer has served its roster messages, and every
 // roster interval once the passes reach it: every node provides the
 // members key, so each read is a full DHT walk whose answers list up to
@@ -47,6 +49,12 @@ func (s *Service) rosterLoop() {
 		select {
 		case <-s.ctx.Done():
 			return
+		case <-s.joined:
+			// Back among peers after none: what the swarm said meanwhile
+			// was missed, and so was this node's own message.
+			pass, wait, synced = -1, min(rosterFirst, limit), false
+			t.Reset(wait)
+			continue
 		case <-t.C:
 		}
 		if s.cfg.gossip != nil {
