@@ -345,7 +345,7 @@ func (s *Service) publishLoop() {
 		case now := <-rt.C:
 			attempt, back := alone.update(len(s.h.Network().Peers()) == 0, now)
 			if attempt {
-				s.rejoin(ctx)
+				s.rejoin(ctx, alone.attempts)
 			}
 			if back {
 				select { // the roster loop runs a newcomer's passes again
@@ -430,13 +430,18 @@ func (s *Service) rejoinPeers() []peer.AddrInfo {
 
 // rejoin dials every peer of rejoinPeers at once, clearing their dial
 // backoff first (a node left alone is the case the backoff was not made
-// for), and waits for the dials to end.
-func (s *Service) rejoin(ctx context.Context) {
+// for), and waits for the dials to end. attempt counts the attempts since
+// the node was found alone; the first is logged at info.
+func (s *Service) rejoin(ctx context.Context, attempt int) {
 	peers := s.rejoinPeers()
 	if len(peers) == 0 {
 		return
 	}
-	s.log.Infow("no connection left, dialling the bootstrap peers and those joined through again", "peers", len(peers))
+	logf := s.log.Debugw
+	if attempt == 1 {
+		logf = s.log.Infow
+	}
+	logf("no connection left, dialling the bootstrap peers and those joined through again", "peers", len(peers), "attempt", attempt)
 	s.stats.rejoins.Add(1)
 	var wg sync.WaitGroup
 	for _, ai := range peers {
@@ -453,8 +458,9 @@ func (s *Service) rejoin(ctx context.Context) {
 // one [rtCheckInterval] after the node is found with no connection, then
 // after twice the last wait, up to [rejoinMax]; a connection resets it.
 type rejoinPace struct {
-	next time.Time     // when the next attempt is due; zero: not alone
-	wait time.Duration // the wait after the next attempt
+	next     time.Time     // when the next attempt is due; zero: not alone
+	wait     time.Duration // the wait after the next attempt
+	attempts int           // attempts made since the node was found alone
 }
 
 // update takes whether the node is alone at now, and reports whether an
@@ -473,6 +479,7 @@ func (r *rejoinPace) update(alone bool, now time.Time) (attempt, back bool) {
 		return false, false
 	}
 	r.next, r.wait = now.Add(r.wait), min(2*r.wait, rejoinMax)
+	r.attempts++
 	return true, false
 }
 

@@ -33,6 +33,9 @@ func TestRejoinPaceBacksOff(t *testing.T) {
 			t.Fatalf("attempts at %v, want at %v s", attempts, want)
 		}
 	}
+	if r.attempts != len(want) {
+		t.Fatalf("%d attempts counted, want %d", r.attempts, len(want))
+	}
 	now := t0.Add(6 * time.Minute)
 	if attempt, back := r.update(false, now); attempt || !back {
 		t.Fatalf("connected after being alone: attempt %v, back %v; want back", attempt, back)
@@ -43,7 +46,7 @@ func TestRejoinPaceBacksOff(t *testing.T) {
 	if attempt, _ := r.update(true, now.Add(2*rtCheckInterval)); attempt {
 		t.Fatal("an attempt at once after being found alone")
 	}
-	if attempt, _ := r.update(true, now.Add(3*rtCheckInterval)); !attempt {
-		t.Fatal("a connection did not reset the backoff")
+	if attempt, _ := r.update(true, now.Add(3*rtCheckInterval)); !attempt || r.attempts != 1 {
+		t.Fatalf("a connection did not reset the backoff (%d attempts counted)", r.attempts)
 	}
 }
