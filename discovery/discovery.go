@@ -80,7 +80,7 @@ type Service struct {
 
 	// mu guards the lifecycle fields. It is never held while calling the
 	// DHT, the sink or the source. No two of mu, pubMu and cache.mu are
-	// ever held at once.
+	// ever held at once; sealMu is only ever taken under pubMu or alone.
 	mu      sync.Mutex
 	started bool
 	closed  bool
@@ -90,10 +90,14 @@ type Service struct {
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 
-	pubMu       sync.Mutex      // serialises Publish
-	stamp       int64           // last heartbeat published (unix ms); guarded by pubMu
-	rtAtPublish int             // routing-table size at the last publish; guarded by pubMu
+	pubMu       sync.Mutex      // serialises Publish, held across its DHT work
 	provided    map[string]bool // provider keys provided to the closest peers since Start; guarded by pubMu
+	rtAtPublish atomic.Int64    // routing-table size at the last publish
+	// sealMu serialises the sealing of this node's records (sealOwn), for
+	// a moment: a roster re-send seals without waiting for a publish's
+	// DHT work.
+	sealMu sync.Mutex
+	stamp  int64 // last heartbeat sealed (unix ms); guarded by sealMu
 
 	joinMu    sync.Mutex
 	joinedVia []peer.AddrInfo // peers the node joined through by hand (JoinedVia); guarded by joinMu
@@ -379,9 +383,7 @@ func (s *Service) routingTableGrew(d *dht.IpfsDHT, prev *int) bool {
 	n := d.RoutingTable().Size()
 	stable := n == *prev
 	*prev = n
-	s.pubMu.Lock()
-	last := s.rtAtPublish
-	s.pubMu.Unlock()
+	last := int(s.rtAtPublish.Load())
 	return stable && n > last && n >= 2*last
 }
 

@@ -40,7 +40,10 @@ func (s *Service) Publish(ctx context.Context) error {
 	defer s.pubMu.Unlock()
 	start := time.Now()
 
+	s.sealMu.Lock()
 	own, puts, provide, errs := s.sealOwn()
+	stamp := s.stamp
+	s.sealMu.Unlock()
 	if own.gossip != nil {
 		// The roster message goes first: it reaches every member in one
 		// GossipSub round, the DHT puts take their closest peers' answers.
@@ -85,14 +88,15 @@ func (s *Service) Publish(ctx context.Context) error {
 		}
 	}
 	s.provided = provided
-	s.rtAtPublish = d.RoutingTable().Size()
+	rt := d.RoutingTable().Size()
+	s.rtAtPublish.Store(int64(rt))
 	if err := errors.Join(errs...); err != nil {
 		s.stats.publishFailures.Add(1)
 		return fmt.Errorf("discovery: publish: %w", err)
 	}
 	s.stats.publishes.Add(1)
-	s.log.Debugw("published", "cards", len(own.cards), "providerKeys", len(keys), "heartbeat", s.stamp,
-		"routingTable", s.rtAtPublish, "took", time.Since(start))
+	s.log.Debugw("published", "cards", len(own.cards), "providerKeys", len(keys), "heartbeat", stamp,
+		"routingTable", rt, "took", time.Since(start))
 	return nil
 }
 
@@ -104,7 +108,7 @@ type put struct {
 
 // sealOwn seals this node's cards and agent index under a new heartbeat
 // and makes them what it serves (s.own): the records to put, the keys to
-// provide, and what failed to seal. Caller holds pubMu.
+// provide, and what failed to seal. Caller holds sealMu.
 func (s *Service) sealOwn() (own served, puts []put, provide map[string]bool, errs []error) {
 	stamp := s.cfg.now().UnixMilli()
 	if stamp <= s.stamp {
@@ -160,9 +164,9 @@ func (s *Service) regossip(ctx context.Context) {
 	if s.cfg.gossip == nil || s.own.Load() == nil {
 		return // nothing published yet: the first publish sends it
 	}
-	s.pubMu.Lock()
+	s.sealMu.Lock()
 	own, _, _, errs := s.sealOwn()
-	s.pubMu.Unlock()
+	s.sealMu.Unlock()
 	if len(errs) > 0 || own.gossip == nil {
 		s.log.Debugw("roster message not sealed again", "err", errors.Join(errs...))
 		return
