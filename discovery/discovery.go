@@ -398,10 +398,11 @@ func (s *Service) connectBootstrap(ctx context.Context) {
 }
 
 // JoinedVia remembers ai, a peer this node was told to connect to by hand
-// (the node's Connect, the local API's POST /v1/connect), as a way back into the swarm
-// beside the bootstrap peers: a node left with no connection at all dials
-// them again (see [Service.Start]), and so does the DHT when its routing
-// table empties. The latest [maxJoinedVia] are kept, in memory only.
+// (the node's Connect, the local API's POST /v1/connect), as a way back
+// into the swarm beside the bootstrap peers: a node left with no
+// connection at all dials them again, and the DHT dials them, with the
+// bootstrap peers, when its routing table empties. The latest
+// [maxJoinedVia] are kept, in memory only.
 func (s *Service) JoinedVia(ai peer.AddrInfo) {
 	if ai.ID == s.self || len(ai.Addrs) == 0 {
 		return
@@ -416,8 +417,7 @@ func (s *Service) JoinedVia(ai peer.AddrInfo) {
 }
 
 // rejoinPeers returns the bootstrap peers and the peers the node joined
-// through (JoinedVia): the DHT's bootstrap peers, and whom a node left
-// alone dials.
+// through (JoinedVia): the DHT's bootstrap peers.
 func (s *Service) rejoinPeers() []peer.AddrInfo {
 	s.joinMu.Lock()
 	defer s.joinMu.Unlock()
@@ -430,12 +430,19 @@ func (s *Service) rejoinPeers() []peer.AddrInfo {
 	return out
 }
 
-// rejoin dials every peer of rejoinPeers at once, clearing their dial
-// backoff first (a node left alone is the case the backoff was not made
-// for), and waits for the dials to end. attempt counts the attempts since
-// the node was found alone; the first is logged at info.
+// rejoin dials the peers the node joined through by hand (JoinedVia) at
+// once, clearing their dial backoff first (a node left alone is the case
+// the backoff was not made for), and waits for the dials to end. attempt
+// counts the attempts since the node was found alone; the first is logged
+// at info. The bootstrap peers are not dialled here: the DHT dials them
+// when its routing table empties, and a node's relay client dials those
+// that relay. Dialling them here as well, every few seconds while a relay
+// restarted, kept nodes behind NAT from taking their reservations again
+// (TestNATRelayRestart, under load).
 func (s *Service) rejoin(ctx context.Context, attempt int) {
-	peers := s.rejoinPeers()
+	s.joinMu.Lock()
+	peers := slices.Clone(s.joinedVia)
+	s.joinMu.Unlock()
 	if len(peers) == 0 {
 		return
 	}
@@ -443,7 +450,7 @@ func (s *Service) rejoin(ctx context.Context, attempt int) {
 	if attempt == 1 {
 		logf = s.log.Infow
 	}
-	logf("no connection left, dialling the bootstrap peers and those joined through again", "peers", len(peers), "attempt", attempt)
+	logf("no connection left, dialling the peers this node joined through again", "peers", len(peers), "attempt", attempt)
 	s.stats.rejoins.Add(1)
 	var wg sync.WaitGroup
 	for _, ai := range peers {

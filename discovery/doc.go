@@ -274,13 +274,17 @@
 // A node can end up with no connection at all: every peer trimmed it to
 // stay within its watermarks before its routing table held anyone, the
 // laptop slept, or the network was down when it started. Every second the
-// publish loop looks; a node found alone dials its bootstrap peers and
-// the peers it joined through by hand ([Service.JoinedVia], the node's
-// Connect) a second later, then after 2, 4, 8… seconds up to a minute,
-// until a connection comes (Stats.Rejoins counts the attempts). The DHT
-// gets the same peers as its bootstrap peers, which it dials when its
-// routing table empties. Without either a node whose routing table
-// emptied while it was alone would stay alone until a peer dialled it.
+// publish loop looks; a node found alone dials the peers it joined
+// through by hand ([Service.JoinedVia], the node's Connect) a second
+// later, then after 2, 4, 8… seconds up to a minute, until a connection
+// comes (Stats.Rejoins counts the attempts). The DHT dials its bootstrap
+// peers and those when its routing table empties (every 2 minutes while
+// it stays empty), and a node's relay client dials its relays. The
+// publish loop leaves the bootstrap peers to them: dialling them as well
+// every few seconds while a relay restarted kept nodes behind NAT from
+// taking their reservations again. Without this a node that joined by
+// hand, and whose routing table emptied while it was alone, would stay
+// alone until a peer dialled it.
 // Once connected again, the node runs a newcomer's roster passes again:
 // it asks a peer for the roster messages it missed and sends its own
 // again twice.

@@ -35,7 +35,7 @@ var (
 	descDHTCardsRefused = prometheus.NewDesc("nova_dht_cards_refused_total",
 		"Agent cards read from the DHT and refused: stale, future-dated, forged or mismatched.", nil, nil)
 	descDiscoveryRejoins = prometheus.NewDesc("nova_discovery_rejoins_total",
-		"Times this node, left with no connection, dialled its bootstrap peers and the peers it joined through again.", nil, nil)
+		"Times this node, left with no connection, dialled the peers it joined through by hand again.", nil, nil)
 	descDocUpdatesRefused = prometheus.NewDesc("nova_crdt_updates_refused_total",
 		"Shared-document updates from peers refused: undecodable, forged or invalid, on gossip and in catch-up answers.", nil, nil)
 )
