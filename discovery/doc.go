@@ -121,7 +121,7 @@
 // revision. A card held at that revision is not verified again, the index
 // vouching for it. The index's heartbeat then extends every listed card,
 // the new cards are merged, the cards the index no longer lists leave the
-// sink at once (RetainPeer), and listed cards that the message did not
+// sink at once (RetainPeer; [WithWithdrawals] is told which), and listed cards that the message did not
 // carry are read from the DHT by the fetch loop. So a member's join, its
 // card changes, its removed agents and its heartbeats reach every node in
 // one GossipSub round, and each node handles one message per member per

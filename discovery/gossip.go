@@ -331,6 +331,9 @@ func (s *Service) retain(host peer.ID, ix Index) {
 	if r, ok := s.sink.(retainer); ok {
 		if gone := r.RetainPeer(host, keep); len(gone) > 0 {
 			s.log.Debugw("agents removed by their host", "peer", host, "agents", gone)
+			if s.cfg.withdrawn != nil {
+				s.cfg.withdrawn(host, gone)
+			}
 		}
 	}
 }

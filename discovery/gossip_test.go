@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -406,5 +407,52 @@ func TestGossipNewcomerPassesAgainWhenNoLongerAlone(t *testing.T) {
 	resent(4, 15*time.Second) // the same passes from the connection
 	if st := member.svc.Stats(); st.RosterServed == 0 {
 		t.Error("the node did not ask its new peer for the roster it missed")
+	}
+}
+
+// A roster message that no longer lists an agent withdraws it from the
+// registry, and the node is told which (WithWithdrawals), so that it can
+// say so as it does when the host's own greeting withdraws it.
+func TestGossipWithdrawalIsTold(t *testing.T) {
+	checkLeaks(t)
+	b := &bus{}
+	var mu sync.Mutex
+	var told []string
+	self := new(peer.ID)
+	recv := newNode(t, nil, gossipTiming, nil, b.publisher(self), discovery.WithRosterInterval(0),
+		discovery.WithWithdrawals(func(host peer.ID, gone []string) {
+			mu.Lock()
+			told = append(told, gone...)
+			mu.Unlock()
+		}))
+	b.mu.Lock()
+	*self = recv.h.ID()
+	b.nodes = append(b.nodes, recv)
+	b.mu.Unlock()
+	host := gossipNode(t, b, []peer.AddrInfo{recv.info()}, 0, nil, agentCard("kept", "echo"), agentCard("gone", "echo"))
+	waitRoutingTables(t, []*testNode{recv, host}, 1)
+	if err := host.svc.Publish(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	gone := "gone@" + host.h.ID().String()
+	if _, ok := recv.reg.Get(gone); !ok {
+		t.Fatal("the receiver does not list the agent after the host's publish")
+	}
+	if !host.reg.Unregister("gone") {
+		t.Fatal("unregister failed")
+	}
+	if err := host.svc.Publish(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	waitfor.Eventually(t, 10*time.Second, func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if !slices.Contains(told, gone) {
+			return fmt.Errorf("told of %v, want %s", told, gone)
+		}
+		return nil
+	})
+	if _, ok := recv.reg.Get(gone); ok {
+		t.Error("told of the withdrawal, but the registry still lists the agent")
 	}
 }

@@ -54,6 +54,7 @@ type config struct {
 	providers     Limits                                      // bounds of the DHT's provider store
 	gossip        func(ctx context.Context, msg []byte) error // publishes on the roster topic; nil: no roster gossip
 	events        func(SecurityEvent)                         // told of peers caught lying; nil: none
+	withdrawn     func(host peer.ID, gone []string)           // told of agents a roster message withdrew; nil: none
 }
 
 func defaults() config {
@@ -350,6 +351,18 @@ func WithGossip(publish func(ctx context.Context, msg []byte) error) Option {
 func WithSecurityEvents(f func(SecurityEvent)) Option {
 	return func(c *config) error {
 		c.events = f
+		return nil
+	}
+}
+
+// WithWithdrawals sets f, told of the agents a host's roster message no
+// longer lists and that left the sink with it (their ids), so that the
+// caller can say so as it does when the host's own greeting withdraws
+// them; default none. It is called on the goroutine that took the
+// message (GossipSub's validation) and must not block.
+func WithWithdrawals(f func(host peer.ID, gone []string)) Option {
+	return func(c *config) error {
+		c.withdrawn = f
 		return nil
 	}
 }
