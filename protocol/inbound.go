@@ -748,8 +748,16 @@ func (r *Router) retainCards(p peer.ID, roster []string, mark rosterMark) {
 	if len(gone) == 0 {
 		return
 	}
-	r.o.sink.Emit(Event{Type: EvtCardsReceived, Time: clock.Now(), Peer: p, Success: true,
-		Detail: fmt.Sprintf("%d cards withdrawn by their host: %s", len(gone), strings.Join(gone, ", ")), SourceTier: -1, TargetTier: -1})
+	r.o.sink.Emit(WithdrawnEvent(p, gone))
+}
+
+// WithdrawnEvent is the event that says host withdrew the agents gone
+// (their addresses) and their cards left the registry, whichever told it:
+// the host's greeting (the router) or its roster message (discovery, which
+// node wires).
+func WithdrawnEvent(host peer.ID, gone []string) Event {
+	return Event{Type: EvtCardsReceived, Time: clock.Now(), Peer: host, Success: true,
+		Detail: fmt.Sprintf("%d cards withdrawn by their host: %s", len(gone), strings.Join(gone, ", ")), SourceTier: -1, TargetTier: -1}
 }
 
 // helloFrames seals the local cards (cached per revision) into hello frames
