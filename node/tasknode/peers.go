@@ -84,6 +84,9 @@ func (ts *Service) watchPeers(ctx context.Context) {
 	// would wake this goroutine for nothing, several times per message.
 	cards, stopCards := ts.cfg.Subscribe(256, protocol.EvtCardsReceived)
 	defer stopCards()
+	if f := ts.hooks.watching; f != nil {
+		f()
+	}
 	due := map[peer.ID]time.Time{} // disconnected peers, checked at this time
 	backed := map[peer.ID]bool{}   // peers told to the Coordinator as back since they connected
 	back := func(p peer.ID) {
@@ -152,7 +155,13 @@ func (ts *Service) watchPeers(ctx context.Context) {
 				}
 				delete(due, p)
 				if h.Network().Connectedness(p) == network.Connected || !ts.hasWorkOn(p) {
+					if f := ts.hooks.due; f != nil {
+						f(p, false)
+					}
 					continue
+				}
+				if f := ts.hooks.due; f != nil {
+					f(p, true)
 				}
 				ts.wg.Go(func() { // one dial, off this loop
 					dctx, cancel := context.WithTimeout(ctx, 3*time.Second)

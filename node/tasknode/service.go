@@ -150,6 +150,12 @@ type Service struct {
 	shared  map[string]map[string]string
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
+
+	// hooks are for tests; nil in a node.
+	hooks struct {
+		watching func()                       // watchPeers follows connections
+		due      func(p peer.ID, probed bool) // a disconnected peer's wait ended: dialled or left alone
+	}
 }
 
 // New returns a Service for cfg; it builds and starts nothing until Start.
