@@ -229,6 +229,15 @@ func (n *Node) build(stack *closers) error {
 		protocol.WithAuthority(n.auth),
 		protocol.WithMaxFrameSize(n.cfg.MaxFrameSize),
 		protocol.WithEventSink(n.obs),
+		protocol.WithPeerFinder(func(ctx context.Context, p peer.ID) ([]multiaddr.Multiaddr, error) {
+			d := disc.DHT()
+			if d == nil {
+				return nil, errors.New("no DHT")
+			}
+			ai, err := d.FindPeer(ctx, p)
+			return ai.Addrs, err
+		}),
+		protocol.WithMembers(func(p peer.ID) { h.ConnManager().TagPeer(p, memberTag, memberValue) }),
 		protocol.WithFactory(n.factory),
 		protocol.WithRequestTimeout(n.cfg.RequestTimeout),
 		protocol.WithRetry(n.cfg.Retries, n.cfg.RetryDelay),
@@ -271,30 +280,6 @@ func (n *Node) build(stack *closers) error {
 		return fmt.Errorf("node: metrics: %w", err)
 	}
 	return nil
-}
-
-// tagMembers tags every peer that presents valid cards with memberTag, so
-// the connection manager trims peers that never became members first (see
-// Admission), until ctx ends.
-func (n *Node) tagMembers(ctx context.Context) {
-	cards := n.obs.Subscribe(64, protocol.EvtCardsReceived)
-	cm := n.host.ConnManager()
-	n.wg.Go(func() {
-		defer cards.Close()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case e, ok := <-cards.C:
-				if !ok {
-					return
-				}
-				if e.Success && e.Peer != "" && e.Peer != n.id {
-					cm.TagPeer(e.Peer, memberTag, memberValue)
-				}
-			}
-		}
-	})
 }
 
 func hasCap(a AgentConfig, id string) bool {
@@ -430,7 +415,6 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	// Unwound first: the node's own goroutines end before the parts they use.
 	n.stack.push(func() error { cancel(); n.wg.Wait(); return nil })
-	n.tagMembers(runCtx) // before the router hears a peer's cards
 	if err := n.disc.Start(ctx); err != nil {
 		return fmt.Errorf("node: discovery: %w", err)
 	}

@@ -601,6 +601,12 @@ func (r *Router) acceptCards(p peer.ID, cards [][]byte) error {
 	if tooMany != nil {
 		r.security(Event{Code: agentcard.CodeTooManyCards, Detail: tooMany.Error(), Peer: p, SourceTier: -1, TargetTier: -1})
 	}
+	if len(opened) > 0 && r.o.member != nil {
+		// Told even when every card was held already: a peer whose cards
+		// came first through the roster's gossip merges none here, and
+		// was never tagged a member, so the relay refused it for good.
+		r.o.member(p)
+	}
 	if merged > 0 {
 		r.o.sink.Emit(Event{Type: EvtCardsReceived, Time: clock.Now(), Peer: p, Success: true, Detail: fmt.Sprintf("%d new or updated cards", merged), SourceTier: -1, TargetTier: -1})
 	}

@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/peer"
 	mocknet "github.com/libp2p/go-libp2p/p2p/net/mock"
 
 	"github.com/nova-node/nova-node/agentcard"
@@ -70,16 +73,60 @@ func mockPair(b testing.TB) ([2]*protocol.Router, *envelope.Factory) {
 // mockPairWith is mockPair with extra options for router i.
 func mockPairWith(b testing.TB, opts func(i int) []protocol.Option) ([2]*protocol.Router, *envelope.Factory) {
 	b.Helper()
+	routers, _, f := mockPairHosts(b, opts)
+	return routers, f
+}
+
+// mockPairHosts is mockPairWith that also returns the routers' hosts.
+func mockPairHosts(b testing.TB, opts func(i int) []protocol.Option) ([2]*protocol.Router, [2]host.Host, *envelope.Factory) {
+	b.Helper()
 	mn := mocknet.New()
 	b.Cleanup(func() { mn.Close() })
-	var routers [2]*protocol.Router
-	var regs [2]*agentcard.Registry
-	f := envelope.NewFactory()
-	for i := range routers {
+	var hosts [2]host.Host
+	for i := range hosts {
 		h, err := mn.GenPeer()
 		if err != nil {
 			b.Fatal(err)
 		}
+		hosts[i] = h
+	}
+	connect := func() error {
+		if err := mn.LinkAll(); err != nil {
+			return err
+		}
+		return mn.ConnectAllButSelf()
+	}
+	return routerPair(b, hosts, connect, opts)
+}
+
+// tcpPairHosts is mockPairHosts on two real libp2p hosts over TCP on
+// 127.0.0.1.
+func tcpPairHosts(b testing.TB, opts func(i int) []protocol.Option) ([2]*protocol.Router, [2]host.Host, *envelope.Factory) {
+	b.Helper()
+	var hosts [2]host.Host
+	for i := range hosts {
+		h, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { h.Close() })
+		hosts[i] = h
+	}
+	connect := func() error {
+		return hosts[0].Connect(b.Context(), peer.AddrInfo{ID: hosts[1].ID(), Addrs: hosts[1].Addrs()})
+	}
+	return routerPair(b, hosts, connect, opts)
+}
+
+// routerPair starts a router on each host, a0 on the first and an echo
+// agent a1 on the second, sandbox rules enforced, connects the hosts and
+// waits until each router holds the other's card.
+func routerPair(b testing.TB, hosts [2]host.Host, connect func() error, opts func(i int) []protocol.Option) ([2]*protocol.Router, [2]host.Host, *envelope.Factory) {
+	b.Helper()
+	var routers [2]*protocol.Router
+	var regs [2]*agentcard.Registry
+	f := envelope.NewFactory()
+	for i, h := range hosts {
 		regs[i] = agentcard.NewRegistry(h.ID())
 		name := []string{"a0", "a1"}[i]
 		if _, err := regs[i].Register(agentcard.Card{ID: name, Name: name, Version: "1.0.0", Tier: 3,
@@ -97,10 +144,7 @@ func mockPairWith(b testing.TB, opts func(i int) []protocol.Option) ([2]*protoco
 		r.Handle(name, func(_ context.Context, env *envelope.Envelope) (any, error) { return env.Payload, nil })
 		routers[i] = r
 	}
-	if err := mn.LinkAll(); err != nil {
-		b.Fatal(err)
-	}
-	if err := mn.ConnectAllButSelf(); err != nil {
+	if err := connect(); err != nil {
 		b.Fatal(err)
 	}
 	for _, r := range routers {
@@ -115,7 +159,7 @@ func mockPairWith(b testing.TB, opts func(i int) []protocol.Option) ([2]*protoco
 		}
 		return nil
 	})
-	return routers, f
+	return routers, hosts, f
 }
 
 // mockLocal starts one router on a mock network hosting agents names

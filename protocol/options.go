@@ -7,6 +7,8 @@ import (
 
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
 	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/multiformats/go-multiaddr"
 
 	"github.com/nova-node/nova-node/envelope"
 	"github.com/nova-node/nova-node/internal/clock"
@@ -44,6 +46,8 @@ type options struct {
 	probeAfter     time.Duration // silence, after a write, before the peer is pinged
 	probeTimeout   time.Duration // how long the ping may take before the peer counts as gone
 	acks           AckCheck      // nil: TCP connections are never probed
+	member         func(peer.ID) // nil: nobody is told
+	findPeer       PeerFinder    // nil: only the peerstore's addresses are dialled
 }
 
 // defaults: the seed's tier rules, sandbox not enforced, 1 MiB frames, 30 s
@@ -113,6 +117,32 @@ func WithEventSink(s EventSink) Option {
 		o.sink = s
 		return nil
 	}
+}
+
+// WithMembers has f told of every peer that presents valid cards of its
+// own agents in its hello, each time it does, whether or not this node held
+// those cards already (through the roster's gossip or the DHT). f must not
+// block. A node tags such peers as members: the relay serves them, the
+// connection manager keeps them.
+func WithMembers(f func(peer.ID)) Option {
+	return func(o *options) error { o.member = f; return nil }
+}
+
+// PeerFinder looks up the current addresses of a peer (the swarm's DHT:
+// kad-dht's FindPeer), for a dial that failed on the addresses the
+// peerstore held.
+type PeerFinder func(ctx context.Context, p peer.ID) ([]multiaddr.Multiaddr, error)
+
+// WithPeerFinder has the router ask f for a peer's addresses when opening
+// a stream to it fails while it is not connected, and try once more when f
+// names an address the peerstore did not hold, as go-libp2p's routed host
+// does. A laptop behind NAT is reachable only at the relay addresses it
+// took after it started; a node that learnt its addresses earlier (from a
+// DHT answer, say) holds only its private ones, and without this its
+// messages failed with DELIVERY_FAILED until something else brought the
+// new ones.
+func WithPeerFinder(f PeerFinder) Option {
+	return func(o *options) error { o.findPeer = f; return nil }
 }
 
 // WithFactory sets the envelope factory used for replies (clock and ids).

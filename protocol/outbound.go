@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/peerstore"
 
 	"github.com/nova-node/nova-node/internal/clock"
 	"github.com/nova-node/nova-node/internal/frame"
@@ -444,6 +446,9 @@ func (r *Router) open(ctx context.Context, p peer.ID) (*outStream, error) {
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	st, err := r.h.NewStream(ctx, p, IDA2A)
+	if err != nil && r.freshAddrs(ctx, p) {
+		st, err = r.h.NewStream(ctx, p, IDA2A)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open stream to %s: %w", shortID(p), err)
 	}
@@ -457,6 +462,44 @@ func (r *Router) open(ctx context.Context, p peer.ID) (*outStream, error) {
 		return nil, fmt.Errorf("open stream to %s: %w", shortID(p), err)
 	}
 	return r.newOutStream(p, st, mem), nil
+}
+
+// findPeerEvery is the least time between two questions to the peer
+// finder about one peer.
+const findPeerEvery = 30 * time.Second
+
+// freshAddrs asks the peer finder (WithPeerFinder) for the addresses of p,
+// which is not connected after a failed open, adds them to the peerstore,
+// and reports whether one was new: then the open is worth another try.
+func (r *Router) freshAddrs(ctx context.Context, p peer.ID) bool {
+	if r.o.findPeer == nil || ctx.Err() != nil || r.h.Network().Connectedness(p) == network.Connected {
+		return false
+	}
+	// A node away for good is redialled on a schedule; one DHT query per
+	// peer and findPeerEvery is enough to learn where it went.
+	now := time.Now()
+	if last, ok := r.foundAt.get(p); ok && now.Sub(last) < findPeerEvery {
+		return false
+	}
+	r.foundAt.put(p, now)
+	addrs, err := r.o.findPeer(ctx, p)
+	if err != nil || len(addrs) == 0 {
+		return false
+	}
+	ps := r.h.Peerstore()
+	known := ps.Addrs(p)
+	fresh := false
+	for _, a := range addrs {
+		if !slices.ContainsFunc(known, a.Equal) {
+			fresh = true
+			break
+		}
+	}
+	if fresh {
+		ps.AddAddrs(p, addrs, peerstore.TempAddrTTL)
+		r.log.Debugw("dialling again at addresses the DHT gave", "peer", p, "addrs", addrs)
+	}
+	return fresh
 }
 
 // regreetLater opens a new stream to p, which starts with this node's

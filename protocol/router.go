@@ -80,6 +80,7 @@ type Router struct {
 	regreet       *bounded[peer.ID, time.Duration] // last re-greeting delay per peer (see regreetLater)
 	regreetTimers map[peer.ID]*time.Timer          // pending re-greetings, at most one per peer
 	unreached     *bounded[peer.ID, time.Time]     // peers a stream could not be opened to, since last reached (see reach)
+	foundAt       *bounded[peer.ID, time.Time]     // when the peer finder was last asked for a peer (freshAddrs)
 	inbound       map[network.Stream]*inStream     // the writing half of each inbound stream
 	watermarksAt  time.Time                        // last write of watermarks alone (persist; its callers do not overlap)
 	persistIdle   atomic.Bool                      // the persister sleeps until persistKick (see persistLoop)
@@ -231,6 +232,7 @@ func New(h host.Host, reg *agentcard.Registry, opts ...Option) (*Router, error) 
 		regreet:       newBounded[peer.ID, time.Duration](4096),
 		regreetTimers: make(map[peer.ID]*time.Timer),
 		unreached:     newBounded[peer.ID, time.Time](4096),
+		foundAt:       newBounded[peer.ID, time.Time](4096),
 		inbound:       make(map[network.Stream]*inStream),
 		pending:       make(map[pendingKey]*pendingReq),
 		pendingIDs:    make(map[string]pendingKey),

@@ -1,0 +1,99 @@
+package protocol_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/peerstore"
+	"github.com/multiformats/go-multiaddr"
+
+	"github.com/nova-node/nova-node/envelope"
+
+	"github.com/nova-node/nova-node/internal/waitfor"
+	"github.com/nova-node/nova-node/protocol"
+)
+
+// A peer that presents valid cards is told as a member each time, also when
+// this node held every one of them already: a node hears of a member's
+// cards through the roster's gossip or the DHT as often as through its
+// hello, and one told only of new cards never tagged such a peer, so its
+// relay refused that peer's reservations for good.
+func TestMembersToldWhenCardsAlreadyHeld(t *testing.T) {
+	var mu sync.Mutex
+	told := map[peer.ID]int{}
+	routers, hosts, _ := mockPairHosts(t, func(i int) []protocol.Option {
+		if i != 1 {
+			return nil
+		}
+		return []protocol.Option{protocol.WithMembers(func(p peer.ID) {
+			mu.Lock()
+			told[p]++
+			mu.Unlock()
+		})}
+	})
+	a := hosts[0]
+	count := func() int { mu.Lock(); defer mu.Unlock(); return told[a.ID()] }
+	waitfor.Eventually(t, 10*time.Second, func() error {
+		if count() == 0 {
+			return fmt.Errorf("a's first hello not told")
+		}
+		return nil
+	})
+	first := count()
+	// b holds a's cards now; a presents the same ones again (its hello
+	// refresh, as on every reconnection).
+	routers[0].Announce()
+	waitfor.Eventually(t, 10*time.Second, func() error {
+		if count() <= first {
+			return fmt.Errorf("a's hello of cards b held already not told (told %d times)", count())
+		}
+		return nil
+	})
+}
+
+// A peer whose addresses the peerstore no longer holds rightly (a laptop
+// that took relay addresses after this node learnt its private ones) is
+// reached at the addresses the peer finder gives once the dial failed.
+func TestPeerFinderAddressesAfterFailedDial(t *testing.T) {
+	var asked atomic.Int32
+	var b host.Host
+	routers, hosts, f := tcpPairHosts(t, func(i int) []protocol.Option {
+		if i != 0 {
+			return nil
+		}
+		return []protocol.Option{protocol.WithPeerFinder(func(_ context.Context, p peer.ID) ([]multiaddr.Multiaddr, error) {
+			asked.Add(1)
+			return b.Addrs(), nil
+		})}
+	})
+	a := hosts[0]
+	b = hosts[1]
+	if err := a.Network().ClosePeer(b.ID()); err != nil {
+		t.Fatal(err)
+	}
+	waitfor.Eventually(t, 10*time.Second, func() error {
+		if c := a.Network().Connectedness(b.ID()); c == network.Connected {
+			return fmt.Errorf("still connected")
+		}
+		return nil
+	})
+	a.Peerstore().ClearAddrs(b.ID())
+	a.Peerstore().AddAddr(b.ID(), multiaddr.StringCast("/ip4/10.255.255.1/tcp/1"), peerstore.TempAddrTTL)
+	env, err := f.New("a0", "a1", envelope.TypeRequest, []byte(`"where are you"`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := routers[0].RequestWithin(t.Context(), env, 10*time.Second); err != nil {
+		t.Fatalf("request after the peer finder gave the address: %v (finder asked %d times)", err, asked.Load())
+	}
+	if asked.Load() == 0 {
+		t.Fatal("delivered without asking the peer finder: the test did not make the dial fail")
+	}
+}
