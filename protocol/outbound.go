@@ -468,6 +468,10 @@ func (r *Router) open(ctx context.Context, p peer.ID) (*outStream, error) {
 // finder about one peer.
 const findPeerEvery = 30 * time.Second
 
+// findPeerTimeout bounds a question to the peer finder, so that a channel's
+// redial schedule is not held up by a DHT query for a node that is away.
+const findPeerTimeout = 3 * time.Second
+
 // freshAddrs asks the peer finder (WithPeerFinder) for the addresses of p,
 // which is not connected after a failed open, adds them to the peerstore,
 // and reports whether one was new: then the open is worth another try.
@@ -482,7 +486,9 @@ func (r *Router) freshAddrs(ctx context.Context, p peer.ID) bool {
 		return false
 	}
 	r.foundAt.put(p, now)
-	addrs, err := r.o.findPeer(ctx, p)
+	fctx, cancel := context.WithTimeout(ctx, findPeerTimeout)
+	addrs, err := r.o.findPeer(fctx, p)
+	cancel()
 	if err != nil || len(addrs) == 0 {
 		return false
 	}
