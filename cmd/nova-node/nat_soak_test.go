@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nova-node/nova-node/internal/waitfor"
 	"github.com/nova-node/nova-node/node/localapi"
 )
 
@@ -21,7 +20,7 @@ import (
 func TestNATRelayRestart(t *testing.T) {
 	n := newNATNet(t, []natKind{natSymmetric, natSymmetric}, [][]string{{"a1"}, {"c1"}})
 	natSwarm(t, n, "a1", "c1")
-	waitfor.Eventually(t, 20*time.Second, func() error {
+	natEventually(t, 20*time.Second, func() error {
 		var res localapi.SendResult
 		return n.cliJSON("a1", &res, "send", "--to", "c1", "--payload", `"before the restart"`)
 	})
@@ -34,7 +33,7 @@ func TestNATRelayRestart(t *testing.T) {
 	}
 	restart := time.Now()
 	n.startPublic()
-	waitfor.Eventually(t, 60*time.Second, func() error {
+	natEventually(t, 60*time.Second, func() error {
 		out, err := n.cli("c1", "events", "--limit", "1000", "--json")
 		if err != nil || !strings.Contains(out, sent.Sent.ID) {
 			return fmt.Errorf("c1 has not received %s: %v", sent.Sent.ID, err)
@@ -75,7 +74,7 @@ func TestNATSecondRelay(t *testing.T) {
 	}
 	pub2 := n.peerID("pub2")
 	var st localapi.Status
-	waitfor.Eventually(t, 30*time.Second, func() error {
+	natEventually(t, 30*time.Second, func() error {
 		st = localapi.Status{}
 		if err := n.cliJSON("pub2", &st, "status"); err != nil || !st.Reach.Relaying {
 			return fmt.Errorf("pub2 does not relay yet: %+v %v", st.Reach, err)
@@ -83,7 +82,7 @@ func TestNATSecondRelay(t *testing.T) {
 		return nil
 	})
 	for _, l := range []string{"a1", "c1"} {
-		waitfor.Eventually(t, 30*time.Second, func() error {
+		natEventually(t, 30*time.Second, func() error {
 			var info localapi.IDInfo
 			if err := n.cliJSON(l, &info, "id"); err != nil {
 				return err
@@ -96,13 +95,13 @@ func TestNATSecondRelay(t *testing.T) {
 			return fmt.Errorf("%s holds no reservation on pub2: %v", l, info.Addrs)
 		})
 	}
-	waitfor.Eventually(t, 20*time.Second, func() error {
+	natEventually(t, 20*time.Second, func() error {
 		var res localapi.SendResult
 		return n.cliJSON("a1", &res, "send", "--to", "c1", "--payload", `"two relays"`)
 	})
 	n.stop("pub")
 	gone := time.Now()
-	waitfor.Eventually(t, 60*time.Second, func() error {
+	natEventually(t, 60*time.Second, func() error {
 		var res localapi.SendResult
 		return n.cliJSON("a1", &res, "send", "--to", "c1", "--payload", `"through pub2"`)
 	})
@@ -124,7 +123,7 @@ func TestNATMappingChange(t *testing.T) {
 	}
 	n := newNATNet(t, []natKind{natEIM, natSymmetric}, [][]string{{"a1"}, {"c1"}})
 	natSwarm(t, n, "a1", "c1")
-	waitfor.Eventually(t, 20*time.Second, func() error {
+	natEventually(t, 20*time.Second, func() error {
 		var res localapi.SendResult
 		return n.cliJSON("a1", &res, "send", "--to", "c1", "--payload", `"before the new address"`)
 	})
@@ -136,12 +135,12 @@ func TestNATMappingChange(t *testing.T) {
 		t.Fatalf("conntrack -F in c1's router: %v: %s", err, out)
 	}
 	changed := time.Now()
-	waitfor.Eventually(t, 90*time.Second, func() error {
+	natEventually(t, 90*time.Second, func() error {
 		var res localapi.SendResult
 		return n.cliJSON("a1", &res, "send", "--to", "c1", "--payload", `"after the new address"`)
 	})
 	t.Logf("a1 -> c1 delivered %s after c1's router changed its address", time.Since(changed).Round(time.Millisecond))
-	waitfor.Eventually(t, 90*time.Second, func() error {
+	natEventually(t, 90*time.Second, func() error {
 		var res localapi.SendResult
 		return n.cliJSON("c1", &res, "send", "--to", "a1", "--payload", `"back"`)
 	})

@@ -240,7 +240,7 @@ func (n *natNet) ping(from, to string) (localapi.PingResult, error) {
 func (n *natNet) startPublic() []string {
 	n.run("pub")
 	var info localapi.IDInfo
-	waitfor.Eventually(n.t, 20*time.Second, func() error {
+	natEventually(n.t, 20*time.Second, func() error {
 		if err := n.cliJSON("pub", &info, "id"); err != nil {
 			return err
 		}
@@ -323,7 +323,7 @@ func natSwarmWith(t *testing.T, n *natNet, flags []string, laptops ...string) ti
 		// A reservation follows AutoNAT's verdict of private reachability,
 		// which takes several probes: under a loaded test run (the whole
 		// suite on one CPU beside a busy loop) it took past 30 s once.
-		waitfor.Eventually(t, 60*time.Second, func() error {
+		natEventually(t, 60*time.Second, func() error {
 			var info localapi.IDInfo
 			if err := n.cliJSON(l, &info, "id"); err != nil {
 				return err
@@ -340,6 +340,27 @@ func natSwarmWith(t *testing.T, n *natNet, flags []string, laptops ...string) ti
 	t.Logf("every laptop holds a reservation on the relay %s after run", took.Round(time.Millisecond))
 	return took
 }
+
+// natEventually is waitfor.Eventually that also logs, with the time since
+// the wait began, every error f returns that differs from the one before
+// (up to natErrLog of them): a wait that times out then shows what stood
+// in the way first and when that changed, not only f's last error.
+func natEventually(t *testing.T, timeout time.Duration, f func() error) {
+	t.Helper()
+	start, last, logged := time.Now(), "", 0
+	waitfor.Eventually(t, timeout, func() error {
+		err := f()
+		if err != nil && err.Error() != last && logged < natErrLog {
+			last = err.Error()
+			logged++
+			t.Logf("after %s: %s", time.Since(start).Round(time.Millisecond), strings.TrimSpace(last))
+		}
+		return err
+	})
+}
+
+// natErrLog bounds the errors natEventually logs per wait.
+const natErrLog = 20
 
 // peerID is node name's peer ID.
 func (n *natNet) peerID(name string) string {
@@ -426,7 +447,7 @@ func TestNATInternet(t *testing.T) {
 	}
 
 	t.Run("same home", func(t *testing.T) {
-		waitfor.Eventually(t, 20*time.Second, func() error {
+		natEventually(t, 20*time.Second, func() error {
 			var res localapi.SendResult
 			return n.cliJSON("a1", &res, "send", "--to", "a2", "--payload", `"same home"`)
 		})
@@ -440,14 +461,14 @@ func TestNATInternet(t *testing.T) {
 	t.Run("hole punch", func(t *testing.T) {
 		start := time.Now()
 		var found []map[string]any
-		waitfor.Eventually(t, 20*time.Second, func() error {
+		natEventually(t, 20*time.Second, func() error {
 			if err := n.cliJSON("a1", &found, "agents", "find", "--name", "b1"); err != nil || len(found) == 0 {
 				return fmt.Errorf("a1 does not find b1 by name: %v %v", found, err)
 			}
 			return nil
 		})
 		t.Logf("a1 found b1 by name through the DHT %s after the reservations", time.Since(start).Round(time.Millisecond))
-		waitfor.Eventually(t, 20*time.Second, func() error {
+		natEventually(t, 20*time.Second, func() error {
 			var res localapi.SendResult
 			return n.cliJSON("a1", &res, "send", "--to", "b1", "--payload", `"through two NATs"`)
 		})
@@ -455,7 +476,7 @@ func TestNATInternet(t *testing.T) {
 		// The first message may go through the relay while DCUtR punches;
 		// the connection then turns direct.
 		var p localapi.PingResult
-		waitfor.Eventually(t, 20*time.Second, func() error {
+		natEventually(t, 20*time.Second, func() error {
 			var err error
 			if p, err = n.ping("a1", "b1"); err != nil || p.Path != "direct" || !strings.Contains(p.Addr, "/ip4/198.18.2.1/") {
 				return fmt.Errorf("a1 -> b1 ping: want direct to b1's router (hole punched): %+v %v", p, err)
@@ -481,7 +502,7 @@ func TestNATInternet(t *testing.T) {
 	t.Run("symmetric NAT", func(t *testing.T) {
 		start := time.Now()
 		var found []map[string]any
-		waitfor.Eventually(t, 20*time.Second, func() error {
+		natEventually(t, 20*time.Second, func() error {
 			if err := n.cliJSON("a1", &found, "agents", "find", "--name", "c1"); err != nil || len(found) == 0 {
 				return fmt.Errorf("a1 does not find c1 by name: %v %v", found, err)
 			}
@@ -497,7 +518,7 @@ func TestNATInternet(t *testing.T) {
 			t.Fatalf("c1 -> a1 send: %v", err)
 		}
 		// A tool of c1's MCP server, called from a1 through the relay.
-		waitfor.Eventually(t, 20*time.Second, func() error {
+		natEventually(t, 20*time.Second, func() error {
 			out, err := n.cli("a1", "tools", "call", "toolsmith.say", "--args", `{"text":"tool through the relay"}`)
 			if err != nil || !strings.Contains(out, "tool through the relay") {
 				return fmt.Errorf("a1 calls c1's tool: %v %s", err, out)
@@ -509,14 +530,14 @@ func TestNATInternet(t *testing.T) {
 		if err := n.cliJSON("a1", &prop, "tasks", "propose", "--to", "c1", "--task", "index the photos"); err != nil {
 			t.Fatalf("a1 proposes a task to c1: %v", err)
 		}
-		waitfor.Eventually(t, 15*time.Second, func() error {
+		natEventually(t, 15*time.Second, func() error {
 			out, err := n.cli("c1", "tasks", "accept", prop.ProposalID)
 			if err != nil {
 				return fmt.Errorf("c1 accepts %s: %v %s", prop.ProposalID, err, out)
 			}
 			return nil
 		})
-		waitfor.Eventually(t, 15*time.Second, func() error {
+		natEventually(t, 15*time.Second, func() error {
 			var rec negotiation.Record
 			if err := n.cliJSON("a1", &rec, "tasks", "show", prop.ProposalID); err != nil || rec.Status != negotiation.StatusAccepted {
 				return fmt.Errorf("a1 does not see its proposal accepted: %+v %v", rec.Status, err)
@@ -550,14 +571,14 @@ func TestNATInternet(t *testing.T) {
 			t.Fatalf("crdt set: %v\n%s", err, out)
 		}
 		for _, l := range []string{"b1", "c1"} {
-			waitfor.Eventually(t, 15*time.Second, func() error {
+			natEventually(t, 15*time.Second, func() error {
 				out, err := n.cli(l, "events", "--limit", "1000", "--json")
 				if err != nil || !strings.Contains(out, res.Sent.ID) {
 					return fmt.Errorf("%s has not received broadcast %s: %v", l, res.Sent.ID, err)
 				}
 				return nil
 			})
-			waitfor.Eventually(t, 15*time.Second, func() error {
+			natEventually(t, 15*time.Second, func() error {
 				out, err := n.cli(l, "crdt", "get", "plan")
 				if err != nil || !strings.Contains(out, "across NATs") {
 					return fmt.Errorf("%s: document not replicated: %v %s", l, err, out)
@@ -577,13 +598,13 @@ func TestNATPrivateSwarmHolePunch(t *testing.T) {
 	n := newNATNet(t, []natKind{natEIM, natEIM}, [][]string{{"a1"}, {"b1"}})
 	natSwarmWith(t, n, []string{"--new-secret", "--no-relay"}, "a1", "b1")
 	start := time.Now()
-	waitfor.Eventually(t, 30*time.Second, func() error {
+	natEventually(t, 30*time.Second, func() error {
 		var res localapi.SendResult
 		return n.cliJSON("a1", &res, "send", "--to", "b1", "--payload", `"private, through two NATs"`)
 	})
 	t.Logf("a1 -> b1 delivered %s after the reservations", time.Since(start).Round(time.Millisecond))
 	var p localapi.PingResult
-	waitfor.Eventually(t, 20*time.Second, func() error {
+	natEventually(t, 20*time.Second, func() error {
 		var err error
 		if p, err = n.ping("a1", "b1"); err != nil || p.Path != "direct" || !strings.Contains(p.Addr, "/tcp/") {
 			return fmt.Errorf("want direct over TCP: %+v %v", p, err)
