@@ -474,7 +474,14 @@ const findPeerTimeout = 3 * time.Second
 
 // freshAddrs asks the peer finder (WithPeerFinder) for the addresses of p,
 // which is not connected after a failed open, adds them to the peerstore,
-// and reports whether one was new: then the open is worth another try.
+// and reports whether the open is worth another try: the peerstore holds
+// an address it did not hold before the question, or p is connected now.
+// The peerstore is read before the question because the swarm's finder,
+// kad-dht's FindPeer, adds every address its lookup hears to the
+// peerstore itself and answers with the peerstore's addresses: compared
+// with the peerstore after it, nothing was ever new, and the open failed
+// though the new addresses were at hand. Its lookup may also dial p (the
+// closest peer to its own ID), leaving it connected.
 func (r *Router) freshAddrs(ctx context.Context, p peer.ID) bool {
 	if r.o.findPeer == nil || ctx.Err() != nil || r.h.Network().Connectedness(p) == network.Connected {
 		return false
@@ -486,26 +493,26 @@ func (r *Router) freshAddrs(ctx context.Context, p peer.ID) bool {
 		return false
 	}
 	r.foundAt.put(p, now)
+	ps := r.h.Peerstore()
+	known := ps.Addrs(p)
 	fctx, cancel := context.WithTimeout(ctx, findPeerTimeout)
 	addrs, err := r.o.findPeer(fctx, p)
 	cancel()
-	if err != nil || len(addrs) == 0 {
-		return false
+	if err == nil {
+		ps.AddAddrs(p, addrs, peerstore.TempAddrTTL)
 	}
-	ps := r.h.Peerstore()
-	known := ps.Addrs(p)
+	// What the lookup added to the peerstore counts even when it then
+	// timed out: kad-dht adds addresses as it hears them.
 	fresh := false
-	for _, a := range addrs {
+	for _, a := range ps.Addrs(p) {
 		if !slices.ContainsFunc(known, a.Equal) {
 			fresh = true
 			break
 		}
 	}
-	if fresh {
-		ps.AddAddrs(p, addrs, peerstore.TempAddrTTL)
-		r.log.Debugw("dialling again at addresses the DHT gave", "peer", p, "addrs", addrs)
-	}
-	return fresh
+	connected := r.h.Network().Connectedness(p) == network.Connected
+	r.log.Debugw("asked the DHT for the addresses of a peer a stream could not be opened to", "peer", p, "addrs", addrs, "new", fresh, "connected", connected, "err", err)
+	return fresh || connected
 }
 
 // regreetLater opens a new stream to p, which starts with this node's
