@@ -171,6 +171,14 @@ func (n *natNet) must(args ...string) {
 	}
 }
 
+// natDebugLogs are the subsystems a node of the NAT tests logs at debug
+// (GOLOG_LOG_LEVEL, unless the test's environment sets it), printed when
+// a test fails: go-libp2p's relay client, relay service, circuits and hole
+// punching (a relay's refusal of a reservation, with its reason, is a
+// debug line), the router (its DHT lookups after a failed dial) and
+// discovery (publishes, roster exchanges). A few hundred lines a node.
+const natDebugLogs = "autorelay=debug,relay=debug,p2p-circuit=debug,p2p-holepunch=debug,nova/protocol=debug,nova/discovery=debug"
+
 // run starts `nova-node run` for node name in its namespace, hosting the
 // agent of the same name; the fixture stops it (SIGINT, then SIGKILL).
 func (n *natNet) run(name string, args ...string) {
@@ -180,6 +188,9 @@ func (n *natNet) run(name string, args ...string) {
 	}
 	cmd := exec.Command("ip", args...)
 	cmd.Env = append(os.Environ(), "HOME="+n.home)
+	if os.Getenv("GOLOG_LOG_LEVEL") == "" {
+		cmd.Env = append(cmd.Env, "GOLOG_LOG_LEVEL="+natDebugLogs)
+	}
 	stderr := &syncBuffer{}
 	n.logs[name] = stderr
 	cmd.Stderr = stderr
