@@ -127,6 +127,7 @@ func TestReceiverRestartMidStream(t *testing.T) {
 	// With a time to live the envelopes wait however long the restart takes
 	// on a loaded machine (the redials alone cover 0.7 s).
 	net := sinkPair(t, rec, withTTL(time.Minute))
+	logEventsOnFailure(t, net.Nodes[0])
 	postN(t, net.Nodes[0], 0, 1000)
 	waitfor.Eventually(t, 10*time.Second, func() error {
 		if rec.len() < 300 {
@@ -478,6 +479,24 @@ func deliveryFailures(n *node.Node) int {
 	return c
 }
 
+// logEventsOnFailure logs n's channel events and errors, with their
+// times, when t fails: what each redial met.
+func logEventsOnFailure(t *testing.T, n *node.Node) {
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		failed := false
+		for _, e := range n.Observer().Recent(0) {
+			first := e.Code == protocol.CodeDeliveryFailed && !failed
+			failed = failed || first
+			if e.Type == protocol.EvtChannelChanged || (e.Type == protocol.EvtErrorRaised && (first || e.Code != protocol.CodeDeliveryFailed)) {
+				t.Logf("%s %s %s %s", e.Time.Format("15:04:05.000"), e.Type, e.Code, e.Detail)
+			}
+		}
+	})
+}
+
 // waitChannelEvent waits for a channel event on sub whose detail starts
 // with prefix.
 func waitChannelEvent(t *testing.T, sub *node.Subscription, prefix string, timeout time.Duration) {
@@ -517,11 +536,13 @@ func TestReceiverBackBetweenRedials(t *testing.T) {
 	})
 	sub := net.Nodes[0].Observer().Subscribe(1000)
 	defer sub.Close()
+	logEventsOnFailure(t, net.Nodes[0])
 	cfg := net.ConfigOf(1)
 	net.Kill(1)
 	postN(t, net.Nodes[0], 10, 20)
 	waitChannelEvent(t, sub, "redial 2 in", 10*time.Second) // the first redial failed
 	net.Start(1, cfg, rec.register(t))
+	t.Logf("%s: receiver listening again", time.Now().Format("15:04:05.000"))
 	waitfor.Eventually(t, 20*time.Second, func() error {
 		if n := deliveryFailures(net.Nodes[0]); n > 0 {
 			return fmt.Errorf("%d DELIVERY_FAILED: the later redials never dialled", n)
@@ -552,6 +573,7 @@ func TestEnvelopeToIdleRedialingChannelGetsItsRetries(t *testing.T) {
 	waitTakenAndAcked(t, net, rec, 1)
 	sub := net.Nodes[0].Observer().Subscribe(1000)
 	defer sub.Close()
+	logEventsOnFailure(t, net.Nodes[0])
 	gone := net.Nodes[1].ID()
 	net.Kill(1)
 	waitChannelEvent(t, sub, "redial 3 in", 10*time.Second)
