@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -49,9 +50,11 @@ type outChannel struct {
 	m         *channel.Machine
 	st        *outStream // the transport while open
 	timer     *time.Timer
-	expTimer  *time.Timer // parked: fails envelopes whose time to live ends
-	stopped   bool        // the router is closing: perform nothing more
-	refusal   error       // the receiver refused the channel itself
+	expTimer  *time.Timer   // parked: fails envelopes whose time to live ends
+	stopped   bool          // the router is closing: perform nothing more
+	refusal   error         // the receiver refused the channel itself
+	dialErr   error         // under mu: why the last dial failed, for the next "redial N in" event
+	dialTook  time.Duration // under mu: how long that dial took
 	metaSaved bool
 	settled   []uint64    // persisted items settled since the last persist
 	jbuf      []byte      // under mu: the journal record being written
@@ -549,7 +552,15 @@ func (c *outChannel) perform(acts []channel.Action) {
 				c.timer.Stop()
 			}
 			c.timer = time.AfterFunc(a.Delay, func() { c.step(channel.RetryDue{}) })
-			c.r.emitChannel(c, fmt.Sprintf("redial %d in %s", a.Attempt, a.Delay))
+			detail := fmt.Sprintf("redial %d in %s", a.Attempt, a.Delay)
+			if c.dialErr != nil {
+				// What the failed dial met, so `events` tells a peer that
+				// refuses from one that does not answer or a wrong address.
+				// On one line: libp2p lists each address's error on its own.
+				detail += fmt.Sprintf(": the dial failed after %s: %s", c.dialTook.Round(time.Millisecond), strings.Join(strings.Fields(c.dialErr.Error()), " "))
+				c.dialErr = nil
+			}
+			c.r.emitChannel(c, detail)
 			if c.m.State() == channel.Away {
 				defer c.failRequestsLocked() // a dial while parked failed
 			}
@@ -671,15 +682,23 @@ func (c *outChannel) transmit(items []channel.Item) {
 // A redial is a fresh try: libp2p's dial backoff (5 s and more after a
 // failed dial) would otherwise answer the second and third redials from
 // the failure of the first without dialling, so a peer back within the
-// retries would still be given up on. In exchange a redial's connection
-// to a peer it is not connected to is bounded by the delay that preceded
-// it, and at least redialMin, so that an address that never answers (a
-// QUIC handshake to a gone host waits up to 10 s) does not stretch the
-// retries far past their schedule.
+// retries would still be given up on. In exchange a redial waits for its
+// connection to a peer it is not connected to no longer than the delay
+// that preceded it, and at least redialMin, so that an address that never
+// answers (a QUIC handshake to a gone host waits up to 10 s) does not
+// stretch the retries far past their schedule; the connection attempt
+// itself goes on for redialDial.
 // redialMin is the least time a redial waits for its dial: TCP, TLS and
 // yamux take three round trips, QUIC one or two. On a link slower than
-// that the later redials, with longer delays, wait longer.
+// that the later redials, with longer delays, wait longer, and a
+// connection that completes after its redial gave up brings the next one
+// forward.
 const redialMin = time.Second
+
+// redialDial is how long a redial's connection attempt may go on after the
+// redial stopped waiting for it: QUIC's handshake timeout, and a TCP, TLS
+// and yamux handshake over a slow link.
+const redialDial = 10 * time.Second
 
 func (c *outChannel) dial(attempt int) {
 	ctx, cancel := context.WithTimeout(c.r.ctx, 10*time.Second)
@@ -691,10 +710,23 @@ func (c *outChannel) dial(attempt int) {
 		if sw, ok := c.r.h.Network().(*lpswarm.Swarm); ok {
 			sw.Backoff().Clear(c.p)
 		}
+		// The bound below is the redial's wait, not the dial's: libp2p
+		// cancels a dial when its last waiter leaves, so a handshake
+		// slower than the bound (a long round trip, a starved machine)
+		// would be thrown away at every redial and never complete. The
+		// dial goes on here for up to redialDial; when it connects, the
+		// identify event brings the next redial forward (redialNow).
+		c.r.restoreAddrs(c.p)
+		c.r.spawn(func() {
+			dctx, cancel := context.WithTimeout(c.r.ctx, redialDial)
+			defer cancel()
+			_ = c.r.h.Connect(dctx, peer.AddrInfo{ID: c.p})
+		})
 		var cancelConnect context.CancelFunc
 		connect, cancelConnect = context.WithTimeout(ctx, max(redialMin, c.r.o.channel.Base<<(attempt-1)))
 		defer cancelConnect()
 	}
+	began := time.Now()
 	s, err := c.r.stream(connect, c.p)
 	var w, taken uint64
 	if err == nil {
@@ -713,6 +745,7 @@ func (c *outChannel) dial(attempt int) {
 		return
 	}
 	if err != nil {
+		c.dialErr, c.dialTook = err, time.Since(began)
 		c.stepLocked(channel.DialFailed{Err: err})
 		return
 	}

@@ -446,12 +446,13 @@ func (r *Router) open(ctx context.Context, p peer.ID) (*outStream, error) {
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	st, err := r.h.NewStream(ctx, p, IDA2A)
-	if err != nil && r.freshAddrs(ctx, p) {
+	if err != nil && (r.restoreAddrs(p) || r.freshAddrs(ctx, p)) {
 		st, err = r.h.NewStream(ctx, p, IDA2A)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("open stream to %s: %w", shortID(p), err)
 	}
+	r.rememberAddrs(p)
 	if err := st.Scope().SetService(ServiceName); err != nil {
 		_ = st.Reset()
 		return nil, fmt.Errorf("open stream to %s: %w", shortID(p), err)
@@ -462,6 +463,41 @@ func (r *Router) open(ctx context.Context, p peer.ID) (*outStream, error) {
 		return nil, fmt.Errorf("open stream to %s: %w", shortID(p), err)
 	}
 	return r.newOutStream(p, st, mem), nil
+}
+
+// rememberedAddrs caps the addresses kept per peer by rememberAddrs.
+const rememberedAddrs = 8
+
+// rememberAddrs keeps where p could be reached when a stream to it opened:
+// the peerstore's addresses for it, at most rememberedAddrs.
+func (r *Router) rememberAddrs(p peer.ID) {
+	addrs := r.h.Peerstore().Addrs(p)
+	if len(addrs) > rememberedAddrs {
+		addrs = addrs[:rememberedAddrs]
+	}
+	if len(addrs) > 0 {
+		r.lastAddrs.put(p, addrs)
+	}
+}
+
+// restoreAddrs gives the peerstore back the addresses p was last reached
+// at (rememberAddrs) when it holds none for p, and reports whether it did.
+// libp2p's identify takes a peer's addresses from what the peer last said:
+// a go-libp2p host that closes tells its peers, as its listeners close,
+// that it has no addresses, and they forget where it was. Its redials, the
+// moment it is back at the same address, failed with "no addresses".
+func (r *Router) restoreAddrs(p peer.ID) bool {
+	ps := r.h.Peerstore()
+	if len(ps.Addrs(p)) > 0 {
+		return false
+	}
+	addrs, ok := r.lastAddrs.get(p)
+	if !ok {
+		return false
+	}
+	ps.AddAddrs(p, addrs, peerstore.RecentlyConnectedAddrTTL)
+	r.log.Debugw("gave the peerstore back the addresses a peer was last reached at", "peer", p, "addrs", addrs)
+	return true
 }
 
 // findPeerEvery is the least time between two questions to the peer

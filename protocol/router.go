@@ -21,6 +21,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/multiformats/go-multiaddr"
 	"go.uber.org/zap"
 
 	"github.com/nova-node/nova-node/agentcard"
@@ -76,16 +77,17 @@ type Router struct {
 	watermarks    map[string]uint64      // persisted inbound watermarks, loaded at Start
 	out           map[peer.ID]*outStream
 	opening       map[peer.ID]chan struct{}
-	quicOut       chan struct{}                    // an outbound stream on QUIC was added: wakes a sleeping livenessLoop
-	regreet       *bounded[peer.ID, time.Duration] // last re-greeting delay per peer (see regreetLater)
-	regreetTimers map[peer.ID]*time.Timer          // pending re-greetings, at most one per peer
-	unreached     *bounded[peer.ID, time.Time]     // peers a stream could not be opened to, since last reached (see reach)
-	foundAt       *bounded[peer.ID, time.Time]     // when the peer finder was last asked for a peer (freshAddrs)
-	inbound       map[network.Stream]*inStream     // the writing half of each inbound stream
-	watermarksAt  time.Time                        // last write of watermarks alone (persist; its callers do not overlap)
-	persistIdle   atomic.Bool                      // the persister sleeps until persistKick (see persistLoop)
-	persistUntil  atomic.Int64                     // when idle, the unix nanoseconds its timer is set for (0: none; see wakePersisterBy)
-	outboxLen     atomic.Int64                     // envelopes pending on every outbound channel (maxOutbox)
+	quicOut       chan struct{}                            // an outbound stream on QUIC was added: wakes a sleeping livenessLoop
+	regreet       *bounded[peer.ID, time.Duration]         // last re-greeting delay per peer (see regreetLater)
+	regreetTimers map[peer.ID]*time.Timer                  // pending re-greetings, at most one per peer
+	unreached     *bounded[peer.ID, time.Time]             // peers a stream could not be opened to, since last reached (see reach)
+	foundAt       *bounded[peer.ID, time.Time]             // when the peer finder was last asked for a peer (freshAddrs)
+	lastAddrs     *bounded[peer.ID, []multiaddr.Multiaddr] // where each peer was last reached (rememberAddrs)
+	inbound       map[network.Stream]*inStream             // the writing half of each inbound stream
+	watermarksAt  time.Time                                // last write of watermarks alone (persist; its callers do not overlap)
+	persistIdle   atomic.Bool                              // the persister sleeps until persistKick (see persistLoop)
+	persistUntil  atomic.Int64                             // when idle, the unix nanoseconds its timer is set for (0: none; see wakePersisterBy)
+	outboxLen     atomic.Int64                             // envelopes pending on every outbound channel (maxOutbox)
 	runMu         sync.Mutex
 	runningReqs   map[runKey]*handlerCtx // requests whose handler runs here (see cancel.go); as many as handler slots
 	peerQueued    sync.Map               // peer.ID -> *atomic.Int64: envelopes pending to that peer (maxPeerPending)
@@ -233,6 +235,7 @@ func New(h host.Host, reg *agentcard.Registry, opts ...Option) (*Router, error) 
 		regreetTimers: make(map[peer.ID]*time.Timer),
 		unreached:     newBounded[peer.ID, time.Time](4096),
 		foundAt:       newBounded[peer.ID, time.Time](4096),
+		lastAddrs:     newBounded[peer.ID, []multiaddr.Multiaddr](4096),
 		inbound:       make(map[network.Stream]*inStream),
 		pending:       make(map[pendingKey]*pendingReq),
 		pendingIDs:    make(map[string]pendingKey),

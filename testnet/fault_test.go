@@ -238,7 +238,7 @@ func TestReceiverNeverReturns(t *testing.T) {
 
 // redialRe matches a channel event's "redial N in D" detail (a redial
 // scheduled after a failure), as protocol's chanout emits it.
-var redialRe = regexp.MustCompile(`^redial\s+(\d+)\s+in\s+(\S+)$`)
+var redialRe = regexp.MustCompile(`^redial\s+(\d+)\s+in\s+([^\s:]+)(?:: the dial failed after \S+: .+)?$`)
 
 // checkRedials checks, from sender's events, the redials its channels to
 // peer p scheduled before the first DELIVERY_FAILED for p: attempts 1..
