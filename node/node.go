@@ -183,17 +183,6 @@ func (n *Node) build(stack *closers) error {
 		return err
 	}
 	stack.push(h.Close)
-	// Unwound just before the host. go-libp2p's host closes its listeners
-	// while identify still runs, and identify then tells every connected
-	// peer that this node has no addresses: they forget where to dial it,
-	// and their redials when it is back at the same address failed with
-	// "no addresses". With the connections closed first, no one is told.
-	stack.push(func() error {
-		for _, c := range h.Network().Conns() {
-			_ = c.Close()
-		}
-		return nil
-	})
 	n.health.Attach(h)
 	stack.push(n.health.Close)
 	boot, err := discovery.ParseAddrs(n.cfg.Bootstrap)

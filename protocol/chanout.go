@@ -710,24 +710,26 @@ func (c *outChannel) dial(attempt int) {
 		if sw, ok := c.r.h.Network().(*lpswarm.Swarm); ok {
 			sw.Backoff().Clear(c.p)
 		}
-		// The bound below is the redial's wait, not the dial's: libp2p
-		// cancels a dial when its last waiter leaves, so a handshake
-		// slower than the bound (a long round trip, a starved machine)
-		// would be thrown away at every redial and never complete. The
-		// dial goes on here for up to redialDial; when it connects, the
-		// identify event brings the next redial forward (redialNow).
 		c.r.restoreAddrs(c.p)
-		c.r.spawn(func() {
-			dctx, cancel := context.WithTimeout(c.r.ctx, redialDial)
-			defer cancel()
-			_ = c.r.h.Connect(dctx, peer.AddrInfo{ID: c.p})
-		})
 		var cancelConnect context.CancelFunc
 		connect, cancelConnect = context.WithTimeout(ctx, max(redialMin, c.r.o.channel.Base<<(attempt-1)))
 		defer cancelConnect()
 	}
 	began := time.Now()
 	s, err := c.r.stream(connect, c.p)
+	if err != nil && connect != ctx && errors.Is(connect.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+		// The bound was the redial's wait, not the dial's: libp2p cancels
+		// a dial when its last waiter leaves, so a handshake slower than
+		// the bound (a long round trip, a starved machine) was thrown away
+		// at every redial and never completed. A dial that may take
+		// redialDial goes on in the background; when it connects, the
+		// identify event brings the next redial forward (redialNow).
+		c.r.spawn(func() {
+			dctx, cancel := context.WithTimeout(c.r.ctx, redialDial)
+			defer cancel()
+			_ = c.r.h.Connect(dctx, peer.AddrInfo{ID: c.p})
+		})
+	}
 	var w, taken uint64
 	if err == nil {
 		w, taken, err = s.openChannel(ctx, c)

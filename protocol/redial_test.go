@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/peerstore"
 	"github.com/multiformats/go-multiaddr"
 	manet "github.com/multiformats/go-multiaddr/net"
@@ -19,8 +21,8 @@ import (
 
 // TestRedialOutlivesItsWait: a peer whose handshake takes longer than a
 // redial waits for it (a long round trip, a starved machine) is still
-// reached. Each redial waits at most a second here, and the handshake
-// through a proxy that holds every chunk 300 ms takes about two: were the
+// reached. Each redial waits a second here, and the handshake through a
+// proxy that holds every chunk 700 ms takes longer: were the
 // dial given up with the wait, as libp2p does when its last waiter
 // leaves, every redial would start over and fail, and the request with
 // them.
@@ -29,8 +31,8 @@ func TestRedialOutlivesItsWait(t *testing.T) {
 		if i != 0 {
 			return nil
 		}
-		// Three redials 1 s apart at most, each waiting 1 s (redialMin).
-		return []protocol.Option{protocol.WithRetry(3, 100*time.Millisecond)}
+		// Four redials 0.1 to 0.8 s apart, each waiting 1 s (redialMin).
+		return []protocol.Option{protocol.WithRetry(4, 100*time.Millisecond)}
 	})
 	a, b := hosts[0], hosts[1]
 	request := func() error {
@@ -45,27 +47,41 @@ func TestRedialOutlivesItsWait(t *testing.T) {
 		t.Fatalf("request on the direct connection: %v", err)
 	}
 
-	proxy := slowProxy(t, b.Addrs()[0], 300*time.Millisecond)
+	// A round trip of 1.4 s: even one is more than a redial waits.
+	proxy := slowProxy(t, b.Addrs()[0], 700*time.Millisecond)
+	// b is reachable only through the proxy from now on, and b does not
+	// dial a: only a's redials, each waiting 1 s, can reconnect them.
+	cutOff(b, a.ID())
 	a.Peerstore().ClearAddrs(b.ID())
-	b.Peerstore().ClearAddrs(a.ID())
+	a.Peerstore().AddAddr(b.ID(), proxy, peerstore.TempAddrTTL)
 	if err := a.Network().ClosePeer(b.ID()); err != nil {
 		t.Fatal(err)
 	}
-	waitfor.Eventually(t, 10*time.Second, func() error {
-		if a.Network().Connectedness(b.ID()) == network.Connected {
-			return fmt.Errorf("still connected")
+	// The idle channel redials to stay ready; it is open again only if a
+	// handshake that outlasts every redial's wait completed.
+	sawLoss := false
+	waitfor.Eventually(t, 15*time.Second, func() error {
+		for _, c := range routers[0].Channels() {
+			if c.State != "open" {
+				sawLoss = true
+				return fmt.Errorf("channel %s", c.State)
+			}
+		}
+		if !sawLoss {
+			return fmt.Errorf("the channel has not seen its connection end yet")
+		}
+		if a.Network().Connectedness(b.ID()) != network.Connected {
+			return fmt.Errorf("not connected")
 		}
 		return nil
 	})
-	a.Peerstore().ClearAddrs(b.ID())
-	a.Peerstore().AddAddr(b.ID(), proxy, peerstore.TempAddrTTL)
-
-	start := time.Now()
-	if err := request(); err != nil {
-		t.Fatalf("request through the slow link, after %s: %v", time.Since(start).Round(time.Millisecond), err)
+	for _, c := range a.Network().ConnsToPeer(b.ID()) {
+		if c.Stat().Direction != network.DirOutbound {
+			t.Fatalf("b dialled a (%s): the test did not cut b off", c.RemoteMultiaddr())
+		}
 	}
-	if a.Network().Connectedness(b.ID()) != network.Connected {
-		t.Fatal("answered without a connection")
+	if err := request(); err != nil {
+		t.Fatalf("request through the slow link: %v", err)
 	}
 }
 
@@ -93,7 +109,7 @@ func TestRedialRestoresForgottenAddresses(t *testing.T) {
 	if err := request(); err != nil {
 		t.Fatalf("first request: %v", err)
 	}
-	b.Peerstore().ClearAddrs(a.ID()) // b does not dial a back
+	cutOff(b, a.ID())
 	if err := a.Network().ClosePeer(b.ID()); err != nil {
 		t.Fatal(err)
 	}
@@ -107,6 +123,14 @@ func TestRedialRestoresForgottenAddresses(t *testing.T) {
 	if err := request(); err != nil {
 		t.Fatalf("request after the peerstore forgot the peer's addresses: %v", err)
 	}
+}
+
+// cutOff leaves h only a closed port on loopback as p's address, so that
+// h cannot dial p: an empty entry would be refilled from where h last
+// reached p (Router.restoreAddrs).
+func cutOff(h host.Host, p peer.ID) {
+	h.Peerstore().ClearAddrs(p)
+	h.Peerstore().AddAddr(p, multiaddr.StringCast("/ip4/127.0.0.1/tcp/1"), peerstore.TempAddrTTL)
 }
 
 // slowProxy forwards TCP connections to target, holding each chunk d in
