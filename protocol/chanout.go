@@ -686,19 +686,11 @@ func (c *outChannel) transmit(items []channel.Item) {
 // connection to a peer it is not connected to no longer than the delay
 // that preceded it, and at least redialMin, so that an address that never
 // answers (a QUIC handshake to a gone host waits up to 10 s) does not
-// stretch the retries far past their schedule; the connection attempt
-// itself goes on for redialDial.
+// stretch the retries far past their schedule.
 // redialMin is the least time a redial waits for its dial: TCP, TLS and
 // yamux take three round trips, QUIC one or two. On a link slower than
-// that the later redials, with longer delays, wait longer, and a
-// connection that completes after its redial gave up brings the next one
-// forward.
+// that the later redials, with longer delays, wait longer.
 const redialMin = time.Second
-
-// redialDial is how long a redial's connection attempt may go on after the
-// redial stopped waiting for it: QUIC's handshake timeout, and a TCP, TLS
-// and yamux handshake over a slow link.
-const redialDial = 10 * time.Second
 
 func (c *outChannel) dial(attempt int) {
 	ctx, cancel := context.WithTimeout(c.r.ctx, 10*time.Second)
@@ -717,19 +709,6 @@ func (c *outChannel) dial(attempt int) {
 	}
 	began := time.Now()
 	s, err := c.r.stream(connect, c.p)
-	if err != nil && connect != ctx && errors.Is(connect.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
-		// The bound was the redial's wait, not the dial's: libp2p cancels
-		// a dial when its last waiter leaves, so a handshake slower than
-		// the bound (a long round trip, a starved machine) was thrown away
-		// at every redial and never completed. A dial that may take
-		// redialDial goes on in the background; when it connects, the
-		// identify event brings the next redial forward (redialNow).
-		c.r.spawn(func() {
-			dctx, cancel := context.WithTimeout(c.r.ctx, redialDial)
-			defer cancel()
-			_ = c.r.h.Connect(dctx, peer.AddrInfo{ID: c.p})
-		})
-	}
 	var w, taken uint64
 	if err == nil {
 		w, taken, err = s.openChannel(ctx, c)
