@@ -73,7 +73,10 @@ func TestPeerFinderAddressesAfterFailedDial(t *testing.T) {
 		}
 		return []protocol.Option{protocol.WithRetry(0, time.Millisecond), protocol.WithPeerFinder(func(_ context.Context, p peer.ID) ([]multiaddr.Multiaddr, error) {
 			asked.Add(1)
-			a.Peerstore().AddAddrs(p, b.Addrs(), peerstore.TempAddrTTL)
+			// kad-dht adds what it hears with TempAddrTTL; here a longer
+			// TTL, since identify's handling of the closed connection may
+			// run late and drop every temporary address of b it finds.
+			a.Peerstore().AddAddrs(p, b.Addrs(), peerstore.AddressTTL)
 			return a.Peerstore().Addrs(p), nil
 		})}
 	})
