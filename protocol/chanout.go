@@ -702,7 +702,6 @@ func (c *outChannel) dial(attempt int) {
 		if sw, ok := c.r.h.Network().(*lpswarm.Swarm); ok {
 			sw.Backoff().Clear(c.p)
 		}
-		c.r.restoreAddrs(c.p)
 		var cancelConnect context.CancelFunc
 		connect, cancelConnect = context.WithTimeout(ctx, max(redialMin, c.r.o.channel.Base<<(attempt-1)))
 		defer cancelConnect()

@@ -109,8 +109,7 @@ func peerFinderRound(t *testing.T, a, b host.Host, r *protocol.Router, f *envelo
 		return nil
 	})
 	// A stale address: a closed port on loopback, refused at once.
-	a.Peerstore().ClearAddrs(b.ID())
-	a.Peerstore().AddAddr(b.ID(), multiaddr.StringCast("/ip4/127.0.0.1/tcp/1"), peerstore.TempAddrTTL)
+	cutOff(a, b.ID())
 	// The router may not have seen its stream to b end with the
 	// connection yet: a request written there fails without a dial.
 	for i := 0; ; i++ {
