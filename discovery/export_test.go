@@ -7,7 +7,7 @@ import "slices"
 func (s *Service) ForgetCards() {
 	s.cache.mu.Lock()
 	defer s.cache.mu.Unlock()
-	clear(s.cache.cards)
+	s.cache.clearCards()
 	clear(s.cache.indexes)
 }
 

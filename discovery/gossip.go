@@ -320,11 +320,9 @@ func (s *Service) retain(host peer.ID, ix Index) {
 		keep = append(keep, ie.ID)
 	}
 	s.cache.mu.Lock()
-	for addr, e := range s.cache.cards {
-		if e.card.Host == host.String() {
-			if _, ok := ix.Entry(e.card.ID); !ok {
-				delete(s.cache.cards, addr)
-			}
+	for addr := range s.cache.byHost[host.String()] {
+		if _, ok := ix.Entry(s.cache.cards[addr].card.ID); !ok {
+			s.cache.dropCard(addr) // deleting while ranging over a map is allowed
 		}
 	}
 	s.cache.mu.Unlock()

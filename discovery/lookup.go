@@ -28,6 +28,42 @@ type cache struct {
 	providers map[string]providerSet // provider key -> providers
 	indexes   map[peer.ID]indexEntry
 	cards     map[string]*cardEntry // "id@peer" -> card
+	// byHost indexes cards by their host (the card's Host field), so a
+	// host's roster message finds that host's cards without a walk of every
+	// cached card: the walk cost every message the size of the swarm.
+	byHost map[string]map[string]struct{} // host -> addresses in cards
+}
+
+// putCard caches e under addr. Callers hold mu.
+func (c *cache) putCard(addr string, e *cardEntry) {
+	c.cards[addr] = e
+	set := c.byHost[e.card.Host]
+	if set == nil {
+		set = map[string]struct{}{}
+		c.byHost[e.card.Host] = set
+	}
+	set[addr] = struct{}{}
+}
+
+// dropCard removes the card cached under addr. Callers hold mu.
+func (c *cache) dropCard(addr string) {
+	e, ok := c.cards[addr]
+	if !ok {
+		return
+	}
+	delete(c.cards, addr)
+	if set := c.byHost[e.card.Host]; set != nil {
+		delete(set, addr)
+		if len(set) == 0 {
+			delete(c.byHost, e.card.Host)
+		}
+	}
+}
+
+// clearCards drops every cached card. Callers hold mu.
+func (c *cache) clearCards() {
+	clear(c.cards)
+	clear(c.byHost)
 }
 
 type providerSet struct {
@@ -55,6 +91,7 @@ func newCache() cache {
 		providers: map[string]providerSet{},
 		indexes:   map[peer.ID]indexEntry{},
 		cards:     map[string]*cardEntry{},
+		byHost:    map[string]map[string]struct{}{},
 	}
 }
 
@@ -116,7 +153,7 @@ func (s *Service) takeCard(c agentcard.Card) (*cardEntry, error) {
 	switch {
 	case old == nil || c.Revision > old.card.Revision:
 		e := &cardEntry{card: c, seen: hb, fetched: now}
-		s.cache.cards[addr] = e
+		s.cache.putCard(addr, e)
 		return e, nil
 	case c.Revision == old.card.Revision:
 		if hb.After(old.seen) {
@@ -634,7 +671,7 @@ func (s *Service) refresh(ctx context.Context, d *dht.IpfsDHT) {
 	s.cache.mu.Lock()
 	for addr, e := range s.cache.cards {
 		if now.Sub(e.seen) >= watchFor*s.cfg.ttl {
-			delete(s.cache.cards, addr)
+			s.cache.dropCard(addr)
 			continue
 		}
 		if p, err := peer.Decode(e.card.Host); err == nil {

@@ -1,0 +1,79 @@
+package discovery
+
+import (
+	"crypto/rand"
+	"testing"
+
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/nova-node/nova-node/agentcard"
+)
+
+// TestRetainDropsOnlyTheHostsUnlistedCards: a host's roster message drops
+// from the lookup cache that host's cards its index no longer lists, and
+// nothing of another host's; the per-host index the drop walks stays in
+// step with the cache through puts, drops and a clear.
+func TestRetainDropsOnlyTheHostsUnlistedCards(t *testing.T) {
+	id := func() peer.ID {
+		k, _, err := crypto.GenerateEd25519Key(rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := peer.IDFromPrivateKey(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	a, b := id(), id()
+	s := &Service{cache: newCache(), sink: agentcard.NewRegistry(""), log: &log.SugaredLogger}
+	put := func(agent string, host peer.ID) {
+		c := agentcard.Card{ID: agent, Host: host.String()}
+		s.cache.putCard(c.Address(), &cardEntry{card: c})
+	}
+	put("kept", a)
+	put("gone", a)
+	put("gone", b) // same name, other host: stays
+	put("other", b)
+
+	s.retain(a, Index{Host: a, Agents: []IndexEntry{{ID: "kept"}}})
+	want := map[string]bool{"kept@" + a.String(): true, "gone@" + b.String(): true, "other@" + b.String(): true}
+	check := func(want map[string]bool) {
+		t.Helper()
+		if len(s.cache.cards) != len(want) {
+			t.Fatalf("cache holds %d cards, want %d: %v", len(s.cache.cards), len(want), s.cache.cards)
+		}
+		n := 0
+		for host, set := range s.cache.byHost {
+			if len(set) == 0 {
+				t.Errorf("host %s has an empty set in the index", host)
+			}
+			for addr := range set {
+				n++
+				e := s.cache.cards[addr]
+				if e == nil || e.card.Host != host {
+					t.Errorf("index lists %s under %s, cache holds %+v", addr, host, e)
+				}
+			}
+		}
+		for addr := range want {
+			if s.cache.cards[addr] == nil {
+				t.Errorf("cache lost %s", addr)
+			}
+		}
+		if n != len(want) {
+			t.Errorf("index lists %d cards, want %d", n, len(want))
+		}
+	}
+	check(want)
+
+	s.retain(b, Index{Host: b})
+	check(map[string]bool{"kept@" + a.String(): true})
+	s.cache.dropCard("kept@" + a.String())
+	s.cache.dropCard("never@" + a.String()) // not cached: nothing happens
+	check(map[string]bool{})
+	put("again", a)
+	s.cache.clearCards()
+	check(map[string]bool{})
+}
