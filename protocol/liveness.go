@@ -59,7 +59,11 @@ type watch struct {
 func (r *Router) livenessLoop() {
 	t := time.NewTicker(livenessTick)
 	defer t.Stop()
-	seen := map[*outStream]*watch{}
+	// seen and live swap every tick, and streams is reused: a node with
+	// many peers looks at them every second, and allocating the three
+	// afresh each time was garbage in proportion to its peers.
+	seen, live := map[*outStream]*watch{}, map[*outStream]*watch{}
+	var streams []*outStream
 	for {
 		select {
 		case <-r.ctx.Done():
@@ -68,12 +72,11 @@ func (r *Router) livenessLoop() {
 		}
 		now := time.Now()
 		r.mu.Lock()
-		streams := make([]*outStream, 0, len(r.out))
+		streams = streams[:0]
 		for _, s := range r.out {
 			streams = append(streams, s)
 		}
 		r.mu.Unlock()
-		live := make(map[*outStream]*watch, len(streams))
 		for _, s := range streams {
 			if !onQUIC(s.st.Conn()) {
 				continue
@@ -105,8 +108,10 @@ func (r *Router) livenessLoop() {
 				r.spawn(func() { r.probe(s, r.o.probeTimeout) })
 			}
 		}
-		seen = live
-		if len(live) == 0 && !r.sleepUntilQUIC(t) {
+		seen, live = live, seen
+		clear(live)
+		clear(streams) // drop the references until the next look
+		if len(seen) == 0 && !r.sleepUntilQUIC(t) {
 			return
 		}
 	}
