@@ -2,6 +2,7 @@ package discovery
 
 import (
 	"crypto/rand"
+	"fmt"
 	"testing"
 
 	"github.com/libp2p/go-libp2p/core/crypto"
@@ -76,4 +77,35 @@ func TestRetainDropsOnlyTheHostsUnlistedCards(t *testing.T) {
 	put("again", a)
 	s.cache.clearCards()
 	check(map[string]bool{})
+}
+
+// BenchmarkRetain times what a roster message's retain costs on a node
+// whose lookup cache holds one card from each of -nova.retainhosts hosts
+// (every member of a swarm that size): the host's cards are found through
+// the per-host index, so the cost does not grow with the swarm.
+//
+//	go test -run '^$' -bench BenchmarkRetain ./discovery/
+func BenchmarkRetain(b *testing.B) {
+	for _, hosts := range []int{100, 1000} {
+		b.Run(fmt.Sprint(hosts), func(b *testing.B) {
+			s := &Service{cache: newCache(), sink: agentcard.NewRegistry(""), log: &log.SugaredLogger}
+			ids := make([]peer.ID, hosts)
+			for i := range ids {
+				k, _, err := crypto.GenerateEd25519Key(rand.Reader)
+				if err != nil {
+					b.Fatal(err)
+				}
+				ids[i], _ = peer.IDFromPrivateKey(k)
+				c := agentcard.Card{ID: "a", Host: ids[i].String()}
+				s.cache.putCard(c.Address(), &cardEntry{card: c})
+			}
+			ix := Index{Agents: []IndexEntry{{ID: "a"}}}
+			i := 0
+			for b.Loop() {
+				ix.Host = ids[i%hosts]
+				s.retain(ix.Host, ix)
+				i++
+			}
+		})
+	}
 }
