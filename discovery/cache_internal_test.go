@@ -16,18 +16,7 @@ import (
 // nothing of another host's; the per-host index the drop walks stays in
 // step with the cache through puts, drops and a clear.
 func TestRetainDropsOnlyTheHostsUnlistedCards(t *testing.T) {
-	id := func() peer.ID {
-		k, _, err := crypto.GenerateEd25519Key(rand.Reader)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := peer.IDFromPrivateKey(k)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	a, b := id(), id()
+	a, b := newPeerID(t), newPeerID(t)
 	s := &Service{cache: newCache(), sink: agentcard.NewRegistry(""), log: &log.SugaredLogger}
 	put := func(agent string, host peer.ID) {
 		c := agentcard.Card{ID: agent, Host: host.String()}
@@ -91,11 +80,7 @@ func BenchmarkRetain(b *testing.B) {
 			s := &Service{cache: newCache(), sink: agentcard.NewRegistry(""), log: &log.SugaredLogger}
 			ids := make([]peer.ID, hosts)
 			for i := range ids {
-				k, _, err := crypto.GenerateEd25519Key(rand.Reader)
-				if err != nil {
-					b.Fatal(err)
-				}
-				ids[i], _ = peer.IDFromPrivateKey(k)
+				ids[i] = newPeerID(b)
 				c := agentcard.Card{ID: "a", Host: ids[i].String()}
 				s.cache.putCard(c.Address(), &cardEntry{card: c})
 			}
@@ -108,4 +93,18 @@ func BenchmarkRetain(b *testing.B) {
 			}
 		})
 	}
+}
+
+// newPeerID returns the ID of a fresh Ed25519 key.
+func newPeerID(tb testing.TB) peer.ID {
+	tb.Helper()
+	k, _, err := crypto.GenerateEd25519Key(rand.Reader)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	p, err := peer.IDFromPrivateKey(k)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return p
 }
