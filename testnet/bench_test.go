@@ -17,6 +17,8 @@ import (
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/p2p/security/noise"
+	libp2ptls "github.com/libp2p/go-libp2p/p2p/security/tls"
 
 	"github.com/nova-node/nova-node/envelope"
 	"github.com/nova-node/nova-node/internal/cputime"
@@ -94,6 +96,12 @@ func rawQueues() []pubsub.Option {
 // others), so that the comparison is GossipSub with and without nova on
 // the same graph.
 func rawSwarmOf(b *testing.B, full bool, opts ...pubsub.Option) ([]*pubsub.Topic, *deliveryLog) {
+	return rawSwarmWith(b, full, nil, opts...)
+}
+
+// rawSwarmWith is rawSwarmOf on hosts built with hostOpts besides the
+// loopback listener (libp2p's defaults otherwise: TLS before Noise).
+func rawSwarmWith(b *testing.B, full bool, hostOpts []libp2p.Option, opts ...pubsub.Option) ([]*pubsub.Topic, *deliveryLog) {
 	log := &deliveryLog{at: map[string][]time.Time{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	var hosts []host.Host
@@ -107,7 +115,7 @@ func rawSwarmOf(b *testing.B, full bool, opts ...pubsub.Option) ([]*pubsub.Topic
 		}
 	})
 	for i := 0; i < benchNodes; i++ {
-		h, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"))
+		h, err := libp2p.New(append([]libp2p.Option{libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0")}, hostOpts...)...)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -181,8 +189,12 @@ func rawSwarmOf(b *testing.B, full bool, opts ...pubsub.Option) ([]*pubsub.Topic
 // moves less with other jobs' load than ms-all does.
 func BenchmarkBroadcastBurst(b *testing.B) {
 	const burst = 1000
-	b.Run("gossipsub-raw", func(b *testing.B) { benchRawBurst(b, burst, false) })
-	b.Run("gossipsub-raw-queues", func(b *testing.B) { benchRawBurst(b, burst, true, rawQueues()...) })
+	b.Run("gossipsub-raw", func(b *testing.B) { benchRawBurst(b, burst, false, nil) })
+	b.Run("gossipsub-raw-queues", func(b *testing.B) { benchRawBurst(b, burst, true, nil, rawQueues()...) })
+	// The same on nova's security order, Noise before TLS (node.go): what
+	// the burst costs on the connections nova makes.
+	noiseFirst := []libp2p.Option{libp2p.Security(noise.ID, noise.New), libp2p.Security(libp2ptls.ID, libp2ptls.New)}
+	b.Run("gossipsub-raw-queues-noise", func(b *testing.B) { benchRawBurst(b, burst, true, noiseFirst, rawQueues()...) })
 	b.Run("nova", func(b *testing.B) {
 		net, log := novaSwarm(b)
 		for b.Loop() {
@@ -205,8 +217,8 @@ func BenchmarkBroadcastBurst(b *testing.B) {
 
 // benchRawBurst is BenchmarkBroadcastBurst on plain GossipSub hosts with
 // opts, on nova's full mesh when full.
-func benchRawBurst(b *testing.B, burst int, full bool, opts ...pubsub.Option) {
-	topics, log := rawSwarmOf(b, full, opts...)
+func benchRawBurst(b *testing.B, burst int, full bool, hostOpts []libp2p.Option, opts ...pubsub.Option) {
+	topics, log := rawSwarmWith(b, full, hostOpts, opts...)
 	for b.Loop() {
 		stop := burstProfile(b)
 		start, base, cpu := time.Now(), log.n.Load(), cputime.Process()
