@@ -61,7 +61,8 @@ func (r *Router) livenessLoop() {
 	defer t.Stop()
 	// seen and live swap every tick, and streams is reused: a node with
 	// many peers looks at them every second, and allocating the three
-	// afresh each time was garbage in proportion to its peers.
+	// afresh each time was garbage in proportion to its peers. They keep
+	// the room the most peers so far needed (a few bytes per peer).
 	seen, live := map[*outStream]*watch{}, map[*outStream]*watch{}
 	var streams []*outStream
 	for {
