@@ -7,6 +7,7 @@ import (
 	"errors"
 	"hash/fnv"
 	"net"
+	"net/netip"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -29,30 +30,43 @@ import (
 // this module does not require), without their bandwidth model: links are
 // as fast as the CPU.
 type packetNet struct {
-	latency func(from, to net.Addr) time.Duration
+	latency func(from, to netip.AddrPort) time.Duration
 	loss    func() bool // nil: no loss
 
 	mu    sync.Mutex
-	conns map[string]*packetConn
+	conns map[netip.AddrPort]*packetConn // by address: no string per datagram
 
 	sent, lost, dropped atomic.Int64
 }
 
-func newPacketNet(latency func(from, to net.Addr) time.Duration) *packetNet {
-	return &packetNet{latency: latency, conns: map[string]*packetConn{}}
+func newPacketNet(latency func(from, to netip.AddrPort) time.Duration) *packetNet {
+	return &packetNet{latency: latency, conns: map[netip.AddrPort]*packetConn{}}
+}
+
+// addrKey is where a datagram to a goes: its address and port, an IPv4
+// address in its 4-byte form; the zero AddrPort for an address that is
+// not UDP.
+func addrKey(a net.Addr) netip.AddrPort {
+	u, ok := a.(*net.UDPAddr)
+	if !ok {
+		return netip.AddrPort{}
+	}
+	ap := u.AddrPort()
+	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
 }
 
 // listen opens the endpoint at addr.
 func (n *packetNet) listen(addr *net.UDPAddr) (*packetConn, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if _, ok := n.conns[addr.String()]; ok {
+	key := addrKey(addr)
+	if _, ok := n.conns[key]; ok {
 		return nil, errors.New("packetnet: address in use: " + addr.String())
 	}
-	c := &packetConn{net: n, addr: addr, in: make(chan datagram, 1024), closed: make(chan struct{}), wake: make(chan struct{})}
+	c := &packetConn{net: n, addr: addr, key: key, in: make(chan datagram, 1024), closed: make(chan struct{}), wake: make(chan struct{})}
 	c.arrive = time.AfterFunc(time.Hour, c.deliver)
 	c.arrive.Stop()
-	n.conns[addr.String()] = c
+	n.conns[key] = c
 	return c, nil
 }
 
@@ -94,6 +108,7 @@ func (q *flightQueue) Pop() any {
 type packetConn struct {
 	net    *packetNet
 	addr   *net.UDPAddr
+	key    netip.AddrPort // addrKey(addr)
 	in     chan datagram
 	closed chan struct{}
 	once   sync.Once
@@ -180,8 +195,9 @@ func (c *packetConn) WriteTo(b []byte, to net.Addr) (int, error) {
 		n.lost.Add(1)
 		return len(b), nil
 	}
+	key := addrKey(to)
 	n.mu.Lock()
-	dst := n.conns[to.String()]
+	dst := n.conns[key]
 	n.mu.Unlock()
 	if dst == nil {
 		// Nobody listens there (a node that left): the datagram is lost,
@@ -189,7 +205,7 @@ func (c *packetConn) WriteTo(b []byte, to net.Addr) (int, error) {
 		n.dropped.Add(1)
 		return len(b), nil
 	}
-	dst.enqueue(time.Now().Add(n.latency(c.addr, to)), datagram{b: append([]byte(nil), b...), from: c.addr})
+	dst.enqueue(time.Now().Add(n.latency(c.key, key)), datagram{b: append([]byte(nil), b...), from: c.addr})
 	return len(b), nil
 }
 
@@ -197,8 +213,8 @@ func (c *packetConn) Close() error {
 	c.once.Do(func() {
 		close(c.closed)
 		c.net.mu.Lock()
-		if c.net.conns[c.addr.String()] == c {
-			delete(c.net.conns, c.addr.String())
+		if c.net.conns[c.key] == c {
+			delete(c.net.conns, c.key)
 		}
 		c.net.mu.Unlock()
 		c.mu.Lock()
@@ -282,14 +298,17 @@ func ipFor(idx int) net.IP { return net.IPv4(1, byte(idx>>16), byte(idx>>8), byt
 // 10 to 70 ms, fixed per pair and the same both ways, so round trips
 // range over 20 to 140 ms, as between hosts of one continent and across
 // an ocean.
-func pairLatency(from, to net.Addr) time.Duration {
-	a, b := from.String(), to.String()
-	if a > b {
-		a, b = b, a
+func pairLatency(from, to netip.AddrPort) time.Duration {
+	if from.Compare(to) > 0 {
+		from, to = to, from
+	}
+	var b [2 * (16 + 2)]byte
+	for i, ap := range [2]netip.AddrPort{from, to} {
+		a := ap.Addr().As16()
+		copy(b[i*18:], a[:])
+		b[i*18+16], b[i*18+17] = byte(ap.Port()>>8), byte(ap.Port())
 	}
 	h := fnv.New32a()
-	h.Write([]byte(a))
-	h.Write([]byte{0})
-	h.Write([]byte(b))
+	h.Write(b[:])
 	return 10*time.Millisecond + time.Duration(h.Sum32()%61)*time.Millisecond
 }
