@@ -106,10 +106,13 @@ type Service struct {
 	gossip    gossip      // roster messages of others: their rates, held messages, cards to fetch
 	pace      gossip      // the rate of this node's own roster messages
 	gossipDue atomic.Bool // a roster message was held back by the rate
-	stats     counters
-	own       atomic.Pointer[served] // the records last published, served on RecordsProtocol
-	recStore  *quotaStore            // the DHT's value records, bounded; set by Start
-	provStore *quotaStore            // the DHT's provider records, bounded; set by Start
+	// gossipReach is how many peers the roster topic had when this node's
+	// latest roster message went out ([WithGossipPeers]); -1: not known.
+	gossipReach atomic.Int64
+	stats       counters
+	own         atomic.Pointer[served] // the records last published, served on RecordsProtocol
+	recStore    *quotaStore            // the DHT's value records, bounded; set by Start
+	provStore   *quotaStore            // the DHT's provider records, bounded; set by Start
 }
 
 // New returns a discovery service for host h, whose identity key is key,
@@ -157,7 +160,7 @@ func New(h host.Host, key crypto.PrivKey, swarm string, src Source, sink Sink, o
 		s := self.String()
 		l = log.With("self", s[len(s)-6:])
 	}
-	return &Service{
+	s := &Service{
 		h: h, key: key, self: self, swarm: swarm, src: src, sink: sink, cfg: cfg, log: l,
 		announce: make(chan struct{}, 1),
 		joined:   make(chan struct{}, 1),
@@ -166,7 +169,9 @@ func New(h host.Host, key crypto.PrivKey, swarm string, src Source, sink Sink, o
 		cache:    newCache(),
 		gossip:   newGossip(),
 		pace:     newGossip(),
-	}, nil
+	}
+	s.gossipReach.Store(-1)
+	return s, nil
 }
 
 // Start creates the DHT (protocol prefix "/nova", the configured mode, the
@@ -341,6 +346,7 @@ func (s *Service) publishLoop() {
 	rtSize := -1
 	var alone rejoinPace
 	for {
+		gossip := true
 		select {
 		case <-ctx.Done():
 			return
@@ -361,8 +367,11 @@ func (s *Service) publishLoop() {
 			if !s.routingTableGrew(d, &rtSize) {
 				continue
 			}
+			// New closest peers for the DHT records; the roster message
+			// says nothing new when the last one reached the swarm.
+			gossip = !s.gossipReached()
 		}
-		if err := s.Publish(ctx); err != nil {
+		if err := s.publish(ctx, gossip); err != nil {
 			if ctx.Err() != nil {
 				return
 			}
@@ -576,6 +585,7 @@ type Stats struct {
 	// The roster gossip (see [WithGossip]).
 	GossipSent    uint64 // roster messages this node published
 	GossipResent  uint64 // of them, sent again under a new heartbeat by a newcomer's roster passes
+	GossipSpared  uint64 // roster passes that sent nothing: the last message had reached enough members (see [WithGossipPeers])
 	GossipTaken   uint64 // roster messages of others taken
 	GossipCards   uint64 // cards merged from roster messages
 	GossipIgnored uint64 // roster messages ignored: stale, already held, past their author's rate
@@ -599,6 +609,7 @@ type counters struct {
 	publishes, publishFailures, lookups, merged, refused, cacheHits, mdnsFound, mdnsDropped, moves, rosterCards atomic.Uint64
 	recordsRefused, providersRefused, served, rejoins                                                           atomic.Uint64
 	dhtQueries, dhtRequests, dhtWrites                                                                          atomic.Uint64
+	gossipSpared                                                                                                atomic.Uint64
 	gossipSent, gossipResent, gossipTaken, gossipCards, gossipIgnored, gossipRefused, rosterServed, rosterAsked atomic.Uint64
 }
 
@@ -611,7 +622,7 @@ func (s *Service) Stats() Stats {
 		MDNSFound: c.mdnsFound.Load(), MDNSDropped: c.mdnsDropped.Load(), Moves: c.moves.Load(), RosterCards: c.rosterCards.Load(),
 		RecordsRefused: c.recordsRefused.Load(), ProvidersRefused: c.providersRefused.Load(), Served: c.served.Load(),
 		DHTQueries: c.dhtQueries.Load(), DHTRequests: c.dhtRequests.Load(), DHTWrites: c.dhtWrites.Load(),
-		GossipSent: c.gossipSent.Load(), GossipResent: c.gossipResent.Load(), GossipTaken: c.gossipTaken.Load(), GossipCards: c.gossipCards.Load(),
+		GossipSent: c.gossipSent.Load(), GossipResent: c.gossipResent.Load(), GossipSpared: c.gossipSpared.Load(), GossipTaken: c.gossipTaken.Load(), GossipCards: c.gossipCards.Load(),
 		GossipIgnored: c.gossipIgnored.Load(), GossipRefused: c.gossipRefused.Load(),
 		RosterServed: c.rosterServed.Load(), RosterAsked: c.rosterAsked.Load(), Rejoins: c.rejoins.Load(),
 	}

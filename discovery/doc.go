@@ -142,7 +142,12 @@
 // from the topic; and it sends its own message again, sealed under a new
 // heartbeat, on the loop's second and third passes (about 3 and 7 seconds
 // after Start; Stats.GossipResent), for the members whose GossipSub mesh
-// had not formed at its first. A node that was alone, at its start or
+// had not formed at its first, unless that one went out to at least
+// three peers of the topic ([WithGossipPeers]; Stats.GossipSpared): with
+// flood publishing each of them had it at once and forwarded it on its
+// mesh, and every resend costs every member one more message. The
+// publish that follows the routing table's growth sends no roster message
+// either then. A node that was alone, at its start or
 // later, runs these passes again from its first connection (see
 // Rejoining): a repeat of the same message would stop at the first node that
 // held it, since a node ignores a message it holds and GossipSub forwards

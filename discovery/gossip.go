@@ -418,11 +418,29 @@ func (s *Service) publishGossip(ctx context.Context, msg []byte) {
 		s.gossipDue.Store(true)
 		return
 	}
+	reach := -1
+	if s.cfg.gossipPeers != nil {
+		reach = s.cfg.gossipPeers()
+	}
 	if err := s.cfg.gossip(ctx, msg); err != nil {
 		s.log.Debugw("roster gossip not sent", "err", err)
 		return
 	}
+	s.gossipReach.Store(int64(reach))
 	s.stats.gossipSent.Add(1)
+}
+
+// minGossipPeers is how many peers of the roster topic a roster message
+// must go out to for this node to count it as having reached the swarm
+// (see [WithGossipPeers]): more than one, so that one peer whose mesh
+// has not formed yet does not stop it.
+const minGossipPeers = 3
+
+// gossipReached reports whether this node's latest roster message went
+// out to at least [minGossipPeers] peers of the roster topic; false when
+// their number is not known.
+func (s *Service) gossipReached() bool {
+	return s.gossipReach.Load() >= minGossipPeers
 }
 
 // RosterProtocol is the stream protocol on which a node hands a member

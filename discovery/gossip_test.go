@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -407,6 +408,50 @@ func TestGossipNewcomerPassesAgainWhenNoLongerAlone(t *testing.T) {
 	resent(4, 15*time.Second) // the same passes from the connection
 	if st := member.svc.Stats(); st.RosterServed == 0 {
 		t.Error("the node did not ask its new peer for the roster it missed")
+	}
+}
+
+// A newcomer whose first roster message went out to enough peers of the
+// topic (WithGossipPeers) does not send it again on its roster passes:
+// flood publishing handed it to each of them, and each forwarded it on its
+// mesh. One that went out to fewer is sent again, as before.
+func TestGossipResendSparedWhenTheFirstReachedPeers(t *testing.T) {
+	checkLeaks(t)
+	b := &bus{}
+	slowRepublish := gossipTiming
+	slowRepublish.republish = 3 * time.Minute // no heartbeat within the test
+	member := newNode(t, nil, slowRepublish, nil, b.publisher(new(peer.ID)))
+	var topicPeers atomic.Int64
+	topicPeers.Store(5)
+	self := new(peer.ID)
+	newcomer := newNode(t, []peer.AddrInfo{member.info()}, slowRepublish, []agentcard.Card{agentCard("spared", "echo")},
+		b.publisher(self), discovery.WithRosterInterval(time.Minute),
+		discovery.WithGossipPeers(func() int { return int(topicPeers.Load()) }))
+	b.mu.Lock()
+	*self = newcomer.h.ID()
+	b.nodes = append(b.nodes, member)
+	b.mu.Unlock()
+	waitfor.Eventually(t, 20*time.Second, func() error {
+		if n := newcomer.svc.Stats().GossipSpared; n < 2 {
+			return fmt.Errorf("%d roster passes spared, want the start's 2", n)
+		}
+		return nil
+	})
+	st := newcomer.svc.Stats()
+	if st.GossipSent == 0 || st.GossipResent != 0 {
+		t.Fatalf("sent %d, sent again %d: want the first sent and none again", st.GossipSent, st.GossipResent)
+	}
+	if _, ok := member.reg.Get("spared@" + newcomer.h.ID().String()); !ok {
+		t.Fatal("the member did not take the newcomer's one roster message")
+	}
+
+	topicPeers.Store(1) // the next goes out to one peer only
+	if err := newcomer.svc.Publish(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	discovery.Regossip(newcomer.svc)
+	if st := newcomer.svc.Stats(); st.GossipResent != 1 {
+		t.Fatalf("sent again %d times after a message that went out to one peer, want 1", st.GossipResent)
 	}
 }
 

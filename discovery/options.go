@@ -53,6 +53,7 @@ type config struct {
 	records       Limits                                      // bounds of the DHT's value record store
 	providers     Limits                                      // bounds of the DHT's provider store
 	gossip        func(ctx context.Context, msg []byte) error // publishes on the roster topic; nil: no roster gossip
+	gossipPeers   func() int                                  // the roster topic's peers now; nil: not known
 	events        func(SecurityEvent)                         // told of peers caught lying; nil: none
 	withdrawn     func(host peer.ID, gone []string)           // told of agents a roster message withdrew; nil: none
 }
@@ -340,6 +341,23 @@ func WithAuthority(present func() [][]byte, accept func(host peer.ID, records []
 func WithGossip(publish func(ctx context.Context, msg []byte) error) Option {
 	return func(c *config) error {
 		c.gossip = publish
+		return nil
+	}
+}
+
+// WithGossipPeers tells the service how many peers the roster topic has
+// now (GossipSub's Topic.ListPeers in a node): with flood publishing, the
+// peers a roster message goes out to at once, each of which forwards it
+// on its mesh. A message that went out to at least [minGossipPeers] of
+// them reaches the swarm, so this node does not send it again: a
+// newcomer's second and third roster passes, and the publish that follows
+// the routing table's first growth, send no roster message then (see
+// [Service.regossip]); the heartbeat and every change of the cards still
+// send one. Default: not known, every one is sent, a newcomer's three
+// roster messages reaching every member each.
+func WithGossipPeers(peers func() int) Option {
+	return func(c *config) error {
+		c.gossipPeers = peers
 		return nil
 	}
 }

@@ -30,7 +30,11 @@ import (
 // asynchronously). Publishes are serialised. The error joins every failed
 // put and provide; a node without DHT peers fails with the DHT's lookup
 // error, and the loop retries.
-func (s *Service) Publish(ctx context.Context) error {
+func (s *Service) Publish(ctx context.Context) error { return s.publish(ctx, true) }
+
+// publish is [Service.Publish], sending the roster message only when
+// gossip is true.
+func (s *Service) publish(ctx context.Context, gossip bool) error {
 	d, ctx, cancel, err := s.running(ctx)
 	if err != nil {
 		return err
@@ -44,7 +48,7 @@ func (s *Service) Publish(ctx context.Context) error {
 	own, puts, provide, errs := s.sealOwn()
 	stamp := s.stamp
 	s.sealMu.Unlock()
-	if own.gossip != nil {
+	if gossip && own.gossip != nil {
 		// The roster message goes first: it reaches every member in one
 		// GossipSub round, the DHT puts take their closest peers' answers.
 		s.publishGossip(ctx, own.gossip)
@@ -155,7 +159,11 @@ func (s *Service) sealOwn() (own served, puts []put, provide map[string]bool, er
 }
 
 // regossip seals this node's records under a new heartbeat and sends its
-// roster message, without the DHT puts of a publish. A repeat of the
+// roster message, without the DHT puts of a publish, unless the last one
+// went out to at least [minGossipPeers] peers of the topic
+// ([WithGossipPeers]): with flood publishing each of them had it at once
+// and forwarded it on its mesh, so it reached the swarm, and sending it
+// again would cost every member one more message for nothing. A repeat of the
 // message already sent would not do: a node that holds a message ignores
 // a repeat, and GossipSub forwards only what its validator accepts, so a
 // repeat stops at the first node that had the original, and a member that
@@ -163,6 +171,10 @@ func (s *Service) sealOwn() (own served, puts []put, provide map[string]bool, er
 func (s *Service) regossip(ctx context.Context) {
 	if s.cfg.gossip == nil || s.own.Load() == nil {
 		return // nothing published yet: the first publish sends it
+	}
+	if s.gossipReached() {
+		s.stats.gossipSpared.Add(1)
+		return // the last one went out to enough members to reach the swarm
 	}
 	s.sealMu.Lock()
 	own, _, _, errs := s.sealOwn()

@@ -53,6 +53,7 @@ func (s *Service) rosterLoop() {
 			// Back among peers after none: what the swarm said meanwhile
 			// was missed, and so was this node's own message.
 			pass, wait, synced = -1, min(rosterFirst, limit), false
+			s.gossipReach.Store(-1) // its passes send it again
 			t.Reset(wait)
 			continue
 		case <-t.C:

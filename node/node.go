@@ -207,6 +207,7 @@ func (n *Node) build(stack *closers) error {
 		append([]discovery.Option{discovery.WithBootstrapPeers(boot), discovery.WithMDNS(n.cfg.MDNS), discovery.WithTTL(discoveryTTL),
 			discovery.WithAuthority(n.auth.indexRecords, n.auth.acceptIndexRecords),
 			discovery.WithGossip(func(ctx context.Context, msg []byte) error { return roster.Publish(ctx, msg) }),
+			discovery.WithGossipPeers(func() int { return len(roster.ListPeers()) }),
 			discovery.WithWithdrawals(func(host peer.ID, gone []string) { n.obs.Emit(protocol.WithdrawnEvent(host, gone)) }),
 			discovery.WithSecurityEvents(func(e discovery.SecurityEvent) {
 				n.obs.Emit(protocol.Event{Type: protocol.EvtSecurityRaised, Time: time.Now(), Code: e.Code, Peer: e.Peer,
