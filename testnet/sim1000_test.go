@@ -268,6 +268,10 @@ type sim struct {
 	recv map[string]map[int]time.Time // broadcast id -> node idx -> delivery time
 
 	traceMu sync.Mutex // one trace at a time
+
+	// opened counts the connections the nodes opened, each once (at the
+	// end that dialled).
+	opened atomic.Int64
 }
 
 func (s *sim) start(boot []peer.AddrInfo) (*simNode, error) {
@@ -288,6 +292,11 @@ func (s *sim) start(boot []peer.AddrInfo) (*simNode, error) {
 	if err != nil {
 		return nil, err
 	}
+	h.Network().Notify(&network.NotifyBundle{ConnectedF: func(_ network.Network, c network.Conn) {
+		if c.Stat().Direction == network.DirOutbound {
+			s.opened.Add(1)
+		}
+	}})
 	key := h.Peerstore().PrivKey(h.ID())
 	ctx, cancel := context.WithCancel(context.Background())
 	n := &simNode{idx: idx, h: h, cancel: cancel, agent: fmt.Sprintf("s%d", idx), started: time.Now()}
@@ -653,9 +662,9 @@ func (s *sim) usage() string {
 		maxConns = max(maxConns, c)
 		peers += len(n.h.Network().Peers())
 	}
-	return fmt.Sprintf("%d goroutines, heap %d MB (in use %d MB), stacks %d MB, from the OS %d MB; connections per node mean %.1f max %d, to %.1f peers",
+	return fmt.Sprintf("%d goroutines, heap %d MB (in use %d MB), stacks %d MB, from the OS %d MB; connections per node mean %.1f max %d, to %.1f peers; %d connections opened so far",
 		runtime.NumGoroutine(), ms.HeapAlloc>>20, ms.HeapInuse>>20, ms.StackInuse>>20, ms.Sys>>20,
-		float64(conns)/float64(max(len(s.online), 1)), maxConns, float64(peers)/float64(max(len(s.online), 1)))
+		float64(conns)/float64(max(len(s.online), 1)), maxConns, float64(peers)/float64(max(len(s.online), 1)), s.opened.Load())
 }
 
 // memory describes where the memory the process took from the OS goes,
