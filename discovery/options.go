@@ -350,11 +350,12 @@ func WithGossip(publish func(ctx context.Context, msg []byte) error) Option {
 // peers a roster message goes out to at once, each of which forwards it
 // on its mesh. A message that went out to at least [minGossipPeers] of
 // them reaches the swarm, so this node does not send it again: a
-// newcomer's second and third roster passes, and the publish that follows
-// the routing table's first growth, send no roster message then (see
+// newcomer's second and third roster passes, and a publish that follows
+// the routing table's doubling, send no roster message then (see
 // [Service.regossip]); the heartbeat and every change of the cards still
 // send one. Default: not known, every one is sent, a newcomer's three
-// roster messages reaching every member each.
+// roster messages (four with its routing table's first doubling) reaching
+// every member each.
 func WithGossipPeers(peers func() int) Option {
 	return func(c *config) error {
 		c.gossipPeers = peers
