@@ -12,6 +12,7 @@ import (
 
 	golog "github.com/ipfs/go-log/v2"
 	dht "github.com/libp2p/go-libp2p-kad-dht"
+	"github.com/libp2p/go-libp2p-kad-dht/amino"
 	"github.com/libp2p/go-libp2p-kad-dht/records"
 	record "github.com/libp2p/go-libp2p-record"
 	"github.com/libp2p/go-libp2p/core/crypto"
@@ -385,15 +386,31 @@ func (s *Service) publishLoop() {
 	}
 }
 
-// routingTableGrew reports whether the routing table has at least doubled
-// since the last publish and has stopped growing (same size as at the
-// previous check, *prev), so that a burst of joins causes one publish.
+// routingTableGrew reports whether the records should be put again
+// because the swarm has grown under them (see [grewUnderRecords]); *prev
+// is the routing table's size at the previous check.
 func (s *Service) routingTableGrew(d *dht.IpfsDHT, prev *int) bool {
 	n := d.RoutingTable().Size()
-	stable := n == *prev
+	grew := grewUnderRecords(n, *prev, int(s.rtAtPublish.Load()))
 	*prev = n
-	last := int(s.rtAtPublish.Load())
-	return stable && n > last && n >= 2*last
+	return grew
+}
+
+// grewUnderRecords reports whether a routing table of n peers (prev at the
+// previous check) has grown enough since the last publish, when it held
+// last, that the records then put no longer sit on the peers closest to
+// their keys: last was below [amino.DefaultBucketSize] (k), so the swarm
+// was smaller than k and every put reached all of it, and n has at least
+// doubled since and stopped growing (n == prev), so that a burst of joins
+// causes one publish. A publish that ended with k peers or more in the
+// table walked a swarm larger than k to the k peers closest to each key,
+// as the walks of a node that joins a settled swarm do (their answers
+// fill its table), and putting the same records again once its table has
+// filled would cost every key a second walk and k connections for
+// records that are already in place; the republish interval moves them
+// as the swarm changes.
+func grewUnderRecords(n, prev, last int) bool {
+	return last < amino.DefaultBucketSize && n == prev && n > last && n >= 2*last
 }
 
 // connectBootstrap dials every bootstrap peer at once and waits for the

@@ -269,7 +269,14 @@
 // The registry must be built with agentcard.WithRemoteTTL(ttl), the same
 // TTL as [WithTTL]. Start publishes at once, then on the republish
 // interval, after Announce, after a failed publish (backing off), and when
-// the routing table has doubled since the last publish. [Service.Publish]
+// the routing table has doubled since a publish that ended with fewer than
+// k (20) peers in it: the swarm was then smaller than k, every put reached
+// all of it, and the peers that joined since are closer to some keys. A
+// node whose publish ended with k peers or more walked a larger swarm to
+// the closest peers of each key already (a node joining a settled swarm
+// fills its table with the walks' answers), so its records are not put a
+// second time when its table fills; the republish interval moves them as
+// the swarm changes. [Service.Publish]
 // and [Service.Refresh] do the same work synchronously. mDNS
 // ([WithMDNS], on by default) announces "_nova-<swarm>._udp" on the LAN
 // and dials the peers it finds; tests keep it off.

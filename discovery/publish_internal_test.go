@@ -83,3 +83,32 @@ func TestProvideKeyFirstBounded(t *testing.T) {
 		}
 	})
 }
+
+// TestRecordsPutAgainOnlyWhenTheSwarmGrewUnderThem: the publish after the
+// routing table doubles is for records put while the swarm was smaller
+// than k, and only once the table stopped growing; a node whose publish
+// ended with k peers or more in its table (one that joined a settled
+// swarm) does not put its records a second time when its table fills.
+func TestRecordsPutAgainOnlyWhenTheSwarmGrewUnderThem(t *testing.T) {
+	for _, c := range []struct {
+		name          string
+		n, prev, last int
+		want          bool
+	}{
+		{"small swarm doubled, table settled", 8, 8, 3, true},
+		{"small swarm doubled exactly", 6, 6, 3, true},
+		{"first publish saw no peer", 1, 1, 0, true},
+		{"small swarm doubled, still growing", 8, 7, 3, false},
+		{"small swarm grew less than double", 5, 5, 3, false},
+		{"no growth", 3, 3, 3, false},
+		{"shrank", 2, 2, 3, false},
+		{"just below k, doubled", 40, 40, 19, true},
+		{"k at the last publish", 40, 40, 20, false},
+		{"joined a settled swarm, table filled", 90, 90, 25, false},
+		{"empty table", 0, 0, 0, false},
+	} {
+		if got := grewUnderRecords(c.n, c.prev, c.last); got != c.want {
+			t.Errorf("%s: grewUnderRecords(%d, %d, %d) = %v, want %v", c.name, c.n, c.prev, c.last, got, c.want)
+		}
+	}
+}
