@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"iter"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -53,10 +55,10 @@ type Registry struct {
 	mu     sync.RWMutex
 	cards  map[key]*entry
 	byAddr map[string]*entry // "id@<peerID>" -> entry: exact lookups without decoding the peer ID
-	byID   map[string]map[key]*entry
-	byCap  map[string]map[key]*entry
+	byID   map[string]*set
+	byCap  map[string]*set
 	byTier [tiers.L3 + 1]map[key]*entry
-	byHost map[peer.ID]map[key]*entry // remote entries only, for MaxRemoteCardsPerHost
+	byHost map[peer.ID]*set // remote entries only, for MaxRemoteCardsPerHost
 	// withdrawn: when each host last said (RetainPeer) it no longer
 	// hosts an agent, so that its lingering DHT records (MergeRemoteAt
 	// with an older heartbeat) do not bring the card back. At most
@@ -103,9 +105,9 @@ func NewRegistry(self peer.ID, opts ...Option) *Registry {
 		ttl:    o.ttl,
 		cards:  make(map[key]*entry),
 		byAddr: make(map[string]*entry),
-		byID:   make(map[string]map[key]*entry),
-		byCap:  make(map[string]map[key]*entry),
-		byHost: make(map[peer.ID]map[key]*entry),
+		byID:   make(map[string]*set),
+		byCap:  make(map[string]*set),
+		byHost: make(map[peer.ID]*set),
 		locals: make(map[key]*entry),
 
 		withdrawn: make(map[peer.ID]map[string]time.Time),
@@ -384,15 +386,15 @@ func (r *Registry) merge(c Card, seen, now time.Time, direct bool) (changed bool
 // has elapsed. id is the agent of the new card, for the error. r.mu must be
 // held for writing.
 func (r *Registry) roomFor(host peer.ID, id string, now time.Time) error {
-	if len(r.byHost[host]) < MaxRemoteCardsPerHost {
+	if r.byHost[host].len() < MaxRemoteCardsPerHost {
 		return nil
 	}
-	for k, e := range r.byHost[host] {
+	for k, e := range r.byHost[host].all() {
 		if !r.visible(e, now) {
 			r.remove(k) // deleting from the map being ranged over is allowed
 		}
 	}
-	if len(r.byHost[host]) < MaxRemoteCardsPerHost {
+	if r.byHost[host].len() < MaxRemoteCardsPerHost {
 		return nil
 	}
 	return &TooManyCardsError{Host: host.String(), ID: id, Limit: MaxRemoteCardsPerHost}
@@ -427,7 +429,7 @@ func (r *Registry) RemovePeer(p peer.ID) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	n := 0
-	for k, e := range r.byHost[p] {
+	for k, e := range r.byHost[p].all() {
 		if r.visible(e, now) {
 			n++
 		}
@@ -454,7 +456,7 @@ func (r *Registry) RetainPeer(p peer.ID, keep []string) []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var gone []string
-	for k, e := range r.byHost[p] {
+	for k, e := range r.byHost[p].all() {
 		if _, ok := kept[k.id]; ok {
 			continue
 		}
@@ -647,7 +649,7 @@ func (r *Registry) ResolveShared(addr string) (c Card, address string, err error
 	}
 	var found *entry
 	n := 0
-	for _, e := range r.byID[id] {
+	for _, e := range r.byID[id].all() {
 		if r.visible(e, now) {
 			found = e
 			n++
@@ -660,7 +662,7 @@ func (r *Registry) ResolveShared(addr string) (c Card, address string, err error
 		return found.card, found.addr, nil
 	}
 	cands := make([]string, 0, n)
-	for _, e := range r.byID[id] {
+	for _, e := range r.byID[id].all() {
 		if r.visible(e, now) {
 			cands = append(cands, e.addr)
 		}
@@ -677,7 +679,7 @@ func (r *Registry) ByID(id string) []Card {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	var out []Card
-	for _, e := range r.byID[id] {
+	for _, e := range r.byID[id].all() {
 		if r.visible(e, now) {
 			out = append(out, e.card.Clone())
 		}
@@ -692,7 +694,7 @@ func (r *Registry) FindByCapability(capID string) []Card {
 	now := r.now()
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	return r.collect(r.byCap[capID], now)
+	return r.collect(r.byCap[capID].all(), r.byCap[capID].len(), now)
 }
 
 // FirstByCapabilityShared returns the card [Registry.FindByCapability]
@@ -706,7 +708,7 @@ func (r *Registry) FirstByCapabilityShared(capID string) (c Card, address string
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	var first *entry
-	for _, e := range r.byCap[capID] {
+	for _, e := range r.byCap[capID].all() {
 		// Addresses are unique, so the least entry is the same whatever
 		// the map's iteration order.
 		if r.visible(e, now) && (first == nil || compareEntries(e, first) < 0) {
@@ -726,7 +728,7 @@ func (r *Registry) ResolveCapability(capID string) ([]Card, error) {
 	now := r.now()
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	cards := r.collect(r.byCap[capID], now)
+	cards := r.collect(r.byCap[capID].all(), r.byCap[capID].len(), now)
 	if len(cards) == 0 {
 		return nil, &CapabilityNotFoundError{Capability: capID, Where: r.where(now)}
 	}
@@ -742,7 +744,7 @@ func (r *Registry) FindByTier(t tiers.Tier) []Card {
 	now := r.now()
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	return r.collect(r.byTier[t], now)
+	return r.collect(maps.All(r.byTier[t]), len(r.byTier[t]), now)
 }
 
 // List returns every visible card, local first, then remote, each sorted by
@@ -751,7 +753,7 @@ func (r *Registry) List() []Card {
 	now := r.now()
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	return r.collect(r.cards, now)
+	return r.collect(maps.All(r.cards), len(r.cards), now)
 }
 
 // Local returns the local cards, sorted by address.
@@ -992,28 +994,11 @@ func clip(c *Card) {
 	}
 }
 
-func index[N comparable](m map[N]map[key]*entry, name N, k key, e *entry) {
-	s := m[name]
-	if s == nil {
-		s = make(map[key]*entry)
-		m[name] = s
-	}
-	s[k] = e
-}
-
-func unindex[N comparable](m map[N]map[key]*entry, name N, k key) {
-	if s := m[name]; s != nil {
-		delete(s, k)
-		if len(s) == 0 {
-			delete(m, name)
-		}
-	}
-}
-
-// collect returns copies of the visible entries of m in query order.
-func (r *Registry) collect(m map[key]*entry, now time.Time) []Card {
-	es := make([]*entry, 0, len(m))
-	for _, e := range m {
+// collect returns copies of the visible entries all yields (n of them) in
+// query order.
+func (r *Registry) collect(all iter.Seq2[key, *entry], n int, now time.Time) []Card {
+	es := make([]*entry, 0, n)
+	for _, e := range all {
 		if r.visible(e, now) {
 			es = append(es, e)
 		}
@@ -1100,7 +1085,7 @@ func (r *Registry) whereHost(host peer.ID, now time.Time) string {
 		return fmt.Sprintf("local registry (%s)", count(len(r.locals), "agent"))
 	}
 	n := 0
-	for _, e := range r.byHost[host] {
+	for _, e := range r.byHost[host].all() {
 		if r.visible(e, now) {
 			n++
 		}
