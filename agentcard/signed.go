@@ -9,6 +9,8 @@ import (
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/record"
+	"github.com/libp2p/go-libp2p/core/record/pb"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/nova-node/nova-node/internal/wirecodec"
 )
@@ -141,18 +143,39 @@ func Open(data []byte) (Card, peer.ID, error) {
 	if string(env.PayloadType) != payloadType {
 		return Card{}, "", invalid("payloadType", "is %s, want %q", wirecodec.Quote(string(env.PayloadType)), payloadType)
 	}
-	c, err := decodePayload(env.RawPayload)
-	if err != nil {
-		return Card{}, "", err
-	}
 	signer, err := peer.IDFromPublicKey(env.PublicKey)
 	if err != nil {
 		return Card{}, "", invalid("signature", "unusable public key: %v", err)
 	}
-	if c.Host != signer.String() {
-		return Card{}, "", invalid("host", "names %s but the card is signed by %s", wirecodec.Quote(c.Host), signer)
+	c, err := decodeSigned(env.RawPayload, signer)
+	if err != nil {
+		return Card{}, "", err
 	}
 	return c, signer, nil
+}
+
+// decodeSigned decodes payload, the payload of an envelope signed by
+// signer, and checks that the card names signer as its host.
+func decodeSigned(payload []byte, signer peer.ID) (Card, error) {
+	c, err := decodePayload(payload)
+	if err != nil {
+		return Card{}, err
+	}
+	if c.Host != signer.String() {
+		return Card{}, invalid("host", "names %s but the card is signed by %s", wirecodec.Quote(c.Host), signer)
+	}
+	return c, nil
+}
+
+// reopen decodes data, bytes that [Open] opened before as signed by
+// signer, without checking the signature again: the caller knows them by
+// their hash.
+func reopen(data []byte, signer peer.ID) (Card, error) {
+	var env pb.Envelope
+	if err := proto.Unmarshal(data, &env); err != nil {
+		return Card{}, invalid("envelope", "malformed: %v", err)
+	}
+	return decodeSigned(env.Payload, signer)
 }
 
 // rawPayload lets Open verify the signature before it parses the payload
