@@ -39,7 +39,7 @@ func TestRetainDropsOnlyTheHostsUnlistedCards(t *testing.T) {
 			if len(set) == 0 {
 				t.Errorf("host %s has an empty set in the index", host)
 			}
-			for addr := range set {
+			for _, addr := range set {
 				n++
 				e := s.cache.cards[addr]
 				if e == nil || e.card.Host != host {

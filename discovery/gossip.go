@@ -320,9 +320,9 @@ func (s *Service) retain(host peer.ID, ix Index) {
 		keep = append(keep, ie.ID)
 	}
 	s.cache.mu.Lock()
-	for addr := range s.cache.byHost[host.String()] {
+	for _, addr := range slices.Clone(s.cache.byHost[host.String()]) {
 		if _, ok := ix.Entry(s.cache.cards[addr].card.ID); !ok {
-			s.cache.dropCard(addr) // deleting while ranging over a map is allowed
+			s.cache.dropCard(addr)
 		}
 	}
 	s.cache.mu.Unlock()

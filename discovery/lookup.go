@@ -30,19 +30,18 @@ type cache struct {
 	cards     map[string]*cardEntry // "id@peer" -> card
 	// byHost indexes cards by their host (the card's Host field), so a
 	// host's roster message finds that host's cards without a walk of every
-	// cached card: the walk cost every message the size of the swarm.
-	byHost map[string]map[string]struct{} // host -> addresses in cards
+	// cached card: the walk cost every message the size of the swarm. A
+	// host has few cards, so a slice each (a map of one costs a group of
+	// eight slots, for every member of the swarm).
+	byHost map[string][]string // host -> addresses in cards
 }
 
 // putCard caches e under addr. Callers hold mu.
 func (c *cache) putCard(addr string, e *cardEntry) {
-	c.cards[addr] = e
-	set := c.byHost[e.card.Host]
-	if set == nil {
-		set = map[string]struct{}{}
-		c.byHost[e.card.Host] = set
+	if _, ok := c.cards[addr]; !ok {
+		c.byHost[e.card.Host] = append(c.byHost[e.card.Host], addr)
 	}
-	set[addr] = struct{}{}
+	c.cards[addr] = e
 }
 
 // dropCard removes the card cached under addr. Callers hold mu.
@@ -52,11 +51,11 @@ func (c *cache) dropCard(addr string) {
 		return
 	}
 	delete(c.cards, addr)
-	if set := c.byHost[e.card.Host]; set != nil {
-		delete(set, addr)
-		if len(set) == 0 {
-			delete(c.byHost, e.card.Host)
-		}
+	set := slices.DeleteFunc(c.byHost[e.card.Host], func(a string) bool { return a == addr })
+	if len(set) == 0 {
+		delete(c.byHost, e.card.Host)
+	} else {
+		c.byHost[e.card.Host] = set
 	}
 }
 
@@ -91,7 +90,7 @@ func newCache() cache {
 		providers: map[string]providerSet{},
 		indexes:   map[peer.ID]indexEntry{},
 		cards:     map[string]*cardEntry{},
-		byHost:    map[string]map[string]struct{}{},
+		byHost:    map[string][]string{},
 	}
 }
 
