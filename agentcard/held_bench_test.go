@@ -92,3 +92,22 @@ func BenchmarkHeldPerMember(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkMergeRemoteRefresh merges a card the registry holds at its
+// revision, as every member's roster message does for each of its cards
+// on every node every republish interval.
+func BenchmarkMergeRemoteRefresh(b *testing.B) {
+	nodes := testNodes(b)
+	r := agentcard.NewRegistry(nodes[0].id)
+	c := benchCard()
+	c.Host = nodes[1].id.String()
+	if _, err := r.MergeRemote(c); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if changed, err := r.MergeRemote(c); err != nil || changed {
+			b.Fatal(changed, err)
+		}
+	}
+}

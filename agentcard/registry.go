@@ -319,7 +319,9 @@ const maxWithdrawnHosts = 4096
 // now (MergeRemote): that undoes a withdrawal. A card whose host withdrew
 // it after seen (RetainPeer) is not stored.
 func (r *Registry) merge(c Card, seen, now time.Time, direct bool) (changed bool, err error) {
-	s := c.Clone()
+	// A shallow copy until the card is stored: most merges refresh a card
+	// already held at its revision and store nothing.
+	s := c
 	s.Origin = OriginRemote
 	s.LastSeenAt = seen.UnixMilli()
 	ps := s.problems()
@@ -377,6 +379,7 @@ func (r *Registry) merge(c Card, seen, now time.Time, direct bool) (changed bool
 			return false, err
 		}
 	}
+	e.card = s.Clone()
 	r.put(k, e)
 	return true, nil
 }
