@@ -33,10 +33,13 @@ const benchNodes = 30
 
 // novaSwarm is 30 nodes (star around node 0 plus a ring), node 0 hosting
 // the L0 agent "sun", every other node an agent counting deliveries.
-func novaSwarm(b testing.TB) (*testnet.Net, *deliveryLog) {
+func novaSwarm(b testing.TB) (*testnet.Net, *deliveryLog) { return novaSwarmOn(b, testnet.TCP) }
+
+// novaSwarmOn is novaSwarm with its nodes on transport.
+func novaSwarmOn(b testing.TB, transport testnet.Transport) (*testnet.Net, *deliveryLog) {
 	log := &deliveryLog{at: map[string][]time.Time{}}
 	l0 := tiers.L0
-	net := testnet.New(b, benchNodes, testnet.WithTransport(testnet.TCP), testnet.WithConfig(func(i int, c *node.Config) {
+	net := testnet.New(b, benchNodes, testnet.WithTransport(transport), testnet.WithConfig(func(i int, c *node.Config) {
 		c.MetricsListen = "off"
 		if i == 0 {
 			c.Agents = []node.AgentConfig{{Name: "sun", Tier: &l0, Capabilities: []node.CapabilityConfig{{ID: "x"}}}}
@@ -96,12 +99,18 @@ func rawQueues() []pubsub.Option {
 // others), so that the comparison is GossipSub with and without nova on
 // the same graph.
 func rawSwarmOf(b *testing.B, full bool, opts ...pubsub.Option) ([]*pubsub.Topic, *deliveryLog) {
-	return rawSwarmWith(b, full, nil, opts...)
+	return rawSwarmWith(b, full, tcpLoopback, nil, opts...)
 }
 
-// rawSwarmWith is rawSwarmOf on hosts built with hostOpts besides the
-// loopback listener (libp2p's defaults otherwise: TLS before Noise).
-func rawSwarmWith(b *testing.B, full bool, hostOpts []libp2p.Option, opts ...pubsub.Option) ([]*pubsub.Topic, *deliveryLog) {
+// Listen addresses of raw hosts.
+const (
+	tcpLoopback  = "/ip4/127.0.0.1/tcp/0"
+	quicLoopback = "/ip4/127.0.0.1/udp/0/quic-v1"
+)
+
+// rawSwarmWith is rawSwarmOf on hosts listening on listen, built with
+// hostOpts besides (libp2p's defaults otherwise: TLS before Noise).
+func rawSwarmWith(b *testing.B, full bool, listen string, hostOpts []libp2p.Option, opts ...pubsub.Option) ([]*pubsub.Topic, *deliveryLog) {
 	log := &deliveryLog{at: map[string][]time.Time{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	var hosts []host.Host
@@ -115,7 +124,7 @@ func rawSwarmWith(b *testing.B, full bool, hostOpts []libp2p.Option, opts ...pub
 		}
 	})
 	for i := 0; i < benchNodes; i++ {
-		h, err := libp2p.New(append([]libp2p.Option{libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0")}, hostOpts...)...)
+		h, err := libp2p.New(append([]libp2p.Option{libp2p.ListenAddrStrings(listen)}, hostOpts...)...)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -189,36 +198,44 @@ func rawSwarmWith(b *testing.B, full bool, hostOpts []libp2p.Option, opts ...pub
 // moves less with other jobs' load than ms-all does.
 func BenchmarkBroadcastBurst(b *testing.B) {
 	const burst = 1000
-	b.Run("gossipsub-raw", func(b *testing.B) { benchRawBurst(b, burst, false, nil) })
-	b.Run("gossipsub-raw-queues", func(b *testing.B) { benchRawBurst(b, burst, true, nil, rawQueues()...) })
+	b.Run("gossipsub-raw", func(b *testing.B) { benchRawBurst(b, burst, false, tcpLoopback, nil) })
+	b.Run("gossipsub-raw-queues", func(b *testing.B) { benchRawBurst(b, burst, true, tcpLoopback, nil, rawQueues()...) })
 	// The same on nova's security order, Noise before TLS (node.go): what
 	// the burst costs on the connections nova makes.
 	noiseFirst := []libp2p.Option{libp2p.Security(noise.ID, noise.New), libp2p.Security(libp2ptls.ID, libp2ptls.New)}
-	b.Run("gossipsub-raw-queues-noise", func(b *testing.B) { benchRawBurst(b, burst, true, noiseFirst, rawQueues()...) })
-	b.Run("nova", func(b *testing.B) {
-		net, log := novaSwarm(b)
-		for b.Loop() {
-			stop := burstProfile(b)
-			start, base, cpu := time.Now(), log.n.Load(), cputime.Process()
-			for k := 0; k < burst; k++ {
-				env, _ := net.Nodes[0].NewEnvelope("sun", envelope.Broadcast, envelope.TypeNotification, k)
-				if _, err := net.Nodes[0].Send(context.Background(), env); err != nil {
-					b.Fatal(err)
-				}
-			}
-			waitCount(log, base+burst*(benchNodes-1), 20*time.Second)
-			stop()
-			b.ReportMetric(float64(time.Since(start).Milliseconds()), "ms-all")
-			b.ReportMetric(float64((cputime.Process() - cpu).Milliseconds()), "cpu-ms")
-			b.ReportMetric(100*float64(log.n.Load()-base)/float64(burst*(benchNodes-1)), "%delivered")
-		}
-	})
+	b.Run("gossipsub-raw-queues-noise", func(b *testing.B) { benchRawBurst(b, burst, true, tcpLoopback, noiseFirst, rawQueues()...) })
+	b.Run("nova", func(b *testing.B) { benchNovaBurst(b, burst, testnet.TCP) })
+	// Both on QUIC, whose TLS 1.3 and AES-GCM nova and raw GossipSub share
+	// (libp2p dials QUIC first where a peer offers both): nova's cost over
+	// GossipSub's on the same connections.
+	b.Run("gossipsub-raw-queues-quic", func(b *testing.B) { benchRawBurst(b, burst, true, quicLoopback, nil, rawQueues()...) })
+	b.Run("nova-quic", func(b *testing.B) { benchNovaBurst(b, burst, testnet.QUIC) })
 }
 
-// benchRawBurst is BenchmarkBroadcastBurst on plain GossipSub hosts with
-// opts, on nova's full mesh when full.
-func benchRawBurst(b *testing.B, burst int, full bool, hostOpts []libp2p.Option, opts ...pubsub.Option) {
-	topics, log := rawSwarmWith(b, full, hostOpts, opts...)
+// benchNovaBurst is BenchmarkBroadcastBurst on nova nodes on transport.
+func benchNovaBurst(b *testing.B, burst int, transport testnet.Transport) {
+	net, log := novaSwarmOn(b, transport)
+	for b.Loop() {
+		stop := burstProfile(b)
+		start, base, cpu := time.Now(), log.n.Load(), cputime.Process()
+		for k := 0; k < burst; k++ {
+			env, _ := net.Nodes[0].NewEnvelope("sun", envelope.Broadcast, envelope.TypeNotification, k)
+			if _, err := net.Nodes[0].Send(context.Background(), env); err != nil {
+				b.Fatal(err)
+			}
+		}
+		waitCount(log, base+int64(burst)*(benchNodes-1), 20*time.Second)
+		stop()
+		b.ReportMetric(float64(time.Since(start).Milliseconds()), "ms-all")
+		b.ReportMetric(float64((cputime.Process() - cpu).Milliseconds()), "cpu-ms")
+		b.ReportMetric(100*float64(log.n.Load()-base)/float64(int64(burst)*(benchNodes-1)), "%delivered")
+	}
+}
+
+// benchRawBurst is BenchmarkBroadcastBurst on plain GossipSub hosts
+// listening on listen, with opts, on nova's full mesh when full.
+func benchRawBurst(b *testing.B, burst int, full bool, listen string, hostOpts []libp2p.Option, opts ...pubsub.Option) {
+	topics, log := rawSwarmWith(b, full, listen, hostOpts, opts...)
 	for b.Loop() {
 		stop := burstProfile(b)
 		start, base, cpu := time.Now(), log.n.Load(), cputime.Process()
