@@ -1,6 +1,8 @@
 package node
 
 import (
+	"sync/atomic"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/nova-node/nova-node/crdt"
@@ -15,8 +17,9 @@ import (
 // event (nova_security_events_total, by code); these series say how full
 // the shared stores are and how often a bound or a check said no.
 type serviceCollector struct {
-	disc *discovery.Service
-	docs *crdt.Manager
+	disc   *discovery.Service
+	docs   *crdt.Manager
+	forgot *atomic.Uint64 // peers dropped from the peerstore (connhealth.ForgetPeers)
 }
 
 var (
@@ -36,6 +39,8 @@ var (
 		"Agent cards read from the DHT and refused: stale, future-dated, forged or mismatched.", nil, nil)
 	descDiscoveryRejoins = prometheus.NewDesc("nova_discovery_rejoins_total",
 		"Times this node, left with no connection, dialled the peers it joined through by hand again.", nil, nil)
+	descPeersForgotten = prometheus.NewDesc("nova_peers_forgotten_total",
+		"Peers whose protocols, metadata and key left the peerstore after they had had no connection for 30 s.", nil, nil)
 	descDocUpdatesRefused = prometheus.NewDesc("nova_crdt_updates_refused_total",
 		"Shared-document updates from peers refused: undecodable, forged or invalid, on gossip and in catch-up answers.", nil, nil)
 )
@@ -43,7 +48,7 @@ var (
 // Describe implements prometheus.Collector.
 func (c serviceCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descDHTRecords, descDHTRecordBytes, descDHTRecordAuthors,
-		descDHTRecordsRefused, descDHTProviders, descDHTProvidersRefused, descDHTCardsRefused, descDiscoveryRejoins, descDocUpdatesRefused} {
+		descDHTRecordsRefused, descDHTProviders, descDHTProvidersRefused, descDHTCardsRefused, descDiscoveryRejoins, descDocUpdatesRefused, descPeersForgotten} {
 		ch <- d
 	}
 }
@@ -63,5 +68,8 @@ func (c serviceCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	if c.docs != nil {
 		ch <- prometheus.MustNewConstMetric(descDocUpdatesRefused, prometheus.CounterValue, float64(c.docs.Rejected()))
+	}
+	if c.forgot != nil {
+		ch <- prometheus.MustNewConstMetric(descPeersForgotten, prometheus.CounterValue, float64(c.forgot.Load()))
 	}
 }

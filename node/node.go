@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -71,6 +72,8 @@ type Node struct {
 	router *protocol.Router    // started by Start
 	auth   *authz              // the swarm authority's book; judges remote cards
 	docs   *crdt.Manager       // started by Start
+
+	forgotPeers atomic.Uint64 // peers dropped from the peerstore (connhealth.ForgetPeers)
 
 	mu       sync.Mutex
 	handlers map[string]protocol.Handler
@@ -277,7 +280,7 @@ func (n *Node) build(stack *closers) error {
 	stack.push(func() error { n.closeMCP(); return nil })
 	stack.push(func() error { n.closeA2A(); return nil })
 	n.host, n.disc, n.router, n.docs = h, disc, r, docs
-	if err := n.obs.prom.reg.Register(serviceCollector{disc: disc, docs: docs}); err != nil {
+	if err := n.obs.prom.reg.Register(serviceCollector{disc: disc, docs: docs, forgot: &n.forgotPeers}); err != nil {
 		return fmt.Errorf("node: metrics: %w", err)
 	}
 	return nil
@@ -416,6 +419,7 @@ func (n *Node) Start(ctx context.Context) (err error) {
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	// Unwound first: the node's own goroutines end before the parts they use.
 	n.stack.push(func() error { cancel(); n.wg.Wait(); return nil })
+	n.wg.Go(func() { connhealth.ForgetPeers(runCtx, n.host, connhealth.ForgetAfter, &n.forgotPeers, n.log) })
 	if err := n.disc.Start(ctx); err != nil {
 		return fmt.Errorf("node: discovery: %w", err)
 	}

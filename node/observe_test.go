@@ -285,7 +285,7 @@ func TestPrometheusMetrics(t *testing.T) {
 		"nova_routing_latency_seconds_count", "nova_channel_pending_envelopes", "libp2p_",
 		// the stores peers fill and their refusals at a bound
 		"nova_dht_records ", "nova_dht_record_bytes ", "nova_dht_records_refused_total 0", "nova_dht_providers ",
-		"nova_dht_providers_refused_total 0", "nova_dht_cards_refused_total 0", "nova_discovery_rejoins_total 0", "nova_crdt_updates_refused_total 0"} {
+		"nova_dht_providers_refused_total 0", "nova_dht_cards_refused_total 0", "nova_discovery_rejoins_total 0", "nova_crdt_updates_refused_total 0", "nova_peers_forgotten_total 0"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %q", want)
 		}

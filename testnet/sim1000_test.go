@@ -38,6 +38,7 @@ import (
 	"github.com/nova-node/nova-node/discovery"
 	"github.com/nova-node/nova-node/envelope"
 	"github.com/nova-node/nova-node/node"
+	"github.com/nova-node/nova-node/node/connhealth"
 	nproto "github.com/nova-node/nova-node/protocol"
 	"github.com/nova-node/nova-node/tiers"
 )
@@ -88,6 +89,9 @@ type simParams struct {
 	// node that does not know its roster topic's peers does
 	// (NOVA_SIM_ROSTER=resend; see discovery.WithGossipPeers).
 	resend bool
+	// keepPeers leaves every peer a node met in its peerstore, as libp2p
+	// does on its own (NOVA_SIM_PEERSTORE=keep; see connhealth.ForgetPeers).
+	keepPeers bool
 }
 
 // wallClock is the machine's monotonic clock in nanoseconds: inside a
@@ -125,6 +129,7 @@ func readSimParams() simParams {
 
 		dhtRoster: os.Getenv("NOVA_SIM_ROSTER") == "dht",
 		resend:    os.Getenv("NOVA_SIM_ROSTER") == "resend",
+		keepPeers: os.Getenv("NOVA_SIM_PEERSTORE") == "keep",
 	}
 }
 
@@ -237,6 +242,7 @@ type simNode struct {
 	r      *nproto.Router
 	reg    *agentcard.Registry
 	cancel context.CancelFunc
+	wg     sync.WaitGroup // the peerstore forgetter
 	agent  string
 	busy   atomic.Bool // a lookup from this node is in flight
 
@@ -252,6 +258,7 @@ func (n *simNode) stop() {
 	_ = n.r.Close()
 	_ = n.disc.Close()
 	n.cancel()
+	n.wg.Wait()
 	_ = n.h.Close()
 }
 
@@ -272,6 +279,7 @@ type sim struct {
 	// opened counts the connections the nodes opened, each once (at the
 	// end that dialled).
 	opened atomic.Int64
+	forgot atomic.Uint64 // peers the nodes dropped from their peerstores
 }
 
 func (s *sim) start(boot []peer.AddrInfo) (*simNode, error) {
@@ -368,6 +376,9 @@ func (s *sim) start(boot []peer.AddrInfo) (*simNode, error) {
 		}
 		return nil, nil
 	})
+	if !s.p.keepPeers { // as a node does (node/node.go)
+		n.wg.Go(func() { connhealth.ForgetPeers(ctx, h, connhealth.ForgetAfter, &s.forgot, zap.NewNop().Sugar()) })
+	}
 	if err := n.disc.Start(ctx); err != nil {
 		n.stop()
 		return nil, err
@@ -814,7 +825,7 @@ func TestSim1000Churn(t *testing.T) {
 		if !p.dhtRoster && gossipTaken == 0 {
 			t.Errorf("sim: no roster message was taken by gossip")
 		}
-		t.Logf("sim: after warm-up: %s", s.memory())
+		t.Logf("sim: after warm-up: %s; peers forgotten %d", s.memory(), s.forgot.Load())
 		if path := os.Getenv("NOVA_SIM_HEAPPROFILE"); path != "" {
 			writeSimHeapProfile(t, path)
 		}
@@ -884,7 +895,7 @@ func TestSim1000Churn(t *testing.T) {
 				time.Sleep(left)
 			}
 		}
-		t.Logf("sim: at the end: %s", s.memory())
+		t.Logf("sim: at the end: %s; peers forgotten %d", s.memory(), s.forgot.Load())
 		rate := float64(total.ok) / float64(max(total.ok+total.fail, 1))
 		full := 0.0
 		for _, r := range reachAll {

@@ -23,6 +23,12 @@
 //   - the configured peers ([WithPeers]): dialled at start and again every
 //     10 s while they are not connected.
 //
+// Beside the Monitor, [ForgetPeers] keeps the peerstore to the peers the
+// node is connected to, or was within [ForgetAfter]: libp2p keeps a peer's
+// protocols, identify metadata and key for the life of the process, so a
+// node that meets many peers over its life would hold them all. The node
+// runs it on its own goroutine.
+//
 // Two parts of connection health live elsewhere, next to the state they
 // need. QUIC liveness (protocol/liveness.go): the router probes an
 // outbound QUIC stream that went silent with something unanswered, with a
