@@ -41,8 +41,8 @@ func ForgetPeers(ctx context.Context, h host.Host, after time.Duration, forgot *
 	defer sub.Close()
 	ps := h.Peerstore()
 	forget := func(p peer.ID) {
-		if p == h.ID() || h.Network().Connectedness(p) == network.Connected || h.Network().Connectedness(p) == network.Limited {
-			return
+		if c := h.Network().Connectedness(p); p == h.ID() || c == network.Connected || c == network.Limited {
+			return // back since, or never gone
 		}
 		ps.RemovePeer(p)
 		forgot.Add(1)
