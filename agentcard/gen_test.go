@@ -35,7 +35,13 @@ func newNode(tb testing.TB, seed byte) node {
 	tb.Helper()
 	var s [32]byte
 	s[0] = seed
-	key, _, err := crypto.GenerateEd25519Key(seededReader{rand.NewChaCha8(s)})
+	return nodeFrom(tb, s)
+}
+
+// nodeFrom returns the Ed25519 identity derived from seed.
+func nodeFrom(tb testing.TB, seed [32]byte) node {
+	tb.Helper()
+	key, _, err := crypto.GenerateEd25519Key(seededReader{rand.NewChaCha8(seed)})
 	if err != nil {
 		tb.Fatal(err)
 	}

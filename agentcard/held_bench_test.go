@@ -3,12 +3,8 @@ package agentcard_test
 import (
 	"encoding/binary"
 	"fmt"
-	"math/rand/v2"
 	"runtime"
 	"testing"
-
-	"github.com/libp2p/go-libp2p/core/crypto"
-	"github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/nova-node/nova-node/agentcard"
 )
@@ -20,15 +16,7 @@ func members(tb testing.TB, n int) []node {
 	for i := range out {
 		var s [32]byte
 		binary.LittleEndian.PutUint64(s[:], uint64(i)+1000)
-		key, _, err := crypto.GenerateEd25519Key(seededReader{rand.NewChaCha8(s)})
-		if err != nil {
-			tb.Fatal(err)
-		}
-		id, err := peer.IDFromPrivateKey(key)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		out[i] = node{key: key, id: id}
+		out[i] = nodeFrom(tb, s)
 	}
 	return out
 }
