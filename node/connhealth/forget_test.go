@@ -54,7 +54,7 @@ func TestPeersWithoutConnectionAreForgotten(t *testing.T) {
 		if err := a.Connect(t.Context(), peer.AddrInfo{ID: p.ID(), Addrs: p.Addrs()}); err != nil {
 			t.Fatal(err)
 		}
-		waitfor.Eventually(t, 10*time.Second, func() error { return known(p.ID()) })
+		waitfor.Eventually(t, 30*time.Second, func() error { return known(p.ID()) })
 	}
 	connect(b)
 	connect(c)
@@ -62,7 +62,7 @@ func TestPeersWithoutConnectionAreForgotten(t *testing.T) {
 	if err := a.Network().ClosePeer(b.ID()); err != nil {
 		t.Fatal(err)
 	}
-	waitfor.Eventually(t, 10*time.Second, func() error {
+	waitfor.Eventually(t, 30*time.Second, func() error {
 		if forgot.Load() == 0 {
 			return errors.New("nothing forgotten yet")
 		}
