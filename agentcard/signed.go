@@ -9,8 +9,6 @@ import (
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/record"
-	"github.com/libp2p/go-libp2p/core/record/pb"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/nova-node/nova-node/internal/wirecodec"
 )
@@ -171,11 +169,11 @@ func decodeSigned(payload []byte, signer peer.ID) (Card, error) {
 // signer, without checking the signature again: the caller knows them by
 // their hash.
 func reopen(data []byte, signer peer.ID) (Card, error) {
-	var env pb.Envelope
-	if err := proto.Unmarshal(data, &env); err != nil {
+	env, err := record.UnmarshalEnvelope(data)
+	if err != nil {
 		return Card{}, invalid("envelope", "malformed: %v", err)
 	}
-	return decodeSigned(env.Payload, signer)
+	return decodeSigned(env.RawPayload, signer)
 }
 
 // rawPayload lets Open verify the signature before it parses the payload
