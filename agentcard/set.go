@@ -73,9 +73,11 @@ func (s *set) del(k key) {
 	}
 }
 
-// all yields every entry with its key. The loop's body may delete the
-// entry it was given (the slice is walked from its end, so the swap that
-// deletes moves an entry already yielded) but add nothing.
+// all yields every entry with its key, once. The loop's body may delete
+// the entry it was given (the slice is walked from its end, so the swap
+// that deletes moves an entry already yielded into its place) and nothing
+// else: deleting another entry could move one already yielded to where it
+// is yielded again, and an add could turn the slice into a map.
 func (s *set) all() iter.Seq2[key, *entry] {
 	return func(yield func(key, *entry) bool) {
 		if s == nil {
@@ -91,7 +93,7 @@ func (s *set) all() iter.Seq2[key, *entry] {
 		}
 		for i := len(s.few) - 1; i >= 0; i-- {
 			if i >= len(s.few) {
-				continue // the body deleted more than its own entry
+				continue // a body that deleted more than its own entry: no index past the end
 			}
 			if !yield(s.few[i].k, s.few[i].e) {
 				return
