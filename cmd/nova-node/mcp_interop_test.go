@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	gonet "net"
 	"os"
 	"os/exec"
@@ -168,7 +170,8 @@ func TestInteropMCPServerEverything(t *testing.T) {
 	})
 	cli, srv := gonet.Pipe()
 	go func() { _ = a.MCP().ServeConn(t.Context(), srv) }()
-	cs, err := c.Connect(t.Context(), &mcp.IOTransport{Reader: cli, Writer: cli}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	wire := &wireLog{r: cli}
+	cs, err := c.Connect(t.Context(), &mcp.IOTransport{Reader: wire, Writer: cli}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,17 +180,27 @@ func TestInteropMCPServerEverything(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// Progress: three steps, relayed before the result.
+	// Progress: three steps, relayed before the result. The client hands
+	// notifications to its handlers on a queue of their own, apart from
+	// responses, so a call can return before its last progress reached the
+	// handler: the order is checked on the wire, the values at the handler.
 	params := &mcp.CallToolParams{Name: "everything_trigger-long-running-operation", Arguments: map[string]any{"duration": 0.3, "steps": 3}}
 	params.SetProgressToken("p1")
 	if r, err := cs.CallTool(t.Context(), params); err != nil || r.IsError {
 		t.Fatalf("long-running operation: %v %+v", err, r)
 	}
-	mu.Lock()
-	if len(progress) != 3 || progress[2] != 3 {
-		t.Errorf("progress %v, want 1, 2, 3", progress)
+	waitfor.Eventually(t, testnetWait, func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(progress) != 3 || progress[2] != 3 {
+			return fmt.Errorf("progress %v, want 1, 2, 3", progress)
+		}
+		return nil
+	})
+	last, result := wire.index(`"progress":3`), wire.index("Long running operation completed")
+	if last < 0 || result < 0 || last > result {
+		t.Errorf("on the wire, the last progress at byte %d and the result at byte %d: want the progress first", last, result)
 	}
-	mu.Unlock()
 
 	// Logging: the tool sends one message at once, during the call.
 	if r, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "everything_toggle-simulated-logging", Arguments: map[string]any{}}); err != nil || r.IsError {
@@ -241,4 +254,29 @@ func TestInteropMCPServerEverything(t *testing.T) {
 	if txt, _ := r.Content[0].(*mcp.TextContent); txt == nil || !strings.HasSuffix(txt.Text, big) {
 		t.Fatal("echo of 3 MB came back changed")
 	}
+}
+
+// wireLog keeps a copy of every byte read through it, for checks on the
+// order of messages as they came.
+type wireLog struct {
+	r   io.ReadCloser
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (w *wireLog) Read(p []byte) (int, error) {
+	n, err := w.r.Read(p)
+	w.mu.Lock()
+	w.buf.Write(p[:n])
+	w.mu.Unlock()
+	return n, err
+}
+
+func (w *wireLog) Close() error { return w.r.Close() }
+
+// index is the offset of the first occurrence of s read so far, or -1.
+func (w *wireLog) index(s string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return bytes.Index(w.buf.Bytes(), []byte(s))
 }
