@@ -173,11 +173,12 @@ func (n *natNet) must(args ...string) {
 
 // natDebugLogs are the subsystems a node of the NAT tests logs at debug
 // (GOLOG_LOG_LEVEL, unless the test's environment sets it), printed when
-// a test fails: go-libp2p's relay client, relay service, circuits and hole
-// punching (a relay's refusal of a reservation, with its reason, is a
-// debug line), the router (its DHT lookups after a failed dial) and
+// a test fails: go-libp2p's AutoNAT v2 and the host's reachability
+// tracker (a public node relays only once its probes confirmed an
+// address), relay client, relay service, circuits and hole punching (a
+// relay's refusal of a reservation, with its reason, is a debug line), the router (its DHT lookups after a failed dial) and
 // discovery (publishes, roster exchanges). A few hundred lines a node.
-const natDebugLogs = "autorelay=debug,relay=debug,p2p-circuit=debug,p2p-holepunch=debug,nova/protocol=debug,nova/discovery=debug"
+const natDebugLogs = "autonatv2=debug,basichost=debug,autorelay=debug,relay=debug,p2p-circuit=debug,p2p-holepunch=debug,nova/protocol=debug,nova/discovery=debug"
 
 // run starts `nova-node run` for node name in its namespace, hosting the
 // agent of the same name; the fixture stops it (SIGINT, then SIGKILL).
