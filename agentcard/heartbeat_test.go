@@ -76,6 +76,53 @@ func TestMergeRemoteAt(t *testing.T) {
 	}
 }
 
+// TestMergeRemoteAtShared: the shared merge keeps the caller's slices (so
+// discovery's cache and the registry hold one card, not two), the plain
+// merge a copy of them; both hold the card as merged, with the same TTL
+// and checks.
+func TestMergeRemoteAtShared(t *testing.T) {
+	nodes := testNodes(t)
+	self, a, b := nodes[0].id, nodes[1].id, nodes[2].id
+	clock := newClock()
+	ttl := 10 * time.Minute
+	r := agentcard.NewRegistry(self, agentcard.WithClock(clock.Now), agentcard.WithRemoteTTL(ttl))
+	shared := remoteCard("earth", a, 1, "echo")
+	copied := remoteCard("earth", b, 1, "echo")
+	hb := clock.Now().Add(-4 * time.Minute)
+	if changed, err := r.MergeRemoteAtShared(shared, hb); !changed || err != nil {
+		t.Fatalf("MergeRemoteAtShared = %v, %v", changed, err)
+	}
+	if changed, err := r.MergeRemoteAt(copied, hb); !changed || err != nil {
+		t.Fatalf("MergeRemoteAt = %v, %v", changed, err)
+	}
+	gs, ok := r.GetShared(shared.Address())
+	if !ok || gs.LastSeenAt != hb.UnixMilli() || gs.Origin != agentcard.OriginRemote || gs.Capabilities[0].ID != "echo" {
+		t.Fatalf("shared merge stored %+v, %v", gs, ok)
+	}
+	if &gs.Capabilities[0] != &shared.Capabilities[0] || &gs.Protocols[0] != &shared.Protocols[0] {
+		t.Error("MergeRemoteAtShared copied the card's slices")
+	}
+	gc, _ := r.GetShared(copied.Address())
+	if &gc.Capabilities[0] == &copied.Capabilities[0] || &gc.Protocols[0] == &copied.Protocols[0] {
+		t.Error("MergeRemoteAt kept the caller's slices")
+	}
+	// Get still hands out a copy of the shared card.
+	if g, _ := r.Get(shared.Address()); &g.Capabilities[0] == &shared.Capabilities[0] {
+		t.Error("Get returned the shared slices")
+	}
+	// The same TTL as MergeRemoteAt: from the heartbeat.
+	clock.Advance(6 * time.Minute)
+	if _, ok := r.Get(shared.Address()); ok {
+		t.Fatal("shared card visible one TTL after its heartbeat")
+	}
+	// The same checks.
+	bad := remoteCard("earth", a, 2)
+	bad.Host = self.String()
+	if _, err := r.MergeRemoteAtShared(bad, clock.Now()); !errors.Is(err, agentcard.ErrInvalidCard) {
+		t.Fatalf("own card merged as remote: %v", err)
+	}
+}
+
 // TestSelectPrefersLatestHeartbeat: of two records of the same revision,
 // the DHT validator keeps the later heartbeat, whatever the bytes.
 func TestSelectPrefersLatestHeartbeat(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/nova-node/nova-node/agentcard"
 )
@@ -30,8 +31,9 @@ func liveHeap() uint64 {
 }
 
 // BenchmarkHeldPerMember measures what a node holds for each member of its
-// swarm in the registry (a member's card, merged from a roster message or
-// a hello) and in the router's Opener (the member's card as its hellos
+// swarm in the registry (a member's card, merged from a hello, or as
+// discovery merges it from a roster message or the DHT, sharing its
+// cache's card: registry-shared) and in the router's Opener (the member's card as its hellos
 // present it), in bytes of live heap per member: every node holds this
 // for every member, so a swarm of n holds n² of it. Each member hosts one
 // agent with one capability, all members offering the same one, as in the
@@ -59,6 +61,22 @@ func BenchmarkHeldPerMember(b *testing.B) {
 			r := agentcard.NewRegistry(testNodes(b)[0].id)
 			for _, c := range cards {
 				if _, err := r.MergeRemote(c); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(liveHeap()-before)/n, "B/member")
+			runtime.KeepAlive(r)
+		}
+	})
+	// As discovery merges: the registry keeps the slices of the card
+	// discovery's cache holds (here, cards), so it holds less of its own.
+	b.Run("registry-shared", func(b *testing.B) {
+		for b.Loop() {
+			before := liveHeap()
+			r := agentcard.NewRegistry(testNodes(b)[0].id)
+			now := time.Now()
+			for _, c := range cards {
+				if _, err := r.MergeRemoteAtShared(c, now); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -281,7 +281,7 @@ func (r *Registry) Unregister(id string) bool {
 // card comes straight from its host (a card presented on a live stream).
 func (r *Registry) MergeRemote(c Card) (changed bool, err error) {
 	now := r.now()
-	return r.merge(c, now, now, true)
+	return r.merge(c, now, now, true, false)
 }
 
 // MergeRemoteAt is [Registry.MergeRemote] for a card whose host was last
@@ -299,11 +299,24 @@ func (r *Registry) MergeRemote(c Card) (changed bool, err error) {
 // a higher revision replaces it and keeps the later of the two times, for
 // the same host vouched for both.
 func (r *Registry) MergeRemoteAt(c Card, seen time.Time) (changed bool, err error) {
+	return r.mergeAt(c, seen, false)
+}
+
+// MergeRemoteAtShared is [Registry.MergeRemoteAt] without the copy: the
+// registry keeps c's slices and schemas, as the *Shared getters hand out
+// theirs, so the caller must never write them afterwards. Discovery holds
+// every member's card read-only in its cache and hands that card here, so
+// that a node holds each member's card once rather than twice.
+func (r *Registry) MergeRemoteAtShared(c Card, seen time.Time) (changed bool, err error) {
+	return r.mergeAt(c, seen, true)
+}
+
+func (r *Registry) mergeAt(c Card, seen time.Time, shared bool) (changed bool, err error) {
 	now := r.now()
 	if seen.After(now) {
 		seen = now
 	}
-	return r.merge(c, seen, now, false)
+	return r.merge(c, seen, now, false, shared)
 }
 
 // maxWithdrawnPerHost bounds the withdrawals a registry remembers per host
@@ -317,8 +330,9 @@ const maxWithdrawnHosts = 4096
 
 // merge stores c, seen alive at seen. direct says c comes from its host
 // now (MergeRemote): that undoes a withdrawal. A card whose host withdrew
-// it after seen (RetainPeer) is not stored.
-func (r *Registry) merge(c Card, seen, now time.Time, direct bool) (changed bool, err error) {
+// it after seen (RetainPeer) is not stored. shared stores c's slices as
+// they are (MergeRemoteAtShared); otherwise a deep copy of them.
+func (r *Registry) merge(c Card, seen, now time.Time, direct, shared bool) (changed bool, err error) {
 	// A shallow copy until the card is stored: most merges refresh a card
 	// already held at its revision and store nothing.
 	s := c
@@ -379,7 +393,9 @@ func (r *Registry) merge(c Card, seen, now time.Time, direct bool) (changed bool
 			return false, err
 		}
 	}
-	e.card = s.Clone()
+	if !shared {
+		e.card = s.Clone()
+	}
 	r.put(k, e)
 	return true, nil
 }

@@ -33,10 +33,12 @@ var log = golog.Logger("nova/discovery")
 // known to be alive (its signed heartbeat, never later than the local
 // clock): the sink's TTL for the card runs from seen, so a host that has
 // left disappears one TTL after its last heartbeat even while its DHT
-// records linger. MergeRemoteAt must not block for long: it is called from
-// lookups and from the refresh loop.
+// records linger. The sink may keep c's slices: discovery caches the same
+// card and never writes it, so a node holds each member's card once.
+// MergeRemoteAtShared must not block for long: it is called from lookups
+// and from the refresh loop.
 type Sink interface {
-	MergeRemoteAt(c agentcard.Card, seen time.Time) (changed bool, err error)
+	MergeRemoteAtShared(c agentcard.Card, seen time.Time) (changed bool, err error)
 }
 
 // Source gives the cards of the agents this node hosts, to publish.

@@ -80,7 +80,7 @@
 // the registry's remote TTL) after the heartbeat its host signed, never
 // after the local clock: a heartbeat more than [WithMaxClockSkew] in the
 // future is refused, a smaller one counts as now. Discovery hands each
-// card to the [Sink] with that heartbeat (agentcard.Registry.MergeRemoteAt),
+// card to the [Sink] with that heartbeat (agentcard.Registry.MergeRemoteAtShared),
 // and the registry's TTL runs from it, so:
 //
 //   - a live host republishes every [WithRepublishInterval] (at most half

@@ -80,7 +80,7 @@ type indexEntry struct {
 // alive with this revision: the card's own heartbeat, or a later heartbeat
 // of the host's index listing the same revision.
 type cardEntry struct {
-	card    agentcard.Card // as signed
+	card    agentcard.Card // as signed; never written: the sink keeps its slices
 	seen    time.Time
 	fetched time.Time
 }
@@ -280,7 +280,7 @@ func (s *Service) deliver(e *cardEntry) (agentcard.Card, bool) {
 	if !s.fresh(seen, s.cfg.now()) {
 		return agentcard.Card{}, false
 	}
-	if _, err := s.sink.MergeRemoteAt(c, seen); err != nil {
+	if _, err := s.sink.MergeRemoteAtShared(c, seen); err != nil {
 		s.log.Debugw("sink refused card", "agent", c.Address(), "err", err)
 		return agentcard.Card{}, false
 	}
@@ -346,7 +346,9 @@ func (s *Service) resolveAll(ctx context.Context, query func(found func(peer.Add
 	var cards []agentcard.Card
 	for _, e := range entries {
 		if c, ok := s.deliver(e); ok {
-			cards = append(cards, c)
+			// The cache and the sink share c's slices: the caller gets
+			// its own.
+			cards = append(cards, c.Clone())
 		}
 	}
 	slices.SortFunc(cards, func(a, b agentcard.Card) int { return strings.Compare(a.Address(), b.Address()) })
@@ -630,7 +632,7 @@ func (s *Service) Lookup(ctx context.Context, addr string) (agentcard.Card, erro
 	if !ok {
 		return agentcard.Card{}, &agentcard.NotFoundError{Query: addr, Where: fmt.Sprintf("DHT of swarm %q: only a card older than the TTL (%s)", s.swarm, s.cfg.ttl)}
 	}
-	return c, nil
+	return c.Clone(), nil // the cache and the sink share c's slices
 }
 
 func (s *Service) where(nprov int) string {
