@@ -258,14 +258,29 @@ func benchRawBurst(b *testing.B, burst int, full bool, listen string, hostOpts [
 
 // burstProfile starts a CPU profile of the burst alone, without the
 // swarm's set-up, when NOVA_BURST_PROFILE=prefix is set, written to
-// prefix-<benchmark>.cpu (read it with `go tool pprof -top -cum`); the
+// prefix-<benchmark>.cpu (read it with `go tool pprof -top -cum`), and
+// writes heap profiles at its start and end, prefix-<benchmark>.heap0 and
+// .heap1: what the burst allocated is one taken from the other (`go tool
+// pprof -sample_index=alloc_space -diff_base X.heap0 X.heap1`). The
 // function it returns stops it. Run without -test.cpuprofile then.
 func burstProfile(b *testing.B) (stop func()) {
 	prefix := os.Getenv("NOVA_BURST_PROFILE")
 	if prefix == "" {
 		return func() {}
 	}
-	f, err := os.Create(prefix + "-" + strings.ReplaceAll(b.Name(), "/", "-") + ".cpu")
+	name := prefix + "-" + strings.ReplaceAll(b.Name(), "/", "-")
+	writeHeap := func(path string) {
+		h, err := os.Create(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer h.Close()
+		if err := pprof.Lookup("allocs").WriteTo(h, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+	writeHeap(name + ".heap0")
+	f, err := os.Create(name + ".cpu")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -276,6 +291,7 @@ func burstProfile(b *testing.B) (stop func()) {
 	return func() {
 		pprof.StopCPUProfile()
 		f.Close()
+		writeHeap(name + ".heap1")
 	}
 }
 
