@@ -77,6 +77,9 @@
 // discovery passes the heartbeat its host signed into the card (bounded by
 // the local clock), so a card read from a DHT record that outlives its host
 // still leaves the registry one TTL after the host's last heartbeat.
+// Discovery calls [Registry.MergeRemoteAtShared], which keeps the card's
+// slices rather than a copy of them: discovery's cache holds the same card
+// and never writes it, so a node holds each member's card once.
 //
 // Resolution: [Registry.Get] is exact ("id" means the local card).
 // [Registry.Resolve] takes "id@peer", which is exact, or a bare "id", which
