@@ -1,8 +1,10 @@
 package agentcard_test
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -120,6 +122,39 @@ func TestMergeRemoteAtShared(t *testing.T) {
 	bad.Host = self.String()
 	if _, err := r.MergeRemoteAtShared(bad, clock.Now()); !errors.Is(err, agentcard.ErrInvalidCard) {
 		t.Fatalf("own card merged as remote: %v", err)
+	}
+}
+
+// TestMergeRemoteAtSharedWritesNothing: the shared merge never writes
+// into the caller's arrays, even to clip a schema with spare capacity
+// (discovery merges one cached card from several goroutines at once,
+// which go on reading it); the registry's card has no spare capacity.
+func TestMergeRemoteAtSharedWritesNothing(t *testing.T) {
+	nodes := testNodes(t)
+	clock := newClock()
+	r := agentcard.NewRegistry(nodes[0].id, agentcard.WithClock(clock.Now))
+	c := remoteCard("earth", nodes[1].id, 1, "echo")
+	schema := make(json.RawMessage, 0, 64)
+	c.Capabilities[0].InputSchema = append(schema, `{"type":"object"}`...)
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Go(func() {
+			if _, err := r.MergeRemoteAtShared(c, clock.Now().Add(-time.Duration(i)*time.Second)); err != nil {
+				t.Error(err)
+			}
+			_ = c.Capabilities[0].InputSchema[:cap(c.Capabilities[0].InputSchema)]
+		})
+	}
+	wg.Wait()
+	if got := cap(c.Capabilities[0].InputSchema); got != 64 {
+		t.Errorf("the caller's schema has capacity %d after the merge, want 64 (untouched)", got)
+	}
+	g, ok := r.GetShared(c.Address())
+	if !ok || string(g.Capabilities[0].InputSchema) != `{"type":"object"}` {
+		t.Fatalf("stored %+v, %v", g, ok)
+	}
+	if s := g.Capabilities[0].InputSchema; cap(s) != len(s) || cap(g.Capabilities) != len(g.Capabilities) {
+		t.Error("the registry's card has spare capacity: an append by a GetShared caller would write into it")
 	}
 }
 

@@ -1001,15 +1001,27 @@ func (r *Registry) remove(k key) {
 // clip removes the spare capacity of a card about to be stored, so that a
 // caller of GetShared appending to one of its slices gets a new array
 // instead of writing past the end of the registry's, which other callers
-// share. c must be the registry's own copy, not yet shared.
+// share. It never writes into c's arrays, which a card merged with
+// MergeRemoteAtShared shares with its caller: a schema with spare capacity
+// is clipped in a copy of the capabilities (cards that [Open] returns
+// have none).
 func clip(c *Card) {
 	c.Protocols = slices.Clip(c.Protocols)
 	c.Endpoints = slices.Clip(c.Endpoints)
 	c.Capabilities = slices.Clip(c.Capabilities)
+	copied := false
 	for i := range c.Capabilities {
-		cp := &c.Capabilities[i]
+		cp := c.Capabilities[i]
+		if cap(cp.InputSchema) == len(cp.InputSchema) && cap(cp.OutputSchema) == len(cp.OutputSchema) {
+			continue
+		}
+		if !copied {
+			c.Capabilities = slices.Clone(c.Capabilities)
+			copied = true
+		}
 		cp.InputSchema = slices.Clip(cp.InputSchema)
 		cp.OutputSchema = slices.Clip(cp.OutputSchema)
+		c.Capabilities[i] = cp
 	}
 }
 

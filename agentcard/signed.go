@@ -162,6 +162,9 @@ func decodeSigned(payload []byte, signer peer.ID) (Card, error) {
 	if c.Host != signer.String() {
 		return Card{}, invalid("host", "names %s but the card is signed by %s", wirecodec.Quote(c.Host), signer)
 	}
+	// No spare capacity: the registry can then keep an opened card's
+	// arrays as they are (MergeRemoteAtShared) without clipping them.
+	clip(&c)
 	return c, nil
 }
 
