@@ -55,9 +55,13 @@ const simSwarm = "sim"
 
 // simParams are the run's knobs, read from the environment.
 type simParams struct {
-	n        int // nodes online at any time
-	minutes  int // simulated minutes of churn
-	churn    int // percent of the nodes replaced each minute
+	n       int // nodes online at any time
+	minutes int // simulated minutes of churn
+	churn   int // percent of the nodes replaced each minute
+	// spread is the part of each minute over which the churn is spread,
+	// one node out and one in at a time, evenly; zero replaces them all
+	// at once.
+	spread   time.Duration
 	lookups  int // name lookups per minute
 	bcasts   int // broadcasts per minute
 	warmup   time.Duration
@@ -110,11 +114,20 @@ func envInt(name string, def int) int {
 	return def
 }
 
+// envIntOrZero is envInt for a knob that may be zero.
+func envIntOrZero(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v >= 0 {
+		return v
+	}
+	return def
+}
+
 func readSimParams() simParams {
 	return simParams{
 		n:        envInt("NOVA_SIM_N", 1000),
 		minutes:  envInt("NOVA_SIM_MINUTES", 5),
 		churn:    envInt("NOVA_SIM_CHURN_PCT", 10),
+		spread:   time.Duration(envIntOrZero("NOVA_SIM_CHURN_SPREAD_S", 30)) * time.Second,
 		lookups:  envInt("NOVA_SIM_LOOKUPS", 200),
 		bcasts:   envInt("NOVA_SIM_BROADCASTS", 3),
 		warmup:   time.Duration(envInt("NOVA_SIM_WARMUP_S", 120)) * time.Second,
@@ -432,6 +445,32 @@ func (s *sim) join(k int) {
 }
 
 // leave stops k random online nodes.
+// churn replaces k random online nodes with k new ones: all at once, or
+// one at a time spread evenly over p.spread, as nodes come and go in a
+// real swarm. Spread, a newcomer's first connections (its DHT's first
+// lookups reach a few hundred peers, each held through the connection
+// manager's grace period) overlap those of a few others, not of every
+// newcomer of the minute.
+// It returns the nodes it started.
+func (s *sim) churn(k int) []*simNode {
+	if s.p.spread == 0 || k == 0 {
+		s.leave(k)
+		s.join(k)
+		return slices.Clone(s.online[len(s.online)-k:])
+	}
+	gap := s.p.spread / time.Duration(k)
+	var fresh []*simNode
+	for i := range k {
+		if i > 0 {
+			time.Sleep(gap)
+		}
+		s.leave(1)
+		s.join(1)
+		fresh = append(fresh, s.online[len(s.online)-1])
+	}
+	return fresh
+}
+
 func (s *sim) leave(k int) {
 	s.rng.Shuffle(len(s.online), func(i, j int) { s.online[i], s.online[j] = s.online[j], s.online[i] })
 	for _, n := range s.online[:k] {
@@ -793,8 +832,8 @@ func TestSim1000Churn(t *testing.T) {
 		defer debug.SetGCPercent(debug.SetGCPercent(simGCPercent))
 		gc = fmt.Sprintf("GOGC %d", simGCPercent)
 	}
-	t.Logf("sim: %d nodes, %d minutes, %d%% churn per minute, %d lookups and %d broadcasts per minute, warm-up %s, connections %d-%d, %s",
-		p.n, p.minutes, p.churn, p.lookups, p.bcasts, p.warmup, p.connLow, p.connHigh, gc)
+	t.Logf("sim: %d nodes, %d minutes, %d%% churn per minute spread over %s, %d lookups and %d broadcasts per minute, warm-up %s, connections %d-%d, %s",
+		p.n, p.minutes, p.churn, p.spread, p.lookups, p.bcasts, p.warmup, p.connLow, p.connHigh, gc)
 	synctest.Test(t, func(t *testing.T) {
 		nw := newPacketNet(pairLatency)
 		s := &sim{t: t, p: p, nw: nw, rng: mrand.New(mrand.NewPCG(p.seed, 27)), recv: map[string]map[int]time.Time{}}
@@ -836,11 +875,14 @@ func TestSim1000Churn(t *testing.T) {
 		k := p.n * p.churn / 100
 		for m := 1; m <= p.minutes; m++ {
 			start := time.Now()
-			s.leave(k)
-			s.join(k)
-			fresh := slices.Clone(s.online[len(s.online)-k:])
-			// New nodes publish as they start; lookups begin 10 s later.
+			fresh := s.churn(k)
+			// New nodes publish as they start; lookups begin 10 s after
+			// the last one started.
 			time.Sleep(10 * time.Second)
+			if path := os.Getenv("NOVA_SIM_HEAPPROFILE"); path != "" && m == 1 {
+				t.Logf("sim: minute 1, 10 s after the churn: %s", s.memory())
+				writeSimHeapProfile(t, path+".churn")
+			}
 			if p.trace {
 				s.tracePublishes(m, fresh)
 			}
