@@ -388,6 +388,7 @@ func (r *Router) stream(ctx context.Context, p peer.ID) (*outStream, error) {
 		}
 		ch := make(chan struct{})
 		r.opening[p] = ch
+		announced := r.announced
 		r.mu.Unlock()
 
 		s, err := r.open(ctx, p)
@@ -426,9 +427,19 @@ func (r *Router) stream(ctx context.Context, p peer.ID) (*outStream, error) {
 				}
 			}
 		}
+		// An Announce since this opening began did not find the stream
+		// (it was not in r.out yet) and its hello may be newer than the
+		// one sealed above: say it again, or p holds stale cards until
+		// the next refresh.
+		again := err == nil && r.announced != announced
 		r.mu.Unlock()
 		if err != nil {
 			return nil, err
+		}
+		if again {
+			if frames, herr := r.helloFrames(); herr == nil {
+				_ = s.write(frames, false)
+			}
 		}
 		return s, nil
 	}

@@ -77,6 +77,7 @@ type Router struct {
 	watermarks    map[string]uint64      // persisted inbound watermarks, loaded at Start
 	out           map[peer.ID]*outStream
 	opening       map[peer.ID]chan struct{}
+	announced     uint64                                   // Announce calls so far, under mu: a stream opening meanwhile greets again (see stream)
 	quicOut       chan struct{}                            // an outbound stream on QUIC was added: wakes a sleeping livenessLoop
 	regreet       *bounded[peer.ID, time.Duration]         // last re-greeting delay per peer (see regreetLater)
 	regreetTimers map[peer.ID]*time.Timer                  // pending re-greetings, at most one per peer
@@ -423,6 +424,7 @@ func (r *Router) Thread(id string) []*envelope.Envelope {
 // after registering or changing a local card.
 func (r *Router) Announce() {
 	r.mu.Lock()
+	r.announced++
 	outs := make([]*outStream, 0, len(r.out))
 	for _, s := range r.out {
 		outs = append(outs, s)
