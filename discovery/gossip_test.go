@@ -391,7 +391,9 @@ func TestGossipNewcomerPassesAgainWhenNoLongerAlone(t *testing.T) {
 	member := newNode(t, nil, slowRepublish, nil, b.publisher(new(peer.ID)))
 	self := new(peer.ID)
 	alone := newNode(t, nil, slowRepublish, []agentcard.Card{agentCard("late", "echo")}, b.publisher(self), discovery.WithRosterInterval(time.Minute))
+	b.mu.Lock() // its publisher may already read it
 	*self = alone.h.ID()
+	b.mu.Unlock()
 	resent := func(want uint64, within time.Duration) {
 		t.Helper()
 		waitfor.Eventually(t, within, func() error {
