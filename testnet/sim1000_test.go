@@ -283,6 +283,7 @@ type sim struct {
 	next   int // index of the next node: its IP and agent name
 	online []*simNode
 	rng    *mrand.Rand
+	wall   time.Duration // wallClock at the start, for progress lines
 
 	mu   sync.Mutex
 	recv map[string]map[int]time.Time // broadcast id -> node idx -> delivery time
@@ -522,6 +523,13 @@ func (s *sim) lookups(k, par int, st *lookupStats) {
 			_, held := from.reg.Get(to.agent + "@" + to.h.ID().String())
 			st.mu.Lock()
 			defer st.mu.Unlock()
+			// A quarter at a time, with the wall time: at 1,000 nodes the
+			// lookups of one minute can take most of an hour of it.
+			defer func() { // runs before the unlock, once this lookup counts
+				if done := st.ok + st.fail; k >= 4 && done%(k/4) == 0 {
+					s.t.Logf("sim: lookups %d of %d done (%d found so far), %s wall", done, k, st.ok, (wallClock() - s.wall).Round(time.Second))
+				}
+			}()
 			if !found && held {
 				st.held++
 			}
@@ -836,7 +844,7 @@ func TestSim1000Churn(t *testing.T) {
 		p.n, p.minutes, p.churn, p.spread, p.lookups, p.bcasts, p.warmup, p.connLow, p.connHigh, gc)
 	synctest.Test(t, func(t *testing.T) {
 		nw := newPacketNet(pairLatency)
-		s := &sim{t: t, p: p, nw: nw, rng: mrand.New(mrand.NewPCG(p.seed, 27)), recv: map[string]map[int]time.Time{}}
+		s := &sim{t: t, p: p, nw: nw, wall: wall, rng: mrand.New(mrand.NewPCG(p.seed, 27)), recv: map[string]map[int]time.Time{}}
 		defer func() {
 			for _, n := range s.online {
 				n.stop()
