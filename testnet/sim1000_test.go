@@ -524,7 +524,7 @@ func (s *sim) lookups(k, par int, st *lookupStats) {
 			st.mu.Lock()
 			defer st.mu.Unlock()
 			// A quarter at a time, with the wall time: at 1,000 nodes the
-			// lookups of one minute can take most of an hour of it.
+			// lookups of one minute ran for more than eight minutes of it.
 			defer func() { // runs before the unlock, once this lookup counts
 				if done := st.ok + st.fail; k >= 4 && done%(k/4) == 0 {
 					s.t.Logf("sim: lookups %d of %d done (%d found so far), %s wall", done, k, st.ok, (wallClock() - s.wall).Round(time.Second))
