@@ -605,6 +605,7 @@ type Stats struct {
 	GossipSent    uint64 // roster messages this node published
 	GossipResent  uint64 // of them, sent again under a new heartbeat by a newcomer's roster passes
 	GossipSpared  uint64 // roster passes that sent nothing: the last message had reached enough members (see [WithGossipPeers])
+	GossipHeld    uint64 // roster messages held back because no peer was on the topic (see [WithGossipPeers]); the latest goes out once one is
 	GossipTaken   uint64 // roster messages of others taken
 	GossipCards   uint64 // cards merged from roster messages
 	GossipIgnored uint64 // roster messages ignored: stale, already held, past their author's rate
@@ -628,7 +629,7 @@ type counters struct {
 	publishes, publishFailures, lookups, merged, refused, cacheHits, mdnsFound, mdnsDropped, moves, rosterCards atomic.Uint64
 	recordsRefused, providersRefused, served, rejoins                                                           atomic.Uint64
 	dhtQueries, dhtRequests, dhtWrites                                                                          atomic.Uint64
-	gossipSpared                                                                                                atomic.Uint64
+	gossipSpared, gossipHeld                                                                                    atomic.Uint64
 	gossipSent, gossipResent, gossipTaken, gossipCards, gossipIgnored, gossipRefused, rosterServed, rosterAsked atomic.Uint64
 }
 
@@ -641,7 +642,7 @@ func (s *Service) Stats() Stats {
 		MDNSFound: c.mdnsFound.Load(), MDNSDropped: c.mdnsDropped.Load(), Moves: c.moves.Load(), RosterCards: c.rosterCards.Load(),
 		RecordsRefused: c.recordsRefused.Load(), ProvidersRefused: c.providersRefused.Load(), Served: c.served.Load(),
 		DHTQueries: c.dhtQueries.Load(), DHTRequests: c.dhtRequests.Load(), DHTWrites: c.dhtWrites.Load(),
-		GossipSent: c.gossipSent.Load(), GossipResent: c.gossipResent.Load(), GossipSpared: c.gossipSpared.Load(), GossipTaken: c.gossipTaken.Load(), GossipCards: c.gossipCards.Load(),
+		GossipSent: c.gossipSent.Load(), GossipResent: c.gossipResent.Load(), GossipSpared: c.gossipSpared.Load(), GossipHeld: c.gossipHeld.Load(), GossipTaken: c.gossipTaken.Load(), GossipCards: c.gossipCards.Load(),
 		GossipIgnored: c.gossipIgnored.Load(), GossipRefused: c.gossipRefused.Load(),
 		RosterServed: c.rosterServed.Load(), RosterAsked: c.rosterAsked.Load(), Rejoins: c.rejoins.Load(),
 	}

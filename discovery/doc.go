@@ -131,7 +131,12 @@
 // they are ignored; authors tracked are bounded ([maxMembers]). A node
 // paces its own messages within that rate: one held back is not lost, the
 // node sends its latest state once the rate allows, so a burst of card
-// changes ends with its last state on every node. A message
+// changes ends with its last state on every node. A message due while no
+// peer is on the topic ([WithGossipPeers]; Stats.GossipHeld) is held the
+// same way rather than sent to no one: it would spend the rate for
+// nothing, and the message that does reach the swarm would then wait for
+// it to refill (a swarm started at once sent each node's a second time,
+// all together, 20 s later). A message
 // that lies (garbage, an index another key signed, a card that is not
 // what the index lists) is a [*GossipError] (INVALID_CARD), counted, and
 // reported to [WithSecurityEvents]; the node's validator rejects it, so

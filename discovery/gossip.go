@@ -414,20 +414,43 @@ func (s *Service) publishGossip(ctx context.Context, msg []byte) {
 	if s.cfg.gossip == nil {
 		return
 	}
-	if !s.pace.allowBurst(s.self, s.cfg.now(), paceBurst, s.gossipRefill()*5/4, 0) {
-		s.gossipDue.Store(true)
-		return
-	}
 	reach := -1
 	if s.cfg.gossipPeers != nil {
 		reach = s.cfg.gossipPeers()
+	}
+	if reach == 0 {
+		// Nobody is on the topic yet: GossipSub would hand the message to
+		// no one, and sending it would spend a share of the rate that
+		// receivers allow this node for nothing, so that the message
+		// which does reach them would wait for the rate to refill. The
+		// fetch loop sends the latest once someone is on the topic, if
+		// a roster pass or a publish has not by then.
+		s.gossipReach.Store(0)
+		s.gossipDue.Store(true)
+		s.stats.gossipHeld.Add(1)
+		return
+	}
+	if !s.pace.allowBurst(s.self, s.cfg.now(), paceBurst, s.gossipRefill()*5/4, 0) {
+		s.gossipDue.Store(true)
+		return
 	}
 	if err := s.cfg.gossip(ctx, msg); err != nil {
 		s.log.Debugw("roster gossip not sent", "err", err)
 		return
 	}
 	s.gossipReach.Store(int64(reach))
+	if own := s.own.Load(); own != nil && sameBytes(own.gossip, msg) {
+		s.gossipDue.Store(false) // the latest went out: nothing is left to send
+	}
 	s.stats.gossipSent.Add(1)
+}
+
+// sameBytes reports whether a and b are the same slice (the same first
+// byte and length), not merely equal: the roster message sealed last is
+// told from an older one by identity, without comparing up to
+// [MaxGossipSize] bytes.
+func sameBytes(a, b []byte) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 // minGossipPeers is how many peers of the roster topic a roster message

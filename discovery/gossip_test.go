@@ -503,3 +503,56 @@ func TestGossipWithdrawalIsTold(t *testing.T) {
 		t.Error("told of the withdrawal, but the registry still lists the agent")
 	}
 }
+
+// A roster message due while no peer is on the topic is held, not sent to
+// no one: sending it would spend the rate receivers allow its author, and
+// a swarm started at once then sent every node's message a second time,
+// all together, once the rate refilled. The latest goes out once a peer is
+// on the topic, and only once.
+func TestGossipHeldWhileNoPeerIsOnTheTopic(t *testing.T) {
+	checkLeaks(t)
+	b := &bus{}
+	slowRepublish := gossipTiming
+	slowRepublish.republish = 3 * time.Minute // no heartbeat within the test; the rate refills every 10 s
+	member := newNode(t, nil, slowRepublish, nil, b.publisher(new(peer.ID)))
+	var topicPeers atomic.Int64 // none yet
+	self := new(peer.ID)
+	newcomer := newNode(t, []peer.AddrInfo{member.info()}, slowRepublish, []agentcard.Card{agentCard("held", "echo")},
+		b.publisher(self), discovery.WithRosterInterval(time.Minute),
+		discovery.WithGossipPeers(func() int { return int(topicPeers.Load()) }))
+	b.mu.Lock()
+	*self = newcomer.h.ID()
+	b.nodes = append(b.nodes, member)
+	b.mu.Unlock()
+	for range 5 { // more than the rate's burst
+		// The roster message is sent (or held) before the DHT puts, which
+		// may fail while the routing table is still empty.
+		_ = newcomer.svc.Publish(context.Background())
+	}
+	if st := newcomer.svc.Stats(); st.GossipSent != 0 || st.GossipHeld < 5 {
+		t.Fatalf("with no peer on the topic: sent %d, held %d; want none sent, 5 held", st.GossipSent, st.GossipHeld)
+	}
+
+	topicPeers.Store(5)
+	// Sent by the next roster pass or the fetch loop, whichever comes
+	// first; the other finds it gone out (to five peers, or the latest
+	// sent), as the second roster pass does.
+	waitfor.Eventually(t, 30*time.Second, func() error {
+		if st := newcomer.svc.Stats(); st.GossipSent == 0 || st.GossipSpared == 0 {
+			return fmt.Errorf("sent %d, spared %d: want it sent, then a pass spared", st.GossipSent, st.GossipSpared)
+		}
+		return nil
+	})
+	sent := newcomer.svc.Stats().GossipSent
+	if sent != 1 {
+		t.Fatalf("sent %d roster messages once a peer was on the topic, want 1", sent)
+	}
+	// A card change is sent at once: the rate was not spent on nobody.
+	if _, err := newcomer.reg.Register(agentCard("second", "echo")); err != nil {
+		t.Fatal(err)
+	}
+	_ = newcomer.svc.Publish(context.Background())
+	if st := newcomer.svc.Stats(); st.GossipSent != sent+1 {
+		t.Fatalf("a card change sent %d roster messages, want 1", st.GossipSent-sent)
+	}
+}

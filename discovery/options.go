@@ -353,7 +353,8 @@ func WithGossip(publish func(ctx context.Context, msg []byte) error) Option {
 // newcomer's second and third roster passes, and a publish that follows
 // the routing table's doubling, send no roster message then (see
 // [Service.regossip]); the heartbeat and every change of the cards still
-// send one. Default: not known, every one is sent, a newcomer's three
+// send one. A message due while the topic has no peer is held, and the
+// latest sent once it has one. Default: not known, every one is sent, a newcomer's three
 // roster messages (four with its routing table's first doubling) reaching
 // every member each.
 func WithGossipPeers(peers func() int) Option {
