@@ -17,6 +17,7 @@ import (
 	"github.com/nova-node/nova-node/agentcard"
 	"github.com/nova-node/nova-node/envelope"
 	"github.com/nova-node/nova-node/internal/clock"
+	"github.com/nova-node/nova-node/sandbox"
 	"github.com/nova-node/nova-node/tiers"
 )
 
@@ -249,6 +250,11 @@ func (r *Router) broadcastLoop() {
 		if !ok {
 			continue
 		}
+		// GossipSub keeps the message for its gossip window (a few
+		// seconds) to answer IWANTs; what the validator decoded is of no
+		// use to it, and would be kept as long: a burst of 1,000 held about
+		// 1 KB a message on every node. Only this subscription reads it.
+		msg.ValidatorData = nil
 		if !r.seen.addNew(seenKey{in.env.Sender, in.env.ID, true}) {
 			continue
 		}
@@ -256,7 +262,7 @@ func (r *Router) broadcastLoop() {
 			r.holdForCard(in.env, msg.GetFrom())
 			continue
 		}
-		r.deliverBroadcast(in.env, in.from, msg.GetFrom())
+		r.deliverBroadcast(in.env, &in.from, msg.GetFrom())
 	}
 }
 
@@ -367,7 +373,7 @@ func (r *Router) deliverHeld(env *envelope.Envelope, card agentcard.Card, signed
 			Detail: err.Error(), Peer: publisher, SourceTier: -1, TargetTier: -1})
 		return
 	}
-	r.deliverBroadcast(env, card, publisher)
+	r.deliverBroadcast(env, &card, publisher)
 }
 
 // leastPrivilege is the sender addr of a broadcast signed by publisher as
@@ -383,7 +389,7 @@ func leastPrivilege(addr string, publisher peer.ID) agentcard.Card {
 // deliverBroadcast hands a broadcast to every local agent the sender may
 // reach (tier rules with the broadcast flag: an L0 directive reaches every
 // tier; sandbox rules as for direct messages), except the sender itself.
-func (r *Router) deliverBroadcast(env *envelope.Envelope, from agentcard.Card, via peer.ID) int {
+func (r *Router) deliverBroadcast(env *envelope.Envelope, from *agentcard.Card, via peer.ID) int {
 	n := 0
 	// Addresses are built once per message and per agent, not at every use:
 	// a burst delivers every message to every agent of every node.
@@ -393,18 +399,19 @@ func (r *Router) deliverBroadcast(env *envelope.Envelope, from agentcard.Card, v
 	if env.Metadata != nil {
 		just = env.Metadata.EscalationJustification
 	}
-	for _, to := range r.reg.Local() {
-		if to.HasAddress(fromAddr) {
+	locals := r.localRecipients()
+	for i := range locals.list {
+		to := &locals.list[i] // shared and never changed: the call below takes the card by value
+		if to.card.HasAddress(fromAddr) {
 			continue
 		}
-		if r.o.rules.Check(tiers.Message{Source: from.Tier, Target: to.Tier, Type: string(env.Type), Justification: just, Broadcast: true}) != nil {
+		if r.o.rules.Check(tiers.Message{Source: from.Tier, Target: to.card.Tier, Type: string(env.Type), Justification: just, Broadcast: true}) != nil {
 			continue
 		}
-		toAddr := to.Address()
-		if d := r.o.policy.CheckReach(fromAgent, to.SandboxAgentAt(toAddr)); !d.Allowed {
+		if d := r.o.policy.CheckReach(fromAgent, to.agent); !d.Allowed {
 			continue
 		}
-		h := r.handler(to.ID)
+		h := r.handler(to.card.ID)
 		if h == nil {
 			continue
 		}
@@ -420,17 +427,52 @@ func (r *Router) deliverBroadcast(env *envelope.Envelope, from agentcard.Card, v
 		}
 		if !r.goWork(func() {
 			defer func() { <-r.sem }()
-			r.runHandler(h, env, from, to, false, false, clock.Now()) // a broadcast is not recorded as a question; each agent gets its own payload
+			r.runHandler(h, env, *from, to.card, false, false, clock.Now()) // a broadcast is not recorded as a question; each agent gets its own payload
 		}) {
 			<-r.sem
 			return n
 		}
 		n++
-		ev := Event{Type: EvtMessageReceived, Time: clock.Now(), EnvelopeID: env.ID, Sender: fromAddr, Recipient: toAddr,
-			MessageType: env.Type, Path: PathBroadcast, Success: true, Peer: via, SourceTier: int(from.Tier), TargetTier: int(to.Tier)}
+		ev := Event{Type: EvtMessageReceived, Time: clock.Now(), EnvelopeID: env.ID, Sender: fromAddr, Recipient: to.addr,
+			MessageType: env.Type, Path: PathBroadcast, Success: true, Peer: via, SourceTier: int(from.Tier), TargetTier: int(to.card.Tier)}
 		r.o.sink.Emit(ev)
 	}
 	return n
+}
+
+// localSet is the node's own agents as a broadcast is delivered to them,
+// with their addresses and sandbox identities made once, under a lease on
+// the registry: every message of a burst is delivered to every local
+// agent, and copying the cards out of the registry for each (what
+// Registry.Local does) was the largest allocation nova added to a burst.
+// A set is never changed once published; a new one replaces it.
+type localSet struct {
+	lease agentcard.Lease
+	list  []localRecipient
+}
+
+type localRecipient struct {
+	card  agentcard.Card
+	addr  string
+	agent sandbox.Agent
+}
+
+// localRecipients returns the node's own agents, made again only when
+// the registry has changed since (local cards never expire, so the lease
+// holds until a card is stored or removed).
+func (r *Router) localRecipients() *localSet {
+	if s := r.locals.Load(); s != nil && r.reg.Holds(s.lease) {
+		return s
+	}
+	lease := r.reg.Lease() // before the lookup: see agentcard.Lease
+	cards := r.reg.Local()
+	s := &localSet{lease: lease, list: make([]localRecipient, len(cards))}
+	for i, c := range cards {
+		addr := c.Address()
+		s.list[i] = localRecipient{card: c, addr: addr, agent: c.SandboxAgentAt(addr)}
+	}
+	r.locals.Store(s)
+	return s
 }
 
 // publish sends a broadcast from a local agent.

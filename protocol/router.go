@@ -124,7 +124,8 @@ type Router struct {
 	jobs   chan func()   // idle workers take work here (see goWork)
 	sub    event.Subscription
 	bc     *broadcaster
-	held   heldBroadcasts // broadcasts waiting for their sender's card (see holdForCard)
+	held   heldBroadcasts           // broadcasts waiting for their sender's card (see holdForCard)
+	locals atomic.Pointer[localSet] // the local agents a broadcast goes to (see localRecipients)
 }
 
 type agentPair struct{ from, to string }

@@ -128,6 +128,49 @@ func TestProperty14_BroadcastDelivery(t *testing.T) {
 	})
 }
 
+// A node delivers broadcasts to its own agents from a list it makes once
+// and keeps while its registry does not change: an agent registered after
+// broadcasts were delivered gets the next one, as do those before it.
+func TestBroadcastReachesAnAgentRegisteredSince(t *testing.T) {
+	box := &inbox{got: map[string]map[string]int{}}
+	net := testnet.New(t, 2, testnet.WithConfig(func(i int, c *node.Config) { c.Agents = nil }))
+	l0 := tiers.L0
+	sun := node.AgentConfig{Name: "sun", Tier: &l0}.Card()
+	if _, err := net.Nodes[0].RegisterAgent(sun, box.handler("sun")); err != nil {
+		t.Fatal(err)
+	}
+	register := func(name string) string {
+		t.Helper()
+		card := node.DefaultAgent(name).Card()
+		addr := name + "@" + net.Nodes[1].ID().String()
+		if _, err := net.Nodes[1].RegisterAgent(card, box.handler(addr)); err != nil {
+			t.Fatal(err)
+		}
+		return addr
+	}
+	first := register("first")
+	net.FullMesh()
+	net.WaitForCards()
+	broadcast := func(want ...string) {
+		t.Helper()
+		env, _ := net.Nodes[0].NewEnvelope("sun", envelope.Broadcast, envelope.TypeNotification, "news")
+		if _, err := net.Nodes[0].Send(context.Background(), env); err != nil {
+			t.Fatal(err)
+		}
+		waitfor.Eventually(t, 10*time.Second, func() error {
+			for _, w := range want {
+				if box.count(w, env.ID) != 1 {
+					return fmt.Errorf("%s has the broadcast %d times, want once", w, box.count(w, env.ID))
+				}
+			}
+			return nil
+		})
+	}
+	broadcast(first)
+	second := register("second")
+	broadcast(first, second)
+}
+
 // TestForgedBroadcastReachesNoOne: a peer publishes, with its own valid
 // signature, a broadcast claiming to come from another node's agent. The
 // validator rejects it: no agent sees it and a security event is logged.
