@@ -309,7 +309,7 @@ func gcFigures() (allocBytes uint64, gcSeconds float64) {
 // prefix-<benchmark>.cpu (read it with `go tool pprof -top -cum`), and
 // writes heap profiles at its start and end, prefix-<benchmark>.heap0 and
 // .heap1: what the burst allocated is one taken from the other (`go tool
-// pprof -sample_index=alloc_space -diff_base X.heap0 X.heap1`). The
+// pprof -sample_index=alloc_space -base X.heap0 X.heap1`). The
 // function it returns stops it. Run without -test.cpuprofile then.
 func burstProfile(b *testing.B) (stop func()) {
 	prefix := os.Getenv("NOVA_BURST_PROFILE")
