@@ -354,7 +354,8 @@ func (s *Service) fetchLater(host peer.ID) {
 // them, at most [parallelism] hosts at once, until the service closes.
 //
 // It also sends this node's latest roster message when publishGossip held
-// one back past the rate, checking once per refill.
+// one back (past the rate, or while no peer was on the topic), checking
+// once per refill.
 func (s *Service) fetchLoop() {
 	t := time.NewTicker(s.gossipRefill())
 	defer t.Stop()
@@ -363,6 +364,9 @@ func (s *Service) fetchLoop() {
 		case <-s.ctx.Done():
 			return
 		case <-t.C:
+			if s.cfg.gossipPeers != nil && s.cfg.gossipPeers() == 0 {
+				continue // still no one to send it to: it stays due
+			}
 			if s.gossipDue.Swap(false) {
 				if own := s.own.Load(); own != nil && own.gossip != nil {
 					s.publishGossip(s.ctx, own.gossip)
