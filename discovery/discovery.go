@@ -348,12 +348,20 @@ func (s *Service) publishLoop() {
 	defer rt.Stop()
 	rtSize := -1
 	var alone rejoinPace
+	retrying := false // the timer is a retry's, after a failed publish
 	for {
 		gossip := true
 		select {
 		case <-ctx.Done():
 			return
 		case <-timer.C:
+			if retrying {
+				// The failure was the DHT's: the roster message went out
+				// before the puts, and once it reached enough of the topic
+				// (gossipReached) sending it again under a new heartbeat
+				// would cost every member one more message for nothing.
+				gossip = !s.gossipReached()
+			}
 		case <-s.announce:
 		case now := <-rt.C:
 			attempt, back := alone.update(len(s.h.Network().Peers()) == 0, now)
@@ -381,9 +389,10 @@ func (s *Service) publishLoop() {
 			s.log.Debugw("publish failed, retrying", "in", retry, "err", err)
 			timer.Reset(retry)
 			retry = min(2*retry, s.cfg.republish)
+			retrying = true
 			continue
 		}
-		retry = backoff
+		retry, retrying = backoff, false
 		timer.Reset(s.cfg.republish)
 	}
 }

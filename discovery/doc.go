@@ -152,7 +152,7 @@
 // flood publishing each of them had it at once and forwarded it on its
 // mesh, and every resend costs every member one more message. The
 // publish that follows the routing table's growth sends no roster message
-// either then. A node that was alone, at its start or
+// either then, nor does a publish retried because its DHT puts failed. A node that was alone, at its start or
 // later, runs these passes again from its first connection (see
 // Rejoining): a repeat of the same message would stop at the first node that
 // held it, since a node ignores a message it holds and GossipSub forwards
