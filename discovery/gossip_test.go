@@ -413,26 +413,36 @@ func TestGossipNewcomerPassesAgainWhenNoLongerAlone(t *testing.T) {
 	}
 }
 
-// A newcomer whose first roster message went out to enough peers of the
-// topic (WithGossipPeers) does not send it again on its roster passes:
-// flood publishing handed it to each of them, and each forwarded it on its
-// mesh. One that went out to fewer is sent again, as before.
-func TestGossipResendSparedWhenTheFirstReachedPeers(t *testing.T) {
-	checkLeaks(t)
+// newcomerCountingTopicPeers starts a member and a newcomer bootstrapping
+// from it, hosting agent, both on one gossip bus, with no heartbeat within
+// a test (republish every 3 minutes: the rate refills every 10 s). The
+// newcomer's roster topic has as many peers as *topicPeers says.
+func newcomerCountingTopicPeers(t *testing.T, agent string, topicPeers *atomic.Int64) (member, newcomer *testNode) {
+	t.Helper()
 	b := &bus{}
 	slowRepublish := gossipTiming
-	slowRepublish.republish = 3 * time.Minute // no heartbeat within the test
-	member := newNode(t, nil, slowRepublish, nil, b.publisher(new(peer.ID)))
-	var topicPeers atomic.Int64
-	topicPeers.Store(5)
+	slowRepublish.republish = 3 * time.Minute
+	member = newNode(t, nil, slowRepublish, nil, b.publisher(new(peer.ID)))
 	self := new(peer.ID)
-	newcomer := newNode(t, []peer.AddrInfo{member.info()}, slowRepublish, []agentcard.Card{agentCard("spared", "echo")},
+	newcomer = newNode(t, []peer.AddrInfo{member.info()}, slowRepublish, []agentcard.Card{agentCard(agent, "echo")},
 		b.publisher(self), discovery.WithRosterInterval(time.Minute),
 		discovery.WithGossipPeers(func() int { return int(topicPeers.Load()) }))
 	b.mu.Lock()
 	*self = newcomer.h.ID()
 	b.nodes = append(b.nodes, member)
 	b.mu.Unlock()
+	return member, newcomer
+}
+
+// A newcomer whose first roster message went out to enough peers of the
+// topic (WithGossipPeers) does not send it again on its roster passes:
+// flood publishing handed it to each of them, and each forwarded it on its
+// mesh. One that went out to fewer is sent again, as before.
+func TestGossipResendSparedWhenTheFirstReachedPeers(t *testing.T) {
+	checkLeaks(t)
+	var topicPeers atomic.Int64
+	topicPeers.Store(5)
+	member, newcomer := newcomerCountingTopicPeers(t, "spared", &topicPeers)
 	waitfor.Eventually(t, 20*time.Second, func() error {
 		if n := newcomer.svc.Stats().GossipSpared; n < 2 {
 			return fmt.Errorf("%d roster passes spared, want the start's 2", n)
@@ -511,19 +521,8 @@ func TestGossipWithdrawalIsTold(t *testing.T) {
 // on the topic, and only once.
 func TestGossipHeldWhileNoPeerIsOnTheTopic(t *testing.T) {
 	checkLeaks(t)
-	b := &bus{}
-	slowRepublish := gossipTiming
-	slowRepublish.republish = 3 * time.Minute // no heartbeat within the test; the rate refills every 10 s
-	member := newNode(t, nil, slowRepublish, nil, b.publisher(new(peer.ID)))
 	var topicPeers atomic.Int64 // none yet
-	self := new(peer.ID)
-	newcomer := newNode(t, []peer.AddrInfo{member.info()}, slowRepublish, []agentcard.Card{agentCard("held", "echo")},
-		b.publisher(self), discovery.WithRosterInterval(time.Minute),
-		discovery.WithGossipPeers(func() int { return int(topicPeers.Load()) }))
-	b.mu.Lock()
-	*self = newcomer.h.ID()
-	b.nodes = append(b.nodes, member)
-	b.mu.Unlock()
+	_, newcomer := newcomerCountingTopicPeers(t, "held", &topicPeers)
 	for range 5 { // more than the rate's burst
 		// The roster message is sent (or held) before the DHT puts, which
 		// may fail while the routing table is still empty.
