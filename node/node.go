@@ -409,6 +409,11 @@ func (n *Node) Start(ctx context.Context) (err error) {
 		return err
 	}
 	n.stack.push(n.relay.close)
+	punch, err := startPunchAgain(n.host)
+	if err != nil {
+		return err
+	}
+	n.stack.push(punch.close)
 	if len(n.cfg.Relays)+len(n.cfg.Bootstrap) > 0 {
 		closeClient, err := startRelayClient(n.host)
 		if err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/libp2p/go-libp2p/p2p/host/eventbus"
 	relayv2 "github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/relay"
 	"github.com/multiformats/go-multiaddr"
+	manet "github.com/multiformats/go-multiaddr/net"
 
 	"github.com/nova-node/nova-node/discovery"
 	"github.com/nova-node/nova-node/node/localapi"
@@ -153,15 +154,33 @@ func (a relayACL) AllowConnect(src peer.ID, _ multiaddr.Multiaddr, dest peer.ID)
 // reachable from the internet. go-libp2p's own switch (EnableRelayService)
 // waits for AutoNAT v1 to call the node public, which never happens in a
 // swarm of nova nodes: v1 needs peers that run its dial-back service, and
-// nova nodes run AutoNAT v2 instead. This one follows AutoNAT v2: a node
-// with at least one address that peers confirmed they could dial relays;
-// one with none (behind NAT, or all its addresses refused) does not. It
-// also follows v1 when something does run that, for a node whose reach is
-// forced.
+// nova nodes run AutoNAT v2 instead. This one relays while either says the
+// node is reachable:
+//
+//   - AutoNAT v2 confirmed at least one of its addresses. go-libp2p
+//     confirms an address after two dial-backs of that same address and
+//     asks each server at most once in two minutes, so a public node whose
+//     only peers are two laptops can wait minutes for it.
+//   - A peer on a public address connected to one of its public addresses
+//     (an inbound direct connection): that address is reachable from the
+//     internet, proven by a peer that reached it. The proof lapses when
+//     the node stops advertising that address (its network changed) or
+//     AutoNAT v2 finds it unreachable.
+//
+// It also follows v1 when something does run that, for a node whose reach
+// is forced. A node behind NAT sees no such inbound connection (its local
+// address is private), and a hole-punched connection is one both ends
+// dialled.
 type relayService struct {
-	h    host.Host
-	sub  event.Subscription
-	done chan struct{}
+	h       host.Host
+	sub     event.Subscription
+	notify  *network.NotifyBundle
+	inbound chan multiaddr.Multiaddr // local addresses peers reached from the internet
+	done    chan struct{}
+
+	// Owned by follow.
+	confirmed bool                // AutoNAT v2 confirmed an address
+	reachedAt map[string]struct{} // thin waists (ip and port) a peer reached from the internet
 
 	mu    sync.Mutex
 	relay *relayv2.Relay
@@ -169,27 +188,82 @@ type relayService struct {
 
 // startRelayService starts following h's reachability.
 func startRelayService(h host.Host) (*relayService, error) {
-	sub, err := h.EventBus().Subscribe([]any{new(event.EvtHostReachableAddrsChanged), new(event.EvtLocalReachabilityChanged)},
-		eventbus.Name("nova relay service"))
+	sub, err := h.EventBus().Subscribe([]any{new(event.EvtHostReachableAddrsChanged), new(event.EvtLocalReachabilityChanged),
+		new(event.EvtLocalAddressesUpdated)}, eventbus.Name("nova relay service"))
 	if err != nil {
 		return nil, err
 	}
-	s := &relayService{h: h, sub: sub, done: make(chan struct{})}
+	s := &relayService{h: h, sub: sub, inbound: make(chan multiaddr.Multiaddr, 1), done: make(chan struct{}),
+		reachedAt: map[string]struct{}{}}
+	s.notify = &network.NotifyBundle{ConnectedF: func(_ network.Network, c network.Conn) {
+		if reachedFromInternet(c) {
+			select {
+			case s.inbound <- c.LocalMultiaddr():
+			default: // follow has one to take; the next connection says it again
+			}
+		}
+	}}
+	h.Network().Notify(s.notify)
 	go s.follow()
 	return s, nil
 }
 
+// reachedFromInternet reports whether c is a direct connection a peer on
+// a public address opened to a public address of this node.
+func reachedFromInternet(c network.Conn) bool {
+	return c.Stat().Direction == network.DirInbound && !relayed(c) &&
+		manet.IsPublicAddr(c.LocalMultiaddr()) && manet.IsPublicAddr(c.RemoteMultiaddr())
+}
+
+// thinWaist is a's IP address and TCP or UDP port, the part of an
+// address a connection and an advertised address share.
+func thinWaist(a multiaddr.Multiaddr) string {
+	var out multiaddr.Multiaddr
+	for _, c := range a {
+		out = append(out, c)
+		if p := c.Protocol().Code; p == multiaddr.P_TCP || p == multiaddr.P_UDP {
+			return out.String()
+		}
+	}
+	return a.String()
+}
+
 func (s *relayService) follow() {
 	defer close(s.done)
-	for e := range s.sub.Out() {
-		switch e := e.(type) {
-		case event.EvtHostReachableAddrsChanged:
-			s.set(len(e.Reachable) > 0)
-		case event.EvtLocalReachabilityChanged:
-			if e.Reachability == network.ReachabilityPublic {
-				s.set(true)
+	for {
+		select {
+		case a := <-s.inbound:
+			if _, ok := s.reachedAt[thinWaist(a)]; !ok {
+				log.Infow("a peer on the internet reached this node directly", "addr", a)
+				s.reachedAt[thinWaist(a)] = struct{}{}
+			}
+		case e, ok := <-s.sub.Out():
+			if !ok {
+				return
+			}
+			switch e := e.(type) {
+			case event.EvtHostReachableAddrsChanged:
+				s.confirmed = len(e.Reachable) > 0
+				for _, a := range e.Unreachable {
+					delete(s.reachedAt, thinWaist(a))
+				}
+			case event.EvtLocalAddressesUpdated:
+				current := map[string]bool{}
+				for _, u := range e.Current {
+					current[thinWaist(u.Address)] = true
+				}
+				for w := range s.reachedAt {
+					if !current[w] {
+						delete(s.reachedAt, w)
+					}
+				}
+			case event.EvtLocalReachabilityChanged:
+				if e.Reachability == network.ReachabilityPublic {
+					s.confirmed = true
+				}
 			}
 		}
+		s.set(s.confirmed || len(s.reachedAt) > 0)
 	}
 }
 
@@ -209,6 +283,7 @@ func (s *relayService) set(on bool) {
 	case !on && s.relay != nil:
 		_ = s.relay.Close()
 		s.relay = nil
+		log.Infow("no longer known reachable from the internet: relay service stopped")
 	}
 }
 
@@ -225,6 +300,7 @@ func (s *relayService) Relaying() bool {
 
 // close stops following and the relay.
 func (s *relayService) close() error {
+	s.h.Network().StopNotify(s.notify)
 	_ = s.sub.Close()
 	<-s.done
 	s.set(false)
