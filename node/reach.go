@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -182,8 +183,9 @@ type relayService struct {
 	confirmed bool                // AutoNAT v2 confirmed an address
 	reachedAt map[string]struct{} // thin waists (ip and port) a peer reached from the internet
 
-	mu    sync.Mutex
-	relay *relayv2.Relay
+	mu      sync.Mutex
+	relay   *relayv2.Relay
+	reached []string // reachedAt's keys, sorted, for status
 }
 
 // startRelayService starts following h's reachability.
@@ -263,8 +265,22 @@ func (s *relayService) follow() {
 				}
 			}
 		}
+		s.mu.Lock()
+		s.reached = slices.Sorted(maps.Keys(s.reachedAt))
+		s.mu.Unlock()
 		s.set(s.confirmed || len(s.reachedAt) > 0)
 	}
+}
+
+// ReachedAt is the public addresses (IP and port) a peer on the internet
+// connected to directly and that still count as proof of reach.
+func (s *relayService) ReachedAt() []string {
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.reached)
 }
 
 // set starts or stops the relay.
@@ -357,7 +373,8 @@ func connPath(conns []network.Conn) (path, addr string) {
 
 // reach is what status says of how peers outside reach the node.
 func (n *Node) reach() localapi.Reach {
-	r := localapi.Reach{Reachable: []string{}, Unreachable: []string{}, RelayAddrs: []string{}, Relaying: n.relay.Relaying()}
+	r := localapi.Reach{Reachable: []string{}, Unreachable: []string{}, RelayAddrs: []string{}, Relaying: n.relay.Relaying(),
+		ReachedAt: n.relay.ReachedAt()}
 	if c, ok := n.host.(interface {
 		ConfirmedAddrs() (reachable, unreachable, unknown []multiaddr.Multiaddr)
 	}); ok {

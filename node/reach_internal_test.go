@@ -2,6 +2,7 @@ package node
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -97,6 +98,9 @@ func TestRelayServiceFollowsProofOfReach(t *testing.T) {
 	}
 	s.inbound <- tcp
 	relaying(true, "a direct connection from the internet")
+	if got := s.ReachedAt(); !slices.Equal(got, []string{"/ip4/8.8.8.8/tcp/4710"}) {
+		t.Errorf("ReachedAt = %v, want the address reached", got)
+	}
 	emit("addrs", event.EvtLocalAddressesUpdated{Current: []event.UpdatedAddress{{Address: quic}}})
 	relaying(false, "the address it was reached at is no longer advertised")
 	s.inbound <- tcp

@@ -8,12 +8,16 @@ import (
 )
 
 // reachLine is status's line on how peers outside this node's network
-// reach it: at a public address AutoNAT confirmed (and then it relays for
-// peers behind NAT), through a relay it holds a reservation on, or not.
+// reach it: at a public address AutoNAT confirmed or a peer on the
+// internet connected to (and then it relays for peers behind NAT), through
+// a relay it holds a reservation on, or not.
 func reachLine(r localapi.Reach) string {
 	switch {
-	case len(r.Reachable) > 0:
+	case len(r.Reachable) > 0 || len(r.ReachedAt) > 0:
 		line := "reach    public: " + strings.Join(r.Reachable, ", ")
+		if len(r.Reachable) == 0 {
+			line += strings.Join(r.ReachedAt, ", ") + " (a peer on the internet connected to it; AutoNAT not confirmed yet)"
+		}
 		if r.Relaying {
 			line += "; relaying for peers behind NAT"
 		}

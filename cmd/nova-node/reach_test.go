@@ -15,6 +15,8 @@ func TestReachLine(t *testing.T) {
 	}{
 		{localapi.Reach{Reachable: []string{"/ip4/198.18.0.2/udp/4710/quic-v1"}, Relaying: true},
 			"reach    public: /ip4/198.18.0.2/udp/4710/quic-v1; relaying for peers behind NAT"},
+		{localapi.Reach{ReachedAt: []string{"/ip4/198.18.0.2/tcp/4710"}, Relaying: true},
+			"reach    public: /ip4/198.18.0.2/tcp/4710 (a peer on the internet connected to it; AutoNAT not confirmed yet); relaying for peers behind NAT"},
 		{localapi.Reach{RelayAddrs: []string{
 			"/ip4/198.18.0.2/tcp/4710/p2p/" + relay + "/p2p-circuit/p2p/12D3KooWE2VL2ETADGN4awk8eGCjtK7Ja4hrcTCiayfzeueLbQ4T",
 			"/ip4/198.18.0.2/udp/4710/quic-v1/p2p/" + relay + "/p2p-circuit/p2p/12D3KooWE2VL2ETADGN4awk8eGCjtK7Ja4hrcTCiayfzeueLbQ4T"}},

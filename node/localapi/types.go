@@ -76,6 +76,10 @@ type Reach struct {
 	// could dial (AutoNAT v2); Unreachable those they could not.
 	Reachable   []string `json:"reachable,omitempty"`
 	Unreachable []string `json:"unreachable,omitempty"`
+	// ReachedAt are the node's public addresses (IP and port) that a peer
+	// on the internet connected to directly, which proves them reachable
+	// before AutoNAT v2 confirms them.
+	ReachedAt []string `json:"reachedAt,omitempty"`
 	// Relaying: the node offers circuit relay to peers behind NAT (it has
 	// a reachable address).
 	Relaying bool `json:"relaying"`
