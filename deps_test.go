@@ -111,6 +111,7 @@ var packages = map[string]pkg{
 	"mcpbridge":                    {layer: service},
 	"mcpbridge/mcptest":            {layer: service},
 	"node/connhealth":              {layer: service, also: "protocol", documented: true}, // the router's AckState, CloseSiblings
+	"node/gossiphealth":            {layer: service, documented: true},                   // GossipSub's view of a peer whose pubsub stream died while it stayed connected
 
 	"node":          {layer: root, also: "node/localapi node/tasknode node/webui"},
 	"node/localapi": {layer: root},
@@ -131,7 +132,7 @@ var reserved = map[string]struct{ by, why string }{
 	"github.com/spf13/cobra/...":  {"cmd/nova-node", "the CLI is the only place that parses flags"},
 	"github.com/libp2p/go-libp2p": {"node internal/streamscope/scopetest", "only the composition root (and test helpers) build a host"},
 	"github.com/libp2p/go-libp2p-kad-dht/...": {"discovery", "the DHT is discovery's; the router reaches it through its Resolver"},
-	"github.com/libp2p/go-libp2p-pubsub/...":  {"node protocol crdt", "node owns the one GossipSub; protocol (broadcasts) and crdt (documents) use its topics"},
+	"github.com/libp2p/go-libp2p-pubsub/...":  {"node protocol crdt node/gossiphealth", "node owns the one GossipSub; protocol (broadcasts) and crdt (documents) use its topics; node/gossiphealth traces its streams"},
 	"github.com/a2aproject/a2a-go/...":        {"protocol/a2ahttp", "all A2A-version code lives in protocol/a2ahttp"},
 	"go.etcd.io/bbolt/...":                    {"node protocol/a2ahttp", "node owns nova.db (the gateway gets its *bbolt.DB); the others persist through small interfaces"},
 	module + "/node/localapi":                 {"node node/tasknode node/webui cmd/nova-node internal/demo", "the local API: node serves it (tasknode emits its event types, webui shows them), the CLI (and the demo it runs) call it"},

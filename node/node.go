@@ -38,6 +38,7 @@ import (
 	"github.com/nova-node/nova-node/internal/clock"
 	"github.com/nova-node/nova-node/internal/journal"
 	"github.com/nova-node/nova-node/node/connhealth"
+	"github.com/nova-node/nova-node/node/gossiphealth"
 	"github.com/nova-node/nova-node/node/tasknode"
 	"github.com/nova-node/nova-node/protocol"
 	"github.com/nova-node/nova-node/tiers"
@@ -177,8 +178,8 @@ func New(cfg Config) (_ *Node, err error) {
 // build makes the host and the subsystems that run on it, pushing each
 // closer on stack. Their order on the stack is the order Close stops them
 // in, reversed: the local faces, the MCP bridge and the tasks first (they
-// use the rest), then documents, router, discovery, GossipSub, connection
-// health, the host.
+// use the rest), then documents, router, discovery, GossipSub and its
+// keeper, connection health, the host.
 func (n *Node) build(stack *closers) error {
 	n.health = n.newHealth() // before the host: its TCP transport is the Monitor's
 	h, err := n.newHost()
@@ -193,10 +194,15 @@ func (n *Node) build(stack *closers) error {
 		return fmt.Errorf("node: bootstrap: %w", err)
 	}
 	// One GossipSub instance per node, for broadcasts and documents. Its
-	// context is the node's whole life.
+	// context is the node's whole life. Its keeper asks a still connected
+	// peer for its subscriptions again when a pubsub stream between them
+	// dies (gossiphealth), and closes after it.
+	keeper := gossiphealth.New(h)
+	stack.push(keeper.Close)
 	psCtx, psCancel := context.WithCancel(context.Background())
 	stack.push(func() error { psCancel(); return nil })
-	ps, err := pubsub.NewGossipSub(psCtx, ProtectAsTag(h), protocol.PubSubOptions(n.cfg.Swarm, n.cfg.MaxFrameSize)...)
+	ps, err := pubsub.NewGossipSub(psCtx, keeper.Host(ProtectAsTag(h)),
+		append(protocol.PubSubOptions(n.cfg.Swarm, n.cfg.MaxFrameSize), keeper.Option())...)
 	if err != nil {
 		return fmt.Errorf("node: gossipsub: %w", err)
 	}
