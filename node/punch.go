@@ -33,6 +33,15 @@ import (
 // connection is one both ends are ready for, and the other end punches.
 // Once per connection: a punch that failed (a symmetric NAT) is not tried
 // again, since both ends were ready for it.
+//
+// It also closes relayed connections a direct one superseded, relayedGrace
+// after both were there. go-libp2p leaves a relayed connection open beside
+// the direct one a punch made, and the streams that were open on it (the
+// router's, GossipSub's, the DHT's) keep crossing the relay. And a peer
+// that reached a public node over a relay as well as directly is not taken
+// as a relay by go-libp2p's relay client ("not a public node") while the
+// relayed connection lasts: two public members dialling a laptop and each
+// other could then leave the laptop with one relay where it wants two.
 type punchAgain struct {
 	h      host.Host
 	sub    event.Subscription
@@ -42,9 +51,17 @@ type punchAgain struct {
 	dials  sync.WaitGroup
 
 	// Owned by run: outbound relayed connections identified while one end
-	// could not punch, by peer.
-	waiting map[peer.ID]network.Conn
+	// could not punch, by peer; peers with direct and relayed connections,
+	// by when the relayed ones are closed.
+	waiting    map[peer.ID]network.Conn
+	superseded map[peer.ID]time.Time
+	timer      *time.Timer
 }
+
+// relayedGrace is how long a relayed connection stays open beside a direct
+// one to the same peer: what was under way on it (a request, the hole
+// punch's own exchange) has that long to end.
+const relayedGrace = 3 * time.Second
 
 // punchRedialTimeout bounds the dial after a relayed connection was closed
 // for another try.
@@ -58,41 +75,109 @@ func startPunchAgain(h host.Host) (*punchAgain, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &punchAgain{h: h, sub: sub, ctx: ctx, cancel: cancel, done: make(chan struct{}), waiting: map[peer.ID]network.Conn{}}
+	p := &punchAgain{h: h, sub: sub, ctx: ctx, cancel: cancel, done: make(chan struct{}),
+		waiting: map[peer.ID]network.Conn{}, superseded: map[peer.ID]time.Time{}, timer: time.NewTimer(time.Hour)}
+	p.timer.Stop()
 	go p.run()
 	return p, nil
 }
 
 func (p *punchAgain) run() {
 	defer close(p.done)
-	for e := range p.sub.Out() {
-		switch e := e.(type) {
-		case event.EvtPeerIdentificationCompleted:
-			c := e.Conn
-			if c == nil || c.Stat().Direction != network.DirOutbound || !relayed(c) {
-				continue
+	defer p.timer.Stop()
+	for {
+		select {
+		case e, ok := <-p.sub.Out():
+			if !ok {
+				return
 			}
-			if p.localReady() && slices.Contains(e.Protocols, holepunch.Protocol) {
-				continue // the other end punched when it opened, or will
-			}
-			p.waiting[e.Peer] = c
+			p.handle(e)
+		case <-p.timer.C:
+			p.closeSuperseded()
+		}
+	}
+}
+
+func (p *punchAgain) handle(e any) {
+	switch e := e.(type) {
+	case event.EvtPeerIdentificationCompleted:
+		p.supersede(e.Peer)
+		c := e.Conn
+		if c == nil || c.Stat().Direction != network.DirOutbound || !relayed(c) {
+			return
+		}
+		if p.localReady() && slices.Contains(e.Protocols, holepunch.Protocol) {
+			return // the other end punched when it opened, or will
+		}
+		p.waiting[e.Peer] = c
+		p.check(e.Peer)
+	case event.EvtPeerProtocolsUpdated:
+		if slices.Contains(e.Added, holepunch.Protocol) {
 			p.check(e.Peer)
-		case event.EvtPeerProtocolsUpdated:
-			if slices.Contains(e.Added, holepunch.Protocol) {
-				p.check(e.Peer)
+		}
+	case event.EvtLocalProtocolsUpdated:
+		if slices.Contains(e.Added, holepunch.Protocol) {
+			for id := range p.waiting {
+				p.check(id)
 			}
-		case event.EvtLocalProtocolsUpdated:
-			if slices.Contains(e.Added, holepunch.Protocol) {
-				for id := range p.waiting {
-					p.check(id)
-				}
-			}
-		case event.EvtPeerConnectednessChanged:
-			if e.Connectedness != network.Connected {
-				delete(p.waiting, e.Peer)
+		}
+	case event.EvtPeerConnectednessChanged:
+		if e.Connectedness != network.Connected {
+			delete(p.waiting, e.Peer)
+			delete(p.superseded, e.Peer)
+		}
+	}
+}
+
+// supersede sets the relayed connections to id closing relayedGrace from
+// now when id has a direct connection too.
+func (p *punchAgain) supersede(id peer.ID) {
+	if _, ok := p.superseded[id]; ok {
+		return
+	}
+	conns := p.h.Network().ConnsToPeer(id)
+	if !slices.ContainsFunc(conns, relayed) || !slices.ContainsFunc(conns, func(c network.Conn) bool { return !relayed(c) }) {
+		return
+	}
+	p.superseded[id] = time.Now().Add(relayedGrace)
+	p.arm()
+}
+
+// arm sets the timer for the first superseded peer due.
+func (p *punchAgain) arm() {
+	var first time.Time
+	for _, due := range p.superseded {
+		if first.IsZero() || due.Before(first) {
+			first = due
+		}
+	}
+	if first.IsZero() {
+		return
+	}
+	p.timer.Reset(max(0, time.Until(first)))
+}
+
+// closeSuperseded closes the relayed connections of the peers due that
+// still have a direct connection.
+func (p *punchAgain) closeSuperseded() {
+	now := time.Now()
+	for id, due := range p.superseded {
+		if due.After(now) {
+			continue
+		}
+		delete(p.superseded, id)
+		conns := p.h.Network().ConnsToPeer(id)
+		if !slices.ContainsFunc(conns, func(c network.Conn) bool { return !relayed(c) }) {
+			continue // the direct one went: the relay carries on
+		}
+		for _, c := range conns {
+			if relayed(c) {
+				log.Debugw("closing a relayed connection a direct one superseded", "peer", id, "addr", c.RemoteMultiaddr())
+				_ = c.Close()
 			}
 		}
 	}
+	p.arm()
 }
 
 // localReady reports whether this node's hole punch service is ready.

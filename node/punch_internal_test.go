@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -114,4 +115,38 @@ func relayedPair(t *testing.T) (relay, a, b host.Host) {
 		t.Fatal(err)
 	}
 	return relay, a, b
+}
+
+// A relayed connection beside a direct one to the same peer is closed
+// after relayedGrace; the direct one stays.
+func TestPunchAgainClosesSupersededRelayedConnections(t *testing.T) {
+	relay, a, b := relayedPair(t)
+	p, err := startPunchAgain(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.close() })
+	circuit := multiaddr.StringCast("/p2p/" + relay.ID().String() + "/p2p-circuit")
+	if err := a.Connect(t.Context(), peer.AddrInfo{ID: b.ID(), Addrs: []multiaddr.Multiaddr{relay.Addrs()[0].Encapsulate(circuit)}}); err != nil {
+		t.Fatal(err)
+	}
+	a.Peerstore().AddAddrs(b.ID(), b.Addrs(), time.Hour)
+	direct, err := a.Network().DialPeer(network.WithForceDirectDial(t.Context(), "test"), b.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if relayed(direct) {
+		t.Fatalf("the forced direct dial gave a relayed connection: %v", direct.RemoteMultiaddr())
+	}
+	waitfor.Eventually(t, 10*time.Second, func() error {
+		for _, c := range a.Network().ConnsToPeer(b.ID()) {
+			if relayed(c) {
+				return fmt.Errorf("the relayed connection is still open: %v", c.RemoteMultiaddr())
+			}
+		}
+		return nil
+	})
+	if direct.IsClosed() {
+		t.Fatal("the direct connection was closed")
+	}
 }

@@ -358,7 +358,7 @@ func relayed(c network.Conn) bool {
 // address of a direct connection when it has one (go-libp2p opens new
 // streams on it), else "relayed" with the relayed connection's address,
 // which names the relay. A relayed connection the hole punch (DCUtR) has
-// superseded stays open beside the direct one for a while.
+// superseded stays open beside the direct one for relayedGrace.
 func connPath(conns []network.Conn) (path, addr string) {
 	for _, c := range conns {
 		if !relayed(c) {
