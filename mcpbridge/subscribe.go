@@ -79,10 +79,12 @@ func (r *Registry) SubscribeResource(ctx context.Context, uri string) error {
 			}
 		}
 	}
+	r.updMu.Lock()
 	if r.subs == nil {
 		r.subs = map[string]int{}
 	}
 	r.subs[uri]++
+	r.updMu.Unlock()
 	return nil
 }
 
@@ -94,11 +96,16 @@ func (r *Registry) UnsubscribeResource(ctx context.Context, uri string) error {
 	if r.subs[uri] == 0 {
 		return nil
 	}
+	r.updMu.Lock()
 	r.subs[uri]--
-	if r.subs[uri] > 0 {
+	last := r.subs[uri] == 0
+	if last {
+		delete(r.subs, uri)
+	}
+	r.updMu.Unlock()
+	if !last {
 		return nil
 	}
-	delete(r.subs, uri)
 	if s := r.subscribers[uri]; s != nil {
 		return s(ctx, uri, false)
 	}
@@ -108,18 +115,20 @@ func (r *Registry) UnsubscribeResource(ctx context.Context, uri string) error {
 // OnResourceUpdated sets a function called (outside the lock) when a
 // subscribed resource changed.
 func (r *Registry) OnResourceUpdated(f func(uri string)) {
-	r.subMu.Lock()
+	r.updMu.Lock()
 	r.onUpdated = f
-	r.subMu.Unlock()
+	r.updMu.Unlock()
 }
 
 // ResourceUpdated reports that the local resource uri changed: its
 // subscribers are notified. A server's notification calls it; so may a Go
-// program for the resources it registers.
+// program for the resources it registers. It never waits for a server
+// being (un)subscribed, so a backend's notification may call it on the
+// goroutine that reads the answer to that (un)subscribe.
 func (r *Registry) ResourceUpdated(uri string) {
-	r.subMu.Lock()
+	r.updMu.Lock()
 	f, n := r.onUpdated, r.subs[uri]
-	r.subMu.Unlock()
+	r.updMu.Unlock()
 	if f != nil && n > 0 {
 		f(uri)
 	}

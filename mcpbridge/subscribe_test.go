@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"net/http/httptest"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -119,5 +121,55 @@ func TestPeerSubscriptionsChecked(t *testing.T) {
 	err = cs.Subscribe(t.Context(), &mcp.SubscribeParams{Meta: as2("insider"), URI: fmt.Sprintf("lab://r%d", mcpbridge.MaxSubscriptions-1)})
 	if mcpbridge.CodeOf(err) != mcpbridge.CodeTooManySubscriptions {
 		t.Fatalf("subscription past the bound: %v, want %s", err, mcpbridge.CodeTooManySubscriptions)
+	}
+}
+
+// Registry.ResourceUpdated, which a backend's update calls on the
+// goroutine that reads the backend's answers, never waits for a
+// subscription being made or ended: the answer to it may be the next
+// thing that goroutine reads. (Bounded by a timeout rather than run in a
+// synctest bubble, where a goroutine waiting on a mutex is not durably
+// blocked: a regression would hang there instead of failing.)
+func TestUpdateDuringSubscribe(t *testing.T) {
+	reg := mcpbridge.NewRegistry()
+	if err := reg.RegisterResource(mcpbridge.Resource{Agent: "lab", URI: "lab://doc", Name: "doc"},
+		func(context.Context) ([]byte, error) { return []byte("x"), nil }); err != nil {
+		t.Fatal(err)
+	}
+	var updates atomic.Int32
+	reg.OnResourceUpdated(func(string) { updates.Add(1) })
+	var readers sync.WaitGroup
+	reg.SetSubscriber("lab://doc", func(ctx context.Context, uri string, on bool) error {
+		read := make(chan struct{}) // the backend's reader takes an update before the answer
+		readers.Go(func() { defer close(read); reg.ResourceUpdated(uri) })
+		select {
+		case <-read:
+			return nil
+		case <-ctx.Done():
+			return fmt.Errorf("the update waited for the (un)subscription: %w", ctx.Err())
+		}
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	err := reg.SubscribeResource(ctx, "lab://doc")
+	readers.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = reg.UnsubscribeResource(ctx, "lab://doc")
+	readers.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := updates.Load(); n != 0 {
+		t.Errorf("%d updates reported while being (un)subscribed, want 0", n)
+	}
+	reg.SetSubscriber("lab://doc", nil)
+	if err := reg.SubscribeResource(ctx, "lab://doc"); err != nil {
+		t.Fatal(err)
+	}
+	reg.ResourceUpdated("lab://doc")
+	if n := updates.Load(); n != 1 {
+		t.Errorf("%d updates reported to a subscriber, want 1", n)
 	}
 }
