@@ -121,7 +121,8 @@ func StartBackend(agent, name string, cfg ServerConfig, reg *Registry, version s
 		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { kick() },
 		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { kick() },
 		// Streamable HTTP servers' notifications; a stdio server's are
-		// relayed as they are read (notifyTransport).
+		// relayed as they are read (notifyTransport), resource updates
+		// included.
 		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
 			if ln := b.linkOf(req.Session); ln != nil {
 				b.calls.progressTo(ln, req.Params)
@@ -130,14 +131,8 @@ func StartBackend(agent, name string, cfg ServerConfig, reg *Registry, version s
 		CreateMessageHandler: b.sample,
 		ElicitationHandler:   b.elicit,
 		ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
-			if req.Params == nil {
-				return
-			}
-			b.mu.Lock()
-			ours := b.uris[req.Params.URI]
-			b.mu.Unlock()
-			if ours {
-				b.reg.ResourceUpdated(req.Params.URI)
+			if req.Params != nil && b.linkOf(req.Session) != nil {
+				b.updated(req.Params.URI)
 			}
 		},
 		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
@@ -259,7 +254,13 @@ func (b *Backend) session(ctx context.Context) error {
 	}
 	ln := &link{}
 	if cmd != nil {
-		t = notifyTransport{t, ln, func(ln *link, r *jsonrpc.Request) { b.calls.dispatch(ln, r, b.relayLog) }}
+		t = notifyTransport{t, ln, func(ln *link, r *jsonrpc.Request) {
+			if r.Method == methodResourceUpdated {
+				b.updated(updatedURI(r))
+				return
+			}
+			b.calls.dispatch(ln, r, b.relayLog)
+		}}
 	}
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	cs, err := b.client.Connect(cctx, t, &mcp.ClientSessionOptions{ProtocolVersion: backendProtocolVersion})

@@ -102,9 +102,13 @@ type Bridge struct {
 	dirty       bool
 	calls       calls // remote calls in flight, for their notifications
 
-	subMu    sync.Mutex                             // subscriptions; held while one is made upstream
-	faceSubs map[*mcp.ServerSession]map[string]bool // face session -> URIs it subscribed to
-	upSubs   map[string]int                         // uri -> face sessions subscribed to it
+	// Subscriptions (subscribe.go). Lock order: subMu, then faceMu.
+	subMu    sync.Mutex                               // subscriptions; held while one is made upstream
+	faceMu   sync.Mutex                               // faceSubs, which is written under both; never held across a call
+	faceSubs map[*mcp.ServerSession]map[string]uint64 // face session -> URI -> updSeq when it subscribed
+	upSubs   map[string]int                           // uri -> face sessions subscribed to it
+	updSeq   atomic.Uint64                            // stamps of the face's updates, in the order taken
+	updates  updateQueue                              // the face's updates not yet sent
 }
 
 // New returns a Bridge; Start serves it.
@@ -140,13 +144,13 @@ func New(cfg Config) (*Bridge, error) {
 		served: map[*mcp.Server]peer.ID{}, servedItems: map[*mcp.Server]servedItems{},
 		peers: map[peer.ID]*peerConn{}, dialing: map[peer.ID]chan struct{}{},
 		byClient: map[*mcp.ClientSession]peer.ID{}, dirty: true,
-		faceSubs: map[*mcp.ServerSession]map[string]bool{}, upSubs: map[string]int{},
+		faceSubs: map[*mcp.ServerSession]map[string]uint64{}, upSubs: map[string]int{},
+		updates: updateQueue{stamp: map[string]uint64{}, kick: make(chan struct{}, 1)},
 	}
 	b.client = mcp.NewClient(&mcp.Implementation{Name: "nova-node", Version: cfg.Version}, &mcp.ClientOptions{
 		ToolListChangedHandler:     func(_ context.Context, req *mcp.ToolListChangedRequest) { b.invalidateSession(req.Session) },
 		ResourceListChangedHandler: func(_ context.Context, req *mcp.ResourceListChangedRequest) { b.invalidateSession(req.Session) },
 		PromptListChangedHandler:   func(_ context.Context, req *mcp.PromptListChangedRequest) { b.invalidateSession(req.Session) },
-		ResourceUpdatedHandler:     b.peerUpdated,
 		CreateMessageHandler:       b.peerSample,
 		ElicitationHandler:         b.peerElicit,
 		KeepAlive:                  cfg.StreamIdleTimeout / 3, // within the peer's idle timeout (10 minutes by default)
@@ -159,6 +163,7 @@ func New(cfg Config) (*Bridge, error) {
 		Instructions:       "Tools, resources and prompts of every agent in this nova-node swarm. Tool titles give the canonical agent.tool name; calls accept it too.",
 	})
 	b.agg.AddReceivingMiddleware(b.faceMiddleware)
+	b.agg.AddSendingMiddleware(b.faceSend)
 	b.face = newFaceState()
 	return b, nil
 }
@@ -169,6 +174,7 @@ func (b *Bridge) Start() {
 	b.reg.OnChange(b.localChanged)
 	b.reg.OnResourceUpdated(b.localUpdated)
 	b.wg.Go(b.refresher)
+	b.wg.Go(b.deliverUpdates)
 }
 
 // Close stops serving and closes every session. Safe to call twice.
@@ -738,9 +744,14 @@ func (b *Bridge) callRemote(ctx context.Context, e Entry, as string, args json.R
 	return &out, raw, nil
 }
 
-// peerNotified relays a progress notification or log message that a peer
-// sent on ln for one of this node's calls.
-func (b *Bridge) peerNotified(ln *link, r *jsonrpc.Request) {
+// peerNotified relays a progress notification or log message that peer p
+// sent on ln for one of this node's calls, and an update of a resource p
+// serves to the face.
+func (b *Bridge) peerNotified(p peer.ID, ln *link, r *jsonrpc.Request) {
+	if r.Method == methodResourceUpdated {
+		b.peerUpdated(p, updatedURI(r))
+		return
+	}
 	b.calls.dispatch(ln, r, func(ln *link, p *mcp.LoggingMessageParams) {
 		if rl := b.calls.get(ln, p.Meta[metaCall]); rl != nil {
 			rl.log(p)

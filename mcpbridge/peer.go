@@ -492,7 +492,8 @@ func (b *Bridge) dial(ctx context.Context, p peer.ID) (*peerConn, error) {
 	}
 	ln := &link{}
 	lc := newLineConn(st)
-	cs, err := b.client.Connect(ctx, notifyTransport{lineTransport{lc}, ln, b.peerNotified}, &mcp.ClientSessionOptions{ProtocolVersion: peerProtocolVersion})
+	notified := func(ln *link, r *jsonrpc.Request) { b.peerNotified(p, ln, r) }
+	cs, err := b.client.Connect(ctx, notifyTransport{lineTransport{lc}, ln, notified}, &mcp.ClientSessionOptions{ProtocolVersion: peerProtocolVersion})
 	if err != nil {
 		st.end()
 		return nil, err

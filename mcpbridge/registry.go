@@ -142,9 +142,11 @@ type Registry struct {
 	onChange   func()
 	now        func() time.Time
 
+	// Lock order: subMu, then updMu.
 	subMu       sync.Mutex            // subscriptions; held while a server is (un)subscribed
-	subs        map[string]int        // uri -> subscribers of this node (face and peer sessions)
 	subscribers map[string]Subscriber // uri -> how to subscribe its server
+	updMu       sync.Mutex            // subs (written under both) and onUpdated; never held across a call
+	subs        map[string]int        // uri -> subscribers of this node (face and peer sessions)
 	onUpdated   func(uri string)
 }
 

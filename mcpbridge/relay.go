@@ -165,23 +165,24 @@ func (c *calls) dispatch(ln *link, r *jsonrpc.Request, onLog func(*link, *mcp.Lo
 }
 
 // link is one client connection (to a backend or a peer) whose calls'
-// notifications are relayed. With a byte-stream transport, notifications
-// are relayed as the connection reads them (see notifyTransport), before
-// the result that follows them; otherwise (streamable HTTP) through the
-// SDK's handlers, which run beside the delivery of results, so a
-// notification sent just before a result can come after it, and is then
-// dropped.
+// notifications, and resource updates, are relayed. With a byte-stream
+// transport, they are relayed as the connection reads them (see
+// notifyTransport), before the result that follows them; otherwise
+// (streamable HTTP) through the SDK's handlers, which run beside the
+// delivery of results, so a notification sent just before a result can
+// come after it: a call's is then dropped, an update relayed late.
 type link struct {
 	onRead bool        // notifyTransport relays; the SDK's handlers leave them
 	conn   *notifyConn // the connection, when notifyTransport made it: it carries tool calls itself
 }
 
 // notifyTransport is a client transport whose connection hands each
-// progress notification and log message to on as it reads it, on the
-// reading goroutine: the SDK delivers a result to its caller as soon as it
-// reads it, while its handlers of earlier notifications may still be
-// queued. Only for byte-stream connections, which hold no SDK state
-// beyond the mcp.Connection interface.
+// progress notification, log message and resource update to on as it
+// reads it, on the reading goroutine: the SDK delivers a result to its
+// caller as soon as it reads it, while its handlers of earlier
+// notifications may still be queued. on must not wait for a face client.
+// Only for byte-stream connections, which hold no SDK state beyond the
+// mcp.Connection interface.
 type notifyTransport struct {
 	mcp.Transport
 	ln *link
@@ -219,7 +220,7 @@ func (c *notifyConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		}
 		switch r := m.(type) {
 		case *jsonrpc.Request:
-			if !r.IsCall() && (r.Method == "notifications/progress" || r.Method == "notifications/message") {
+			if !r.IsCall() && (r.Method == "notifications/progress" || r.Method == "notifications/message" || r.Method == methodResourceUpdated) {
 				c.on(c.ln, r)
 			}
 		case *jsonrpc.Response:

@@ -13,9 +13,10 @@ import (
 // pipe, to what decodes them: the JSON-RPC line codec under its session
 // (lineConn, with a line cap), the relay of the progress
 // notifications and log messages it reads to the calls in flight
-// (notifyConn, calls.dispatch), and the message scan of `nova-node mcp`'s
-// stdio relay (rpcMessages). None may panic, and a notification only ever
-// reaches a call tracked on the connection it came on.
+// (notifyConn, calls.dispatch) and of the resource updates it reads
+// (updatedURI), and the message scan of `nova-node mcp`'s stdio relay
+// (rpcMessages). None may panic, and a notification only ever reaches a
+// call tracked on the connection it came on.
 //
 //	go test -run '^$' -fuzz FuzzRelayLine -fuzztime 30s ./mcpbridge/
 func FuzzRelayLine(f *testing.F) {
@@ -59,8 +60,13 @@ func FuzzRelayLine(f *testing.F) {
 		}
 		lc := newLineConn(&rwc{Reader: bytes.NewReader(data)})
 		lc.max = 1 << 16
-		tr := notifyTransport{lineTransport{lc}, mine,
-			func(ln *link, r *jsonrpc.Request) { c.dispatch(ln, r, onLog) }}
+		tr := notifyTransport{lineTransport{lc}, mine, func(ln *link, r *jsonrpc.Request) {
+			if r.Method == methodResourceUpdated {
+				_ = updatedURI(r)
+				return
+			}
+			c.dispatch(ln, r, onLog)
+		}}
 		conn, err := tr.Connect(context.Background())
 		if err != nil {
 			t.Fatal(err)

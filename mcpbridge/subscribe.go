@@ -2,11 +2,15 @@ package mcpbridge
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/peer"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -25,6 +29,19 @@ import (
 //     each only to sessions that subscribed).
 //
 // Each face session and each peer session holds at most MaxSubscriptions.
+//
+// Order. A stdio backend's or a peer's update is taken as its connection
+// reads it (notifyConn), so before the result that follows it; the
+// registry writes it to the peer sessions then and there, so on their
+// streams too it comes before that result. The face stamps each update it
+// takes with the next number of updSeq, and each face session's
+// subscription records the number it began at. One goroutine
+// (deliverUpdates) sends the updates to the face's clients, and faceSend
+// lets each reach only the sessions whose subscription began before its
+// stamp and still holds. So a client that saw a call's result and then
+// subscribed (again) is not told of an update that call made, however late
+// it is sent; one that unsubscribed hears of no update after; and no
+// goroutine that reads a connection waits for a face client.
 
 // MaxSubscriptions bounds the resources one face session (a client of
 // `nova-node mcp` or of /mcp), or one peer's node-to-node session, is
@@ -79,10 +96,12 @@ func (r *Registry) SubscribeResource(ctx context.Context, uri string) error {
 			}
 		}
 	}
+	r.updMu.Lock()
 	if r.subs == nil {
 		r.subs = map[string]int{}
 	}
 	r.subs[uri]++
+	r.updMu.Unlock()
 	return nil
 }
 
@@ -94,11 +113,16 @@ func (r *Registry) UnsubscribeResource(ctx context.Context, uri string) error {
 	if r.subs[uri] == 0 {
 		return nil
 	}
+	r.updMu.Lock()
 	r.subs[uri]--
-	if r.subs[uri] > 0 {
+	last := r.subs[uri] == 0
+	if last {
+		delete(r.subs, uri)
+	}
+	r.updMu.Unlock()
+	if !last {
 		return nil
 	}
-	delete(r.subs, uri)
 	if s := r.subscribers[uri]; s != nil {
 		return s(ctx, uri, false)
 	}
@@ -108,18 +132,20 @@ func (r *Registry) UnsubscribeResource(ctx context.Context, uri string) error {
 // OnResourceUpdated sets a function called (outside the lock) when a
 // subscribed resource changed.
 func (r *Registry) OnResourceUpdated(f func(uri string)) {
-	r.subMu.Lock()
+	r.updMu.Lock()
 	r.onUpdated = f
-	r.subMu.Unlock()
+	r.updMu.Unlock()
 }
 
 // ResourceUpdated reports that the local resource uri changed: its
 // subscribers are notified. A server's notification calls it; so may a Go
-// program for the resources it registers.
+// program for the resources it registers. It never waits for a server
+// being (un)subscribed, so a backend's notification may call it on the
+// goroutine that reads the answer to that (un)subscribe.
 func (r *Registry) ResourceUpdated(uri string) {
-	r.subMu.Lock()
+	r.updMu.Lock()
 	f, n := r.onUpdated, r.subs[uri]
-	r.subMu.Unlock()
+	r.updMu.Unlock()
 	if f != nil && n > 0 {
 		f(uri)
 	}
@@ -158,6 +184,16 @@ func (b *Backend) resubscribe(ctx context.Context, cs *mcp.ClientSession) {
 	}
 }
 
+// updated hands an update of the server's resource uri to the registry.
+func (b *Backend) updated(uri string) {
+	b.mu.Lock()
+	ours := b.uris[uri]
+	b.mu.Unlock()
+	if ours {
+		b.reg.ResourceUpdated(uri)
+	}
+}
+
 // subscribes reports whether the server offers resource subscriptions.
 func subscribes(cs *mcp.ClientSession) bool {
 	init := cs.InitializeResult()
@@ -180,7 +216,7 @@ func (b *Bridge) faceSubscribe(ctx context.Context, req *mcp.SubscribeRequest) e
 	defer b.subMu.Unlock()
 	b.pruneFaceSubs()
 	mine := b.faceSubs[req.Session]
-	if mine[uri] {
+	if _, ok := mine[uri]; ok {
 		return nil
 	}
 	if len(mine) >= MaxSubscriptions {
@@ -192,11 +228,13 @@ func (b *Bridge) faceSubscribe(ctx context.Context, req *mcp.SubscribeRequest) e
 		}
 	}
 	b.upSubs[uri]++
+	b.faceMu.Lock()
 	if mine == nil {
-		mine = map[string]bool{}
+		mine = map[string]uint64{}
 		b.faceSubs[req.Session] = mine
 	}
-	mine[uri] = true
+	mine[uri] = b.updSeq.Load() // updates taken so far are from before it
+	b.faceMu.Unlock()
 	return nil
 }
 
@@ -205,10 +243,12 @@ func (b *Bridge) faceUnsubscribe(ctx context.Context, req *mcp.UnsubscribeReques
 	b.subMu.Lock()
 	defer b.subMu.Unlock()
 	uri := req.Params.URI
-	if !b.faceSubs[req.Session][uri] {
+	if _, ok := b.faceSubs[req.Session][uri]; !ok {
 		return nil
 	}
-	delete(b.faceSubs[req.Session], uri)
+	b.faceMu.Lock()
+	delete(b.faceSubs[req.Session], uri) // no update reaches it from now on
+	b.faceMu.Unlock()
 	return b.dropUp(ctx, uri)
 }
 
@@ -244,7 +284,9 @@ func (b *Bridge) pruneFaceSubs() {
 		if live[ss] {
 			continue
 		}
+		b.faceMu.Lock()
 		delete(b.faceSubs, ss)
+		b.faceMu.Unlock()
 		ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
 		for u := range uris {
 			_ = b.dropUp(ctx, u)
@@ -301,24 +343,37 @@ func (b *Bridge) resubscribePeer(ctx context.Context, p peer.ID, cs *mcp.ClientS
 	}
 }
 
-// peerUpdated relays a peer's notifications/resources/updated to the
-// face's subscribers, if that peer serves the resource on the face.
-func (b *Bridge) peerUpdated(ctx context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
-	if req.Params == nil {
-		return
+// methodResourceUpdated is the notification of a subscribed resource's
+// change.
+const methodResourceUpdated = "notifications/resources/updated"
+
+// updatedURI is the URI a notifications/resources/updated names ("" when
+// its params are not those of one).
+func updatedURI(r *jsonrpc.Request) string {
+	var p mcp.ResourceUpdatedNotificationParams
+	if json.Unmarshal(r.Params, &p) != nil {
+		return ""
 	}
+	return p.URI
+}
+
+// peerUpdated takes peer p's notifications/resources/updated of uri, as
+// the connection reads it, for the face's subscribers, if p serves the
+// resource on the face.
+func (b *Bridge) peerUpdated(p peer.ID, uri string) {
 	b.mu.Lock()
-	p, known := b.byClient[req.Session]
-	e, ok := b.face.resources[req.Params.URI]
+	e, ok := b.face.resources[uri]
 	b.mu.Unlock()
-	if !known || !ok || e.Local || e.peer != p {
-		return
+	if ok && !e.Local && e.peer == p {
+		b.faceUpdated(uri)
 	}
-	_ = b.agg.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: req.Params.URI})
 }
 
 // localUpdated relays an update of a local resource to every peer session
-// and to the face (the SDK sends it to the sessions that subscribed).
+// (the SDK sends it to the sessions that subscribed) and to the face. It
+// writes to the peers' streams before it returns, so that an update a
+// backend sent before a call's result reaches the calling peer before
+// that result (each write takes at most streamWriteTimeout).
 func (b *Bridge) localUpdated(uri string) {
 	params := &mcp.ResourceUpdatedNotificationParams{URI: uri}
 	for srv := range b.servedServers() {
@@ -328,7 +383,88 @@ func (b *Bridge) localUpdated(uri string) {
 	e, ok := b.face.resources[uri]
 	b.mu.Unlock()
 	if ok && e.Local {
-		_ = b.agg.ResourceUpdated(b.ctx, params)
+		b.faceUpdated(uri)
+	}
+}
+
+// updateQueue holds the face's updates not yet sent, one per URI: a
+// later update of a URI waiting takes its stamp (one notification tells
+// of both), so the queue never holds more than the face lists.
+type updateQueue struct {
+	mu    sync.Mutex
+	order []string          // URIs waiting, in the order they came
+	stamp map[string]uint64 // uri -> stamp of its latest update
+	kick  chan struct{}     // capacity 1: updates are waiting
+}
+
+// metaStamp is the _meta key under which deliverUpdates hands an update's
+// stamp to faceSend, which takes it off: it never reaches a client.
+const metaStamp = "nova/update"
+
+// faceUpdated stamps an update of the face's resource uri and queues it
+// for the face's clients, without waiting for them.
+func (b *Bridge) faceUpdated(uri string) {
+	q := &b.updates
+	q.mu.Lock()
+	if _, waiting := q.stamp[uri]; !waiting {
+		q.order = append(q.order, uri)
+	}
+	q.stamp[uri] = b.updSeq.Add(1)
+	q.mu.Unlock()
+	select {
+	case q.kick <- struct{}{}:
+	default:
+	}
+}
+
+// deliverUpdates sends the face's queued updates, in the order they came,
+// until the bridge closes (Close ends the face's sessions, so no write
+// keeps it).
+func (b *Bridge) deliverUpdates() {
+	q := &b.updates
+	for {
+		select {
+		case <-b.ctx.Done():
+			return
+		case <-q.kick:
+		}
+		q.mu.Lock()
+		order, stamp := q.order, q.stamp
+		q.order, q.stamp = nil, map[string]uint64{}
+		q.mu.Unlock()
+		for _, uri := range order {
+			_ = b.agg.ResourceUpdated(b.ctx, &mcp.ResourceUpdatedNotificationParams{URI: uri, Meta: mcp.Meta{metaStamp: stamp[uri]}})
+		}
+	}
+}
+
+// faceSend is the face's sending middleware: an update goes to a session
+// only if the session's subscription to its URI began before the
+// update's stamp and still holds, without the stamp.
+func (b *Bridge) faceSend(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method != methodResourceUpdated {
+			return next(ctx, method, req)
+		}
+		p, _ := req.GetParams().(*mcp.ResourceUpdatedNotificationParams)
+		ss, _ := req.GetSession().(*mcp.ServerSession)
+		if p == nil || ss == nil {
+			return nil, nil
+		}
+		stamp, _ := p.Meta[metaStamp].(uint64)
+		b.faceMu.Lock()
+		began, subscribed := b.faceSubs[ss][p.URI]
+		b.faceMu.Unlock()
+		if !subscribed || stamp <= began {
+			return nil, nil
+		}
+		q := *p
+		q.Meta = maps.Clone(p.Meta) // shared by every session's request
+		delete(q.Meta, metaStamp)
+		if len(q.Meta) == 0 {
+			q.Meta = nil
+		}
+		return next(ctx, method, &mcp.ServerRequest[*mcp.ResourceUpdatedNotificationParams]{Session: ss, Params: &q})
 	}
 }
 

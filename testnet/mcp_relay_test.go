@@ -292,7 +292,9 @@ func TestMCPCompletionAcrossNodes(t *testing.T) {
 // a resource of a backend, on the hosting node and across the mesh, over
 // the HTTP face and the byte-stream face of `nova-node mcp`, and gets
 // notifications/resources/updated when the backend reports a change; after
-// unsubscribing it gets none.
+// unsubscribing it gets none, not even once it subscribed again: the
+// update of a touch it saw the result of before subscribing never follows
+// (mcpbridge's TestUpdateBeforeSubscribeNotDelivered drives that order).
 func TestMCPResourceSubscriptionAcrossNodes(t *testing.T) {
 	net := mcpNet(t, nil)
 	waitTool(t, net.Nodes[0], "toolsmith_touch")
