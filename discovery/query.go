@@ -72,147 +72,210 @@ func messenger(d *dht.IpfsDHT) *pb.ProtocolMessenger {
 // answering peer gave (also added to the peerstore for a while, as
 // kad-dht does). It returns how many peers answered with providers.
 func (s *Service) quickProviders(ctx context.Context, d *dht.IpfsDHT, key string, quorum int, found func(peer.AddrInfo)) int {
+	q := s.providerQuery(ctx, d, key, quorum)
+	defer q.close()
+	q.run(ctx, found)
+	return q.withProviders
+}
+
+// providerQuery returns the provider query of key (see quickProviders)
+// on d: this node's provider store, the peers of its routing table
+// closest to the key (or, while that holds fewer than [queryK], every
+// peer it is connected to), and GET_PROVIDERS requests on d's message
+// sender. Its requests end with life.
+func (s *Service) providerQuery(life context.Context, d *dht.IpfsDHT, key string, quorum int) *providerQuery {
 	mh := KeyCID(key).Hash()
 	target := kb.ConvertKey(string(mh))
 	pm := messenger(d)
 	ps := s.h.Peerstore()
-
-	seen := map[peer.ID]bool{}
-	withProviders := 0
-	take := func(provs []peer.AddrInfo) {
-		n := 0
-		for _, ai := range provs {
-			if ai.ID == "" {
-				continue
-			}
-			n++
-			if ai.ID == s.self || seen[ai.ID] {
-				continue
-			}
-			seen[ai.ID] = true
+	local, _ := d.ProviderStore().GetProviders(life, mh)
+	start := d.RoutingTable().NearestPeers(target, queryK)
+	if len(start) < queryK {
+		// A node that has just started has connections (its bootstrap
+		// peers) before identify has put them in its routing table.
+		start = append(start, s.h.Network().Peers()...)
+	}
+	return newProviderQuery(life, s.self, mh, quorum, local, start,
+		func(ctx context.Context, p peer.ID) ([]*peer.AddrInfo, []*peer.AddrInfo, error) {
+			s.stats.dhtRequests.Add(1)
+			return pm.GetProviders(ctx, p, mh)
+		},
+		func(ai peer.AddrInfo) {
 			if len(ai.Addrs) > 0 {
 				ps.AddAddrs(ai.ID, ai.Addrs, peerstore.TempAddrTTL)
 			}
-			found(ai)
-		}
-		if n > 0 {
-			withProviders++
-		}
-	}
-	if local, err := d.ProviderStore().GetProviders(ctx, mh); err == nil {
-		take(local)
-	}
+		})
+}
 
-	type state uint8
-	const (
-		heard state = iota
-		waiting
-		answered
-		failed
-	)
-	peers := map[peer.ID]state{}
-	var order []peer.ID // every peer heard of, closest to the key first
-	add := func(p peer.ID) {
-		if p == s.self || p == "" {
-			return
-		}
-		if _, ok := peers[p]; ok {
-			return
-		}
-		peers[p] = heard
-		order = append(order, p)
-	}
-	for _, p := range d.RoutingTable().NearestPeers(target, queryK) {
-		add(p)
-	}
-	if len(order) < queryK {
-		// A node that has just started has connections (its bootstrap
-		// peers) before identify has put them in its routing table.
-		for _, p := range s.h.Network().Peers() {
-			add(p)
-		}
-	}
-	order = kb.SortClosestPeers(order, target)
+// peerState is what a provider query knows of one peer.
+type peerState uint8
 
-	type answer struct {
-		from          peer.ID
-		provs, closer []*peer.AddrInfo
-		err           error
+const (
+	heard peerState = iota
+	waiting
+	answered
+	failed
+)
+
+// providerAnswer is one peer's answer to GET_PROVIDERS.
+type providerAnswer struct {
+	from          peer.ID
+	provs, closer []*peer.AddrInfo
+	err           error
+}
+
+// providerQuery is the state of one provider query (see quickProviders):
+// the peers heard of, closest to the key first, and what each did. Its
+// I/O goes through two functions, so that its rules are tested on fake
+// time: ask sends one GET_PROVIDERS request, learn keeps the addresses an
+// answer gave for a peer or a provider. Its requests run on goroutines of
+// its own, which close ends and waits for.
+type providerQuery struct {
+	self   peer.ID
+	target kb.ID
+	quorum int
+	local  []peer.AddrInfo // this node's own provider store
+	ask    func(ctx context.Context, p peer.ID) (provs, closer []*peer.AddrInfo, err error)
+	learn  func(peer.AddrInfo)
+
+	ctx     context.Context // the requests'; cancelled by close
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	answers chan providerAnswer
+
+	peers         map[peer.ID]peerState
+	order         []peer.ID // every peer heard of, closest to the key first
+	seen          map[peer.ID]bool
+	withProviders int // answers that named providers
+	inflight      int
+	start         time.Time
+}
+
+// newProviderQuery returns the provider query of the key whose multihash
+// is mh, from this node self: local is what its own provider store holds,
+// start the peers to ask first. Its requests end with life or close.
+func newProviderQuery(life context.Context, self peer.ID, mh []byte, quorum int, local []peer.AddrInfo, start []peer.ID,
+	ask func(ctx context.Context, p peer.ID) ([]*peer.AddrInfo, []*peer.AddrInfo, error), learn func(peer.AddrInfo)) *providerQuery {
+	ctx, cancel := context.WithCancel(life)
+	q := &providerQuery{
+		self: self, target: kb.ConvertKey(string(mh)), quorum: quorum, local: local, ask: ask, learn: learn,
+		ctx: ctx, cancel: cancel, answers: make(chan providerAnswer),
+		peers: map[peer.ID]peerState{}, seen: map[peer.ID]bool{},
 	}
-	qctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	defer func() { cancel(); wg.Wait() }()
-	answers := make(chan answer)
-	inflight := 0
-	start := time.Now()
+	for _, p := range start {
+		q.add(p)
+	}
+	q.order = kb.SortClosestPeers(q.order, q.target)
+	return q
+}
+
+// close ends the query's requests and waits for them.
+func (q *providerQuery) close() {
+	q.cancel()
+	q.wg.Wait()
+}
+
+func (q *providerQuery) add(p peer.ID) bool {
+	if p == q.self || p == "" {
+		return false
+	}
+	if _, ok := q.peers[p]; ok {
+		return false
+	}
+	q.peers[p] = heard
+	q.order = append(q.order, p)
+	return true
+}
+
+// take reports the providers of one answer (this node's store's, or a
+// peer's) through found, each once, this node left out.
+func (q *providerQuery) take(provs []peer.AddrInfo, found func(peer.AddrInfo)) {
+	n := 0
+	for _, ai := range provs {
+		if ai.ID == "" {
+			continue
+		}
+		n++
+		if ai.ID == q.self || q.seen[ai.ID] {
+			continue
+		}
+		q.seen[ai.ID] = true
+		q.learn(ai)
+		found(ai)
+	}
+	if n > 0 {
+		q.withProviders++
+	}
+}
+
+// run takes this node's own providers, then asks peers until quorum
+// answers named providers, the grace after the first ran out, ctx ended,
+// or the closest peers all answered or failed; only then it reports the
+// query complete. found is called on run's goroutine.
+func (q *providerQuery) run(ctx context.Context, found func(peer.AddrInfo)) (complete bool) {
+	q.start = time.Now()
+	q.take(q.local, found)
 	var grace <-chan time.Time // armed by the first answer with providers
-	for withProviders < quorum {
-		if withProviders > 0 && grace == nil {
-			t := time.NewTimer(max(quorumGrace, 3*time.Since(start)))
+	for q.withProviders < q.quorum {
+		if q.withProviders > 0 && grace == nil {
+			t := time.NewTimer(max(quorumGrace, 3*time.Since(q.start)))
 			defer t.Stop()
 			grace = t.C
 		}
-		for i := 0; i < len(order) && i < queryK && inflight < queryAlpha; i++ {
-			p := order[i]
-			if peers[p] != heard {
+		for i := 0; i < len(q.order) && i < queryK && q.inflight < queryAlpha; i++ {
+			p := q.order[i]
+			if q.peers[p] != heard {
 				continue
 			}
-			peers[p] = waiting
-			inflight++
-			wg.Go(func() {
-				rctx, rcancel := context.WithTimeout(qctx, rpcTimeout)
-				s.stats.dhtRequests.Add(1)
-				provs, closer, err := pm.GetProviders(rctx, p, mh)
+			q.peers[p] = waiting
+			q.inflight++
+			q.wg.Go(func() {
+				rctx, rcancel := context.WithTimeout(q.ctx, rpcTimeout)
+				provs, closer, err := q.ask(rctx, p)
 				rcancel()
 				select {
-				case answers <- answer{p, provs, closer, err}:
-				case <-qctx.Done():
+				case q.answers <- providerAnswer{p, provs, closer, err}:
+				case <-q.ctx.Done():
 				}
 			})
 		}
-		if inflight == 0 {
-			break // the closest peers known have all answered or failed
+		if q.inflight == 0 {
+			return true // the closest peers known have all answered or failed
 		}
-		var a answer
+		var a providerAnswer
 		select {
-		case a = <-answers:
+		case a = <-q.answers:
 		case <-grace:
-			return withProviders
+			return false
 		case <-ctx.Done():
-			return withProviders
+			return false
 		}
-		inflight--
+		q.inflight--
 		if a.err != nil {
-			peers[a.from] = failed
+			q.peers[a.from] = failed
 			continue
 		}
-		peers[a.from] = answered
+		q.peers[a.from] = answered
 		provs := make([]peer.AddrInfo, 0, len(a.provs))
 		for _, ai := range a.provs {
 			if ai != nil {
 				provs = append(provs, *ai)
 			}
 		}
-		take(provs)
+		q.take(provs, found)
 		grew := false
 		for _, ai := range a.closer {
-			if ai == nil || ai.ID == s.self {
+			if ai == nil || !q.add(ai.ID) {
 				continue
 			}
-			if _, ok := peers[ai.ID]; ok {
-				continue
-			}
-			if len(ai.Addrs) > 0 {
-				ps.AddAddrs(ai.ID, ai.Addrs, peerstore.TempAddrTTL)
-			}
-			add(ai.ID)
+			q.learn(*ai)
 			grew = true
 		}
 		if grew {
-			order = kb.SortClosestPeers(order, target)
+			q.order = kb.SortClosestPeers(q.order, q.target)
 		}
 	}
-	return withProviders
+	return false
 }
 
 // getRecord reads the value record key, whose author is host (the peer the
