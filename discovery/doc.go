@@ -198,13 +198,19 @@
 //
 //  1. Providers: a Kademlia GET_PROVIDERS query (kad-dht's messages, up to
 //     10 peers at once, closest to the key first, moving to the closer
-//     peers they name) that stops as soon as two peers (five for a
-//     capability, which many agents offer) have answered with providers;
-//     this node's own provider store counts as one answer, and every
-//     honest peer among the closest holds every provider that reached
-//     it. In a 100-node swarm that is usually the first round. Providers
-//     that gave cards within [WithLookupCacheTTL] are reused without a
-//     query.
+//     peers they name) that answers as soon as two of the 20 closest
+//     peers it has heard of (five for a capability, which many agents
+//     offer) have answered with providers besides this node, and all
+//     name the same ones: every honest peer among the closest holds
+//     every provider that reached it. This node's own provider store
+//     counts as one answer when the node is among those peers. Answers
+//     that differ mean a provide reached only some of the closest peers
+//     (provides are not acknowledged), so the query then asks all of
+//     them. Once a peer has answered with providers, the others have
+//     100 ms, or three times that answer's wait, to complete the quorum;
+//     the store's own answer starts no such wait. In a 100-node swarm
+//     the query usually answers after its first round. Providers that
+//     gave cards within [WithLookupCacheTTL] are reused without a query.
 //  2. Records: each provider is asked the moment it is found (at most 16
 //     at once), while the query goes on, over a connection the caller is
 //     about to use anyway (a dial first where there is none). A name
@@ -228,9 +234,10 @@
 // this node holds, therefore costs: no round trip for the providers this
 // node's provider store holds (each one's records request leaves at
 // once); one Kademlia round of GET_PROVIDERS to the ten peers closest to
-// the key, of which the first four answers with providers end the query
-// (five when this node's store holds none of the providers; in a larger
-// swarm, another round to the closer peers they name), each new provider's
+// the key, of which the first four answers that agree with each other and
+// with this node's store end the query (five when this node's
+// store holds none of the providers; in a larger swarm, another round to
+// the closer peers they name), each new provider's
 // records request leaving as its answer arrives; and six records round
 // trips, in parallel, one per provider, each carrying the provider's
 // index and its cards that offer the capability. Per provider, the index

@@ -358,9 +358,9 @@ func (s *Service) resolveAll(ctx context.Context, query func(found func(peer.Add
 // find looks up the providers of key and resolves each one to cards,
 // merging the cards it returns into the sink, sorted by address. The
 // first attempt reads the providers that gave cards within the lookup
-// cache TTL, else asks the DHT with a quorum query (quickProviders: quorum answers
-// with providers), and
-// resolves each provider the moment it is found; when that gives no card,
+// cache TTL, else asks the DHT with a quorum query (quickProviders:
+// quorum of the closest peers agree), and resolves each provider the
+// moment it is found; when that gives no card,
 // it runs kad-dht's full provider lookup before answering, so a peer that
 // answers fast with nothing valid cannot hide a name. Later attempts
 // (WithRetry), after a backoff, run the full lookup again: provider

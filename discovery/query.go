@@ -3,6 +3,7 @@ package discovery
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -23,10 +24,12 @@ const (
 	// asks at most before it gives up: the peers a provider announces
 	// itself to (kad-dht's bucket size).
 	queryK = 20
-	// providerQuorum is how many peers must have answered a provider
-	// query with providers before it stops. Every honest peer among the
-	// closest holds every provider that reached it, so two answers give
-	// the whole set unless both come from peers that missed a provide.
+	// providerQuorum is how many of the closest peers to a key must have
+	// answered a provider query with the same providers before its quick
+	// phase stops (see providerQuery.run). Every honest peer among the
+	// closest holds every provider that reached it, so two answers that
+	// agree give the whole set unless both come from peers that missed
+	// the same provide.
 	providerQuorum = 2
 	// capabilityQuorum is providerQuorum for a capability, which many
 	// agents offer: each provide reached the closest peers as its
@@ -39,11 +42,14 @@ const (
 	rpcTimeout = 5 * time.Second
 	// quorumGrace is how long a provider query waits for the rest of its
 	// quorum once a first peer answered with providers: that long, or
-	// three times what the first answer took, whichever is more. A closest
-	// peer that left without closing its connection (a laptop asleep)
-	// would otherwise hold the lookup for rpcTimeout; the providers
-	// already found are being resolved meanwhile, and a lookup that gets
-	// no card from them runs the full query.
+	// three times what that first answer took, whichever is more. This
+	// node's own store does not start it: its answer takes no time, and
+	// three times nothing ended the query before a loaded machine's peers
+	// could answer at all. A closest peer that left without closing its
+	// connection (a laptop asleep) would otherwise hold the lookup for
+	// rpcTimeout; the providers already found are being resolved
+	// meanwhile, and a lookup that gets no card from them runs the full
+	// query.
 	quorumGrace = 100 * time.Millisecond
 )
 
@@ -57,33 +63,24 @@ func messenger(d *dht.IpfsDHT) *pb.ProtocolMessenger {
 	return pm
 }
 
-// quickProviders is a Kademlia lookup of key's providers (the iterative
-// GET_PROVIDERS of kad-dht's FindProvidersAsync) that stops as soon as
-// quorum peers ([providerQuorum], [capabilityQuorum]) have answered with providers, instead of running
-// on until the closest peers have all answered. It asks up to
-// [queryAlpha] peers at once, starting from the routing table's peers
-// closest to the key and moving to the closer peers they name, among the
-// [queryK] closest it has heard of; it also ends when those have all
-// answered or failed. This node's own provider store counts as one
-// answer. Once one peer answered with providers, the others have
-// [quorumGrace] (or three times the first answer's wait) to complete the
-// quorum. found is called on the query's goroutine for every new provider
-// other than this node, as soon as it arrives, with the addresses the
-// answering peer gave (also added to the peerstore for a while, as
-// kad-dht does). It returns how many peers answered with providers.
-func (s *Service) quickProviders(ctx context.Context, d *dht.IpfsDHT, key string, quorum int, found func(peer.AddrInfo)) int {
-	q := s.providerQuery(ctx, d, key, quorum)
+// quickProviders is a Kademlia lookup of key's providers that stops as
+// soon as quorum ([providerQuorum], [capabilityQuorum]) of the closest
+// peers agree (see [providerQuery]). found is called on the query's
+// goroutine for every new provider other than this node, as soon as it
+// arrives, with the addresses the answering peer gave (also added to the
+// peerstore for a while, as kad-dht does).
+func (s *Service) quickProviders(ctx context.Context, d *dht.IpfsDHT, key string, quorum int, found func(peer.AddrInfo)) {
+	q := s.queryProviders(ctx, d, key, quorum)
 	defer q.close()
 	q.run(ctx, found)
-	return q.withProviders
 }
 
-// providerQuery returns the provider query of key (see quickProviders)
-// on d: this node's provider store, the peers of its routing table
-// closest to the key (or, while that holds fewer than [queryK], every
-// peer it is connected to), and GET_PROVIDERS requests on d's message
-// sender. Its requests end with life.
-func (s *Service) providerQuery(life context.Context, d *dht.IpfsDHT, key string, quorum int) *providerQuery {
+// queryProviders returns the provider query of key on d (see
+// [providerQuery]): this node's provider store, the peers of its routing
+// table closest to the key (or, while that holds fewer than [queryK],
+// every peer it is connected to), and GET_PROVIDERS requests on d's
+// message sender, each counted. Its requests end with life or its close.
+func (s *Service) queryProviders(life context.Context, d *dht.IpfsDHT, key string, quorum int) *providerQuery {
 	mh := KeyCID(key).Hash()
 	target := kb.ConvertKey(string(mh))
 	pm := messenger(d)
@@ -124,14 +121,27 @@ type providerAnswer struct {
 	err           error
 }
 
-// providerQuery is the state of one provider query (see quickProviders):
-// the peers heard of, closest to the key first, and what each did. Its
-// I/O goes through two functions, so that its rules are tested on fake
-// time: ask sends one GET_PROVIDERS request, learn keeps the addresses an
-// answer gave for a peer or a provider. Its requests run on goroutines of
-// its own, which close ends and waits for.
+// providerQuery is one Kademlia lookup of a key's providers (the
+// iterative GET_PROVIDERS of kad-dht's FindProvidersAsync) that answers
+// before the closest peers have all answered. It asks up to [queryAlpha]
+// peers at once, starting from the peers it was given and moving to the
+// closer peers they name, among the [queryK] closest to the key it has
+// heard of that have not failed.
+//
+// Its run answers a lookup: it stops once quorum of those closest peers
+// (this node among them, through its own provider store) have answered
+// with providers besides this node, and all name the same ones. Answers
+// that differ mean a provide reached only some of the closest peers, so
+// others may miss providers too: run then asks every one of them.
+//
+// Its I/O goes through two functions, so that its rules are tested on
+// fake time: ask sends one GET_PROVIDERS request, learn keeps the
+// addresses an answer gave for a peer or a provider. Its requests run on
+// goroutines of its own, which close ends and waits for; the goroutine
+// that runs it owns the rest.
 type providerQuery struct {
 	self   peer.ID
+	key    string // the multihash, as kbucket's distance functions take it
 	target kb.ID
 	quorum int
 	local  []peer.AddrInfo // this node's own provider store
@@ -143,12 +153,13 @@ type providerQuery struct {
 	wg      sync.WaitGroup
 	answers chan providerAnswer
 
-	peers         map[peer.ID]peerState
-	order         []peer.ID // every peer heard of, closest to the key first
-	seen          map[peer.ID]bool
-	withProviders int // answers that named providers
-	inflight      int
-	start         time.Time
+	peers    map[peer.ID]peerState
+	order    []peer.ID             // every peer heard of, closest to the key first
+	named    map[peer.ID][]peer.ID // the providers besides this node each answer named, this node's store under self
+	seen     map[peer.ID]bool      // providers reported
+	inflight int
+	start    time.Time
+	first    time.Duration // the wait for the first peer's answer with providers; 0: none yet
 }
 
 // newProviderQuery returns the provider query of the key whose multihash
@@ -158,9 +169,9 @@ func newProviderQuery(life context.Context, self peer.ID, mh []byte, quorum int,
 	ask func(ctx context.Context, p peer.ID) ([]*peer.AddrInfo, []*peer.AddrInfo, error), learn func(peer.AddrInfo)) *providerQuery {
 	ctx, cancel := context.WithCancel(life)
 	q := &providerQuery{
-		self: self, target: kb.ConvertKey(string(mh)), quorum: quorum, local: local, ask: ask, learn: learn,
+		self: self, key: string(mh), target: kb.ConvertKey(string(mh)), quorum: quorum, local: local, ask: ask, learn: learn,
 		ctx: ctx, cancel: cancel, answers: make(chan providerAnswer),
-		peers: map[peer.ID]peerState{}, seen: map[peer.ID]bool{},
+		peers: map[peer.ID]peerState{}, named: map[peer.ID][]peer.ID{}, seen: map[peer.ID]bool{},
 	}
 	for _, p := range start {
 		q.add(p)
@@ -187,92 +198,158 @@ func (q *providerQuery) add(p peer.ID) bool {
 	return true
 }
 
-// take reports the providers of one answer (this node's store's, or a
-// peer's) through found, each once, this node left out.
-func (q *providerQuery) take(provs []peer.AddrInfo, found func(peer.AddrInfo)) {
-	n := 0
+// take records the providers one answer named (this node's store's, under
+// self, or a peer's) and reports each new one through found, this node
+// left out.
+func (q *providerQuery) take(from peer.ID, provs []peer.AddrInfo, found func(peer.AddrInfo)) {
+	var named []peer.ID
 	for _, ai := range provs {
-		if ai.ID == "" {
+		if ai.ID == "" || ai.ID == q.self || slices.Contains(named, ai.ID) {
 			continue
 		}
-		n++
-		if ai.ID == q.self || q.seen[ai.ID] {
+		named = append(named, ai.ID)
+		if q.seen[ai.ID] {
 			continue
 		}
 		q.seen[ai.ID] = true
 		q.learn(ai)
 		found(ai)
 	}
-	if n > 0 {
-		q.withProviders++
+	q.named[from] = named
+}
+
+// closest returns the [queryK] peers closest to the key that have not
+// failed, closest first.
+func (q *providerQuery) closest() []peer.ID {
+	out := make([]peer.ID, 0, queryK)
+	for _, p := range q.order {
+		if len(out) == queryK {
+			break
+		}
+		if q.peers[p] != failed {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// enough reports whether the quick phase may stop: quorum of the closest
+// peers (this node counts when it is among them) have answered with
+// providers besides this node, and every such answer names the same ones.
+func (q *providerQuery) enough() bool {
+	closest := q.closest()
+	selfClose := len(closest) < queryK || kb.Closer(q.self, closest[len(closest)-1], q.key)
+	var sets [][]peer.ID
+	if selfClose && len(q.named[q.self]) > 0 {
+		sets = append(sets, q.named[q.self])
+	}
+	for _, p := range closest {
+		if q.peers[p] == answered && len(q.named[p]) > 0 {
+			sets = append(sets, q.named[p])
+		}
+	}
+	if len(sets) < q.quorum {
+		return false
+	}
+	union := map[peer.ID]bool{}
+	for _, set := range sets {
+		for _, p := range set {
+			union[p] = true
+		}
+	}
+	for _, set := range sets {
+		if len(set) != len(union) {
+			return false
+		}
+	}
+	return true
+}
+
+// send asks the closest peers not asked yet, up to [queryAlpha] requests
+// in flight.
+func (q *providerQuery) send() {
+	for _, p := range q.closest() {
+		if q.inflight >= queryAlpha {
+			return
+		}
+		if q.peers[p] != heard {
+			continue
+		}
+		q.peers[p] = waiting
+		q.inflight++
+		q.wg.Go(func() {
+			rctx, rcancel := context.WithTimeout(q.ctx, rpcTimeout)
+			provs, closer, err := q.ask(rctx, p)
+			rcancel()
+			select {
+			case q.answers <- providerAnswer{p, provs, closer, err}:
+			case <-q.ctx.Done():
+			}
+		})
 	}
 }
 
-// run takes this node's own providers, then asks peers until quorum
-// answers named providers, the grace after the first ran out, ctx ended,
-// or the closest peers all answered or failed; only then it reports the
-// query complete. found is called on run's goroutine.
+// receive takes one answer: its providers (through found) and the closer
+// peers it named.
+func (q *providerQuery) receive(a providerAnswer, found func(peer.AddrInfo)) {
+	q.inflight--
+	if a.err != nil {
+		q.peers[a.from] = failed
+		return
+	}
+	q.peers[a.from] = answered
+	provs := make([]peer.AddrInfo, 0, len(a.provs))
+	for _, ai := range a.provs {
+		if ai != nil {
+			provs = append(provs, *ai)
+		}
+	}
+	q.take(a.from, provs, found)
+	if len(q.named[a.from]) > 0 && q.first == 0 {
+		q.first = max(time.Since(q.start), time.Nanosecond)
+	}
+	grew := false
+	for _, ai := range a.closer {
+		if ai == nil || !q.add(ai.ID) {
+			continue
+		}
+		q.learn(*ai)
+		grew = true
+	}
+	if grew {
+		q.order = kb.SortClosestPeers(q.order, q.target)
+	}
+}
+
+// run takes this node's own providers, then asks
+// peers until enough of the closest agree (see [providerQuery]), the
+// grace after the first peer's answer with providers ran out
+// ([quorumGrace]), ctx ended, or the closest peers all answered or
+// failed; only then it reports the query complete. found is called on
+// run's goroutine for every provider besides this node, as it arrives.
 func (q *providerQuery) run(ctx context.Context, found func(peer.AddrInfo)) (complete bool) {
 	q.start = time.Now()
-	q.take(q.local, found)
-	var grace <-chan time.Time // armed by the first answer with providers
-	for q.withProviders < q.quorum {
-		if q.withProviders > 0 && grace == nil {
-			t := time.NewTimer(max(quorumGrace, 3*time.Since(q.start)))
+	q.take(q.self, q.local, found)
+	var grace <-chan time.Time // armed by the first peer's answer with providers
+	for !q.enough() {
+		if q.first > 0 && grace == nil {
+			t := time.NewTimer(max(quorumGrace, 3*q.first))
 			defer t.Stop()
 			grace = t.C
 		}
-		for i := 0; i < len(q.order) && i < queryK && q.inflight < queryAlpha; i++ {
-			p := q.order[i]
-			if q.peers[p] != heard {
-				continue
-			}
-			q.peers[p] = waiting
-			q.inflight++
-			q.wg.Go(func() {
-				rctx, rcancel := context.WithTimeout(q.ctx, rpcTimeout)
-				provs, closer, err := q.ask(rctx, p)
-				rcancel()
-				select {
-				case q.answers <- providerAnswer{p, provs, closer, err}:
-				case <-q.ctx.Done():
-				}
-			})
-		}
+		q.send()
 		if q.inflight == 0 {
-			return true // the closest peers known have all answered or failed
+			return true
 		}
-		var a providerAnswer
 		select {
-		case a = <-q.answers:
+		case a := <-q.answers:
+			q.receive(a, found)
 		case <-grace:
 			return false
 		case <-ctx.Done():
 			return false
-		}
-		q.inflight--
-		if a.err != nil {
-			q.peers[a.from] = failed
-			continue
-		}
-		q.peers[a.from] = answered
-		provs := make([]peer.AddrInfo, 0, len(a.provs))
-		for _, ai := range a.provs {
-			if ai != nil {
-				provs = append(provs, *ai)
-			}
-		}
-		q.take(provs, found)
-		grew := false
-		for _, ai := range a.closer {
-			if ai == nil || !q.add(ai.ID) {
-				continue
-			}
-			q.learn(*ai)
-			grew = true
-		}
-		if grew {
-			q.order = kb.SortClosestPeers(q.order, q.target)
+		case <-q.ctx.Done():
+			return false
 		}
 	}
 	return false
