@@ -133,13 +133,15 @@ func agentCard(id string, caps ...string) agentcard.Card {
 }
 
 // publishAll publishes every node's cards at once and fails on error.
+// Each publish gets two minutes: 20 nodes publishing together under the
+// race detector took more than 30 s on two cores shared with other jobs.
 func publishAll(tb testing.TB, nodes []*testNode) {
 	tb.Helper()
 	var wg sync.WaitGroup
 	errs := make([]error, len(nodes))
 	for i, n := range nodes {
 		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			errs[i] = n.svc.Publish(ctx)
 		})

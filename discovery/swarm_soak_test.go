@@ -6,16 +6,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
-
-	dht "github.com/libp2p/go-libp2p-kad-dht"
-
-	"github.com/nova-node/nova-node/discovery"
-
+	"maps"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	dht "github.com/libp2p/go-libp2p-kad-dht"
+	kb "github.com/libp2p/go-libp2p-kbucket"
+	"github.com/libp2p/go-libp2p/core/peer"
+
 	"github.com/nova-node/nova-node/agentcard"
+	"github.com/nova-node/nova-node/discovery"
+	"github.com/nova-node/nova-node/internal/waitfor"
 )
 
 // swarmSize is the size of TestSwarm's network: 50 nodes, or 20 under
@@ -48,6 +51,14 @@ func TestSwarm(t *testing.T) {
 	nodes := network(t, swarmSize(), tm, discovery.WithDHTOptions(dht.Concurrency(3)))
 	waitRoutingTables(t, nodes, 8)
 	publishAll(t, nodes)
+	// Provides are not acknowledged: a publish returns once its
+	// ADD_PROVIDER messages are sent, and a peer may not have stored them
+	// yet. What is asserted below needs them stored.
+	offers := map[string]func(i int) bool{"echo": func(int) bool { return true }}
+	for j := range 5 {
+		offers[fmt.Sprintf("skill-%d", j)] = func(i int) bool { return i%5 == j }
+	}
+	waitProvidersStored(t, nodes, offers)
 	t.Logf("%d nodes up and published in %s", len(nodes), time.Since(start))
 
 	// Every node resolves every agent by capability, then by name.
@@ -121,6 +132,62 @@ func TestSwarm(t *testing.T) {
 		t.Errorf("Lookup(%s) of a node gone for a TTL = %v, want AGENT_NOT_FOUND", goneAddr, err)
 	}
 	t.Logf("update, departure and a TTL handled in %s", time.Since(start))
+}
+
+// waitProvidersStored waits until the k (20) nodes closest to the key of
+// each capability in offers, those a lookup asks, hold the provider
+// record of every node that offers it (offers[capID](i)). A provide is
+// not acknowledged, and one can miss a peer for good (seen under the race
+// detector on two loaded cores: a publish that succeeded, and a closest
+// node that still lacked the record a minute later); the republish loop
+// mends that on its next round, every republish interval. So a node whose
+// record some closest node still lacks after 5 s publishes again here, as
+// that loop would, at most five times.
+func waitProvidersStored(t *testing.T, nodes []*testNode, offers map[string]func(i int) bool) {
+	t.Helper()
+	index := map[peer.ID]int{}
+	for i, n := range nodes {
+		index[n.h.ID()] = i
+	}
+	var lacking map[int]bool // nodes whose record a closest node lacks
+	stored := func() error {
+		lacking = map[int]bool{}
+		var first error
+		for capID, offered := range offers {
+			mh := discovery.KeyCID(discovery.CapabilityKey(swarm, capID)).Hash()
+			closest := kb.SortClosestPeers(slices.Collect(maps.Keys(index)), kb.ConvertKey(string(mh)))
+			for _, p := range closest[:min(len(closest), 20)] {
+				provs, err := nodes[index[p]].svc.DHT().ProviderStore().GetProviders(t.Context(), mh)
+				if err != nil {
+					return err
+				}
+				for i, n := range nodes {
+					if offered(i) && !slices.ContainsFunc(provs, func(ai peer.AddrInfo) bool { return ai.ID == n.h.ID() }) {
+						lacking[i] = true
+						if first == nil {
+							first = fmt.Errorf("node %d does not hold node %d's provider record of %s", index[p], i, capID)
+						}
+					}
+				}
+			}
+		}
+		return first
+	}
+	for round := 1; ; round++ {
+		err := waitfor.Within(5*time.Second, stored)
+		if err == nil {
+			return
+		}
+		if round > 5 {
+			t.Fatal(err)
+		}
+		again := make([]*testNode, 0, len(lacking))
+		for i := range lacking {
+			again = append(again, nodes[i])
+		}
+		t.Logf("%v; %d nodes publish again", err, len(again))
+		publishAll(t, again)
+	}
 }
 
 // parallel runs f for every node, a few at a time, and fails t with every
