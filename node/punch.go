@@ -32,7 +32,9 @@ import (
 // now, it closes the relayed connection and dials again. The new relayed
 // connection is one both ends are ready for, and the other end punches.
 // Once per connection: a punch that failed (a symmetric NAT) is not tried
-// again, since both ends were ready for it.
+// again, since both ends were ready for it. And at most once per peer in
+// punchAgainEvery: a peer that announces DCUtR only after each new
+// connection's identify cannot make this node dial it over and over.
 //
 // It also closes relayed connections a direct one superseded, relayedGrace
 // after both were there. go-libp2p leaves a relayed connection open beside
@@ -55,8 +57,12 @@ type punchAgain struct {
 	// by when the relayed ones are closed.
 	waiting    map[peer.ID]network.Conn
 	superseded map[peer.ID]time.Time
+	redialled  map[peer.ID]time.Time // within punchAgainEvery
 	timer      *time.Timer
 }
+
+// punchAgainEvery is the least time between two redials of one peer.
+const punchAgainEvery = 10 * time.Minute
 
 // relayedGrace is how long a relayed connection stays open beside a direct
 // one to the same peer: what was under way on it (a request, the hole
@@ -76,7 +82,8 @@ func startPunchAgain(h host.Host) (*punchAgain, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &punchAgain{h: h, sub: sub, ctx: ctx, cancel: cancel, done: make(chan struct{}),
-		waiting: map[peer.ID]network.Conn{}, superseded: map[peer.ID]time.Time{}, timer: time.NewTimer(time.Hour)}
+		waiting: map[peer.ID]network.Conn{}, superseded: map[peer.ID]time.Time{}, redialled: map[peer.ID]time.Time{},
+		timer: time.NewTimer(time.Hour)}
 	p.timer.Stop()
 	go p.run()
 	return p, nil
@@ -201,6 +208,16 @@ func (p *punchAgain) check(id peer.ID) {
 		return
 	}
 	delete(p.waiting, id)
+	now := time.Now()
+	for q, at := range p.redialled {
+		if now.Sub(at) >= punchAgainEvery {
+			delete(p.redialled, q)
+		}
+	}
+	if _, recent := p.redialled[id]; recent {
+		return
+	}
+	p.redialled[id] = now
 	log.Infow("both ends can hole punch now: dialling the peer again over its relay", "peer", id)
 	for _, c := range conns {
 		_ = c.Close() // relayed, every one: a direct one would have ended the wait
