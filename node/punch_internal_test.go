@@ -36,16 +36,7 @@ func TestPunchAgainRedialsOnceBothEndsCanPunch(t *testing.T) {
 					inbound <- c
 				}
 			}})
-			p, err := startPunchAgain(a)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = p.close() })
-
-			circuit := multiaddr.StringCast("/p2p/" + relay.ID().String() + "/p2p-circuit")
-			if err := a.Connect(t.Context(), peer.AddrInfo{ID: b.ID(), Addrs: []multiaddr.Multiaddr{relay.Addrs()[0].Encapsulate(circuit)}}); err != nil {
-				t.Fatal(err)
-			}
+			punchAgainOverRelay(t, relay, a, b)
 			c1 := <-inbound
 			if !relayed(c1) {
 				t.Fatalf("b's first connection from a is not relayed: %v", c1.RemoteMultiaddr())
@@ -85,6 +76,21 @@ func TestPunchAgainRedialsOnceBothEndsCanPunch(t *testing.T) {
 	}
 }
 
+// punchAgainOverRelay starts a's punchAgain and connects a to b through
+// relay.
+func punchAgainOverRelay(t *testing.T, relay, a, b host.Host) {
+	t.Helper()
+	p, err := startPunchAgain(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.close() })
+	circuit := multiaddr.StringCast("/p2p/" + relay.ID().String() + "/p2p-circuit")
+	if err := a.Connect(t.Context(), peer.AddrInfo{ID: b.ID(), Addrs: []multiaddr.Multiaddr{relay.Addrs()[0].Encapsulate(circuit)}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // relayedPair is a relay on loopback and two hosts, the second holding a
 // reservation on it.
 func relayedPair(t *testing.T) (relay, a, b host.Host) {
@@ -121,15 +127,7 @@ func relayedPair(t *testing.T) (relay, a, b host.Host) {
 // after relayedGrace; the direct one stays.
 func TestPunchAgainClosesSupersededRelayedConnections(t *testing.T) {
 	relay, a, b := relayedPair(t)
-	p, err := startPunchAgain(a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.close() })
-	circuit := multiaddr.StringCast("/p2p/" + relay.ID().String() + "/p2p-circuit")
-	if err := a.Connect(t.Context(), peer.AddrInfo{ID: b.ID(), Addrs: []multiaddr.Multiaddr{relay.Addrs()[0].Encapsulate(circuit)}}); err != nil {
-		t.Fatal(err)
-	}
+	punchAgainOverRelay(t, relay, a, b)
 	a.Peerstore().AddAddrs(b.ID(), b.Addrs(), time.Hour)
 	direct, err := a.Network().DialPeer(network.WithForceDirectDial(t.Context(), "test"), b.ID())
 	if err != nil {
